@@ -1,0 +1,1 @@
+"""Chunkers: fixed windows, recursive paragraph-first, content-defined."""

@@ -1,0 +1,37 @@
+"""The Embedder protocol: what rechunk needs from an embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["Embedder"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model.
+
+    ``model_id`` is a stable identity of everything that changes the vectors
+    (model name or path, weights revision or hash, pooling, normalisation,
+    maximum sequence length, any prompt or prefix). It enters every input key,
+    so two embedders with the same ``model_id`` must produce the same vectors.
+    ``max_input_tokens`` counts special tokens; ``None`` means unknown/unbounded.
+    ``embed`` returns float32 of shape ``(len(texts), dimension)`` and must never
+    truncate silently: an input longer than the window is an ``EmbeddingError``.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def max_input_tokens(self) -> int | None: ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...

@@ -1,0 +1,65 @@
+"""One exception root for everything rechunk raises on purpose.
+
+Catch :class:`RechunkError` to handle any of them. Subclasses that describe bad
+arguments also derive from :class:`ValueError` / :class:`TypeError`, and a
+missing optional package from :class:`ImportError`, so code written against the
+builtin exceptions keeps working. :class:`TransientError` marks failures that
+are safe to retry (a store or model that did not answer this time).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CacheError",
+    "ConfigError",
+    "EmbeddingError",
+    "InputError",
+    "MissingDependencyError",
+    "RechunkError",
+    "StoreError",
+    "StoreUnavailableError",
+    "TransientError",
+]
+
+
+class RechunkError(Exception):
+    """Base class of every error rechunk raises deliberately."""
+
+
+class ConfigError(RechunkError, ValueError):
+    """Invalid parameters: min above max, a bool where an int is due, a bad path."""
+
+
+class InputError(RechunkError, ValueError):
+    """Input that cannot be processed: not a str, NUL bytes, lone surrogates."""
+
+
+class MissingDependencyError(RechunkError, ImportError):
+    """An optional package is not installed; the message names the extra."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{package} is not installed; install it with: pip install 'rechunk[{extra}]'"
+        )
+
+
+class TransientError(RechunkError):
+    """A failure that is safe to retry as it is."""
+
+
+class EmbeddingError(RechunkError):
+    """The embedder refused or failed: input too long, wrong dimension, model mismatch."""
+
+
+class CacheError(RechunkError):
+    """The reuse cache is unreadable, from a newer schema, or belongs to another model."""
+
+
+class StoreError(RechunkError):
+    """The vector store refused the operation or holds an incompatible collection."""
+
+
+class StoreUnavailableError(StoreError, TransientError):
+    """The vector store could not be reached (server down, path locked by another process)."""

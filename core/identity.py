@@ -1,0 +1,66 @@
+"""Stable identities: input keys, text hashes and deterministic point ids.
+
+Every hash here is computed over *length-prefixed, domain-separated* fields, so
+no two different field tuples can produce the same byte string (``("ab", "c")``
+and ``("a", "bc")`` hash differently) and a key of one kind can never collide
+with a key of another kind. Changing anything in this module changes stored
+identities: bump the domain version and the golden tests together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable
+
+__all__ = [
+    "POINT_NAMESPACE",
+    "hash_fields",
+    "input_key",
+    "point_id",
+    "text_revision",
+]
+
+INPUT_KEY_DOMAIN = "rechunk/input-key/v1"
+REVISION_DOMAIN = "rechunk/revision/v1"
+POINT_DOMAIN = "rechunk/point/v1"
+#: Namespace of the UUIDv5 point ids (itself a UUIDv5 of the project URL namespace).
+POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://rechunk.dev/ns/point/v1")
+
+
+def hash_fields(domain: str, fields: Iterable[str | bytes]) -> str:
+    """sha256 hex digest of ``domain`` and ``fields``, each prefixed by its byte length."""
+    digest = hashlib.sha256()
+    for field in (domain, *fields):
+        data = field.encode("utf-8") if isinstance(field, str) else field
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def input_key(model_id: str, text: str) -> str:
+    """The key under which the embedding of ``text`` by ``model_id`` is stored.
+
+    Only the model identity and the exact embedding-input bytes enter the key:
+    the chunker and its parameters do not, so identical text reuses one vector
+    whatever produced it.
+    """
+    if not isinstance(model_id, str) or not model_id:
+        raise ValueError("model_id must be a non-empty string")
+    if not isinstance(text, str):
+        raise TypeError("text must be a str")
+    return hash_fields(INPUT_KEY_DOMAIN, (model_id, text))
+
+
+def text_revision(text: str) -> str:
+    """Default revision of a document: a hash of its text (first 32 hex digits)."""
+    return hash_fields(REVISION_DOMAIN, (text,))[:32]
+
+
+def point_id(doc_id: str, key: str, occurrence: int) -> str:
+    """Deterministic UUIDv5 of (doc_id, input key, occurrence among equal keys).
+
+    Never a position: inserting a chunk before another leaves the other's id alone.
+    """
+    name = hash_fields(POINT_DOMAIN, (doc_id, key, str(occurrence)))
+    return str(uuid.uuid5(POINT_NAMESPACE, name))

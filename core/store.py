@@ -1,0 +1,141 @@
+"""The VectorStore protocol: what the sync engine needs from a vector collection.
+
+Adapters (``rechunk.adapters.qdrant.QdrantStore``, ``rechunk.adapters.chroma.
+ChromaStore``) implement it on top of a ready client. Every point a sync writes
+carries a :class:`PointPayload`; how the payload is laid out in the collection
+(``layout="langchain"`` or ``"llamaindex"``) is the adapter's business, so that
+the framework's own vector store class can read the collection directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "RESERVED_METADATA_KEYS",
+    "CollectionInfo",
+    "Distance",
+    "PointPayload",
+    "PointWrite",
+    "StoredPoint",
+    "VectorStore",
+]
+
+Distance = Literal["cosine", "dot", "euclid"]
+
+#: Payload keys rechunk owns; document metadata may not use them.
+RESERVED_METADATA_KEYS = frozenset(
+    {
+        "doc_id",
+        "revision",
+        "policy",
+        "input_key",
+        "model_id",
+        "ordinal",
+        "start",
+        "end",
+        "tokens",
+        "version",
+    }
+)
+
+
+@dataclass(frozen=True)
+class PointPayload:
+    """Everything stored beside one chunk's vector."""
+
+    doc_id: str
+    revision: str
+    policy: str
+    input_key: str
+    model_id: str
+    ordinal: int
+    start: int
+    end: int
+    tokens: int
+    text: str
+    version: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    """A point as read back from the store (without its vector)."""
+
+    id: str
+    payload: PointPayload
+
+
+@dataclass(frozen=True)
+class PointWrite:
+    """One write: a new point (``vector`` set) or a payload-only update (``vector=None``)."""
+
+    id: str
+    payload: PointPayload
+    vector: npt.NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    """The collection's configuration as the store reports it."""
+
+    name: str
+    dimension: int
+    distance: Distance
+    points: int
+    model_ids: frozenset[str] = frozenset()
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """A vector collection that rechunk can sync into.
+
+    Constructors take a ready client and do no I/O. Every method that reaches the
+    store raises ``StoreError`` (or ``StoreUnavailableError`` when it cannot be
+    reached); none of them writes anything partially on bad input.
+    """
+
+    @property
+    def collection(self) -> str: ...
+
+    def collection_info(self) -> CollectionInfo | None:
+        """The collection's configuration, or ``None`` when it does not exist."""
+        ...
+
+    def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
+        """Create the collection, or check that the existing one has this configuration."""
+        ...
+
+    def get_points(self, doc_id: str) -> list[StoredPoint]:
+        """All points of ``doc_id`` (any revision), payloads without vectors."""
+        ...
+
+    def get_vectors(
+        self, input_keys: Sequence[str], model_id: str
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors already stored under these input keys by ``model_id`` (any doc)."""
+        ...
+
+    def write(self, points: Sequence[PointWrite]) -> None:
+        """Upsert points with vectors; update only the payload where ``vector`` is None."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete points by id; ids that do not exist are ignored."""
+        ...
+
+    def doc_ids(self) -> set[str]:
+        """Every doc_id that has at least one point."""
+        ...
+
+    def search(
+        self, vector: npt.NDArray[np.float32], k: int = 5
+    ) -> list[tuple[StoredPoint, float]]:
+        """The ``k`` nearest points with their scores (higher is closer)."""
+        ...
