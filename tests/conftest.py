@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+ROOT = Path(__file__).resolve().parent.parent
+REVISIONS = ROOT.parent / "shared" / "revisions" / "dev.jsonl"
+
+
+def _load_revisions() -> list[dict[str, Any]]:
+    with REVISIONS.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def revisions() -> list[dict[str, Any]]:
+    """The real revision pairs of ../shared/revisions/dev.jsonl (skips when absent)."""
+    if not REVISIONS.exists():
+        pytest.skip(f"real revision pairs not available: {REVISIONS} is absent")
+    return _load_revisions()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "revisions: reads ../shared/revisions")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.requires("pkg")`` skips a test whose optional package is absent."""
+    import importlib.util
+
+    for item in items:
+        for mark in item.iter_markers("requires"):
+            for pkg in mark.args:
+                if importlib.util.find_spec(pkg) is None:
+                    item.add_marker(pytest.mark.skip(reason=f"optional package {pkg} not installed"))
