@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rechunk.chunk import Chunk, Chunker, embedding_input
+from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
 from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import (
@@ -16,23 +18,35 @@ from rechunk.errors import (
     TransientError,
 )
 from rechunk.identity import input_key
+from rechunk.measure import edit_band, edit_fraction, recompute_fraction
 from rechunk.store import VectorStore
+from rechunk.tokens import TokenCounter
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CDCChunker",
     "CacheError",
+    "Chunk",
+    "Chunker",
     "ConfigError",
     "Document",
     "Embedder",
     "EmbeddingError",
+    "FixedChunker",
     "InputError",
     "MissingDependencyError",
     "RechunkError",
+    "RecursiveChunker",
     "StoreError",
     "StoreUnavailableError",
+    "TokenCounter",
     "TransientError",
     "VectorStore",
     "__version__",
+    "edit_band",
+    "edit_fraction",
+    "embedding_input",
     "input_key",
+    "recompute_fraction",
 ]

@@ -1,0 +1,77 @@
+"""Chunks, the chunker protocol, and the embedding-input rule shared by every chunker."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["NORMALIZATION_VERSION", "Chunk", "Chunker", "embedding_input"]
+
+#: Version of :func:`embedding_input`; it enters every policy id.
+NORMALIZATION_VERSION = "ws-v1"
+
+_LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_OTHER_SPACE = re.compile(r"[^\S\n\t ]")
+_TRAILING = re.compile(r"[ \t]+\n")
+_BLANK_RUN = re.compile(r"\n{3,}")
+
+
+def embedding_input(span: str) -> str:
+    """The exact string embedded for a span of source text (rule ``ws-v1``).
+
+    1. strip leading and trailing whitespace;
+    2. every line break (``\\r\\n``, ``\\r``, and the other characters Python's
+       ``str.splitlines`` breaks at) becomes ``\\n``;
+    3. every other whitespace character except tab and space (no-break space,
+       ideographic space, ...) becomes a space;
+    4. spaces and tabs at the end of a line are dropped;
+    5. three or more consecutive ``\\n`` become two (one blank line).
+
+    Words (runs of non-whitespace) are never changed, indentation and single
+    line breaks are kept, and the result holds no whitespace but space, tab and
+    ``\\n``. The same rule serves every chunker, so identical text produces the
+    identical input (and the same cached vector) whatever chunker cut it.
+    """
+    text = span.strip()
+    if not text:
+        return ""
+    text = _LINE_BREAKS.sub("\n", text)
+    text = _OTHER_SPACE.sub(" ", text)
+    if "\n" in text:
+        text = _TRAILING.sub("\n", text)
+        text = _BLANK_RUN.sub("\n\n", text)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk: the half-open source span ``[start, end)`` and its embedding input.
+
+    ``text`` is ``embedding_input(source[start:end])``; ``tokens`` is the number
+    of content tokens of ``text`` under the chunker's tokenizer (no special tokens).
+    """
+
+    start: int
+    end: int
+    text: str
+    tokens: int
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """A stateless chunker: ``chunk`` is a function of the text and fixed parameters."""
+
+    @property
+    def policy_id(self) -> str:
+        """Stable identity of the chunker, its parameters and its tokenizer."""
+        ...
+
+    @property
+    def hard_max_tokens(self) -> int:
+        """No chunk's embedding input exceeds this many content tokens."""
+        ...
+
+    def chunk(self, text: str) -> list[Chunk]:
+        """Spans that tile ``text`` exactly, in order; no chunks for blank text."""
+        ...

@@ -1,0 +1,157 @@
+"""Recursive, paragraph-first chunking."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from rechunk.chunkers.base import (
+    Analysis,
+    BaseChunker,
+    IntArray,
+    Units,
+    check_int,
+    greedy_windows,
+    pre_token_pieces,
+    refine,
+)
+from rechunk.errors import ConfigError
+
+__all__ = ["RecursiveChunker"]
+
+# Boundary strength before a unit: lower splits first.
+BLOCK, LINE, SENTENCE, TOKEN = 0, 1, 2, 3
+
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n|\r[^\S\r\n]*\r|\r\n[^\S\n]*\r\n")
+_BLOCK_START = re.compile(r"(?:#{1,6}|[-*+]|\d{1,9}[.)]|>|```.*|~~~.*|\|.*|\.\.)\Z")
+_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’」』）)\]]*\Z")
+_CJK_END = re.compile(r"[。！？][\"'”’」』）)\]]*")
+
+
+class RecursiveChunker(BaseChunker):
+    """Paragraph-first recursive splitting with greedy packing.
+
+    Blocks are paragraphs (separated by blank lines), Markdown headings, list
+    items, quotes, table rows and fences (a line starting with ``#``, ``-``, ``*``,
+    ``+``, ``1.``, ``>``, ``|`` or a fence starts a block). A span within
+    ``target_tokens`` stays whole; a larger one is split at blank lines, then
+    line breaks, then sentence ends (``.!?`` followed by whitespace, ``。！？``
+    with or without it), then into token windows. At each level the pieces are
+    packed greedily while they fit; a piece too large for the target is split at
+    the next level on its own, so it also stops the packing from cascading.
+    """
+
+    kind = "recursive"
+
+    def __init__(
+        self, target_tokens: int = 400, tokenizer: Any = None, *, hard_max_tokens: int = 512
+    ) -> None:
+        self.target_tokens = check_int("target_tokens", target_tokens)
+        check_int("hard_max_tokens", hard_max_tokens)
+        if target_tokens > hard_max_tokens:
+            raise ConfigError(
+                f"target_tokens={target_tokens} is above hard_max_tokens={hard_max_tokens}"
+            )
+        super().__init__(tokenizer, hard_max_tokens)
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"target_tokens": self.target_tokens, "hard_max_tokens": self.hard_max_tokens}
+
+    def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:
+        units, levels = self._units(analysis)
+        prefix = units.prefix
+        starts: list[int] = []
+        self._split(prefix, levels, 0, len(units), BLOCK, starts)
+        return units, starts
+
+    def _units(self, analysis: Analysis) -> tuple[Units, IntArray]:
+        """Units (words, or sentence / pre-token pieces of long words) and their levels."""
+        target = self.target_tokens
+        counter = self._counter
+        words = analysis.words
+        splits: dict[int, list[tuple[int, int]]] = {}
+        piece_levels: dict[int, list[int]] = {}
+        exact = True
+        for i, word in enumerate(words):
+            long = analysis.counts[i] > target
+            if not long and not _CJK_END.search(word, 0, len(word) - 1):
+                continue
+            cuts = [m.end() for m in _CJK_END.finditer(word) if m.end() < len(word)]
+            bounds = [0, *cuts, len(word)]
+            sentences = [word[a:b] for a, b in zip(bounds, bounds[1:])]
+            pieces: list[tuple[int, int]] = []
+            levels: list[int] = []
+            for offset, sentence, count in zip(bounds, sentences, counter.count_many(sentences)):
+                if count <= target:
+                    pieces.append((offset, count))
+                    levels.append(SENTENCE)
+                    continue
+                sub, ok = pre_token_pieces(counter, sentence, target)
+                exact = exact and ok
+                pieces.extend((offset + o, t) for o, t in sub)
+                levels.extend([SENTENCE] + [TOKEN] * (len(sub) - 1))
+            if len(pieces) > 1:
+                splits[i] = pieces
+                piece_levels[i] = levels
+        units = refine(analysis, splits, exact)
+        levels_out = np.full(len(units), TOKEN, dtype=np.int64)
+        separators = analysis.separators
+        word_levels = [self._word_level(analysis, i, separators[i]) for i in range(len(words))]
+        word_of = units.word.tolist()
+        piece = units.piece.tolist()
+        k = 0
+        while k < len(units):
+            i = word_of[k]
+            levels_out[k] = word_levels[i]
+            if piece[k]:
+                inner = piece_levels[i]
+                for offset in range(1, len(inner)):
+                    levels_out[k + offset] = inner[offset]
+                k += len(inner)
+            else:
+                k += 1
+        levels_out[0] = BLOCK
+        return units, levels_out
+
+    @staticmethod
+    def _word_level(analysis: Analysis, i: int, separator: str) -> int:
+        """Strength of the boundary before word ``i``."""
+        if i == 0:
+            return BLOCK
+        if "\n" in separator or "\r" in separator:
+            if _BLANK_LINE.search(separator) or _BLOCK_START.match(analysis.words[i]):
+                return BLOCK
+            return LINE
+        return SENTENCE if _SENTENCE_END.search(analysis.words[i - 1]) else TOKEN
+
+    def _split(
+        self, prefix: IntArray, levels: IntArray, lo: int, hi: int, level: int, out: list[int]
+    ) -> None:
+        """Append the chunk starts for units ``[lo, hi)``, splitting at ``level`` or finer."""
+        target = self.target_tokens
+        if prefix[hi] - prefix[lo] <= target:
+            out.append(lo)
+            return
+        if level >= TOKEN:
+            out.extend(greedy_windows(prefix, lo, hi, target))
+            return
+        inner = (levels[lo + 1 : hi] <= level).nonzero()[0] + lo + 1
+        bounds = [lo, *inner.tolist(), hi]
+        open_start: int | None = None  # start of the chunk being packed
+        for a, b in zip(bounds, bounds[1:]):
+            size = prefix[b] - prefix[a]
+            if size > target:
+                if open_start is not None:
+                    out.append(open_start)
+                    open_start = None
+                self._split(prefix, levels, a, b, level + 1, out)
+            elif open_start is None:
+                open_start = a
+            elif prefix[b] - prefix[open_start] > target:
+                out.append(open_start)
+                open_start = a
+        if open_start is not None:
+            out.append(open_start)

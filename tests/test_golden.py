@@ -1,0 +1,59 @@
+"""Golden identities: chunk spans, input keys and point ids never change silently.
+
+Regenerate spans.json only together with a chunker version bump:
+``python tests/test_golden.py --regenerate``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rechunk import CDCChunker, FixedChunker, RecursiveChunker, input_key
+from rechunk.identity import point_id, text_revision
+
+HERE = Path(__file__).resolve().parent / "golden"
+TEXT = (HERE / "text.md").read_text(encoding="utf-8")
+SPANS = HERE / "spans.json"
+CHUNKERS = {"fixed": FixedChunker, "recursive": RecursiveChunker, "cdc": CDCChunker}
+
+
+def current() -> dict[str, Any]:
+    out = {}
+    for name, factory in CHUNKERS.items():
+        chunker = factory()
+        out[name] = {
+            "policy_id": chunker.policy_id,
+            "spans": [[c.start, c.end, c.tokens] for c in chunker.chunk(TEXT)],
+        }
+    return out
+
+
+def test_chunk_spans_match_golden() -> None:
+    golden = json.loads(SPANS.read_text(encoding="utf-8"))
+    for name, now in current().items():
+        assert now["policy_id"] == golden[name]["policy_id"], (
+            f"{name}: policy id changed; if the boundaries changed on purpose, bump the "
+            "chunker's version and regenerate tests/golden/spans.json"
+        )
+        assert now["spans"] == golden[name]["spans"], (
+            f"{name}: boundaries changed without a policy version bump"
+        )
+        assert len(now["spans"]) >= 3
+
+
+def test_identity_golden_values() -> None:
+    assert input_key("all-MiniLM-L6-v2", "hello world") == GOLDEN_KEY
+    assert point_id("a.md", GOLDEN_KEY, 0) == GOLDEN_POINT
+    assert text_revision("hello world") == GOLDEN_REVISION
+
+
+GOLDEN_KEY = "f809264e1449049ea7b577e519eabe9f75558e255868ea1446d0d16dce8d5185"
+GOLDEN_POINT = "dc431a9d-2944-5dc2-b05f-054a96b81cc4"
+GOLDEN_REVISION = "635891923a23f9efebbfe657884d1eb9"
+
+if __name__ == "__main__" and "--regenerate" in sys.argv:
+    SPANS.write_text(json.dumps(current(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {SPANS}")
