@@ -111,7 +111,9 @@ class Units:
         return len(self.starts)
 
 
-def pre_token_pieces(counter: TokenCounter, word: str, limit: int) -> tuple[list[tuple[int, int]], bool]:
+def pre_token_pieces(
+    counter: TokenCounter, word: str, limit: int
+) -> tuple[list[tuple[int, int]], bool]:
     """Cut ``word`` at the tokenizer's pre-token starts: ``([(offset, tokens)], exact)``.
 
     A pre-token holding more than ``limit`` tokens is cut further at token starts
@@ -139,7 +141,9 @@ def pre_token_pieces(counter: TokenCounter, word: str, limit: int) -> tuple[list
     return [(0, pieces[0][1]), *pieces[1:]], exact
 
 
-def refine(analysis: Analysis, splits: Mapping[int, Sequence[tuple[int, int]]], exact: bool) -> Units:
+def refine(
+    analysis: Analysis, splits: Mapping[int, Sequence[tuple[int, int]]], exact: bool
+) -> Units:
     """Units from words, with the words in ``splits`` replaced by their pieces."""
     n = len(analysis.words)
     if not splits:

@@ -1,0 +1,616 @@
+"""Churn benchmark: R_c per chunker on real revision pairs, plus chunking throughput.
+
+For every chunker in :data:`CHUNKERS` (rechunk's three policies and the anchors
+it must beat) and every revision pair of ``../shared/revisions/dev.jsonl``:
+
+* R_c = ``rechunk.recompute_fraction(old_chunks, new_chunks)``, macro-averaged over
+  pairs per language and per edit band (mean of per-pair R_c);
+* the no-edit control: the old text as chunked by every later pass (same object
+  again, fresh objects) against the first pass (must be exactly 0);
+* failures, chunk-length statistics and throughput (MB/s of UTF-8 input, a cold
+  pass with a fresh chunker object and a warm second pass with the same object,
+  fastest of ``--repeat`` repetitions).
+
+Every chunker counts tokens with all-MiniLM-L6-v2's tokenizer, truncation and
+padding off. Anchors' chunk strings become embedding inputs through
+``rechunk.embedding_input`` (one whitespace rule for all, so only boundaries
+differ) and are counted with the same tokenizer.
+
+    python benchmarks/churn.py                 # full run; writes docs + results
+    python benchmarks/churn.py --only rechunk-cdc-176-352 steadlith-cdc-176-352
+    python benchmarks/churn.py --json          # also print the raw results as JSON
+
+A run restricted with ``--only`` prints its section and writes nothing. Each
+chunker runs ``--repeat`` times (default 3); throughput takes the fastest run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import rechunk
+from rechunk import Chunk
+from rechunk.tokens import HFTokenCounter, default_tokenizer_path, resolve_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _report
+
+ChunkFn = Callable[[str], list[Chunk]]
+
+LANGS = ("en", "zh")
+BANDS = ("small", "medium", "large", "extreme")
+HARD_MAX = 512  # rechunk's default hard maximum; anchors are checked against it too
+TARGET = 400  # the anchors' token target
+REPEAT = 3  # fresh objects per chunker; throughput reports the fastest repetition
+RESULTS = Path(__file__).resolve().parent / "results" / "churn.json"
+CHART = _report.ROOT / "docs" / "churn.png"
+COMMAND = "python benchmarks/churn.py"
+
+
+# -- tokenizer ---------------------------------------------------------------------------
+
+
+def _fresh_counter() -> HFTokenCounter:
+    """A new counter over all-MiniLM-L6-v2's tokenizer.json (truncation/padding off).
+
+    ``resolve_tokenizer(None)`` returns one cached counter whose memo would carry
+    over from one chunker to the next; a fresh one keeps every cold pass cold.
+    Same file, same identity, same counts.
+    """
+    from tokenizers import Tokenizer
+
+    return HFTokenCounter(Tokenizer.from_file(str(default_tokenizer_path())))
+
+
+def _fresh_tokenizer() -> Any:
+    """A ``tokenizers.Tokenizer`` copy with truncation and padding off."""
+    return _fresh_counter().tokenizer
+
+
+# -- anchors -----------------------------------------------------------------------------
+
+
+class _Anchor:
+    """Wraps a third-party ``str -> list[str]`` splitter as a chunk function.
+
+    Each returned string becomes ``rechunk.embedding_input(s)``; empty ones are
+    dropped; tokens are counted with the shared counter. ``native_seconds`` of
+    the last call is the splitter's own time, without this conversion.
+    """
+
+    def __init__(self, split: Callable[[str], Sequence[str]]) -> None:
+        self._split = split
+        self._counter = resolve_tokenizer(None)
+        self.native_seconds = 0.0
+
+    def __call__(self, text: str) -> list[Chunk]:
+        t0 = time.perf_counter()
+        pieces = list(self._split(text))
+        self.native_seconds = time.perf_counter() - t0
+        inputs = [s for s in map(rechunk.embedding_input, pieces) if s]
+        counts = self._counter.count_many(inputs)
+        return [Chunk(0, 0, s, n) for s, n in zip(inputs, counts)]
+
+
+def _langchain() -> ChunkFn:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from transformers import PreTrainedTokenizerFast
+
+    # tokenizer_object= keeps model_max_length unset: no truncation, no length warning
+    tok = PreTrainedTokenizerFast(tokenizer_object=_fresh_tokenizer())
+    splitter = RecursiveCharacterTextSplitter.from_huggingface_tokenizer(
+        tok, chunk_size=TARGET, chunk_overlap=0
+    )
+    return _Anchor(splitter.split_text)
+
+
+def _llamaindex() -> ChunkFn:
+    from llama_index.core.node_parser import SentenceSplitter
+
+    tok = _fresh_tokenizer()
+
+    def ids(s: str) -> list[int]:
+        return tok.encode(s, add_special_tokens=False).ids
+
+    splitter = SentenceSplitter(chunk_size=TARGET, chunk_overlap=0, tokenizer=ids)
+    return _Anchor(splitter.split_text)
+
+
+def _steadlith() -> ChunkFn:
+    from steadlith.chunk import CDCChunker, CDCParams
+
+    counter = _fresh_counter()
+
+    def count(word: str) -> int:
+        return max(1, counter.count_many([word])[0])
+
+    chunker = CDCChunker(
+        CDCParams(min_tokens=176, max_tokens=352, tokenizer_id=counter.identity),
+        token_counter=count,
+    )
+
+    def split(text: str) -> list[str]:
+        # steadlith's page_content is its own whitespace-normalised text; take the
+        # source span it reports so every chunker goes through the same rule
+        return [
+            text[c.metadata["start_offset"] : c.metadata["end_offset"]] for c in chunker.split(text)
+        ]
+
+    return _Anchor(split)
+
+
+def _chonkie() -> ChunkFn:
+    from chonkie import RecursiveChunker
+
+    chunker = RecursiveChunker(tokenizer=_fresh_tokenizer(), chunk_size=TARGET)
+    return _Anchor(lambda text: [c.text for c in chunker.chunk(text)])
+
+
+def _text_splitter() -> ChunkFn:
+    from semantic_text_splitter import MarkdownSplitter
+
+    splitter = MarkdownSplitter.from_huggingface_tokenizer(_fresh_tokenizer(), TARGET)
+    return _Anchor(splitter.chunks)
+
+
+#: name -> factory of a chunk function; add a policy with one line.
+CHUNKERS: dict[str, Callable[[], ChunkFn]] = {
+    "rechunk-fixed-304": lambda: rechunk.FixedChunker(tokenizer=_fresh_counter()).chunk,
+    "rechunk-recursive-400": lambda: rechunk.RecursiveChunker(tokenizer=_fresh_counter()).chunk,
+    "rechunk-cdc-176-352": lambda: rechunk.CDCChunker(tokenizer=_fresh_counter()).chunk,
+    "langchain-recursive-400": _langchain,
+    "llamaindex-sentence-400": _llamaindex,
+    "steadlith-cdc-176-352": _steadlith,
+    "chonkie-recursive-400": _chonkie,
+    "text-splitter-md-400": _text_splitter,
+}
+
+
+# -- measurement -------------------------------------------------------------------------
+
+
+def _error(exc: BaseException) -> str:
+    message = " ".join(str(exc).split())
+    if len(message) > 200:
+        message = message[:197] + "..."
+    return f"{type(exc).__name__}: {message}"
+
+
+def _pass(
+    fn: ChunkFn, texts: list[str]
+) -> tuple[list[list[Chunk] | None], list[float], list[str | None]]:
+    """Chunk every text once: outputs (None on failure), seconds, errors."""
+    outputs: list[list[Chunk] | None] = []
+    seconds: list[float] = []
+    errors: list[str | None] = []
+    for text in texts:
+        t0 = time.perf_counter()
+        try:
+            out = fn(text)
+        except Exception as exc:
+            seconds.append(time.perf_counter() - t0)
+            outputs.append(None)
+            errors.append(_error(exc))
+            continue
+        elapsed = time.perf_counter() - t0
+        seconds.append(getattr(fn, "native_seconds", elapsed))
+        outputs.append(out)
+        errors.append(None)
+    return outputs, seconds, errors
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _tiles(text: str, chunks: list[Chunk]) -> bool:
+    if not chunks:
+        return not text.strip()
+    if chunks[0].start != 0 or chunks[-1].end != len(text):
+        return False
+    return all(a.end == b.start for a, b in zip(chunks, chunks[1:]))
+
+
+def _measure(name: str, pairs: list[dict[str, Any]], repeat: int = REPEAT) -> dict[str, Any]:
+    """Chunk every text ``repeat`` times with a fresh object (cold) then again (warm).
+
+    R_c comes from the first cold pass; every later pass must reproduce it exactly
+    (determinism, and the no-edit control); throughput takes the fastest repetition.
+    """
+    texts = [t for p in pairs for t in (p["old"], p["new"])]
+    sizes = [len(t.encode("utf-8")) for t in texts]
+    setups: list[float] = []
+    passes: list[tuple[list[list[Chunk] | None], list[float], list[str | None]]] = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        try:
+            fn = CHUNKERS[name]()
+        except Exception as exc:
+            return {"name": name, "available": False, "reason": _error(exc)}
+        setups.append(time.perf_counter() - t0)
+        passes.append(_pass(fn, texts))  # cold: fresh object, first pass
+        passes.append(_pass(fn, texts))  # warm: same object, second pass
+    cold_out = passes[0][0]
+
+    ok = [all(out[i] is not None for out, _, _ in passes) for i in range(len(texts))]
+    nondeterministic = sum(
+        1
+        for i in range(len(texts))
+        if ok[i]
+        and len({tuple(c.text for c in out[i]) for out, _, _ in passes if out[i] is not None}) > 1
+    )
+    errors_of = [next((err[i] for _, _, err in passes if err[i]), None) for i in range(len(texts))]
+
+    def seconds(kind: int) -> list[float]:
+        """Per repetition, the seconds of the cold (0) or warm (1) pass over completed texts."""
+        return [
+            sum(t for t, good in zip(passes[r][1], ok) if good) for r in range(kind, len(passes), 2)
+        ]
+
+    bytes_timed = sum(n for n, good in zip(sizes, ok) if good)
+
+    def mbps(times: list[float]) -> float | None:
+        best = min(times)
+        return bytes_timed / 1e6 / best if best > 0 else None
+
+    per_pair: list[dict[str, Any]] = []
+    failures: list[dict[str, str]] = []
+    for k, pair in enumerate(pairs):
+        old, new = cold_out[2 * k], cold_out[2 * k + 1]
+        errs = [e for e in (errors_of[2 * k], errors_of[2 * k + 1]) if e]
+        row: dict[str, Any] = {
+            "id": pair["id"],
+            "lang": pair["lang"],
+            "band": pair["band"],
+            "edit_fraction": pair["edit_fraction"],
+        }
+        if errs or old is None or new is None:
+            row["error"] = errs[0] if errs else "no output"
+            failures.append({"id": pair["id"], "error": row["error"]})
+        else:
+            row["rc"] = rechunk.recompute_fraction(old, new)
+            # no-edit control: the old text as chunked by every later pass, against the first
+            row["control"] = (
+                max(rechunk.recompute_fraction(old, out[2 * k] or []) for out, _, _ in passes[1:])
+                if len(passes) > 1
+                else 0.0
+            )
+            row["chunks_old"], row["chunks_new"] = len(old), len(new)
+        per_pair.append(row)
+
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    for lang in LANGS:
+        cells[lang] = {}
+        for band in (*BANDS, "all"):
+            values = [
+                r["rc"]
+                for r in per_pair
+                if "rc" in r and r["lang"] == lang and band in ("all", r["band"])
+            ]
+            cells[lang][band] = {"rc": _mean(values), "n": len(values)}
+
+    chunks = [c for out in cold_out if out is not None for c in out]
+    tokens = [c.tokens for c in chunks]
+    counter = resolve_tokenizer(None)
+    recount = counter.count_many([c.text for c in chunks])
+    spans_given = name.startswith("rechunk-")
+    controls = [r["control"] for r in per_pair if "control" in r]
+    return {
+        "name": name,
+        "available": True,
+        "repeat": repeat,
+        "setup_seconds": min(setups),
+        "rc": cells,
+        "control_max": max(controls) if controls else None,
+        "failures": len(failures),
+        "failed_pairs": failures,
+        "first_error": failures[0]["error"] if failures else None,
+        "chunks": len(chunks),
+        "median_tokens": statistics.median(tokens) if tokens else None,
+        "max_tokens": max(tokens) if tokens else None,
+        "over_hard_max": sum(1 for t in tokens if t > HARD_MAX),
+        "token_count_mismatches": sum(1 for a, b in zip(tokens, recount) if a != b),
+        "not_tiling": (
+            sum(1 for t, out in zip(texts, cold_out) if out is not None and not _tiles(t, out))
+            if spans_given
+            else None
+        ),
+        "nondeterministic_texts": nondeterministic,
+        "mbps_cold": mbps(seconds(0)),
+        "mbps_warm": mbps(seconds(1)),
+        "seconds_cold": min(seconds(0)),
+        "seconds_warm": min(seconds(1)),
+        "seconds_cold_all": seconds(0),
+        "seconds_warm_all": seconds(1),
+        "setup_seconds_all": setups,
+        "bytes_timed": bytes_timed,
+        "pairs": per_pair,
+    }
+
+
+def run(
+    names: Sequence[str] | None = None,
+    pairs: list[dict[str, Any]] | None = None,
+    repeat: int = REPEAT,
+) -> dict[str, Any]:
+    """Measure the chunkers ``names`` (default: all of :data:`CHUNKERS`) on ``pairs``."""
+    names = list(CHUNKERS) if names is None else list(names)
+    unknown = [n for n in names if n not in CHUNKERS]
+    if unknown:
+        raise ValueError(f"unknown chunker(s) {unknown}; known: {list(CHUNKERS)}")
+    pairs = _report.load_revisions() if pairs is None else pairs
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+    results = [_measure(name, pairs, repeat) for name in names]
+    return {
+        "benchmark": "churn",
+        "machine": _report.machine(),
+        "command": COMMAND,
+        "dataset": {
+            "path": "../shared/revisions/dev.jsonl",
+            "pairs": len(pairs),
+            "bytes": sum(len(p[k].encode("utf-8")) for p in pairs for k in ("old", "new")),
+            "n": {
+                lang: {
+                    band: sum(1 for p in pairs if p["lang"] == lang and p["band"] == band)
+                    for band in BANDS
+                }
+                for lang in LANGS
+            },
+        },
+        "tokenizer": f"all-MiniLM-L6-v2 tokenizer.json ({resolve_tokenizer(None).identity}), "
+        "truncation and padding off, no special tokens",
+        "repeat": repeat,
+        "seconds_total": time.perf_counter() - t0,
+        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+        "chunkers": results,
+    }
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _g(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}"
+
+
+def _reading(ok: list[dict[str, Any]]) -> str:
+    def best(lang: str, band: str) -> str:
+        scored = [
+            (r["rc"][lang][band]["rc"], r["name"])
+            for r in ok
+            if r["rc"][lang][band]["rc"] is not None
+        ]
+        if not scored:
+            return "no chunker"
+        scored.sort()
+        value, name = scored[0]
+        runner = f" (next: `{scored[1][1]}` {_pct(scored[1][0])})" if len(scored) > 1 else ""
+        return f"`{name}` ({_pct(value)}){runner}"
+
+    parts = [
+        f"Lowest R_c overall: English {best('en', 'all')}; Chinese {best('zh', 'all')}. "
+        f"On small edits (<= 5%): English {best('en', 'small')}; Chinese {best('zh', 'small')}."
+    ]
+    speed = []
+    for r in ok:
+        if not r["name"].startswith("rechunk-"):
+            continue
+        cold, warm = r["mbps_cold"] or 0.0, r["mbps_warm"] or 0.0
+        verdict = (
+            "reaches" if min(cold, warm) >= 5 else ("reaches warm only" if warm >= 5 else "misses")
+        )
+        speed.append(f"`{r['name']}` {verdict} 5 MB/s (cold {cold:.1f}, warm {warm:.1f})")
+    if speed:
+        parts.append("Throughput: " + "; ".join(speed) + ".")
+    medians = sorted((r["median_tokens"], r["name"]) for r in ok if r["median_tokens"] is not None)
+    if len(medians) > 1:
+        parts.append(
+            f"Chunk sizes are not matched (median {medians[0][0]:g} tokens for `{medians[0][1]}` "
+            f"to {medians[-1][0]:g} for `{medians[-1][1]}`); smaller chunks re-embed less on "
+            "their own, so read R_c next to the median column below."
+        )
+    failed = [f"`{r['name']}` {r['failures']}" for r in ok if r["failures"]]
+    parts.append("Failures (pairs): " + (", ".join(failed) if failed else "none") + ".")
+    bad_control = [r["name"] for r in ok if r["control_max"] not in (0, 0.0, None)]
+    parts.append(
+        "No-edit control: "
+        + (
+            "exactly 0 for every chunker on every pair it chunked."
+            if not bad_control
+            else f"NOT zero for {', '.join(bad_control)}."
+        )
+    )
+    return " ".join(parts)
+
+
+def to_markdown(results: dict[str, Any], chart: str | None = "churn.png") -> str:
+    ok = [r for r in results["chunkers"] if r["available"]]
+    missing = [r for r in results["chunkers"] if not r["available"]]
+    ds = results["dataset"]
+    lines = [
+        "## Churn: R_c per chunker on real revisions",
+        "",
+        f"Machine: {results['machine']}. Reproduce: `{results['command']}` "
+        f"(whole run {results['seconds_total']:.0f} s; raw numbers in `benchmarks/results/churn.json`). "
+        "1-minute load average before/after the run: "
+        f"{results['load_average_1min']['before']:.2f}/{results['load_average_1min']['after']:.2f} "
+        "(throughput is wall time, so it moves with machine load).",
+        "",
+        f"{ds['pairs']} revision pairs from `{ds['path']}` ({ds['bytes'] / 1e6:.2f} MB of old+new text). "
+        f"Tokenizer for every chunker: {results['tokenizer']}. R_c = "
+        "`rechunk.recompute_fraction(old_chunks, new_chunks)`, macro-averaged (mean of per-pair "
+        "R_c); a pair where a chunker raised is left out of its cells (n shows how many remain). "
+        "Anchors' chunk strings go through `rechunk.embedding_input` (steadlith: the source span it "
+        "reports, not its own normalised text) and are counted with the same tokenizer.",
+        "",
+        "### Headline",
+        "",
+        "| chunker | R_c en | R_c zh | R_c en small | R_c zh small | MB/s cold | MB/s warm | failed pairs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in ok:
+        rc = r["rc"]
+        lines.append(
+            f"| `{r['name']}` | {_pct(rc['en']['all']['rc'])} | {_pct(rc['zh']['all']['rc'])} | "
+            f"{_pct(rc['en']['small']['rc'])} | {_pct(rc['zh']['small']['rc'])} | "
+            f"{_num(r['mbps_cold'])} | {_num(r['mbps_warm'])} | {r['failures']} |"
+        )
+    for r in missing:
+        lines.append(f"| `{r['name']}` | unavailable: {r['reason']} | | | | | | |")
+    lines += ["", _reading(ok), ""]
+    if chart:
+        lines += [f"![R_c by edit band per chunker]({chart})", ""]
+    for lang in LANGS:
+        n = ds["n"][lang]
+        lines += [
+            f"### R_c by edit band, {lang}",
+            "",
+            "| chunker | " + " | ".join(f"{b} (n≤{n[b]})" for b in BANDS) + " | all |",
+            "|---|" + "---:|" * (len(BANDS) + 1),
+        ]
+        for r in ok:
+            cells = [r["rc"][lang][b] for b in (*BANDS, "all")]
+            lines.append(
+                f"| `{r['name']}` | "
+                + " | ".join(f"{_pct(c['rc'])} (n={c['n']})" for c in cells)
+                + " |"
+            )
+        lines.append("")
+    lines += [
+        "### Controls, failures, chunk sizes, speed",
+        "",
+        f"Each chunker runs {results['repeat']} times: a fresh object (fresh tokenizer copy, "
+        "empty memos) chunks every old and new text (cold pass), then the same object does it "
+        "again (warm pass). R_c comes from the first cold pass. Control: R_c of each old text as "
+        "chunked by every later pass against the first; it must be exactly 0. Tokens: all "
+        f"chunks of the first pass, same tokenizer; `>{HARD_MAX}` counts chunks that a "
+        f"{HARD_MAX}-token model would truncate. Throughput: UTF-8 bytes of all old+new texts "
+        "a chunker completed / seconds of the fastest cold and the fastest warm pass (the "
+        "machine is shared; slower repetitions are in the JSON). Anchors are timed on their own "
+        "split call only (not the shared embedding-input/token-count conversion); setup = "
+        "building the object (fastest; the first import counts only in the first).",
+        "",
+        "| chunker | control max R_c | failed pairs | first error | chunks | median tok | max tok "
+        f"| >{HARD_MAX} | setup s | cold s | warm s | MB/s cold | MB/s warm |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in ok:
+        err = (r["first_error"] or "").replace("|", "\\|")
+        lines.append(
+            f"| `{r['name']}` | {r['control_max']} | {r['failures']} | {err} | {r['chunks']} | "
+            f"{_g(r['median_tokens'])} | {_g(r['max_tokens'])} | {r['over_hard_max']} | "
+            f"{r['setup_seconds']:.2f} | {r['seconds_cold']:.2f} | {r['seconds_warm']:.2f} | "
+            f"{_num(r['mbps_cold'])} | {_num(r['mbps_warm'])} |"
+        )
+    checks = []
+    for r in ok:
+        notes = []
+        if r["nondeterministic_texts"]:
+            notes.append(
+                f"{r['nondeterministic_texts']} texts chunked differently in the two passes"
+            )
+        if r["token_count_mismatches"] and r["name"].startswith("rechunk-"):
+            notes.append(
+                f"{r['token_count_mismatches']} chunks whose reported tokens differ from a fresh count"
+            )
+        if r["not_tiling"]:
+            notes.append(f"{r['not_tiling']} texts whose spans do not tile the source")
+        if notes:
+            checks.append(f"`{r['name']}`: " + "; ".join(notes))
+    lines += [
+        "",
+        "Checks (determinism across passes; for rechunk also span tiling and reported vs "
+        "fresh token counts): " + ("; ".join(checks) if checks else "all passed") + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path = CHART) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results["chunkers"] if r["available"]]
+    fig, axes = plt.subplots(1, len(LANGS), figsize=(13, 4.6), sharey=True)
+    width = 0.8 / max(1, len(ok))
+    for ax, lang in zip(axes, LANGS):
+        for j, r in enumerate(ok):
+            xs = [i + (j - (len(ok) - 1) / 2) * width for i in range(len(BANDS))]
+            ys = [100 * (r["rc"][lang][b]["rc"] or 0.0) for b in BANDS]
+            ax.bar(
+                xs,
+                ys,
+                width,
+                label=r["name"],
+                hatch=None if r["name"].startswith("rechunk-") else "//",
+            )
+        n = results["dataset"]["n"][lang]
+        ax.set_xticks(range(len(BANDS)), [f"{b}\n(n={n[b]})" for b in BANDS])
+        ax.set_title(f"{lang}: R_c by edit band (mean of pairs)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("R_c, % of new tokens re-embedded")
+    axes[-1].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        action="extend",
+        metavar="NAME",
+        choices=list(CHUNKERS),
+        help="measure only these chunkers; write nothing",
+    )
+    parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=REPEAT,
+        help=f"fresh chunker objects per chunker (default {REPEAT}); speed is the fastest",
+    )
+    args = parser.parse_args(argv)
+    results = run(args.only, repeat=args.repeat)
+    if args.only:
+        print(to_markdown(results, chart=None))
+    else:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(
+            json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        plot(results)
+        _report.write_section("churn", to_markdown(results))
+        print(f"wrote {RESULTS}, {CHART} and the churn section of {_report.DOCS}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=1, ensure_ascii=False))
+    else:
+        print(f"total {results['seconds_total']:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
