@@ -1,0 +1,564 @@
+"""How a rechunk point is laid out in a Qdrant or Chroma collection, shared by both adapters.
+
+A point carries a :class:`~rechunk.store.PointPayload`. Two layouts put it where a
+framework's own vector store class looks for it, so that class can read (and
+query) a collection that rechunk wrote:
+
+``layout="langchain"``
+    Qdrant (what ``langchain_qdrant.QdrantVectorStore`` reads with its defaults):
+    the unnamed dense vector and the payload
+    ``{"page_content": text, "metadata": {<rechunk fields>, <document metadata>}}``.
+    Chroma (``langchain_chroma.Chroma``): ``documents=[text]`` and the flat
+    ``metadatas=[{<rechunk fields>, <document metadata>}]``.
+
+``layout="llamaindex"``
+    What ``llama_index``'s ``node_to_metadata_dict`` writes for a ``TextNode``:
+    the flat ``{<rechunk fields>, <document metadata>, "_node_content": <TextNode
+    JSON>, "_node_type": "TextNode", "doc_id", "document_id", "ref_doc_id"}``. The
+    three doc keys hold the rechunk ``doc_id`` (LlamaIndex's ``ref_doc_id``). The
+    node's ``id_`` is the point id, its ``text`` the chunk text (Qdrant; on
+    Chroma the text is the record's document and the JSON holds ``""``, as
+    LlamaIndex's ``ChromaVectorStore`` does), ``start_char_idx``/``end_char_idx``
+    the span, its SOURCE relationship the ``doc_id``, and the rechunk fields are
+    listed in ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``,
+    so LlamaIndex shows only the document metadata to embedders and LLMs. Qdrant
+    stores the vector under the name ``"text-dense"`` (LlamaIndex's default; an
+    unnamed vector is read too, as LlamaIndex does). The JSON is built here:
+    llama_index need not be installed.
+
+The rechunk fields are ``doc_id, revision, policy, input_key, model_id, ordinal,
+start, end, tokens`` and ``version`` (left out when it is ``None``).
+
+Document metadata rules, checked by :func:`prepare_writes` before any I/O:
+keys are non-empty ``str`` outside :data:`~rechunk.store.RESERVED_METADATA_KEYS`
+(and outside :data:`LLAMAINDEX_KEYS` for the llamaindex layout), values are JSON
+values (``str``, ``int`` within 64 bits, finite ``float``, ``bool``, ``None``,
+``list``, ``dict`` with ``str`` keys); anything else (tuples, sets, bytes,
+datetimes, numpy scalars, NaN) raises :class:`~rechunk.errors.ConfigError`, as
+it could not be read back unchanged. Chroma holds flat scalars only: there a
+``None``, list or dict value raises :class:`~rechunk.errors.StoreError` naming
+the key (flatten it, or store it as a JSON string yourself); rechunk does not
+encode it silently, since it could not tell such a string from a real one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+
+import numpy as np
+
+from rechunk.errors import ConfigError, StoreError
+from rechunk.store import RESERVED_METADATA_KEYS, Distance, PointPayload, PointWrite
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "DISTANCES",
+    "LANGCHAIN_CONTENT_KEY",
+    "LANGCHAIN_METADATA_KEY",
+    "LAYOUTS",
+    "LLAMAINDEX_KEYS",
+    "LLAMAINDEX_VECTOR_NAME",
+    "Layout",
+    "PreparedWrite",
+    "batches",
+    "check_batch_size",
+    "check_dimension",
+    "check_dimensions",
+    "check_distance",
+    "check_doc_id",
+    "check_ids",
+    "check_k",
+    "check_layout",
+    "check_metadata",
+    "check_name",
+    "check_point_id",
+    "check_query_vector",
+    "check_vector",
+    "chroma_record",
+    "from_chroma",
+    "from_qdrant",
+    "is_unreachable",
+    "prepare_writes",
+    "qdrant_payload",
+    "rechunk_fields",
+]
+
+Layout = Literal["langchain", "llamaindex"]
+LAYOUTS: Final[tuple[Layout, ...]] = ("langchain", "llamaindex")
+DISTANCES: Final[tuple[Distance, ...]] = ("cosine", "dot", "euclid")
+
+#: ``langchain_qdrant.QdrantVectorStore`` defaults (CONTENT_KEY, METADATA_KEY; VECTOR_NAME is "").
+LANGCHAIN_CONTENT_KEY: Final = "page_content"
+LANGCHAIN_METADATA_KEY: Final = "metadata"
+#: ``llama_index.vector_stores.qdrant`` default dense vector name.
+LLAMAINDEX_VECTOR_NAME: Final = "text-dense"
+
+_NODE_CONTENT: Final = "_node_content"
+_NODE_TYPE: Final = "_node_type"
+_TEXT_NODE: Final = "TextNode"
+_SOURCE_RELATIONSHIP: Final = "1"  # llama_index NodeRelationship.SOURCE
+_DOCUMENT_OBJECT: Final = "4"  # llama_index ObjectType.DOCUMENT
+#: Keys the llamaindex layout adds beside the metadata; document metadata may not use them.
+LLAMAINDEX_KEYS: Final = frozenset({_NODE_CONTENT, _NODE_TYPE, "document_id", "ref_doc_id"})
+
+_FIELDS: Final = (
+    "doc_id", "revision", "policy", "input_key", "model_id",
+    "ordinal", "start", "end", "tokens", "version",
+)  # fmt: skip
+_STR_FIELDS: Final = ("doc_id", "revision", "policy", "input_key", "model_id")
+_INT_FIELDS: Final = ("ordinal", "start", "end", "tokens")
+_INT64: Final = 2**63
+_CHROMA_RESERVED_PREFIX: Final = "chroma:"
+
+T = TypeVar("T")
+
+
+def check_layout(layout: object) -> Layout:
+    """``layout`` itself, or :class:`ConfigError` when it is not a known layout."""
+    for known in LAYOUTS:
+        if layout == known and type(layout) is str:
+            return known
+    raise ConfigError(f"layout must be one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}")
+
+
+def check_name(collection: object) -> str:
+    """A collection name: a non-empty ``str``."""
+    if type(collection) is not str or not collection.strip():
+        raise ConfigError(f"collection must be a non-empty str, got {collection!r}")
+    return collection
+
+
+def check_batch_size(batch_size: object) -> int:
+    """A positive ``int`` (``bool`` rejected)."""
+    if type(batch_size) is not int or batch_size < 1:
+        raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+    return batch_size
+
+
+def check_dimension(dimension: object) -> int:
+    """A positive ``int`` vector dimension."""
+    if type(dimension) is not int or dimension < 1:
+        raise ConfigError(f"dimension must be a positive int, got {dimension!r}")
+    return dimension
+
+
+def check_distance(distance: object) -> Distance:
+    """One of ``"cosine"``, ``"dot"``, ``"euclid"``."""
+    for known in DISTANCES:
+        if distance == known and type(distance) is str:
+            return known
+    raise ConfigError(
+        f"distance must be one of {', '.join(map(repr, DISTANCES))}, got {distance!r}"
+    )
+
+
+def check_k(k: object) -> int:
+    """A positive ``int`` result count."""
+    if type(k) is not int or k < 1:
+        raise ConfigError(f"k must be a positive int, got {k!r}")
+    return k
+
+
+def check_doc_id(doc_id: object) -> str:
+    """A non-empty ``str`` doc_id."""
+    if type(doc_id) is not str or not doc_id:
+        raise ConfigError(f"doc_id must be a non-empty str, got {doc_id!r}")
+    return doc_id
+
+
+def check_point_id(point_id: object) -> str:
+    """A UUID in canonical form (lower-case, hyphenated), as rechunk's point ids are."""
+    if type(point_id) is str:
+        try:
+            if str(uuid.UUID(point_id)) == point_id:
+                return point_id
+        except ValueError:
+            pass
+    raise ConfigError(
+        f"point ids must be UUID strings in canonical form (lower-case, hyphenated), "
+        f"got {point_id!r}"
+    )
+
+
+def check_ids(ids: Sequence[str]) -> list[str]:
+    """Canonical UUID point ids, duplicates dropped (order kept)."""
+    if isinstance(ids, str):
+        raise ConfigError("ids must be a sequence of point ids, not a single str")
+    return list(dict.fromkeys(check_point_id(i) for i in ids))
+
+
+def check_vector(vector: object, what: str) -> npt.NDArray[np.float32]:
+    """A 1-D, non-empty, finite float vector as float32."""
+    try:
+        array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} is not a vector of numbers: {exc}") from exc
+    if array.ndim != 1 or array.size == 0:
+        raise ConfigError(f"{what} must be a non-empty 1-D vector, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ConfigError(f"{what} holds NaN or infinite values")
+    return array
+
+
+def check_query_vector(vector: object, dimension: int) -> npt.NDArray[np.float32]:
+    """The query vector as float32; StoreError when its dimension is not the collection's."""
+    array = check_vector(vector, "the query vector")
+    if dimension and array.size != dimension:
+        raise StoreError(
+            f"the query vector has {array.size} dimensions; the collection holds "
+            f"{dimension}-dimensional vectors"
+        )
+    return array
+
+
+def rechunk_fields(payload: PointPayload) -> dict[str, Any]:
+    """The rechunk fields of ``payload`` in a fixed order; ``version`` left out when None."""
+    fields: dict[str, Any] = {name: getattr(payload, name) for name in _FIELDS}
+    if fields["version"] is None:
+        del fields["version"]
+    return fields
+
+
+# -- validation (before any I/O) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreparedWrite:
+    """One validated write: ``vector`` is float32, or None for a payload-only update."""
+
+    id: str
+    payload: PointPayload
+    vector: npt.NDArray[np.float32] | None
+
+
+def _check_payload(payload: object, point_id: str) -> PointPayload:
+    if not isinstance(payload, PointPayload):
+        raise ConfigError(f"point {point_id}: payload must be a PointPayload, got {payload!r}")
+    for name in _STR_FIELDS:
+        value = getattr(payload, name)
+        if type(value) is not str or not value:
+            raise ConfigError(f"point {point_id}: {name} must be a non-empty str, got {value!r}")
+    for name in _INT_FIELDS:
+        value = getattr(payload, name)
+        if type(value) is not int or not 0 <= value < _INT64:
+            raise ConfigError(f"point {point_id}: {name} must be a non-negative int, got {value!r}")
+    if payload.start > payload.end:
+        raise ConfigError(f"point {point_id}: start {payload.start} is after end {payload.end}")
+    if payload.version is not None and (
+        type(payload.version) is not int or not -_INT64 <= payload.version < _INT64
+    ):
+        raise ConfigError(
+            f"point {point_id}: version must be an int or None, got {payload.version!r}"
+        )
+    if type(payload.text) is not str:
+        raise ConfigError(f"point {point_id}: text must be a str, got {type(payload.text)}")
+    if not isinstance(payload.metadata, Mapping):
+        raise ConfigError(
+            f"point {point_id}: metadata must be a mapping, got {type(payload.metadata)}"
+        )
+    return payload
+
+
+def _check_json(value: object, where: str) -> None:
+    """Raise ConfigError unless ``value`` is a JSON value that reads back unchanged."""
+    if value is None or type(value) in (str, bool):
+        return
+    if type(value) is int:
+        if not -_INT64 <= value < _INT64:
+            raise ConfigError(f"{where}: int {value} does not fit in 64 bits")
+        return
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: {value} is not a JSON number")
+        return
+    if type(value) is list:
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]")
+        return
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise ConfigError(f"{where}: nested key {key!r} is not a str")
+            _check_json(item, f"{where}[{key!r}]")
+        return
+    raise ConfigError(
+        f"{where}: a {type(value).__name__} is not a JSON value (use str, int, float, bool, "
+        f"None, list or dict), so it could not be read back unchanged"
+    )
+
+
+def check_metadata(
+    metadata: Mapping[str, Any], point_id: str, layout: Layout, *, flat: bool
+) -> None:
+    """Check document metadata: reserved keys and non-JSON values -> ConfigError;
+    with ``flat`` (Chroma) a None, list or dict value -> StoreError."""
+    for key, value in metadata.items():
+        where = f"point {point_id}: metadata {key!r}"
+        if type(key) is not str or not key:
+            raise ConfigError(f"point {point_id}: metadata keys must be non-empty str, got {key!r}")
+        if key in RESERVED_METADATA_KEYS:
+            raise ConfigError(
+                f"{where} is reserved for rechunk's own payload "
+                f"({', '.join(sorted(RESERVED_METADATA_KEYS))}); rename it"
+            )
+        if layout == "llamaindex" and key in LLAMAINDEX_KEYS:
+            raise ConfigError(
+                f"{where} is used by the llamaindex layout "
+                f"({', '.join(sorted(LLAMAINDEX_KEYS))}); rename it"
+            )
+        _check_json(value, where)
+        if flat:
+            if key.startswith(_CHROMA_RESERVED_PREFIX):
+                raise StoreError(f"{where}: Chroma reserves keys starting with 'chroma:'")
+            if value is None or type(value) in (list, dict):
+                raise StoreError(
+                    f"{where} holds a {type(value).__name__}; Chroma metadata values must be "
+                    f"str, int, float or bool: flatten it, or store it as a JSON string yourself"
+                )
+
+
+def prepare_writes(
+    points: Sequence[PointWrite], layout: Layout, *, flat: bool
+) -> list[PreparedWrite]:
+    """Validate every write before any I/O: ids, payload fields, metadata, vectors.
+
+    Raises :class:`ConfigError` (bad ids, duplicate ids, bad fields, reserved or
+    non-JSON metadata, vectors that are not finite 1-D number arrays) or
+    :class:`StoreError` (metadata the store cannot hold, see ``flat``). Vector
+    dimensions are checked against the collection by :func:`check_dimensions`.
+    """
+    if isinstance(points, PointWrite):
+        raise ConfigError("write() takes a sequence of PointWrite, not a single one")
+    prepared: list[PreparedWrite] = []
+    seen: set[str] = set()
+    for point in points:
+        if not isinstance(point, PointWrite):
+            raise ConfigError(f"write() takes PointWrite objects, got {point!r}")
+        point_id = check_point_id(point.id)
+        if point_id in seen:
+            raise ConfigError(f"point {point_id} appears twice in one write")
+        seen.add(point_id)
+        payload = _check_payload(point.payload, point_id)
+        check_metadata(payload.metadata, point_id, layout, flat=flat)
+        vector = None
+        if point.vector is not None:
+            vector = check_vector(point.vector, f"the vector of point {point_id}")
+        prepared.append(PreparedWrite(point_id, payload, vector))
+    return prepared
+
+
+def check_dimensions(prepared: Sequence[PreparedWrite], dimension: int, where: str) -> None:
+    """StoreError unless every vector has ``dimension`` (0: unknown, then all the same one)."""
+    for write in prepared:
+        if write.vector is None:
+            continue
+        if not dimension:
+            dimension = write.vector.size
+        if write.vector.size != dimension:
+            raise StoreError(
+                f"point {write.id} has a {write.vector.size}-dimensional vector; "
+                f"{where} holds {dimension}-dimensional ones"
+            )
+
+
+def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# -- encoding ----------------------------------------------------------------------------
+
+
+def _node_json(point_id: str, payload: PointPayload, metadata: dict[str, Any], text: str) -> str:
+    """The TextNode JSON that llama_index's ``metadata_dict_to_node`` parses."""
+    excluded = [key for key in _FIELDS if key in metadata]
+    node: dict[str, Any] = {
+        "id_": point_id,
+        "embedding": None,
+        "metadata": metadata,
+        "excluded_embed_metadata_keys": excluded,
+        "excluded_llm_metadata_keys": list(excluded),
+        "relationships": {
+            _SOURCE_RELATIONSHIP: {
+                "node_id": payload.doc_id,
+                "node_type": _DOCUMENT_OBJECT,
+                "metadata": {},
+                "hash": None,
+                "class_name": "RelatedNodeInfo",
+            }
+        },
+        "text": text,
+        "mimetype": "text/plain",
+        "start_char_idx": payload.start,
+        "end_char_idx": payload.end,
+        "class_name": _TEXT_NODE,
+    }
+    return json.dumps(node, ensure_ascii=False)
+
+
+def _llamaindex_dict(point_id: str, payload: PointPayload, *, text_in_node: bool) -> dict[str, Any]:
+    metadata = {**rechunk_fields(payload), **payload.metadata}
+    flat = dict(metadata)
+    flat[_NODE_CONTENT] = _node_json(
+        point_id, payload, metadata, payload.text if text_in_node else ""
+    )
+    flat[_NODE_TYPE] = _TEXT_NODE
+    flat["document_id"] = payload.doc_id
+    flat["doc_id"] = payload.doc_id
+    flat["ref_doc_id"] = payload.doc_id
+    return flat
+
+
+def qdrant_payload(point_id: str, payload: PointPayload, layout: Layout) -> dict[str, Any]:
+    """The Qdrant payload of one point in ``layout``."""
+    if layout == "langchain":
+        return {
+            LANGCHAIN_CONTENT_KEY: payload.text,
+            LANGCHAIN_METADATA_KEY: {**rechunk_fields(payload), **payload.metadata},
+        }
+    return _llamaindex_dict(point_id, payload, text_in_node=True)
+
+
+def chroma_record(
+    point_id: str, payload: PointPayload, layout: Layout
+) -> tuple[str, dict[str, Any]]:
+    """The Chroma ``(document, metadata)`` of one point in ``layout``."""
+    if layout == "langchain":
+        return payload.text, {**rechunk_fields(payload), **payload.metadata}
+    return payload.text, _llamaindex_dict(point_id, payload, text_in_node=False)
+
+
+# -- decoding ----------------------------------------------------------------------------
+
+
+def _foreign(point_id: str, collection: str, layout: Layout, why: str) -> StoreError:
+    return StoreError(
+        f"point {point_id} in collection {collection!r} is not a rechunk point in the "
+        f"{layout} layout ({why}); was it written by another tool or with another layout?"
+    )
+
+
+def _payload_from(
+    point_id: str, fields: Mapping[str, Any], text: object, collection: str, layout: Layout
+) -> PointPayload:
+    missing = [name for name in _FIELDS[:-1] if name not in fields]
+    if missing:
+        raise _foreign(point_id, collection, layout, f"missing {', '.join(missing)}")
+    values: dict[str, Any] = {}
+    for name in _STR_FIELDS:
+        value = fields[name]
+        if type(value) is not str:
+            raise _foreign(point_id, collection, layout, f"{name} is {value!r}")
+        values[name] = value
+    for name in (*_INT_FIELDS, "version"):
+        value = fields.get(name)
+        if name == "version" and value is None:
+            continue
+        if type(value) is float and value.is_integer():
+            value = int(value)  # a JSON number that went through a float
+        if type(value) is not int:
+            raise _foreign(point_id, collection, layout, f"{name} is {value!r}")
+        values[name] = value
+    if type(text) is not str:
+        raise _foreign(point_id, collection, layout, "no text")
+    skip = RESERVED_METADATA_KEYS | (LLAMAINDEX_KEYS if layout == "llamaindex" else frozenset())
+    metadata = {key: value for key, value in fields.items() if key not in skip}
+    return PointPayload(text=text, metadata=metadata, **values)
+
+
+def from_qdrant(
+    point_id: str, payload: Mapping[str, Any] | None, layout: Layout, collection: str
+) -> PointPayload:
+    """Decode a Qdrant payload written in ``layout``; StoreError when it is not one."""
+    payload = payload or {}
+    if layout == "langchain":
+        fields = payload.get(LANGCHAIN_METADATA_KEY)
+        if not isinstance(fields, Mapping):
+            raise _foreign(point_id, collection, layout, "no 'metadata' object")
+        return _payload_from(
+            point_id, fields, payload.get(LANGCHAIN_CONTENT_KEY), collection, layout
+        )
+    text = _node_text(point_id, payload, collection)
+    return _payload_from(point_id, payload, text, collection, layout)
+
+
+def _node_text(point_id: str, payload: Mapping[str, Any], collection: str) -> object:
+    raw = payload.get(_NODE_CONTENT)
+    if type(raw) is not str:
+        raise _foreign(point_id, collection, "llamaindex", "no '_node_content'")
+    try:
+        node: Any = json.loads(raw)
+    except ValueError as exc:
+        raise _foreign(point_id, collection, "llamaindex", f"bad '_node_content': {exc}") from exc
+    return node.get("text") if isinstance(node, dict) else None
+
+
+def from_chroma(
+    point_id: str,
+    document: str | None,
+    metadata: Mapping[str, Any] | None,
+    layout: Layout,
+    collection: str,
+) -> PointPayload:
+    """Decode a Chroma record written in ``layout``; StoreError when it is not one."""
+    if layout == "llamaindex" and metadata is not None and _NODE_CONTENT not in metadata:
+        raise _foreign(point_id, collection, layout, "no '_node_content'")
+    return _payload_from(point_id, metadata or {}, document, collection, layout)
+
+
+# -- error classification ----------------------------------------------------------------
+
+_UNREACHABLE_TEXT: Final = (
+    "could not connect",
+    "connection refused",
+    "failed to connect",
+    "name or service not known",
+)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it wraps) says the server could not be reached.
+
+    Connection refused, DNS failures, timeouts and dropped connections count;
+    httpx and gRPC errors are recognised without importing either library.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, (ConnectionError, TimeoutError)):
+            return True
+        for cls in type(current).__mro__:
+            if cls.__module__.startswith("httpx") and cls.__name__ in (
+                "TransportError",
+                "TimeoutException",
+            ):
+                return True
+        code = getattr(current, "code", None)
+        if callable(code) and type(current).__module__.startswith("grpc"):
+            try:
+                name = getattr(code(), "name", "")
+            except Exception:
+                name = ""
+            if name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+                return True
+        if isinstance(current, ValueError) and any(
+            text in str(current).lower() for text in _UNREACHABLE_TEXT
+        ):
+            return True
+        source = getattr(current, "source", None)  # qdrant ResponseHandlingException
+        todo.extend([current.__cause__, current.__context__])
+        if isinstance(source, BaseException):
+            todo.append(source)
+    return False

@@ -1,0 +1,563 @@
+"""rechunk's :class:`~rechunk.store.VectorStore` on Chroma (``pip install 'rechunk[chroma]'``).
+
+Works with every kind of Chroma client: ``chromadb.PersistentClient``,
+``EphemeralClient`` and ``HttpClient`` (a ``chroma run`` server). The collection
+is laid out so that LangChain's ``Chroma`` or LlamaIndex's
+``ChromaVectorStore`` reads it directly (see :mod:`rechunk.adapters._layout`).
+rechunk never lets Chroma embed anything: collections are opened with
+``embedding_function=None`` and every write carries its vectors, so Chroma's
+default embedding model is never downloaded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.adapters._layout import (
+    Layout,
+    PreparedWrite,
+    batches,
+    check_batch_size,
+    check_dimension,
+    check_dimensions,
+    check_distance,
+    check_doc_id,
+    check_ids,
+    check_k,
+    check_layout,
+    check_name,
+    check_query_vector,
+    chroma_record,
+    from_chroma,
+    is_unreachable,
+    prepare_writes,
+)
+from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
+
+require("chromadb", "chroma")
+
+import chromadb  # noqa: E402  (after the check that names the extra)
+from chromadb.errors import NotFoundError  # noqa: E402
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["ChromaStore", "http_client"]
+
+_TO_CHROMA: Final[dict[Distance, str]] = {"cosine": "cosine", "dot": "ip", "euclid": "l2"}
+_FROM_CHROMA: Final = {value: key for key, value in _TO_CHROMA.items()}
+#: Collection metadata rechunk records beside Chroma's own configuration.
+DIMENSION_KEY: Final = "rechunk:dimension"
+LAYOUT_KEY: Final = "rechunk:layout"
+_MODEL_SAMPLE: Final = 256
+
+
+def http_client(
+    host: str,
+    port: int,
+    *,
+    ssl: bool = False,
+    headers: Mapping[str, str] | None = None,
+    settings: Any = None,
+) -> ClientAPI:
+    """``chromadb.HttpClient(...)``, raising :class:`StoreUnavailableError` when nobody answers.
+
+    Chroma's ``HttpClient`` contacts the server as it is created and raises a
+    ``ValueError`` when it cannot; this turns that into rechunk's retry-safe error.
+    """
+    kwargs: dict[str, Any] = {"host": host, "port": port, "ssl": ssl}
+    if headers is not None:
+        kwargs["headers"] = dict(headers)
+    if settings is not None:
+        kwargs["settings"] = settings
+    try:
+        return chromadb.HttpClient(**kwargs)
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise StoreUnavailableError(
+                f"cannot reach the Chroma server at {host}:{port}: {exc}"
+            ) from exc
+        raise StoreError(f"cannot connect to the Chroma server at {host}:{port}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Config:
+    dimension: int  # 0: not recorded and no point yet
+    distance: Distance
+    layout: str | None
+
+
+class ChromaStore:
+    """A Chroma collection as a rechunk :class:`~rechunk.store.VectorStore`.
+
+    ``client`` is a ready Chroma client (``chromadb.PersistentClient``,
+    ``HttpClient``, ...); the constructor does no I/O. ``layout``
+    (``"langchain"`` or ``"llamaindex"``) decides how text and metadata are
+    stored, so that ``langchain_chroma.Chroma(client=..., collection_name=...)``
+    or ``llama_index``'s ``ChromaVectorStore(chroma_collection=...)`` reads the
+    collection. Requests carry at most ``batch_size`` records (and never more
+    than the client's ``get_max_batch_size()``).
+
+    Contracts:
+
+    * ``ensure_collection`` creates the collection with ``embedding_function=None``,
+      ``configuration={"hnsw": {"space": ...}}`` (cosine -> "cosine", dot -> "ip",
+      euclid -> "l2") and the collection metadata ``rechunk:dimension`` and
+      ``rechunk:layout``, or checks an existing one; another dimension, distance
+      or layout raises StoreError naming both and changes nothing. (An existing
+      collection rechunk did not create gets the two metadata keys added.)
+    * Every other method on a missing collection raises StoreError saying to call
+      ``ensure_collection`` (an empty ``write``, ``delete`` or ``get_vectors``
+      does no I/O at all); an unreachable server raises StoreUnavailableError
+      ("cannot reach ..."); any other failure of the client raises StoreError.
+      Reading a record that is not a rechunk point in this layout raises
+      StoreError naming it.
+    * Metadata values must be str, int, float or bool (Chroma holds flat
+      scalars): a None, list or dict value raises StoreError naming the key
+      before anything is written. Reserved keys raise ConfigError.
+    * Chroma's upsert and update merge metadata, so before writing, ``write``
+      reads the metadata of the records it touches and removes keys the new
+      payload no longer has (the record then holds exactly the new payload).
+    * ``write`` validates every point before the first request. A payload-only
+      update (``vector=None``) of an existing record sends its metadata (keys the
+      new payload lacks are removed) and, only when the text changed, its
+      document; the vector is never sent, so it stays bit-for-bit the same.
+      (Chroma's client refuses a document without an embedding on a collection
+      with no embedding function, so a changed text goes through the client's
+      lower-level update call, which the public one wraps; should a Chroma
+      release lack it, the stored vector is read and sent back instead, which
+      for cosine collections can move it by a rounding step.) Updating a
+      record that does not exist raises StoreError before anything is written.
+    * ``get_vectors`` returns float32 vectors as Chroma holds them: exact for
+      ip and l2 collections; a cosine collection keeps them only to within a
+      rounding step of what was written (Chroma normalises internally).
+    * Scores: cosine similarity (1 - cosine distance), dot product
+      (1 - Chroma's ip distance), or the negated Euclidean distance (Chroma
+      reports its square), so that higher is always closer.
+
+    Switching collections on a policy change: Chroma has no aliases, so a new
+    index generation is a new collection. Build it under a new name (for
+    instance ``f"docs--{policy_id[:12]}"``) with ``ChromaStore(client,
+    new_name)`` (its vectors reused by input key from the old store through
+    ``get_vectors``), verify it, then switch the collection name your
+    application queries (a config value or a small pointer record your readers
+    re-read) and delete the old collection once no reader uses it. Renaming
+    (``collection.modify(name=...)``) is not atomic across two collections: a
+    swap by renames leaves a moment with no collection under the live name.
+    """
+
+    def __init__(
+        self,
+        client: ClientAPI,
+        collection: str,
+        layout: Layout = "langchain",
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        self._client = client
+        self._collection = check_name(collection)
+        self._layout: Layout = check_layout(layout)
+        self._batch_size = check_batch_size(batch_size)
+
+    def __repr__(self) -> str:
+        return f"ChromaStore(collection={self._collection!r}, layout={self._layout!r})"
+
+    @property
+    def collection(self) -> str:
+        """The collection name."""
+        return self._collection
+
+    @property
+    def layout(self) -> Layout:
+        """The metadata layout (``"langchain"`` or ``"llamaindex"``)."""
+        return self._layout
+
+    @property
+    def client(self) -> ClientAPI:
+        """The client this store was given."""
+        return self._client
+
+    # -- errors ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn client exceptions into StoreError / StoreUnavailableError."""
+        try:
+            yield
+        except RechunkError:
+            raise
+        except Exception as exc:
+            if is_unreachable(exc):
+                raise StoreUnavailableError(
+                    f"cannot reach Chroma to {action} collection {self._collection!r}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            raise StoreError(
+                f"Chroma failed to {action} collection {self._collection!r}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _missing(self) -> NoReturn:
+        raise StoreError(
+            f"Chroma collection {self._collection!r} does not exist; "
+            f"call ensure_collection(dimension) first"
+        )
+
+    # -- collection ------------------------------------------------------------------------
+
+    def _open(self) -> Collection | None:
+        """The collection (never with an embedding function), or None when it does not exist."""
+        with self._errors("open"):
+            try:
+                return self._client.get_collection(self._collection, embedding_function=None)
+            except NotFoundError:
+                return None
+            except ValueError as exc:  # older clients
+                if "does not exist" in str(exc):
+                    return None
+                raise
+
+    def _require(self) -> Collection:
+        collection = self._open()
+        if collection is None:
+            self._missing()
+        return collection
+
+    def _config(self, collection: Collection) -> _Config:
+        with self._errors("read the configuration of"):
+            configuration: Mapping[str, Any] = collection.configuration or {}
+            metadata: Mapping[str, Any] = collection.metadata or {}
+            index = configuration.get("hnsw") or configuration.get("spann") or {}
+            space = index.get("space") or metadata.get("hnsw:space") or "l2"
+            dimension = metadata.get(DIMENSION_KEY)
+            if type(dimension) is not int or dimension < 1:
+                sample = collection.get(limit=1, include=["embeddings"])
+                embeddings = sample.get("embeddings")
+                dimension = len(embeddings[0]) if embeddings is not None and len(embeddings) else 0
+        distance = _FROM_CHROMA.get(str(space))
+        if distance is None:
+            raise StoreError(
+                f"Chroma collection {self._collection!r} uses the {space!r} space; "
+                f"rechunk supports cosine, ip and l2"
+            )
+        layout = metadata.get(LAYOUT_KEY)
+        return _Config(dimension, distance, layout if isinstance(layout, str) else None)
+
+    def collection_info(self) -> CollectionInfo | None:
+        """Dimension, distance, record count and the model_ids of up to 256 sampled records.
+
+        ``None`` when the collection does not exist. ``dimension`` is 0 for a
+        collection rechunk did not create that holds no record yet.
+        """
+        collection = self._open()
+        if collection is None:
+            return None
+        config = self._config(collection)
+        with self._errors("count the records of"):
+            points = collection.count()
+            sample = collection.get(limit=_MODEL_SAMPLE, include=["metadatas"])
+        model_ids = {(m or {}).get("model_id") for m in sample.get("metadatas") or []}
+        return CollectionInfo(
+            name=self._collection,
+            dimension=config.dimension,
+            distance=config.distance,
+            points=points,
+            model_ids=frozenset(m for m in model_ids if isinstance(m, str)),
+        )
+
+    def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
+        """Create the collection, or check that the existing one has this configuration."""
+        dimension = check_dimension(dimension)
+        distance = check_distance(distance)
+        collection = self._open()
+        if collection is None:
+            collection = self._create(dimension, distance)
+        config = self._config(collection)
+        if (config.distance != distance) or (config.dimension not in (0, dimension)):
+            have = f"{config.dimension}-dimensional " if config.dimension else ""
+            raise StoreError(
+                f"Chroma collection {self._collection!r} holds {have}{config.distance} vectors, "
+                f"not the {dimension}-dimensional {distance} vectors asked for; "
+                f"use another collection for another model or distance"
+            )
+        if config.layout not in (None, self._layout):
+            raise StoreError(
+                f"Chroma collection {self._collection!r} was written with layout="
+                f"{config.layout!r}, not {self._layout!r}"
+            )
+        metadata = dict(collection.metadata or {})
+        if metadata.get(DIMENSION_KEY) != dimension or metadata.get(LAYOUT_KEY) != self._layout:
+            kept = {k: v for k, v in metadata.items() if not k.startswith("hnsw:")}
+            with self._errors("record the configuration of"):
+                collection.modify(
+                    metadata={**kept, DIMENSION_KEY: dimension, LAYOUT_KEY: self._layout}
+                )
+        info = self.collection_info()
+        if info is None:
+            self._missing()
+        return info
+
+    def _create(self, dimension: int, distance: Distance) -> Collection:
+        with self._errors("create"):
+            try:
+                configuration: Any = {"hnsw": {"space": _TO_CHROMA[distance]}}
+                return self._client.create_collection(
+                    self._collection,
+                    configuration=configuration,
+                    metadata={DIMENSION_KEY: dimension, LAYOUT_KEY: self._layout},
+                    embedding_function=None,
+                )
+            except Exception:
+                created = self._open()  # created meanwhile by someone else: validate that one
+                if created is None:
+                    raise
+                return created
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def _pages(self, collection: Collection, **kwargs: Any) -> Iterator[Mapping[str, Any]]:
+        """``collection.get(**kwargs)`` page by page."""
+        offset = 0
+        while True:
+            page = collection.get(limit=self._batch_size, offset=offset, **kwargs)
+            yield page
+            count = len(page["ids"])
+            if count < self._batch_size:
+                return
+            offset += count
+
+    def _decode(
+        self, point_id: str, document: str | None, metadata: Mapping[str, Any] | None
+    ) -> StoredPoint:
+        return StoredPoint(
+            point_id, from_chroma(point_id, document, metadata, self._layout, self._collection)
+        )
+
+    def get_points(self, doc_id: str) -> list[StoredPoint]:
+        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
+        doc_id = check_doc_id(doc_id)
+        collection = self._require()
+        points: list[StoredPoint] = []
+        with self._errors("read points from"):
+            for page in self._pages(
+                collection, where={"doc_id": doc_id}, include=["metadatas", "documents"]
+            ):
+                points.extend(
+                    self._decode(i, d, m)
+                    for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
+                )
+        return sorted(points, key=lambda p: (p.payload.ordinal, p.id))
+
+    def get_vectors(
+        self, input_keys: Sequence[str], model_id: str
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """One float32 vector per input key stored by ``model_id`` (any doc); others left out."""
+        if isinstance(input_keys, str) or not all(type(k) is str for k in input_keys):
+            raise ConfigError("input_keys must be a sequence of str")
+        if type(model_id) is not str or not model_id:
+            raise ConfigError(f"model_id must be a non-empty str, got {model_id!r}")
+        keys = list(dict.fromkeys(input_keys))
+        if not keys:
+            return {}
+        collection = self._require()
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        with self._errors("read vectors from"):
+            for chunk in batches(keys, self._batch_size):
+                where = {"$and": [{"input_key": {"$in": list(chunk)}}, {"model_id": model_id}]}
+                for page in self._pages(
+                    collection, where=where, include=["embeddings", "metadatas"]
+                ):
+                    embeddings = page["embeddings"]
+                    for index, metadata in enumerate(page["metadatas"] or []):
+                        key = (metadata or {}).get("input_key")
+                        if isinstance(key, str) and key not in found:
+                            found[key] = np.asarray(embeddings[index], dtype=np.float32)
+        return found
+
+    def doc_ids(self) -> set[str]:
+        """Every doc_id that has at least one record (reads every record's metadata)."""
+        collection = self._require()
+        found: set[str] = set()
+        with self._errors("read doc ids from"):
+            for page in self._pages(collection, include=["metadatas"]):
+                for metadata in page["metadatas"] or []:
+                    doc_id = (metadata or {}).get("doc_id")
+                    if isinstance(doc_id, str):
+                        found.add(doc_id)
+        return found
+
+    def search(
+        self, vector: npt.NDArray[np.float32], k: int = 5
+    ) -> list[tuple[StoredPoint, float]]:
+        """The ``k`` nearest records, closest first; higher scores are closer."""
+        k = check_k(k)
+        collection = self._require()
+        config = self._config(collection)
+        query = check_query_vector(vector, config.dimension)
+        with self._errors("search"):
+            result = collection.query(
+                query_embeddings=[query.tolist()],
+                n_results=k,
+                include=["metadatas", "documents", "distances"],
+            )
+        found: Any = result
+        ids: list[str] = found["ids"][0]
+        none = [None] * len(ids)
+        documents = found["documents"][0] if found.get("documents") else none
+        metadatas = found["metadatas"][0] if found.get("metadatas") else none
+        distances = found["distances"][0] if found.get("distances") else [math.nan] * len(ids)
+        return [
+            (self._decode(i, d, m), _score(config.distance, float(dist)))
+            for i, d, m, dist in zip(ids, documents, metadatas, distances)
+        ]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def _max_batch(self) -> int:
+        with self._errors("read the batch limit of"):
+            limit = self._client.get_max_batch_size()
+        return max(1, min(self._batch_size, limit))
+
+    def write(self, points: Sequence[PointWrite]) -> None:
+        """Upsert records that carry a vector; update only metadata (and a changed text) of
+        those with ``vector=None``. Everything is validated before the first request; an
+        empty sequence does nothing."""
+        prepared = prepare_writes(points, self._layout, flat=True)
+        if not prepared:
+            return
+        collection = self._require()
+        config = self._config(collection)
+        check_dimensions(prepared, config.dimension, f"Chroma collection {self._collection!r}")
+        updates = [w for w in prepared if w.vector is None]
+        upserts = [w for w in prepared if w.vector is not None]
+        size = self._max_batch()
+        with self._errors("write to"):
+            current = self._current(collection, [w.id for w in prepared], size)
+            missing = [w.id for w in updates if w.id not in current]
+            if missing:
+                shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+                raise StoreError(
+                    f"payload-only update of {len(missing)} record(s) missing from Chroma "
+                    f"collection {self._collection!r}: {shown}; write them with a vector; "
+                    f"nothing was written"
+                )
+            for chunk in batches(upserts, size):
+                records = [self._record(w, current) for w in chunk]
+                collection.upsert(
+                    ids=[w.id for w in chunk],
+                    embeddings=np.stack([w.vector for w in chunk if w.vector is not None]),
+                    metadatas=[metadata for _, metadata in records],
+                    documents=[document for document, _ in records],
+                )
+            self._update(collection, updates, current, size)
+
+    def _record(
+        self, write: PreparedWrite, current: Mapping[str, tuple[str | None, Mapping[str, Any]]]
+    ) -> tuple[str, dict[str, Any]]:
+        """Document and metadata of a write; keys the record has and the payload lacks are
+        set to None, which makes Chroma delete them (its upsert and update merge metadata)."""
+        document, metadata = chroma_record(write.id, write.payload, self._layout)
+        if write.id in current:
+            for key in current[write.id][1]:
+                metadata.setdefault(key, None)
+        return document, metadata
+
+    @staticmethod
+    def _current(
+        collection: Collection, ids: list[str], size: int
+    ) -> dict[str, tuple[str | None, Mapping[str, Any]]]:
+        """``id -> (document, metadata)`` of those records that exist."""
+        current: dict[str, tuple[str | None, Mapping[str, Any]]] = {}
+        for chunk in batches(ids, size):
+            page: Any = collection.get(ids=list(chunk), include=["metadatas", "documents"])
+            for i, document, metadata in zip(page["ids"], page["documents"], page["metadatas"]):
+                current[i] = (document, metadata or {})
+        return current
+
+    def _update(
+        self,
+        collection: Collection,
+        updates: list[PreparedWrite],
+        current: Mapping[str, tuple[str | None, Mapping[str, Any]]],
+        size: int,
+    ) -> None:
+        """Payload-only updates: metadata (stale keys set to None, which Chroma deletes)."""
+        same_text: list[tuple[str, dict[str, Any]]] = []
+        new_text: list[tuple[str, dict[str, Any], str]] = []
+        for write in updates:
+            document, metadata = self._record(write, current)
+            if document == current[write.id][0]:
+                same_text.append((write.id, metadata))
+            else:
+                new_text.append((write.id, metadata, document))
+        for chunk in batches(same_text, size):
+            collection.update(ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk])
+        for text_chunk in batches(new_text, size):
+            self._update_documents(collection, text_chunk)
+
+    def _update_documents(
+        self, collection: Collection, chunk: Sequence[tuple[str, dict[str, Any], str]]
+    ) -> None:
+        ids = [i for i, _, _ in chunk]
+        metadatas: Any = [m for _, m, _ in chunk]
+        documents = [d for _, _, d in chunk]
+        low_level = _low_level_update(collection)
+        if low_level is not None:
+            low_level(
+                collection_id=collection.id,
+                ids=ids,
+                metadatas=metadatas,
+                documents=documents,
+                tenant=collection.tenant,
+                database=collection.database,
+            )
+            return
+        stored: Any = collection.get(ids=ids, include=["embeddings"])
+        by_id = dict(zip(stored["ids"], stored["embeddings"]))
+        collection.update(
+            ids=ids,
+            embeddings=np.stack([np.asarray(by_id[i], dtype=np.float32) for i in ids]),
+            metadatas=metadatas,
+            documents=documents,
+        )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete records by id; ids that do not exist are ignored."""
+        unique = check_ids(ids)
+        if not unique:
+            return
+        collection = self._require()
+        size = self._max_batch()
+        with self._errors("delete from"):
+            for chunk in batches(unique, size):
+                collection.delete(ids=list(chunk))
+
+
+def _low_level_update(collection: Collection) -> Callable[..., Any] | None:
+    """The update call that ``Collection.update()`` wraps, when this Chroma has it.
+
+    ``Collection.update()`` embeds a document sent without its embedding (and,
+    with no embedding function, refuses); the call it wraps (``_update`` of the
+    client's server API, in the local and the HTTP client alike) stores the
+    document and metadata and leaves the vector alone.
+    """
+    server = getattr(collection, "_client", None)
+    update = getattr(server, "_update", None)
+    return update if callable(update) else None
+
+
+def _score(distance: Distance, value: float) -> float:
+    """Chroma's distance as a score where higher is closer."""
+    if distance == "euclid":
+        return -math.sqrt(max(value, 0.0))
+    return 1.0 - value  # cosine: 1 - cos distance; ip: 1 - (1 - dot)

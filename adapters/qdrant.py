@@ -1,0 +1,515 @@
+"""rechunk's :class:`~rechunk.store.VectorStore` on Qdrant (``pip install 'rechunk[qdrant]'``).
+
+Works with every kind of ``QdrantClient``: a server (``url=``), or local mode
+(``":memory:"``, ``path=``). The collection is laid out so that LangChain's or
+LlamaIndex's own Qdrant vector store reads it directly (see
+:mod:`rechunk.adapters._layout`); llama_index and langchain need not be installed.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.adapters._layout import (
+    LANGCHAIN_METADATA_KEY,
+    LLAMAINDEX_VECTOR_NAME,
+    Layout,
+    batches,
+    check_batch_size,
+    check_dimension,
+    check_dimensions,
+    check_distance,
+    check_doc_id,
+    check_ids,
+    check_k,
+    check_layout,
+    check_name,
+    check_query_vector,
+    from_qdrant,
+    is_unreachable,
+    prepare_writes,
+    qdrant_payload,
+)
+from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
+
+require("qdrant_client", "qdrant", package="qdrant-client")
+
+from qdrant_client import models  # noqa: E402  (after the check that names the extra)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from qdrant_client import QdrantClient
+
+__all__ = ["QdrantStore", "local_client"]
+
+_TO_QDRANT: Final[dict[Distance, models.Distance]] = {
+    "cosine": models.Distance.COSINE,
+    "dot": models.Distance.DOT,
+    "euclid": models.Distance.EUCLID,
+}
+_FROM_QDRANT: Final = {value: key for key, value in _TO_QDRANT.items()}
+_LOCK_TEXT: Final = "already accessed by another instance"
+_UNAVAILABLE_STATUS: Final = frozenset({502, 503, 504})
+_MODEL_SAMPLE: Final = 256
+#: Payload fields that get a keyword index on a new collection (Qdrant server; local mode has none).
+_INDEXED: Final = ("doc_id", "input_key")
+
+
+def _lock_error(path: object, exc: BaseException) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"store is in use by another process: Qdrant local mode at {path} allows one client "
+        f"at a time (close the other QdrantClient, or run a Qdrant server for concurrent "
+        f"access): {exc}"
+    )
+
+
+def local_client(path: str | os.PathLike[str]) -> QdrantClient:
+    """``QdrantClient(path=path)``; :class:`StoreUnavailableError` when the folder is locked.
+
+    Qdrant's local mode takes an exclusive lock on the folder when the client is
+    created; a second client on the same folder, in this process or another,
+    fails with a ``RuntimeError`` until the first one is closed.
+    """
+    from qdrant_client import QdrantClient
+
+    try:
+        return QdrantClient(path=os.fspath(path))
+    except RuntimeError as exc:
+        if _LOCK_TEXT in str(exc):
+            raise _lock_error(path, exc) from exc
+        raise StoreError(f"cannot open the Qdrant folder {path}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    """The dense vector rechunk uses in an existing collection."""
+
+    name: str | None  # None: the collection's single unnamed vector
+    dimension: int
+    distance: Distance
+
+
+class QdrantStore:
+    """A Qdrant collection as a rechunk :class:`~rechunk.store.VectorStore`.
+
+    ``client`` is a ready ``qdrant_client.QdrantClient``; the constructor does no
+    I/O. ``layout`` (``"langchain"`` or ``"llamaindex"``) decides where the
+    payload and vector go, so that ``langchain_qdrant.QdrantVectorStore`` (with
+    its defaults) or ``llama_index``'s ``QdrantVectorStore`` reads the
+    collection; it must stay the same for the life of a collection. Requests
+    carry at most ``batch_size`` points (writes wait for Qdrant to apply them).
+
+    Contracts:
+
+    * Point ids are canonical UUID strings; anything else is a ConfigError.
+    * ``ensure_collection`` creates the collection (layout langchain: one unnamed
+      dense vector; llamaindex: the named vector ``"text-dense"``; both with
+      keyword payload indexes on doc_id and input_key, which a Qdrant server
+      uses and local mode ignores) or checks an existing one; another dimension
+      or distance raises StoreError naming both and changes nothing.
+    * Every other method on a missing collection raises StoreError saying to call
+      ``ensure_collection`` (an empty ``write``, ``delete`` or ``get_vectors``
+      does no I/O at all); an unreachable server (refused, timed out, HTTP
+      502/503/504, gRPC UNAVAILABLE) raises StoreUnavailableError ("cannot reach
+      ..."), a locked local folder StoreUnavailableError ("store is in use by
+      another process ..."); any other failure of the client raises StoreError.
+    * Reading a point that is not a rechunk point in this layout (written by
+      another tool) raises StoreError naming it.
+    * ``write`` validates every point before the first request (bad input writes
+      nothing); payload-only updates (``vector=None``) replace the whole payload
+      of existing points by id without sending the vector, so it stays
+      bit-for-bit the same; updating a point that does not exist is a
+      StoreError, raised before anything is written.
+    * Scores: cosine similarity, dot product, or the negated Euclidean distance,
+      so that higher is always closer.
+    * Qdrant normalises vectors of cosine collections, so ``get_vectors`` returns
+      the unit vector of what was written.
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        collection: str,
+        layout: Layout = "langchain",
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        self._client = client
+        self._collection = check_name(collection)
+        self._layout: Layout = check_layout(layout)
+        self._batch_size = check_batch_size(batch_size)
+        # where the rechunk fields sit in the payload: nested under "metadata" for LangChain
+        self._prefix = f"{LANGCHAIN_METADATA_KEY}." if self._layout == "langchain" else ""
+
+    def __repr__(self) -> str:
+        return f"QdrantStore(collection={self._collection!r}, layout={self._layout!r})"
+
+    @property
+    def collection(self) -> str:
+        """The collection name."""
+        return self._collection
+
+    @property
+    def layout(self) -> Layout:
+        """The payload layout (``"langchain"`` or ``"llamaindex"``)."""
+        return self._layout
+
+    @property
+    def client(self) -> QdrantClient:
+        """The client this store was given."""
+        return self._client
+
+    # -- errors ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn client exceptions into StoreError / StoreUnavailableError."""
+        try:
+            yield
+        except RechunkError:
+            raise
+        except Exception as exc:
+            raise self._translate(exc, action) from exc
+
+    def _translate(self, exc: Exception, action: str) -> StoreError:
+        if isinstance(exc, RuntimeError) and _LOCK_TEXT in str(exc):
+            return _lock_error("its path", exc)
+        status = getattr(exc, "status_code", None)
+        if is_unreachable(exc) or status in _UNAVAILABLE_STATUS:
+            return StoreUnavailableError(
+                f"cannot reach Qdrant to {action} collection {self._collection!r}: "
+                f"{type(exc).__name__}: {exc}"
+            )
+        return StoreError(
+            f"Qdrant failed to {action} collection {self._collection!r}: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def _missing(self) -> NoReturn:
+        raise StoreError(
+            f"Qdrant collection {self._collection!r} does not exist; "
+            f"call ensure_collection(dimension) first"
+        )
+
+    # -- collection ------------------------------------------------------------------------
+
+    def _vectors(self) -> _Vectors | None:
+        """The collection's vector configuration, or None when it does not exist."""
+        with self._errors("read"):
+            try:
+                info = self._client.get_collection(self._collection)
+            except Exception:
+                if not self._client.collection_exists(self._collection):
+                    return None
+                raise
+        return self._pick(info.config.params.vectors)
+
+    def _require(self) -> _Vectors:
+        vectors = self._vectors()
+        if vectors is None:
+            self._missing()
+        return vectors
+
+    def _pick(self, config: Any) -> _Vectors:
+        """The vector this layout reads: unnamed, or ``text-dense`` for llamaindex."""
+        name: str | None = None
+        params = config
+        if isinstance(config, dict):
+            wanted = [""] if self._layout == "langchain" else [LLAMAINDEX_VECTOR_NAME, ""]
+            found = [n for n in wanted if n in config]
+            if not found:
+                need = (
+                    "an unnamed vector"
+                    if self._layout == "langchain"
+                    else (f"the vector {LLAMAINDEX_VECTOR_NAME!r} or an unnamed one")
+                )
+                raise StoreError(
+                    f"Qdrant collection {self._collection!r} has the named vectors "
+                    f"{sorted(config)}; layout={self._layout!r} needs {need}"
+                )
+            name = found[0]
+            params = config[name]
+        if not isinstance(params, models.VectorParams):
+            raise StoreError(
+                f"Qdrant collection {self._collection!r} has no dense vector rechunk can use"
+            )
+        distance = _FROM_QDRANT.get(params.distance)
+        if distance is None:
+            raise StoreError(
+                f"Qdrant collection {self._collection!r} uses {params.distance} distance; "
+                f"rechunk supports cosine, dot and euclid"
+            )
+        return _Vectors(name, params.size, distance)
+
+    def collection_info(self) -> CollectionInfo | None:
+        """Dimension, distance, point count and the model_ids of up to 256 sampled points.
+
+        ``None`` when the collection does not exist.
+        """
+        vectors = self._vectors()
+        if vectors is None:
+            return None
+        with self._errors("count the points of"):
+            points = self._client.count(self._collection, exact=True).count
+            records, _ = self._client.scroll(
+                self._collection,
+                limit=_MODEL_SAMPLE,
+                with_payload=models.PayloadSelectorInclude(include=[self._path("model_id")]),
+                with_vectors=False,
+            )
+        model_ids = {self._field(r.payload, "model_id") for r in records}
+        return CollectionInfo(
+            name=self._collection,
+            dimension=vectors.dimension,
+            distance=vectors.distance,
+            points=points,
+            model_ids=frozenset(m for m in model_ids if isinstance(m, str)),
+        )
+
+    def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
+        """Create the collection, or check that the existing one has this dimension and distance."""
+        dimension = check_dimension(dimension)
+        distance = check_distance(distance)
+        vectors = self._vectors()
+        if vectors is None:
+            self._create(dimension, distance)
+            vectors = self._require()
+        if (vectors.dimension, vectors.distance) != (dimension, distance):
+            raise StoreError(
+                f"Qdrant collection {self._collection!r} holds {vectors.dimension}-dimensional "
+                f"{vectors.distance} vectors, not the {dimension}-dimensional {distance} "
+                f"vectors asked for; use another collection for another model or distance"
+            )
+        info = self.collection_info()
+        if info is None:
+            self._missing()
+        return info
+
+    def _create(self, dimension: int, distance: Distance) -> None:
+        params = models.VectorParams(size=dimension, distance=_TO_QDRANT[distance])
+        config: models.VectorParams | dict[str, models.VectorParams] = (
+            params if self._layout == "langchain" else {LLAMAINDEX_VECTOR_NAME: params}
+        )
+        with self._errors("create"):
+            try:
+                self._client.create_collection(self._collection, vectors_config=config)
+            except Exception:
+                if self._client.collection_exists(self._collection):
+                    return  # created meanwhile by someone else: ensure_collection validates it
+                raise
+            with warnings.catch_warnings():
+                # local mode ignores payload indexes and says so; a server uses them
+                warnings.filterwarnings("ignore", message="Payload indexes have no effect")
+                for field in _INDEXED:
+                    self._client.create_payload_index(
+                        self._collection,
+                        self._path(field),
+                        field_schema=models.PayloadSchemaType.KEYWORD,
+                        wait=True,
+                    )
+
+    # -- payload helpers -------------------------------------------------------------------
+
+    def _path(self, field: str) -> str:
+        return self._prefix + field
+
+    def _field(self, payload: dict[str, Any] | None, field: str) -> Any:
+        if not payload:
+            return None
+        if self._layout == "langchain":
+            inner = payload.get(LANGCHAIN_METADATA_KEY)
+            return inner.get(field) if isinstance(inner, dict) else None
+        return payload.get(field)
+
+    def _match(self, field: str, value: str) -> models.FieldCondition:
+        return models.FieldCondition(key=self._path(field), match=models.MatchValue(value=value))
+
+    def _scroll(
+        self,
+        condition: models.Filter | None,
+        *,
+        payload: bool | models.PayloadSelectorInclude = True,
+        vectors: bool | list[str] = False,
+    ) -> Iterator[models.Record]:
+        offset: Any = None
+        while True:
+            records, offset = self._client.scroll(
+                self._collection,
+                scroll_filter=condition,
+                limit=self._batch_size,
+                offset=offset,
+                with_payload=payload,
+                with_vectors=vectors,
+            )
+            yield from records
+            if offset is None:
+                return
+
+    def _decode(self, point_id: Any, payload: dict[str, Any] | None) -> StoredPoint:
+        return StoredPoint(
+            str(point_id), from_qdrant(str(point_id), payload, self._layout, self._collection)
+        )
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get_points(self, doc_id: str) -> list[StoredPoint]:
+        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
+        doc_id = check_doc_id(doc_id)
+        self._require()
+        condition = models.Filter(must=[self._match("doc_id", doc_id)])
+        with self._errors("read points from"):
+            records = list(self._scroll(condition))
+        points = [self._decode(r.id, r.payload) for r in records]
+        return sorted(points, key=lambda p: (p.payload.ordinal, p.id))
+
+    def get_vectors(
+        self, input_keys: Sequence[str], model_id: str
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """One float32 vector per input key stored by ``model_id`` (any doc); others left out."""
+        if isinstance(input_keys, str) or not all(type(k) is str for k in input_keys):
+            raise ConfigError("input_keys must be a sequence of str")
+        if type(model_id) is not str or not model_id:
+            raise ConfigError(f"model_id must be a non-empty str, got {model_id!r}")
+        keys = list(dict.fromkeys(input_keys))
+        if not keys:
+            return {}
+        vectors = self._require()
+        selector = models.PayloadSelectorInclude(include=[self._path("input_key")])
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        with self._errors("read vectors from"):
+            for chunk in batches(keys, self._batch_size):
+                condition = models.Filter(
+                    must=[
+                        models.FieldCondition(
+                            key=self._path("input_key"), match=models.MatchAny(any=list(chunk))
+                        ),
+                        self._match("model_id", model_id),
+                    ]
+                )
+                wanted: bool | list[str] = True if vectors.name is None else [vectors.name]
+                for record in self._scroll(condition, payload=selector, vectors=wanted):
+                    key = self._field(record.payload, "input_key")
+                    if isinstance(key, str) and key not in found:
+                        vector: Any = record.vector
+                        if isinstance(vector, dict):
+                            vector = vector.get(vectors.name or "")
+                        if vector is not None:
+                            found[key] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def doc_ids(self) -> set[str]:
+        """Every doc_id that has at least one point."""
+        self._require()
+        selector = models.PayloadSelectorInclude(include=[self._path("doc_id")])
+        with self._errors("read doc ids from"):
+            values = {
+                self._field(r.payload, "doc_id") for r in self._scroll(None, payload=selector)
+            }
+        return {v for v in values if isinstance(v, str)}
+
+    def search(
+        self, vector: npt.NDArray[np.float32], k: int = 5
+    ) -> list[tuple[StoredPoint, float]]:
+        """The ``k`` nearest points, closest first; higher scores are closer."""
+        k = check_k(k)
+        vectors = self._require()
+        query = check_query_vector(vector, vectors.dimension)
+        with self._errors("search"):
+            response = self._client.query_points(
+                self._collection,
+                query=query.tolist(),
+                using=vectors.name or None,
+                limit=k,
+                with_payload=True,
+                with_vectors=False,
+            )
+        sign = -1.0 if vectors.distance == "euclid" else 1.0
+        return [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def write(self, points: Sequence[PointWrite]) -> None:
+        """Upsert points with a vector; replace only the payload of those with ``vector=None``.
+
+        Everything is validated before the first request; an empty sequence does nothing.
+        """
+        prepared = prepare_writes(points, self._layout, flat=False)
+        if not prepared:
+            return
+        vectors = self._require()
+        check_dimensions(prepared, vectors.dimension, f"Qdrant collection {self._collection!r}")
+        updates = [w for w in prepared if w.vector is None]
+        upserts = [w for w in prepared if w.vector is not None]
+        with self._errors("write to"):
+            self._check_exist([w.id for w in updates])
+            for chunk in batches(upserts, self._batch_size):
+                self._client.upsert(
+                    self._collection,
+                    points=[
+                        models.PointStruct(
+                            id=w.id,
+                            vector=self._vector_struct(w.vector, vectors.name),
+                            payload=qdrant_payload(w.id, w.payload, self._layout),
+                        )
+                        for w in chunk
+                    ],
+                    wait=True,
+                )
+            for chunk in batches(updates, self._batch_size):
+                self._client.batch_update_points(
+                    self._collection,
+                    update_operations=[
+                        models.OverwritePayloadOperation(
+                            overwrite_payload=models.SetPayload(
+                                payload=qdrant_payload(w.id, w.payload, self._layout),
+                                points=[w.id],
+                            )
+                        )
+                        for w in chunk
+                    ],
+                    wait=True,
+                )
+
+    @staticmethod
+    def _vector_struct(vector: Any, name: str | None) -> Any:
+        values = vector.tolist()
+        return values if name is None else {name: values}
+
+    def _check_exist(self, ids: list[str]) -> None:
+        """StoreError (before any write) when a payload-only update targets a missing point."""
+        present: set[str] = set()
+        for chunk in batches(ids, self._batch_size):
+            records = self._client.retrieve(
+                self._collection, ids=list(chunk), with_payload=False, with_vectors=False
+            )
+            present.update(str(r.id) for r in records)
+        missing = [i for i in ids if i not in present]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            raise StoreError(
+                f"payload-only update of {len(missing)} point(s) missing from Qdrant collection "
+                f"{self._collection!r}: {shown}; write them with a vector; nothing was written"
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete points by id; ids that do not exist are ignored."""
+        unique = check_ids(ids)
+        if not unique:
+            return
+        self._require()
+        with self._errors("delete from"):
+            for chunk in batches(unique, self._batch_size):
+                self._client.delete(
+                    self._collection,
+                    points_selector=models.PointIdsList(points=list(chunk)),
+                    wait=True,
+                )

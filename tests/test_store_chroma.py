@@ -1,0 +1,348 @@
+"""ChromaStore: the store contract on a PersistentClient and on a real Chroma server
+(``chroma run``), error translation, the exact layouts, and reading the collection
+with LangChain's ``Chroma`` and LlamaIndex's ``ChromaVectorStore``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from chroma_server import free_port, running_chroma
+from store_contract import (
+    DIM,
+    MODEL,
+    TEXT,
+    StoreContract,
+    StoreFactory,
+    collection_name,
+    fixed_embeddings,
+    new_id,
+    payload,
+    unit,
+)
+
+from rechunk.errors import ConfigError, StoreError, StoreUnavailableError, TransientError
+from rechunk.store import PointPayload, PointWrite, StoredPoint
+
+chromadb = pytest.importorskip("chromadb")
+from chromadb.config import Settings  # noqa: E402
+
+import rechunk.adapters.chroma as chroma_adapter  # noqa: E402
+from rechunk.adapters.chroma import ChromaStore, http_client  # noqa: E402
+
+RECHUNK_KEYS = {
+    "doc_id", "revision", "policy", "input_key", "model_id", "ordinal", "start", "end", "tokens",
+}  # fmt: skip
+
+
+def _factory(client: Any) -> StoreFactory:
+    def make(
+        layout: str, *, collection: str | None = None, batch_size: int | None = None
+    ) -> ChromaStore:
+        options: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}
+        return ChromaStore(client, collection or collection_name(), layout, **options)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def persistent(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = tmp_path_factory.mktemp("chroma-persistent")
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with running_chroma(tmp_path_factory.mktemp("chroma-server") / "data") as running:
+        yield running.client
+
+
+@pytest.fixture(autouse=True)
+def _never_embed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma's default embedding function would download a model: make any use fail loudly."""
+    from chromadb.utils import embedding_functions
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Chroma's default embedding function was called")
+
+    monkeypatch.setattr(embedding_functions.DefaultEmbeddingFunction, "__call__", refuse)
+    monkeypatch.setattr(embedding_functions.ONNXMiniLM_L6_V2, "__call__", refuse)
+
+
+class TestChromaPersistent(StoreContract):
+    nested_metadata = False
+
+    @pytest.fixture
+    def make_store(self, persistent: Any) -> StoreFactory:
+        return _factory(persistent)
+
+
+class TestChromaServer(StoreContract):
+    nested_metadata = False
+
+    @pytest.fixture
+    def make_store(self, server: Any) -> StoreFactory:
+        return _factory(server)
+
+
+@pytest.fixture(params=["persistent", "server"])
+def client(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(request.param)
+
+
+def _fill(store: ChromaStore) -> list[tuple[str, PointPayload]]:
+    store.ensure_collection(DIM)
+    written = [
+        (new_id(), payload(0, text=TEXT, metadata={"source": "a.md", "lang": "en"})),
+        (new_id(), payload(1, version=2)),
+        (new_id(), payload(0, doc_id="b.md")),
+    ]
+    store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
+    return written
+
+
+# -- construction and errors -------------------------------------------------------------
+
+
+class _NoIO:
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the constructor touched the client: {name}")
+
+
+def test_constructor_does_no_io() -> None:
+    store = ChromaStore(_NoIO(), "docs", "llamaindex")  # type: ignore[arg-type]
+    assert (store.collection, store.layout) == ("docs", "llamaindex")
+    assert repr(store) == "ChromaStore(collection='docs', layout='llamaindex')"
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [(("docs", "llama"), {}), (("",), {}), ((None,), {}), (("docs",), {"batch_size": -1})],
+)
+def test_constructor_validates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        ChromaStore(_NoIO(), *args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_nothing_listening_is_store_unavailable() -> None:
+    port = free_port()
+    with pytest.raises(StoreUnavailableError, match="cannot reach") as exc:
+        http_client("127.0.0.1", port, settings=Settings(anonymized_telemetry=False))
+    assert isinstance(exc.value, TransientError)
+
+
+def test_server_going_away_is_store_unavailable(tmp_path: Path) -> None:
+    with running_chroma(tmp_path / "data") as running:
+        store = ChromaStore(running.client, "docs")
+        _fill(store)
+        running.stop()
+        for call in (
+            store.collection_info,
+            lambda: store.get_points("a.md"),
+            lambda: store.write([PointWrite(new_id(), payload(5), unit(5))]),
+            lambda: store.search(unit(0)),
+        ):
+            with pytest.raises(StoreUnavailableError, match="cannot reach") as exc:
+                call()
+            assert isinstance(exc.value, TransientError)
+
+
+def test_layout_mismatch_is_refused(persistent: Any) -> None:
+    name = collection_name()
+    ChromaStore(persistent, name, "langchain").ensure_collection(DIM)
+    with pytest.raises(StoreError, match="layout"):
+        ChromaStore(persistent, name, "llamaindex").ensure_collection(DIM)
+
+
+def test_foreign_records_are_reported(persistent: Any) -> None:
+    name = collection_name()
+    store = ChromaStore(persistent, name)
+    store.ensure_collection(DIM)
+    raw = persistent.get_collection(name, embedding_function=None)
+    raw.add(ids=[new_id()], embeddings=[unit(0)], metadatas=[{"x": 1}], documents=["?"])
+    with pytest.raises(StoreError, match="not a rechunk point"):
+        store.search(unit(0))
+
+
+def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
+    name = collection_name()
+    raw = persistent.create_collection(
+        name, embedding_function=None, configuration={"hnsw": {"space": "ip"}}
+    )
+    store = ChromaStore(persistent, name)
+    assert store.collection_info() is not None
+    assert store.collection_info().dimension == 0  # type: ignore[union-attr]
+    with pytest.raises(StoreError, match="cosine"):
+        store.ensure_collection(DIM)
+    info = store.ensure_collection(DIM, "dot")
+    assert (info.dimension, info.distance) == (DIM, "dot")
+    meta = persistent.get_collection(name, embedding_function=None).metadata
+    assert meta == {"rechunk:dimension": DIM, "rechunk:layout": "langchain"}
+    assert raw.configuration["hnsw"]["space"] == "ip"
+
+
+def test_text_change_without_the_low_level_update(
+    persistent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback for a Chroma without the lower-level update: the vector is sent back."""
+    monkeypatch.setattr(chroma_adapter, "_low_level_update", lambda collection: None)
+    store = ChromaStore(persistent, collection_name())
+    store.ensure_collection(DIM, "dot")
+    point_id = new_id()
+    store.write([PointWrite(point_id, payload(0), unit(0))])
+    before = store.get_vectors([payload(0).input_key], MODEL)
+    new = payload(0, text="a new text", ordinal=3)
+    store.write([PointWrite(point_id, new)])
+    assert store.get_points("a.md") == [StoredPoint(point_id, new)]
+    after = store.get_vectors([payload(0).input_key], MODEL)
+    assert after[payload(0).input_key].tobytes() == before[payload(0).input_key].tobytes()
+
+
+# -- the exact layouts ---------------------------------------------------------------------
+
+
+def test_langchain_layout(client: Any) -> None:
+    name = collection_name()
+    written = _fill(ChromaStore(client, name, "langchain"))
+    raw = client.get_collection(name, embedding_function=None)
+    assert raw.metadata == {"rechunk:dimension": DIM, "rechunk:layout": "langchain"}
+    assert raw.configuration["hnsw"]["space"] == "cosine"
+    point_id, p = written[0]
+    got = raw.get(ids=[point_id], include=["metadatas", "documents"])
+    assert got["documents"] == [TEXT]
+    assert got["metadatas"] == [
+        {
+            "doc_id": "a.md", "revision": "rev-1", "policy": p.policy, "input_key": p.input_key,
+            "model_id": MODEL, "ordinal": 0, "start": 0, "end": 10, "tokens": 3,
+            "source": "a.md", "lang": "en",
+        }
+    ]  # fmt: skip
+
+
+def test_llamaindex_layout(client: Any) -> None:
+    name = collection_name()
+    written = _fill(ChromaStore(client, name, "llamaindex"))
+    raw = client.get_collection(name, embedding_function=None)
+    point_id, p = written[0]
+    got = raw.get(ids=[point_id], include=["metadatas", "documents"])
+    assert got["documents"] == [TEXT]
+    flat = dict(got["metadatas"][0])
+    node = json.loads(flat.pop("_node_content"))
+    assert flat == {
+        "doc_id": "a.md", "revision": "rev-1", "policy": p.policy, "input_key": p.input_key,
+        "model_id": MODEL, "ordinal": 0, "start": 0, "end": 10, "tokens": 3,
+        "source": "a.md", "lang": "en",
+        "_node_type": "TextNode", "document_id": "a.md", "ref_doc_id": "a.md",
+    }  # fmt: skip
+    assert node["id_"] == point_id and node["text"] == ""  # the text is the record's document
+    assert (node["start_char_idx"], node["end_char_idx"]) == (0, 10)
+    assert set(node["excluded_embed_metadata_keys"]) == RECHUNK_KEYS
+
+
+# -- interoperability ----------------------------------------------------------------------
+
+
+@pytest.mark.requires("langchain_chroma")
+def test_langchain_chroma_reads_the_collection(client: Any) -> None:
+    from langchain_chroma import Chroma
+
+    name = collection_name()
+    store = ChromaStore(client, name, "langchain")
+    written = _fill(store)
+    query = unit(1) + 0.3 * unit(2)
+    reader = Chroma(
+        client=client,
+        collection_name=name,
+        embedding_function=fixed_embeddings({"q": query.tolist()}),
+    )
+    docs = reader.similarity_search_by_vector(unit(1).tolist(), k=2)
+    point_id, p = written[1]
+    assert docs[0].id == point_id and docs[0].page_content == p.text
+    assert docs[0].metadata == {
+        "doc_id": "a.md", "revision": "rev-1", "policy": p.policy, "input_key": p.input_key,
+        "model_id": MODEL, "ordinal": 1, "start": 10, "end": 20, "tokens": 4, "version": 2,
+        "source": "a.md", "n": 1,
+    }  # fmt: skip
+    # LangChain picks its relevance function from the collection's hnsw space (cosine)
+    scored = reader.similarity_search_with_relevance_scores("q", k=1)
+    cosine = float(query @ unit(1) / np.linalg.norm(query))
+    assert scored[0][0].id == point_id and scored[0][1] == pytest.approx(cosine, abs=1e-5)
+    only_b = reader.similarity_search_by_vector(unit(1).tolist(), k=5, filter={"doc_id": "b.md"})
+    assert [d.id for d in only_b] == [written[2][0]]
+
+
+@pytest.mark.requires("llama_index.vector_stores.chroma")
+def test_llamaindex_chroma_reads_the_collection(client: Any) -> None:
+    from llama_index.core.schema import MetadataMode
+    from llama_index.core.vector_stores.types import VectorStoreQuery
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    name = collection_name()
+    store = ChromaStore(client, name, "llamaindex")
+    written = _fill(store)
+    reader = ChromaVectorStore(
+        chroma_collection=client.get_collection(name, embedding_function=None)
+    )
+    result = reader.query(VectorStoreQuery(query_embedding=unit(0).tolist(), similarity_top_k=2))
+    assert result.nodes is not None and result.ids is not None
+    point_id, p = written[0]
+    node = result.nodes[0]
+    assert result.ids[0] == point_id and node.node_id == point_id
+    assert node.get_content(metadata_mode=MetadataMode.NONE) == TEXT
+    assert (node.start_char_idx, node.end_char_idx) == (p.start, p.end)  # type: ignore[attr-defined]
+    assert node.ref_doc_id == "a.md"
+    embed_view = node.get_content(metadata_mode=MetadataMode.EMBED)
+    assert "lang: en" in embed_view and p.input_key not in embed_view
+
+    store.write([PointWrite(point_id, payload(0, ordinal=9, start=50, end=60, text=TEXT))])
+    result = reader.query(VectorStoreQuery(query_embedding=unit(0).tolist(), similarity_top_k=1))
+    assert result.nodes is not None
+    assert (result.nodes[0].start_char_idx, result.nodes[0].end_char_idx) == (50, 60)  # type: ignore[attr-defined]
+
+    reader.delete("a.md")  # LlamaIndex deletes by ref_doc_id (where document_id == ...)
+    assert store.get_points("a.md") == [] and store.doc_ids() == {"b.md"}
+
+
+# -- import hygiene ------------------------------------------------------------------------
+
+
+def test_import_loads_no_other_framework() -> None:
+    code = (
+        "import sys, rechunk.adapters.chroma\n"
+        "bad = [m for m in ('qdrant_client', 'llama_index', 'langchain_core', 'langchain_chroma')"
+        " if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_missing_chromadb_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['chromadb'] = None\n"
+        "from rechunk.errors import MissingDependencyError\n"
+        "try:\n"
+        "    import rechunk.adapters.chroma\n"
+        "except MissingDependencyError as exc:\n"
+        "    assert exc.extra == 'chroma', exc\n"
+        "    print(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no error')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert "rechunk[chroma]" in out.stdout
+
+
+def test_vectors_are_float32(persistent: Any) -> None:
+    store = ChromaStore(persistent, collection_name())
+    store.ensure_collection(DIM, "euclid")
+    raw = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    store.write([PointWrite(new_id(), payload(0), raw)])
+    got = store.get_vectors([payload(0).input_key], MODEL)[payload(0).input_key]
+    assert got.dtype == np.float32 and got.tobytes() == raw.tobytes()

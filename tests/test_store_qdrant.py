@@ -1,0 +1,453 @@
+"""QdrantStore: the store contract on local mode (``:memory:`` and ``path=``), error
+translation, the exact payload layouts, and reading the collection with LangChain's
+and LlamaIndex's own Qdrant vector stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from chroma_server import free_port
+from store_contract import (
+    DIM,
+    MODEL,
+    TEXT,
+    StoreContract,
+    StoreFactory,
+    collection_name,
+    fixed_embeddings,
+    new_id,
+    payload,
+    unit,
+)
+
+from rechunk.errors import ConfigError, StoreError, StoreUnavailableError, TransientError
+from rechunk.store import PointPayload, PointWrite, StoredPoint
+
+qdrant_client = pytest.importorskip("qdrant_client")
+from qdrant_client import QdrantClient, models  # noqa: E402
+
+from rechunk.adapters._layout import Layout  # noqa: E402
+from rechunk.adapters.qdrant import QdrantStore, local_client  # noqa: E402
+
+RECHUNK_KEYS = {
+    "doc_id", "revision", "policy", "input_key", "model_id", "ordinal", "start", "end", "tokens",
+}  # fmt: skip
+
+
+def _factory(client: QdrantClient) -> StoreFactory:
+    def make(
+        layout: str, *, collection: str | None = None, batch_size: int | None = None
+    ) -> QdrantStore:
+        options: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}
+        return QdrantStore(client, collection or collection_name(), layout, **options)  # type: ignore[arg-type]
+
+    return make
+
+
+class TestQdrantMemory(StoreContract):
+    @pytest.fixture
+    def make_store(self) -> Iterator[StoreFactory]:
+        client = QdrantClient(":memory:")
+        yield _factory(client)
+        client.close()
+
+
+class TestQdrantPath(StoreContract):
+    @pytest.fixture
+    def make_store(self, tmp_path: Path) -> Iterator[StoreFactory]:
+        client = QdrantClient(path=str(tmp_path / "qdrant"))
+        yield _factory(client)
+        client.close()
+
+
+@pytest.fixture
+def client() -> Iterator[QdrantClient]:
+    c = QdrantClient(":memory:")
+    yield c
+    c.close()
+
+
+def _fill(store: QdrantStore) -> list[tuple[str, PointPayload]]:
+    store.ensure_collection(DIM)
+    written = [
+        (new_id(), payload(0, text=TEXT, metadata={"source": "a.md", "tags": ["x", "y"]})),
+        (new_id(), payload(1, version=2)),
+        (new_id(), payload(0, doc_id="b.md")),
+    ]
+    store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
+    return written
+
+
+# -- construction and errors -------------------------------------------------------------
+
+
+class _NoIO:
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the constructor touched the client: {name}")
+
+
+def test_constructor_does_no_io() -> None:
+    store = QdrantStore(_NoIO(), "docs", "llamaindex")  # type: ignore[arg-type]
+    assert (store.collection, store.layout) == ("docs", "llamaindex")
+    assert repr(store) == "QdrantStore(collection='docs', layout='llamaindex')"
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        (("docs", "LangChain"), {}),
+        (("docs", None), {}),
+        (("",), {}),
+        ((3,), {}),
+        (("docs",), {"batch_size": 0}),
+        (("docs",), {"batch_size": True}),
+    ],
+)
+def test_constructor_validates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        QdrantStore(_NoIO(), *args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_unreachable_server_is_store_unavailable() -> None:
+    port = free_port()
+    remote = QdrantClient(url=f"http://127.0.0.1:{port}", timeout=2, check_compatibility=False)
+    store = QdrantStore(remote, "docs")
+    for call in (
+        store.collection_info,
+        lambda: store.ensure_collection(DIM),
+        lambda: store.get_points("a.md"),
+        lambda: store.write([PointWrite(new_id(), payload(0), unit(0))]),
+    ):
+        with pytest.raises(StoreUnavailableError, match="cannot reach") as exc:
+            call()
+        assert isinstance(exc.value, TransientError)
+    remote.close()
+
+
+class _Failing:
+    """A client whose every call raises ``exc``; ``collection_exists`` answers ``exists``."""
+
+    def __init__(self, exc: Exception, exists: bool = True) -> None:
+        self.exc, self.exists = exc, exists
+
+    def collection_exists(self, name: str) -> bool:
+        return self.exists
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise self.exc
+
+        return fail
+
+
+class _GrpcError(Exception):
+    """Shaped like grpc's _InactiveRpcError (module grpc._channel, a code() method)."""
+
+    __module__ = "grpc._channel"
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self._code = code
+
+    def code(self) -> Any:
+        return type("StatusCode", (), {"name": self._code})()
+
+
+def _response(status: int) -> Exception:
+    import httpx
+    from qdrant_client.http.exceptions import UnexpectedResponse
+
+    return UnexpectedResponse(status, "reason", b"{}", httpx.Headers())
+
+
+def _transient_errors() -> list[Exception]:
+    import httpx
+    from qdrant_client.http.exceptions import ResponseHandlingException
+
+    return [
+        httpx.ConnectError("refused"),
+        httpx.ReadTimeout("slow"),
+        ResponseHandlingException(httpx.ConnectError("refused")),
+        _response(503),
+        _GrpcError("UNAVAILABLE"),
+        _GrpcError("DEADLINE_EXCEEDED"),
+        TimeoutError("timed out"),
+    ]
+
+
+@pytest.mark.parametrize("exc", _transient_errors(), ids=lambda e: type(e).__name__)
+def test_transient_client_errors_are_store_unavailable(exc: Exception) -> None:
+    store = QdrantStore(_Failing(exc), "docs")  # type: ignore[arg-type]
+    with pytest.raises(StoreUnavailableError, match="cannot reach Qdrant") as info:
+        store.get_points("a.md")
+    assert info.value.__cause__ is exc
+
+
+@pytest.mark.parametrize(
+    "exc", [_response(500), _GrpcError("INVALID_ARGUMENT"), ValueError("bad")], ids=str
+)
+def test_other_client_errors_are_store_errors(exc: Exception) -> None:
+    store = QdrantStore(_Failing(exc), "docs")  # type: ignore[arg-type]
+    with pytest.raises(StoreError) as info:
+        store.collection_info()
+    assert not isinstance(info.value, StoreUnavailableError)
+    assert info.value.__cause__ is exc
+
+
+def test_lock_error_during_a_call_is_store_unavailable() -> None:
+    exc = RuntimeError(
+        "Storage folder /x is already accessed by another instance of Qdrant client."
+    )
+    store = QdrantStore(_Failing(exc), "docs")  # type: ignore[arg-type]
+    with pytest.raises(StoreUnavailableError, match="in use by another process"):
+        store.doc_ids()
+
+
+def test_server_404_means_missing_collection() -> None:
+    store = QdrantStore(_Failing(_response(404), exists=False), "docs")  # type: ignore[arg-type]
+    assert store.collection_info() is None
+    with pytest.raises(StoreError, match="ensure_collection"):
+        store.get_points("a.md")
+
+
+def test_path_lock_is_store_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "locked"
+    first = local_client(path)
+    store = QdrantStore(first, "docs")
+    written = _fill(store)
+    # What qdrant-client itself does: the second client fails as it is created.
+    with pytest.raises(RuntimeError, match="already accessed by another instance"):
+        QdrantClient(path=str(path))
+    with pytest.raises(StoreUnavailableError, match="in use by another process") as exc:
+        local_client(path)
+    assert isinstance(exc.value, TransientError)
+    first.close()
+    second = local_client(path)  # the lock is released with the first client
+    assert QdrantStore(second, "docs").get_points("a.md") == [
+        StoredPoint(i, p) for i, p in written[:2]
+    ]
+    second.close()
+
+
+def test_closed_client_is_a_store_error(tmp_path: Path) -> None:
+    c = QdrantClient(path=str(tmp_path / "q"))
+    store = QdrantStore(c, "docs")
+    store.ensure_collection(DIM)
+    c.close()
+    with pytest.raises(StoreError):
+        store.write([PointWrite(new_id(), payload(0), unit(0))])
+
+
+def test_foreign_points_are_reported(client: QdrantClient) -> None:
+    store = QdrantStore(client, "docs")
+    store.ensure_collection(DIM)
+    client.upsert(
+        "docs",
+        points=[models.PointStruct(id=new_id(), vector=unit(0).tolist(), payload={"x": 1})],
+    )
+    with pytest.raises(StoreError, match="not a rechunk point"):
+        store.search(unit(0))
+
+
+def test_collection_with_other_vector_names_is_refused(client: QdrantClient) -> None:
+    client.create_collection(
+        "named",
+        vectors_config={"other": models.VectorParams(size=DIM, distance=models.Distance.COSINE)},
+    )
+    layouts: tuple[Layout, ...] = ("langchain", "llamaindex")
+    for layout in layouts:
+        with pytest.raises(StoreError, match="named vectors"):
+            QdrantStore(client, "named", layout).ensure_collection(DIM)
+
+
+# -- the exact layouts ---------------------------------------------------------------------
+
+
+def test_langchain_layout(client: QdrantClient) -> None:
+    store = QdrantStore(client, "docs", "langchain")
+    written = _fill(store)
+    params = client.get_collection("docs").config.params.vectors
+    assert isinstance(params, models.VectorParams) and params.size == DIM  # unnamed vector
+    point_id, p = written[0]
+    record = client.retrieve("docs", [point_id], with_vectors=True)[0]
+    assert record.payload == {
+        "page_content": TEXT,
+        "metadata": {
+            "doc_id": "a.md", "revision": "rev-1", "policy": p.policy, "input_key": p.input_key,
+            "model_id": MODEL, "ordinal": 0, "start": 0, "end": 10, "tokens": 3,
+            "source": "a.md", "tags": ["x", "y"],
+        },
+    }  # fmt: skip
+    assert isinstance(record.vector, list)
+    versioned = client.retrieve("docs", [written[1][0]])[0].payload
+    assert versioned is not None and versioned["metadata"]["version"] == 2
+
+
+def test_llamaindex_layout(client: QdrantClient) -> None:
+    store = QdrantStore(client, "docs", "llamaindex")
+    written = _fill(store)
+    params = client.get_collection("docs").config.params.vectors
+    assert isinstance(params, dict) and set(params) == {"text-dense"}
+    point_id, p = written[0]
+    record = client.retrieve("docs", [point_id], with_vectors=True)[0]
+    assert record.payload is not None and isinstance(record.vector, dict)
+    assert set(record.vector) == {"text-dense"}
+    flat = dict(record.payload)
+    node = json.loads(flat.pop("_node_content"))
+    assert flat == {
+        "doc_id": "a.md", "revision": "rev-1", "policy": p.policy, "input_key": p.input_key,
+        "model_id": MODEL, "ordinal": 0, "start": 0, "end": 10, "tokens": 3,
+        "source": "a.md", "tags": ["x", "y"],
+        "_node_type": "TextNode", "document_id": "a.md", "ref_doc_id": "a.md",
+    }  # fmt: skip
+    assert node["id_"] == point_id and node["text"] == TEXT
+    assert (node["start_char_idx"], node["end_char_idx"]) == (0, 10)
+    assert node["relationships"]["1"]["node_id"] == "a.md"
+    assert set(node["excluded_embed_metadata_keys"]) == RECHUNK_KEYS
+    assert node["excluded_llm_metadata_keys"] == node["excluded_embed_metadata_keys"]
+    assert node["metadata"]["source"] == "a.md"
+
+
+# -- interoperability: the frameworks' own classes read what rechunk wrote ---------------
+
+
+@pytest.mark.requires("langchain_qdrant")
+def test_langchain_qdrant_reads_the_collection(client: QdrantClient) -> None:
+    from langchain_qdrant import QdrantVectorStore
+
+    store = QdrantStore(client, "docs", "langchain")
+    written = _fill(store)
+    reader = QdrantVectorStore(
+        client=client, collection_name="docs", embedding=fixed_embeddings({"q": unit(1).tolist()})
+    )
+    docs = reader.similarity_search_by_vector(unit(1).tolist(), k=2)
+    point_id, p = written[1]
+    assert docs[0].page_content == p.text
+    assert docs[0].metadata == {
+        "doc_id": "a.md", "revision": "rev-1", "policy": p.policy, "input_key": p.input_key,
+        "model_id": MODEL, "ordinal": 1, "start": 10, "end": 20, "tokens": 4, "version": 2,
+        "source": "a.md", "n": 1, "_id": point_id, "_collection_name": "docs",
+    }  # fmt: skip
+    by_query = reader.similarity_search("q", k=1)
+    assert by_query[0].metadata["_id"] == point_id
+    only_b = reader.similarity_search_by_vector(
+        unit(1).tolist(),
+        k=5,
+        filter=models.Filter(
+            must=[
+                models.FieldCondition(key="metadata.doc_id", match=models.MatchValue(value="b.md"))
+            ]
+        ),
+    )
+    assert [d.metadata["_id"] for d in only_b] == [written[2][0]]
+
+
+@pytest.mark.requires("langchain_qdrant")
+def test_rechunk_accepts_a_collection_langchain_created(client: QdrantClient) -> None:
+    from langchain_qdrant import QdrantVectorStore
+
+    # what QdrantVectorStore.construct_instance creates: one unnamed cosine vector
+    client.create_collection(
+        "lc", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
+    lc = QdrantVectorStore(client=client, collection_name="lc", embedding=fixed_embeddings({}))
+    lc.add_texts(["written by langchain"], metadatas=[{"source": "lc"}])
+    store = QdrantStore(client, "lc", "langchain")
+    assert store.ensure_collection(DIM).points == 1
+    point = PointWrite(new_id(), payload(0), unit(0))
+    store.write([point])
+    assert store.get_points("a.md") == [StoredPoint(point.id, point.payload)]
+
+
+@pytest.mark.requires("llama_index.vector_stores.qdrant")
+def test_llamaindex_qdrant_reads_the_collection(client: QdrantClient) -> None:
+    from llama_index.core.schema import MetadataMode
+    from llama_index.core.vector_stores.types import VectorStoreQuery
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+
+    store = QdrantStore(client, "docs", "llamaindex")
+    written = _fill(store)
+    reader = QdrantVectorStore(collection_name="docs", client=client)
+    result = reader.query(VectorStoreQuery(query_embedding=unit(0).tolist(), similarity_top_k=2))
+    assert result.nodes is not None and result.ids is not None
+    point_id, p = written[0]
+    node = result.nodes[0]
+    assert result.ids[0] == point_id and node.node_id == point_id
+    assert node.get_content(metadata_mode=MetadataMode.NONE) == TEXT
+    assert (node.start_char_idx, node.end_char_idx) == (p.start, p.end)  # type: ignore[attr-defined]
+    assert node.ref_doc_id == "a.md"
+    assert node.metadata["input_key"] == p.input_key and node.metadata["tags"] == ["x", "y"]
+    embed_view = node.get_content(metadata_mode=MetadataMode.EMBED)
+    assert "source: a.md" in embed_view and p.input_key not in embed_view
+    assert "rev-1" not in node.get_content(metadata_mode=MetadataMode.LLM)
+
+    # a payload-only update is what LlamaIndex then sees
+    store.write([PointWrite(point_id, payload(0, ordinal=9, start=50, end=60, text=TEXT))])
+    result = reader.query(VectorStoreQuery(query_embedding=unit(0).tolist(), similarity_top_k=1))
+    assert result.nodes is not None
+    assert (result.nodes[0].start_char_idx, result.nodes[0].end_char_idx) == (50, 60)  # type: ignore[attr-defined]
+
+    # LlamaIndex's own delete by ref_doc_id finds rechunk's points
+    reader.delete("a.md")
+    assert store.get_points("a.md") == [] and store.doc_ids() == {"b.md"}
+
+
+@pytest.mark.requires("llama_index.vector_stores.qdrant")
+def test_rechunk_reads_a_collection_llamaindex_created(client: QdrantClient) -> None:
+    from llama_index.core.schema import TextNode
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+
+    li = QdrantVectorStore(collection_name="li", client=client)
+    li.add([TextNode(id_=new_id(), text="from llamaindex", embedding=unit(3).tolist())])
+    store = QdrantStore(client, "li", "llamaindex")
+    info = store.ensure_collection(DIM)
+    assert (info.dimension, info.points) == (DIM, 1)
+    point = PointWrite(new_id(), payload(0), unit(0))
+    store.write([point])
+    assert store.search(unit(0), k=1)[0][0] == StoredPoint(point.id, point.payload)
+
+
+# -- import hygiene ------------------------------------------------------------------------
+
+
+def test_import_loads_no_other_framework() -> None:
+    code = (
+        "import sys, rechunk.adapters.qdrant\n"
+        "bad = [m for m in ('chromadb', 'llama_index', 'langchain_core', 'langchain_qdrant')"
+        " if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_missing_qdrant_client_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['qdrant_client'] = None\n"
+        "from rechunk.errors import MissingDependencyError\n"
+        "try:\n"
+        "    import rechunk.adapters.qdrant\n"
+        "except MissingDependencyError as exc:\n"
+        "    assert exc.extra == 'qdrant', exc\n"
+        "    print(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no error')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert "rechunk[qdrant]" in out.stdout
+
+
+def test_vectors_are_float32_copies(client: QdrantClient) -> None:
+    store = QdrantStore(client, "docs", "llamaindex")
+    store.ensure_collection(DIM, "dot")
+    raw = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    store.write([PointWrite(new_id(), payload(0), raw)])
+    got = store.get_vectors([payload(0).input_key], MODEL)[payload(0).input_key]
+    assert got.dtype == np.float32 and got.tobytes() == raw.tobytes()  # dot: not normalised
