@@ -1,0 +1,616 @@
+"""The reuse cache: input key -> float32 vector, per embedding model.
+
+An :class:`EmbeddingCache` maps an input key (see :func:`rechunk.input_key`) to
+the vector one embedding model produced for it. Every entry records the model
+identity and the vector's dimension, and a read names both: ``get_many(keys,
+model_id, dimension)`` only ever returns vectors written under that exact
+``model_id`` with that exact ``dimension``; anything else is a miss. A vector
+read back is bit-identical to the one written (float32, same bytes).
+
+Two backends:
+
+- :class:`MemoryCache`: a dict in this process; thread-safe.
+- :class:`SQLiteCache`: one SQLite file, the embedded default. WAL mode, a
+  float32 blob with its dimension and crc32 per entry, a schema-version table.
+  Safe for several threads (a small pool of connections) and several processes
+  (``busy_timeout``, short transactions; ``put_many`` is one transaction, so a
+  crash at any point leaves each batch either fully written or absent). A file
+  that is not a rechunk cache, is truncated, or comes from a newer rechunk is
+  refused with :class:`~rechunk.errors.CacheError` and never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from rechunk.errors import CacheError, InputError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CacheStats",
+    "EmbeddingCache",
+    "MemoryCache",
+    "SQLiteCache",
+]
+
+#: Version of the SQLite layout written by this code. A file with a higher
+#: version was written by a newer rechunk and is refused, never rewritten.
+SCHEMA_VERSION = 1
+
+#: Keys per ``WHERE key IN (...)`` statement (well below SQLite's variable limit).
+LOOKUP_CHUNK = 500
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SQLITE_HEADER = 100
+_DTYPE = np.dtype("<f4")
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counters of one cache object.
+
+    ``hits`` and ``misses`` count distinct keys asked for by ``get_many`` (a key
+    stored under another model or dimension, or whose bytes fail their checksum,
+    is a miss); ``writes`` counts entries written by ``put_many``; these three
+    count this object's calls only. ``entries`` is the number of entries the
+    cache holds now, all models together (for SQLite: the whole file, whoever
+    wrote it). ``corrupt`` counts entries read whose stored bytes did not match
+    their checksum or dimension (always 0 unless the file was damaged).
+    """
+
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    entries: int = 0
+    corrupt: int = 0
+
+
+@runtime_checkable
+class EmbeddingCache(Protocol):
+    """Input key -> float32 vector, checked against model identity and dimension.
+
+    Contract every backend honours:
+
+    - ``get_many(keys, model_id, dimension)`` returns ``{key: vector}`` for the
+      keys present under exactly ``model_id`` with exactly ``dimension``;
+      missing keys are simply absent from the result. Each vector is a fresh,
+      writable, 1-D float32 array, bit-identical to what was written.
+    - ``put_many(items, model_id)`` stores ``(key, vector)`` pairs (1-D float32,
+      non-empty) under ``model_id``, all or nothing: a bad item raises
+      :class:`~rechunk.errors.InputError` before anything is written. A key
+      written again replaces the previous vector. Returns the number written.
+    - ``stats()`` returns :class:`CacheStats`; ``close()`` releases resources
+      (using the cache afterwards raises :class:`~rechunk.errors.CacheError`).
+    """
+
+    def get_many(self, keys: Sequence[str], model_id: str, dimension: int) -> dict[str, Vector]:
+        """Vectors of the ``keys`` stored under ``model_id`` with ``dimension``."""
+        ...
+
+    def put_many(self, items: Iterable[tuple[str, Vector]], model_id: str) -> int:
+        """Store ``(key, vector)`` pairs under ``model_id``; return how many were written."""
+        ...
+
+    def stats(self) -> CacheStats:
+        """Current counters."""
+        ...
+
+    def close(self) -> None:
+        """Release the cache; later calls raise CacheError."""
+        ...
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_model_id(model_id: object) -> str:
+    if not isinstance(model_id, str) or not model_id:
+        raise InputError("model_id must be a non-empty string")
+    return model_id
+
+
+def _check_dimension(dimension: object) -> int:
+    if type(dimension) is not int or dimension <= 0:
+        raise InputError(f"dimension must be a positive int, got {dimension!r}")
+    return dimension
+
+
+def _check_keys(keys: Sequence[str]) -> list[str]:
+    """Distinct keys in first-seen order; every key must be a str."""
+    if isinstance(keys, (str, bytes)):
+        raise InputError("keys must be a sequence of str, not a single str")
+    seen: dict[str, None] = {}
+    for key in keys:
+        if not isinstance(key, str):
+            raise InputError(f"every key must be a str, got {type(key).__name__}")
+        seen[key] = None
+    return list(seen)
+
+
+def _encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, int, bytes]]:
+    """Validate every item first; return ``(key, dimension, crc32, blob)`` rows."""
+    rows: list[tuple[str, int, int, bytes]] = []
+    for index, item in enumerate(items):
+        try:
+            key, vector = item
+        except (TypeError, ValueError):
+            raise InputError(f"item {index} is not a (key, vector) pair") from None
+        if not isinstance(key, str):
+            raise InputError(f"item {index}: key must be a str, got {type(key).__name__}")
+        if not isinstance(vector, np.ndarray) or vector.dtype != np.float32:
+            kind = getattr(vector, "dtype", type(vector).__name__)
+            raise InputError(f"item {index}: vector must be a float32 ndarray, got {kind}")
+        if vector.ndim != 1 or vector.shape[0] == 0:
+            raise InputError(f"item {index}: vector must be 1-D and non-empty, got {vector.shape}")
+        blob = vector.astype(_DTYPE, copy=False).tobytes()
+        rows.append((key, int(vector.shape[0]), zlib.crc32(blob), blob))
+    return rows
+
+
+def _intact(blob: bytes, dimension: int, checksum: int) -> bool:
+    """Whether ``blob`` holds ``dimension`` float32 values matching ``checksum``."""
+    return len(blob) == dimension * 4 and zlib.crc32(blob) == checksum
+
+
+def _rows(keys: list[str], block: npt.NDArray[np.float32]) -> dict[str, Vector]:
+    """``{key: row}`` over a fresh ``(len(keys), dim)`` array the cache keeps no reference to."""
+    return dict(zip(keys, block))
+
+
+class _Counters:
+    """Thread-safe hit/miss/write counters shared by both backends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.writes = self.corrupt = 0
+
+    def add(self, *, hits: int = 0, misses: int = 0, writes: int = 0, corrupt: int = 0) -> None:
+        with self._lock:
+            self.hits += hits
+            self.misses += misses
+            self.writes += writes
+            self.corrupt += corrupt
+
+    def snapshot(self, entries: int) -> CacheStats:
+        with self._lock:
+            return CacheStats(self.hits, self.misses, self.writes, entries, self.corrupt)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+class MemoryCache:
+    """An in-process :class:`EmbeddingCache` (a dict guarded by a lock).
+
+    Keeps a private read-only copy of every vector written, keyed by
+    ``(model_id, key)``; a read returns fresh copies. Nothing survives the process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._data: dict[tuple[str, str], Vector] = {}
+        self._counters = _Counters()
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CacheError("the cache is closed")
+
+    def get_many(self, keys: Sequence[str], model_id: str, dimension: int) -> dict[str, Vector]:
+        """Vectors of ``keys`` stored under exactly ``model_id`` and ``dimension``."""
+        _check_model_id(model_id)
+        _check_dimension(dimension)
+        wanted = _check_keys(keys)
+        with self._lock:
+            self._check_open()
+            stored = [(key, self._data.get((model_id, key))) for key in wanted]
+        hits = [(key, vec) for key, vec in stored if vec is not None and vec.shape == (dimension,)]
+        found: dict[str, Vector] = {}
+        if hits:
+            found = _rows([key for key, _ in hits], np.stack([vec for _, vec in hits]))
+        self._counters.add(hits=len(found), misses=len(wanted) - len(found))
+        return found
+
+    def put_many(self, items: Iterable[tuple[str, Vector]], model_id: str) -> int:
+        """Store ``(key, vector)`` pairs under ``model_id``, all or nothing."""
+        _check_model_id(model_id)
+        rows = _encode_items(items)
+        copies = []
+        for key, _, _, blob in rows:
+            vector = np.frombuffer(blob, dtype=_DTYPE).astype(np.float32)
+            vector.flags.writeable = False
+            copies.append((key, vector))
+        with self._lock:
+            self._check_open()
+            for key, vector in copies:
+                self._data[(model_id, key)] = vector
+        self._counters.add(writes=len(rows))
+        return len(rows)
+
+    def stats(self) -> CacheStats:
+        """Counters of this cache; ``entries`` is the number of entries held."""
+        with self._lock:
+            entries = len(self._data)
+        return self._counters.snapshot(entries)
+
+    def close(self) -> None:
+        """Drop every entry; later calls raise CacheError."""
+        with self._lock:
+            self._closed = True
+            self._data.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+    def __enter__(self) -> MemoryCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- sqlite
+
+_CREATE = (
+    """CREATE TABLE IF NOT EXISTS rechunk_schema (
+        name TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS vectors (
+        model_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        dimension INTEGER NOT NULL,
+        checksum INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (model_id, key)
+    )""",
+    "INSERT OR IGNORE INTO rechunk_schema (name, version) VALUES ('embedding-cache', "
+    f"{SCHEMA_VERSION})",
+)
+
+_UPSERT = (
+    "INSERT INTO vectors (model_id, key, dimension, checksum, vector) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (model_id, key) DO UPDATE SET dimension = excluded.dimension, "
+    "checksum = excluded.checksum, vector = excluded.vector"
+)
+
+
+def _lookup_sql(count: int) -> str:
+    marks = ",".join("?" * count)
+    return (
+        "SELECT key, dimension, checksum, vector FROM vectors "
+        f"WHERE model_id = ? AND key IN ({marks})"
+    )
+
+
+class SQLiteCache:
+    """An :class:`EmbeddingCache` in one SQLite file (WAL mode), shared by threads and processes.
+
+    Layout (schema version :data:`SCHEMA_VERSION`): table ``rechunk_schema``
+    holds the version; table ``vectors`` holds one row per ``(model_id, key)``
+    with ``dimension``, ``checksum`` (crc32 of the blob) and ``vector`` (the
+    little-endian float32 bytes). A read checks model, dimension, blob size and
+    checksum; a row failing size or checksum is reported in
+    ``stats().corrupt`` and treated as a miss (the next write replaces it).
+
+    Opening validates the file before anything can be written: a file whose
+    header is not SQLite's, a truncated file, an SQLite database that is not a
+    rechunk cache, or one from a newer schema raises :class:`CacheError` and the
+    file's bytes are left exactly as they were. ``readonly=True`` never writes
+    (``put_many`` raises CacheError) and refuses a missing path without creating
+    it. With ``readonly=False`` a missing file (and its parent folder) is created.
+
+    Concurrency: each call borrows a connection from a small pool (one per
+    thread in flight), so threads read in parallel; writers in several
+    processes serialise on SQLite's write lock, waiting up to ``timeout``
+    seconds. ``put_many`` is one ``BEGIN IMMEDIATE`` transaction: after a crash
+    at any point each batch is either all there or absent. WAL with
+    ``synchronous=NORMAL`` keeps every committed batch across a process crash;
+    a power loss may drop the last batches but never corrupts the file.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, readonly: bool = False, timeout: float = 30.0
+    ) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise InputError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
+        self.path = Path(path)
+        self.readonly = readonly
+        self._timeout = float(timeout)
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._closed = False
+        self._counters = _Counters()
+        exists = self.path.exists()
+        if exists and not self.path.is_file():
+            raise CacheError(f"cache path {self.path} exists and is not a file")
+        if readonly and not exists:
+            raise CacheError(f"cache file {self.path} does not exist (opened read-only)")
+        if exists:
+            self._check_header()
+        elif not self.path.parent.exists():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise CacheError(f"cannot create the folder of cache {self.path}: {exc}") from exc
+        conn = self._connect(create=not exists)
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._idle.append(conn)
+
+    # ----------------------------------------------------------------- opening
+
+    def _check_header(self) -> None:
+        """Refuse a non-SQLite file before SQLite ever touches it (0 bytes is a new cache)."""
+        try:
+            with self.path.open("rb") as fh:
+                header = fh.read(_SQLITE_HEADER)
+        except OSError as exc:
+            raise CacheError(f"cannot read cache file {self.path}: {exc}") from exc
+        if header and (len(header) < _SQLITE_HEADER or not header.startswith(_SQLITE_MAGIC)):
+            raise CacheError(
+                f"{self.path} is not a rechunk cache (not an SQLite database); left untouched"
+            )
+
+    def _connect(self, *, create: bool = False) -> sqlite3.Connection:
+        mode = "ro" if self.readonly else ("rwc" if create else "rw")
+        uri = f"{self.path.resolve().as_uri()}?mode={mode}"
+        try:
+            conn = sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=self._timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            if not self.readonly:
+                conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot open cache {self.path}: {exc}") from exc
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Check (and for a new file, create) the schema; nothing is written to a foreign file."""
+        try:
+            tables = self._tables(conn)
+            if not tables:
+                if self.readonly:
+                    raise CacheError(f"{self.path} is an empty database, not a rechunk cache")
+                self._create(conn)
+                tables = self._tables(conn)
+            if "rechunk_schema" not in tables or "vectors" not in tables:
+                raise CacheError(
+                    f"{self.path} is an SQLite database but not a rechunk cache; left untouched"
+                )
+            row = conn.execute(
+                "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
+            ).fetchone()
+            if row is None or type(row[0]) is not int:
+                raise CacheError(f"{self.path} has no valid rechunk schema version; left untouched")
+            if row[0] > SCHEMA_VERSION:
+                raise CacheError(
+                    f"{self.path} uses cache schema {row[0]}, newer than this rechunk's "
+                    f"{SCHEMA_VERSION}; upgrade rechunk (the file was left untouched)"
+                )
+            if row[0] < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
+                raise CacheError(f"{self.path} uses unknown old cache schema {row[0]}")
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal" and not self.readonly:
+                self._set_wal(conn)
+            self._check_truncation(conn)
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"cannot read cache {self.path}: {exc}; left untouched") from exc
+
+    @staticmethod
+    def _tables(conn: sqlite3.Connection) -> set[str]:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        return {str(name) for (name,) in rows}
+
+    def _set_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL mode, retrying while another process holds a lock.
+
+        SQLite answers this pragma with "database is locked" at once, without
+        its busy handler, when another connection is using the file (several
+        processes opening a new cache together); retry until ``timeout``.
+        """
+        deadline = time.monotonic() + self._timeout
+        delay = 0.001
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        if str(mode).lower() != "wal":
+            raise CacheError(f"cannot switch cache {self.path} to WAL mode (got {mode})")
+
+    def _create(self, conn: sqlite3.Connection) -> None:
+        """Create the schema in an empty file; safe when several processes race to do it.
+
+        The caller then switches the file to WAL mode (a crash in between leaves
+        a valid cache in rollback-journal mode, switched by the next opener).
+        """
+        conn.execute("PRAGMA page_size = 8192")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._tables(conn) - {"rechunk_schema", "vectors"}:
+                raise CacheError(f"{self.path} was filled by something else meanwhile")
+            for statement in _CREATE:
+                conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _check_truncation(self, conn: sqlite3.Connection) -> None:
+        """Refuse a database file shorter than its header says (a truncated copy).
+
+        Only meaningful while no write-ahead log holds pages: with this
+        connection open (it holds SQLite's shared lock), no other process can
+        remove a non-empty log, and without one every page lives in the file.
+        """
+        wal = self.path.with_name(self.path.name + "-wal")
+        with contextlib.suppress(OSError):
+            if wal.stat().st_size > 0:
+                return
+        try:
+            with self.path.open("rb") as fh:
+                header = fh.read(_SQLITE_HEADER)
+            size = self.path.stat().st_size
+        except OSError as exc:
+            raise CacheError(f"cannot read cache file {self.path}: {exc}") from exc
+        if len(header) < _SQLITE_HEADER:
+            return
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(header[28:32], "big")
+        valid = header[24:28] == header[92:96]
+        if valid and pages and size < pages * page_size:
+            raise CacheError(
+                f"cache file {self.path} is truncated ({size} bytes, its header says "
+                f"{pages * page_size}); left untouched"
+            )
+
+    # ----------------------------------------------------------------- connections
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise CacheError("the cache is closed")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._connect()
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._idle.append(conn)
+
+    def _error(self, action: str, exc: sqlite3.Error) -> CacheError:
+        return CacheError(f"cannot {action} cache {self.path}: {exc}")
+
+    # ----------------------------------------------------------------- API
+
+    def get_many(self, keys: Sequence[str], model_id: str, dimension: int) -> dict[str, Vector]:
+        """Vectors of ``keys`` stored under exactly ``model_id`` and ``dimension``.
+
+        Looks keys up ``LOOKUP_CHUNK`` at a time with ``WHERE key IN (...)``,
+        all in one read transaction (a consistent snapshot).
+        """
+        _check_model_id(model_id)
+        _check_dimension(dimension)
+        wanted = _check_keys(keys)
+        found_keys: list[str] = []
+        blobs: list[bytes] = []
+        corrupt = 0
+        if wanted:
+            with self._connection() as conn:
+                try:
+                    conn.execute("BEGIN")
+                    for start in range(0, len(wanted), LOOKUP_CHUNK):
+                        chunk = wanted[start : start + LOOKUP_CHUNK]
+                        rows = conn.execute(_lookup_sql(len(chunk)), (model_id, *chunk))
+                        for key, dim, checksum, blob in rows:
+                            if dim != dimension:
+                                continue
+                            if _intact(blob, dim, checksum):
+                                found_keys.append(key)
+                                blobs.append(blob)
+                            else:
+                                corrupt += 1
+                    conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    raise self._error("read", exc) from exc
+        found: dict[str, Vector] = {}
+        if blobs:
+            block = np.frombuffer(b"".join(blobs), dtype=_DTYPE).astype(np.float32)
+            found = _rows(found_keys, block.reshape(len(blobs), dimension))
+        self._counters.add(hits=len(found), misses=len(wanted) - len(found), corrupt=corrupt)
+        return found
+
+    def put_many(self, items: Iterable[tuple[str, Vector]], model_id: str) -> int:
+        """Store ``(key, vector)`` pairs under ``model_id`` in one transaction."""
+        if self.readonly:
+            raise CacheError(f"cache {self.path} was opened read-only")
+        _check_model_id(model_id)
+        rows = _encode_items(items)
+        if not rows:
+            return 0
+        params = [(model_id, key, dim, checksum, blob) for key, dim, checksum, blob in rows]
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(_UPSERT, params)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise self._error("write to", exc) from exc
+        self._counters.add(writes=len(rows))
+        return len(rows)
+
+    def stats(self) -> CacheStats:
+        """Counters of this object; ``entries`` counts every entry in the file."""
+        with self._connection() as conn:
+            try:
+                (entries,) = conn.execute("SELECT count(*) FROM vectors").fetchone()
+            except sqlite3.Error as exc:
+                raise self._error("read", exc) from exc
+        return self._counters.snapshot(int(entries))
+
+    def close(self) -> None:
+        """Close every idle connection; connections in use close when their call ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def __enter__(self) -> SQLiteCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        flag = ", readonly=True" if self.readonly else ""
+        return f"SQLiteCache({str(self.path)!r}{flag})"

@@ -1,0 +1,188 @@
+"""An Embedder that embeds each distinct input once and reuses it from a cache afterwards."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from rechunk.cache import EmbeddingCache
+from rechunk.embedding import Embedder
+from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.identity import input_key
+
+__all__ = ["CachedEmbedder", "EmbedStats"]
+
+
+@dataclass(frozen=True)
+class EmbedStats:
+    """What a :class:`CachedEmbedder` did since it was created or last reset.
+
+    ``inputs`` counts texts passed to ``embed`` (duplicates included); ``hits``
+    and ``misses`` count the distinct texts of each call found / not found in
+    the cache; ``inputs_embedded`` counts texts sent to the underlying model
+    (each distinct miss once); ``tokens_embedded`` sums their content tokens
+    (no special tokens) when the underlying embedder has ``count_tokens``, else
+    stays 0; ``seconds_embedding`` is wall time spent inside the underlying
+    ``embed``.
+    """
+
+    inputs: int = 0
+    hits: int = 0
+    misses: int = 0
+    inputs_embedded: int = 0
+    tokens_embedded: int = 0
+    seconds_embedding: float = 0.0
+
+
+class CachedEmbedder:
+    """Wraps an :class:`~rechunk.Embedder` with an :class:`~rechunk.cache.EmbeddingCache`.
+
+    It is itself an Embedder with the wrapped one's ``model_id``, ``dimension``
+    and ``max_input_tokens`` (read once, at construction). ``embed(texts)``:
+
+    1. de-duplicates the texts of the call and computes each one's
+       :func:`~rechunk.input_key` under ``model_id``;
+    2. looks all keys up in one ``cache.get_many`` call (model and dimension
+       checked by the cache);
+    3. sends only the misses to the wrapped embedder, ``batch_size`` at a time;
+    4. checks every batch it gets back: a float32 ndarray of shape
+       ``(len(batch), dimension)`` with finite values, else
+       :class:`~rechunk.errors.EmbeddingError` and that batch is not cached
+       (batches validated before it are correct and stay cached);
+    5. writes each validated batch to the cache (one ``put_many`` per batch)
+       and returns float32 ``(len(texts), dimension)`` in input order.
+
+    A vector returned from the cache is bit-identical to the one the wrapped
+    embedder returned when it was first computed. Counters: :attr:`stats`.
+    Thread-safe if the wrapped embedder and the cache are.
+    """
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache, *, batch_size: int = 64) -> None:
+        if type(batch_size) is not int or batch_size <= 0:
+            raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        model_id = embedder.model_id
+        dimension = embedder.dimension
+        if not isinstance(model_id, str) or not model_id:
+            raise ConfigError("the embedder's model_id must be a non-empty string")
+        if type(dimension) is not int or dimension <= 0:
+            raise ConfigError(f"the embedder's dimension must be a positive int, got {dimension!r}")
+        self._embedder = embedder
+        self._cache = cache
+        self._model_id = model_id
+        self._dimension = dimension
+        self._max_input_tokens: int | None = embedder.max_input_tokens
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._stats = EmbedStats()
+
+    # ----------------------------------------------------------------- Embedder protocol
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model identity."""
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped embedder's vector dimension."""
+        return self._dimension
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The wrapped embedder's input window (special tokens included)."""
+        return self._max_input_tokens
+
+    @property
+    def embedder(self) -> Embedder:
+        """The wrapped embedder."""
+        return self._embedder
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The cache vectors are reused from."""
+        return self._cache
+
+    @property
+    def stats(self) -> EmbedStats:
+        """A snapshot of the counters."""
+        with self._lock:
+            return self._stats
+
+    def reset_stats(self) -> None:
+        """Set every counter back to zero."""
+        with self._lock:
+            self._stats = EmbedStats()
+
+    def _count(self, **deltas: float) -> None:
+        with self._lock:
+            current = self._stats
+            self._stats = EmbedStats(
+                inputs=current.inputs + int(deltas.get("inputs", 0)),
+                hits=current.hits + int(deltas.get("hits", 0)),
+                misses=current.misses + int(deltas.get("misses", 0)),
+                inputs_embedded=current.inputs_embedded + int(deltas.get("inputs_embedded", 0)),
+                tokens_embedded=current.tokens_embedded + int(deltas.get("tokens_embedded", 0)),
+                seconds_embedding=current.seconds_embedding + deltas.get("seconds_embedding", 0.0),
+            )
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Vectors of ``texts`` (float32, ``(len(texts), dimension)``), embedding only misses."""
+        if isinstance(texts, (str, bytes)):
+            raise InputError("texts must be a sequence of str, not a single str")
+        texts = list(texts)
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        out = np.empty((len(texts), self._dimension), dtype=np.float32)
+        if not texts:
+            return out
+        key_of: dict[str, str] = {}
+        for text in texts:
+            if text not in key_of:
+                key_of[text] = input_key(self._model_id, text)
+        keys = list(key_of.values())
+        vectors = dict(self._cache.get_many(keys, self._model_id, self._dimension))
+        missing = [text for text, key in key_of.items() if key not in vectors]
+        self._count(inputs=len(texts), hits=len(keys) - len(missing), misses=len(missing))
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start : start + self.batch_size]
+            fresh = self._embed_batch(batch)
+            batch_keys = [key_of[text] for text in batch]
+            self._cache.put_many(zip(batch_keys, fresh), self._model_id)
+            vectors.update(zip(batch_keys, fresh))
+        for row, text in enumerate(texts):
+            out[row] = vectors[key_of[text]]
+        return out
+
+    def _embed_batch(self, batch: list[str]) -> npt.NDArray[np.float32]:
+        """Run the wrapped embedder on ``batch`` and check what it returns."""
+        started = time.perf_counter()
+        result = self._embedder.embed(batch)
+        elapsed = time.perf_counter() - started
+        expected = (len(batch), self._dimension)
+        if not isinstance(result, np.ndarray):
+            raise EmbeddingError(
+                f"embedder {self._model_id!r} returned {type(result).__name__}, not an ndarray"
+            )
+        if result.dtype != np.float32:
+            raise EmbeddingError(
+                f"embedder {self._model_id!r} returned dtype {result.dtype}, expected float32"
+            )
+        if result.shape != expected:
+            raise EmbeddingError(
+                f"embedder {self._model_id!r} returned shape {result.shape}, expected {expected} "
+                f"(dimension {self._dimension}); nothing was cached"
+            )
+        if not np.isfinite(result).all():
+            raise EmbeddingError(f"embedder {self._model_id!r} returned NaN or infinite values")
+        tokens = 0
+        count_tokens = getattr(self._embedder, "count_tokens", None)
+        if callable(count_tokens):
+            tokens = sum(int(count_tokens(text)) for text in batch)
+        self._count(inputs_embedded=len(batch), tokens_embedded=tokens, seconds_embedding=elapsed)
+        return result

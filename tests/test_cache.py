@@ -1,0 +1,336 @@
+"""The reuse cache contract, run against every backend, plus SQLite's own guarantees."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rechunk.cache import (
+    SCHEMA_VERSION,
+    CacheStats,
+    EmbeddingCache,
+    MemoryCache,
+    SQLiteCache,
+)
+from rechunk.errors import CacheError, InputError, RechunkError
+from rechunk.identity import input_key
+
+MODEL = "test-model/v1"
+OTHER = "test-model/v2"
+
+
+def vector_for(key: str, dim: int) -> np.ndarray:
+    """A deterministic float32 vector derived from the key (with awkward bit patterns)."""
+    rng = np.random.default_rng(zlib.crc32(f"{key}/{dim}".encode()))
+    vec = rng.standard_normal(dim).astype(np.float32)
+    vec[0] = np.float32(-0.0)
+    if dim > 2:
+        vec[1] = np.finfo(np.float32).tiny / 2  # a subnormal
+    return vec
+
+
+def bits(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype="<f4").tobytes()
+
+
+class CacheContract:
+    """Every EmbeddingCache backend must pass these (subclass and provide ``cache``)."""
+
+    @pytest.fixture
+    def cache(self, tmp_path: Path) -> Iterator[EmbeddingCache]:  # pragma: no cover - abstract
+        raise NotImplementedError
+        yield
+
+    def test_is_an_embedding_cache(self, cache: EmbeddingCache) -> None:
+        assert isinstance(cache, EmbeddingCache)
+
+    def test_round_trip_is_bit_identical(self, cache: EmbeddingCache) -> None:
+        keys = [input_key(MODEL, f"text {i}") for i in range(50)]
+        written = {k: vector_for(k, 384) for k in keys}
+        assert cache.put_many(written.items(), MODEL) == 50
+        got = cache.get_many(keys, MODEL, 384)
+        assert set(got) == set(keys)
+        for key, vec in got.items():
+            assert vec.dtype == np.float32 and vec.shape == (384,)
+            assert bits(vec) == bits(written[key])
+            assert vec.flags.writeable
+
+    def test_returned_vectors_are_copies(self, cache: EmbeddingCache) -> None:
+        cache.put_many([("k", np.ones(4, dtype=np.float32))], MODEL)
+        cache.get_many(["k"], MODEL, 4)["k"][:] = 7
+        assert (cache.get_many(["k"], MODEL, 4)["k"] == 1).all()
+
+    def test_missing_keys_are_absent(self, cache: EmbeddingCache) -> None:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+        assert set(cache.get_many(["a", "b", "c"], MODEL, 8)) == {"a"}
+        assert cache.get_many([], MODEL, 8) == {}
+
+    def test_other_model_is_never_returned(self, cache: EmbeddingCache) -> None:
+        cache.put_many([("k", vector_for("k", 8))], MODEL)
+        assert cache.get_many(["k"], OTHER, 8) == {}
+        cache.put_many([("k", vector_for("other", 8))], OTHER)
+        assert bits(cache.get_many(["k"], MODEL, 8)["k"]) == bits(vector_for("k", 8))
+        assert bits(cache.get_many(["k"], OTHER, 8)["k"]) == bits(vector_for("other", 8))
+
+    def test_other_dimension_is_never_returned(self, cache: EmbeddingCache) -> None:
+        cache.put_many([("k", vector_for("k", 8))], MODEL)
+        assert cache.get_many(["k"], MODEL, 16) == {}
+        assert cache.get_many(["k"], MODEL, 4) == {}
+        assert set(cache.get_many(["k"], MODEL, 8)) == {"k"}
+
+    def test_rewrite_replaces(self, cache: EmbeddingCache) -> None:
+        cache.put_many([("k", vector_for("a", 8))], MODEL)
+        cache.put_many([("k", vector_for("b", 8))], MODEL)
+        assert bits(cache.get_many(["k"], MODEL, 8)["k"]) == bits(vector_for("b", 8))
+        assert cache.stats().entries == 1
+
+    def test_stats_count(self, cache: EmbeddingCache) -> None:
+        assert cache.stats() == CacheStats()
+        cache.put_many([(k, vector_for(k, 8)) for k in "abc"], MODEL)
+        cache.get_many(["a", "b", "x", "a"], MODEL, 8)  # duplicates count once
+        cache.get_many(["c"], OTHER, 8)
+        stats = cache.stats()
+        assert (stats.hits, stats.misses, stats.writes, stats.entries) == (2, 2, 3, 3)
+        assert stats.corrupt == 0
+
+    def test_batch_of_1000_keys(self, cache: EmbeddingCache) -> None:
+        keys = [input_key(MODEL, str(i)) for i in range(1000)]
+        cache.put_many(((k, vector_for(k, 32)) for k in keys[::2]), MODEL)
+        got = cache.get_many(keys, MODEL, 32)
+        assert set(got) == set(keys[::2])
+        assert all(bits(got[k]) == bits(vector_for(k, 32)) for k in keys[::2])
+        stats = cache.stats()
+        assert (stats.hits, stats.misses, stats.entries) == (500, 500, 500)
+
+    @pytest.mark.parametrize(
+        "item",
+        [
+            ("k", np.ones(4, dtype=np.float64)),
+            ("k", np.ones((2, 2), dtype=np.float32)),
+            ("k", np.ones(0, dtype=np.float32)),
+            ("k", [1.0, 2.0]),
+            (1, np.ones(4, dtype=np.float32)),
+            ("only-a-key",),
+        ],
+    )
+    def test_bad_item_writes_nothing(self, cache: EmbeddingCache, item: object) -> None:
+        good = ("good", np.ones(4, dtype=np.float32))
+        with pytest.raises(InputError):
+            cache.put_many([good, item], MODEL)  # type: ignore[list-item]
+        assert cache.get_many(["good"], MODEL, 4) == {}
+        assert cache.stats().entries == 0
+
+    def test_bad_arguments(self, cache: EmbeddingCache) -> None:
+        with pytest.raises(InputError):
+            cache.get_many("abc", MODEL, 4)
+        with pytest.raises(InputError):
+            cache.get_many(["a"], "", 4)
+        with pytest.raises(InputError):
+            cache.get_many(["a"], MODEL, 0)
+        with pytest.raises(InputError):
+            cache.get_many(["a"], MODEL, True)
+
+    def test_closed_cache_refuses(self, cache: EmbeddingCache) -> None:
+        cache.close()
+        with pytest.raises(CacheError):
+            cache.get_many(["a"], MODEL, 4)
+        with pytest.raises(CacheError):
+            cache.put_many([("a", np.ones(4, dtype=np.float32))], MODEL)
+
+    def test_threads_write_and_read_concurrently(self, cache: EmbeddingCache) -> None:
+        errors: list[BaseException] = []
+
+        def work(worker: int) -> None:
+            try:
+                for batch in range(20):
+                    keys = [f"{worker}-{batch}-{i}" for i in range(25)]
+                    cache.put_many([(k, vector_for(k, 16)) for k in keys], MODEL)
+                    got = cache.get_many([*keys, f"{(worker + 1) % 4}-{batch}-0"], MODEL, 16)
+                    assert all(bits(got[k]) == bits(vector_for(k, 16)) for k in keys)
+                    for key, vec in got.items():
+                        assert bits(vec) == bits(vector_for(key, 16))
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        assert cache.stats().entries == 4 * 20 * 25
+
+
+class TestMemoryCache(CacheContract):
+    @pytest.fixture
+    def cache(self, tmp_path: Path) -> Iterator[EmbeddingCache]:
+        cache = MemoryCache()
+        yield cache
+        cache.close()
+
+
+class TestSQLiteCache(CacheContract):
+    @pytest.fixture
+    def cache(self, tmp_path: Path) -> Iterator[EmbeddingCache]:
+        cache = SQLiteCache(tmp_path / "cache.sqlite")
+        yield cache
+        cache.close()
+
+
+# --------------------------------------------------------------------------- SQLite only
+
+
+def _fill(path: Path, n: int = 200, dim: int = 64) -> dict[str, np.ndarray]:
+    written = {f"k{i}": vector_for(f"k{i}", dim) for i in range(n)}
+    with SQLiteCache(path) as cache:
+        cache.put_many(written.items(), MODEL)
+    return written
+
+
+def test_reopen_persists(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    written = _fill(path)
+    with SQLiteCache(path) as cache:
+        got = cache.get_many(list(written), MODEL, 64)
+        assert {k: bits(v) for k, v in got.items()} == {k: bits(v) for k, v in written.items()}
+        assert cache.stats().entries == 200
+    with SQLiteCache(path, readonly=True) as cache:
+        assert len(cache.get_many(list(written), MODEL, 64)) == 200
+
+
+def test_wal_mode_and_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=3)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT version FROM rechunk_schema").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+
+
+def test_creates_parent_folder(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "cache.sqlite"
+    with SQLiteCache(path) as cache:
+        cache.put_many([("k", np.ones(3, dtype=np.float32))], MODEL)
+    assert path.is_file()
+
+
+def test_readonly_refuses_writes(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=3)
+    with SQLiteCache(path, readonly=True) as cache, pytest.raises(CacheError, match="read-only"):
+        cache.put_many([("x", np.ones(64, dtype=np.float32))], MODEL)
+
+
+def test_readonly_missing_path_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "absent.sqlite"
+    with pytest.raises(CacheError, match="does not exist"):
+        SQLiteCache(path, readonly=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"this is not a database at all" * 100,
+        bytes(range(256)) * 40,
+        b"SQLite format 3\x00" + b"\xff" * 4000,
+        b"SQL",
+    ],
+    ids=["text", "binary", "fake-header", "tiny"],
+)
+@pytest.mark.parametrize("readonly", [False, True])
+def test_garbage_file_is_refused_untouched(tmp_path: Path, content: bytes, readonly: bool) -> None:
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(CacheError):
+        SQLiteCache(path, readonly=readonly)
+    assert path.read_bytes() == content
+
+
+def test_error_is_a_rechunk_error(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"garbage" * 100)
+    with pytest.raises(RechunkError):
+        SQLiteCache(path)
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 0.2])
+def test_truncated_file_is_refused_untouched(tmp_path: Path, keep: float) -> None:
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=500, dim=384)
+    data = path.read_bytes()
+    assert not Path(f"{path}-wal").exists()  # closed cleanly: everything is in the file
+    cut = data[: int(len(data) * keep)]
+    path.write_bytes(cut)
+    with pytest.raises(CacheError, match="truncated"):
+        SQLiteCache(path)
+    assert path.read_bytes() == cut
+
+
+def test_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=5)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE rechunk_schema SET version = ?", (SCHEMA_VERSION + 1,))
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    for readonly in (False, True):
+        with pytest.raises(CacheError, match="newer"):
+            SQLiteCache(path, readonly=readonly)
+    assert path.read_bytes() == before
+
+
+def test_foreign_sqlite_database_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.execute("INSERT INTO notes VALUES ('hello')")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(CacheError, match="not a rechunk cache"):
+        SQLiteCache(path)
+    assert path.read_bytes() == before
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    conn.close()
+
+
+def test_corrupt_entry_is_a_counted_miss(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=3, dim=8)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE vectors SET vector = zeroblob(32) WHERE key = 'k1'")
+    conn.execute("UPDATE vectors SET vector = zeroblob(12) WHERE key = 'k2'")
+    conn.commit()
+    conn.close()
+    with SQLiteCache(path) as cache:
+        assert set(cache.get_many(["k0", "k1", "k2"], MODEL, 8)) == {"k0"}
+        assert cache.stats().corrupt == 2
+        cache.put_many([("k1", vector_for("k1", 8))], MODEL)  # a rewrite repairs it
+        assert bits(cache.get_many(["k1"], MODEL, 8)["k1"]) == bits(vector_for("k1", 8))
+
+
+def test_empty_file_becomes_a_cache(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"")
+    with SQLiteCache(path) as cache:
+        cache.put_many([("k", np.ones(2, dtype=np.float32))], MODEL)
+    with SQLiteCache(path, readonly=True) as cache:
+        assert set(cache.get_many(["k"], MODEL, 2)) == {"k"}
+
+
+def test_two_objects_on_one_file_see_each_other(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    with SQLiteCache(path) as a, SQLiteCache(path) as b:
+        a.put_many([("k", vector_for("k", 8))], MODEL)
+        assert bits(b.get_many(["k"], MODEL, 8)["k"]) == bits(vector_for("k", 8))
