@@ -543,6 +543,18 @@ class ChromaStore:
                 collection.delete(ids=list(chunk))
 
 
+    # -- generations -----------------------------------------------------------------------
+
+    def with_collection(self, name: str) -> ChromaStore:
+        """A store on another collection of the same client and layout."""
+        return ChromaStore(self._client, name, self._layout, batch_size=self._batch_size)
+
+    def drop_collection(self) -> None:
+        """Delete the collection and every record in it."""
+        with self._errors("drop"):
+            self._client.delete_collection(self._collection)
+
+
 def _low_level_update(collection: Collection) -> Callable[..., Any] | None:
     """The update call that ``Collection.update()`` wraps, when this Chroma has it.
 

@@ -513,3 +513,50 @@ class QdrantStore:
                     points_selector=models.PointIdsList(points=list(chunk)),
                     wait=True,
                 )
+
+    # -- generations -----------------------------------------------------------------------
+
+    def with_collection(self, name: str) -> QdrantStore:
+        """A store on another collection (or alias) of the same client and layout."""
+        return QdrantStore(self._client, name, self._layout, batch_size=self._batch_size)
+
+    def aliases(self) -> dict[str, str]:
+        """Every alias of the client's Qdrant, as ``{alias: collection}``."""
+        with self._errors("list the aliases of"):
+            described = self._client.get_aliases().aliases
+        return {a.alias_name: a.collection_name for a in described}
+
+    def is_alias(self) -> bool:
+        """True when this store's name is an alias rather than a collection."""
+        return self._collection in self.aliases()
+
+    def switch_alias(self, collection: str) -> None:
+        """Point this store's name, as an alias, at ``collection`` in one atomic request.
+
+        Readers that query the alias see the old collection or the new one, never
+        neither. The name must not be a collection itself.
+        """
+        alias = self._collection
+        aliases = self.aliases()
+        if alias not in aliases and self._client.collection_exists(alias):
+            raise StoreError(
+                f"{alias!r} is a collection, not an alias, so it cannot be switched; "
+                "sync into a new alias name (rechunk sync creates one) or rename it"
+            )
+        operations: list[Any] = []
+        if alias in aliases:
+            operations.append(
+                models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias))
+            )
+        operations.append(
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(collection_name=collection, alias_name=alias)
+            )
+        )
+        with self._errors("switch the alias to"):
+            self._client.update_collection_aliases(change_aliases_operations=operations)
+
+    def drop_collection(self) -> None:
+        """Delete the collection (not an alias) and every point in it."""
+        with self._errors("drop"):
+            self._client.delete_collection(self._collection)

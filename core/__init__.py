@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rechunk.cache import EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker, embedding_input
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
 from rechunk.document import Document
@@ -17,9 +19,12 @@ from rechunk.errors import (
     StoreUnavailableError,
     TransientError,
 )
+from rechunk.generations import ReindexReport, reindex
 from rechunk.identity import input_key
 from rechunk.measure import edit_band, edit_fraction, recompute_fraction
+from rechunk.policy import policy_for
 from rechunk.store import VectorStore
+from rechunk.sync import DocumentReport, SyncReport, sync
 from rechunk.tokens import TokenCounter
 
 __version__ = "0.1.0"
@@ -27,19 +32,26 @@ __version__ = "0.1.0"
 __all__ = [
     "CDCChunker",
     "CacheError",
+    "CachedEmbedder",
     "Chunk",
     "Chunker",
     "ConfigError",
     "Document",
+    "DocumentReport",
     "Embedder",
+    "EmbeddingCache",
     "EmbeddingError",
     "FixedChunker",
     "InputError",
+    "MemoryCache",
     "MissingDependencyError",
     "RechunkError",
     "RecursiveChunker",
+    "ReindexReport",
+    "SQLiteCache",
     "StoreError",
     "StoreUnavailableError",
+    "SyncReport",
     "TokenCounter",
     "TransientError",
     "VectorStore",
@@ -48,5 +60,8 @@ __all__ = [
     "edit_fraction",
     "embedding_input",
     "input_key",
+    "policy_for",
     "recompute_fraction",
+    "reindex",
+    "sync",
 ]

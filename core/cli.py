@@ -8,7 +8,9 @@ traceback only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,26 +26,12 @@ from rechunk.errors import (
     RechunkError,
     StoreError,
 )
+from rechunk.files import read_text_file
 
-__all__ = ["main", "read_text_file"]
+__all__ = ["main"]
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, 3
 CHUNKER_NAMES = ("fixed", "recursive", "cdc")
-
-
-def read_text_file(path: Path) -> str:
-    """A file's text as UTF-8; invalid UTF-8 or NUL bytes are an :class:`InputError`."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not valid UTF-8 (byte offset {exc.start})") from exc
-    if "\x00" in text:
-        raise InputError(f"{path} contains NUL bytes; is it a binary file?")
-    return text
 
 
 def make_chunker(name: str, tokenizer: Any = None) -> Chunker:
@@ -63,9 +51,7 @@ def make_chunker(name: str, tokenizer: Any = None) -> Chunker:
 # -- measure ------------------------------------------------------------------------------
 
 
-def measure_pair(
-    old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]
-) -> dict[str, Any]:
+def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) -> dict[str, Any]:
     """The ``rechunk measure`` report for one revision pair."""
     from rechunk.measure import edit_band, edit_fraction, recompute_fraction
 
@@ -110,6 +96,383 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- shared options -----------------------------------------------------------------------
+
+STATE_DIR = Path(".rechunk")
+DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
+DEFAULT_COLLECTION = "rechunk"
+
+
+def _open(args: argparse.Namespace, *, read_only: bool = False) -> Any:
+    from rechunk.adapters.uri import open_store
+
+    uri = args.store
+    local = uri.split(":", 1)[1] if uri.startswith(("qdrant:", "chroma:")) else None
+    if read_only and local and local != ":memory:" and not Path(local).exists():
+        # nothing stored yet, and opening the folder would create it: plan against empty
+        uri = "qdrant::memory:"
+    return open_store(uri, args.collection, layout=args.layout)
+
+
+def _embedder(model: str | None) -> Any:
+    import importlib.util
+
+    # find, do not import: importing sentence-transformers takes seconds, and a no-op
+    # sync must not pay for it (the model and its libraries load on the first embed)
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise MissingDependencyError("sentence-transformers", "st")
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    if model in (None, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        return SentenceTransformerEmbedder()
+    if not Path(str(model)).is_dir():
+        raise ConfigError(
+            f"model {model!r} is not a local sentence-transformers folder; rechunk never "
+            "downloads weights (the default is the packaged all-MiniLM-L6-v2)"
+        )
+    return SentenceTransformerEmbedder(model)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _interactive(args: argparse.Namespace) -> bool:
+    return sys.stdout.isatty() and not getattr(args, "json", False)
+
+
+# -- sync ---------------------------------------------------------------------------------
+
+
+def _record_roots(args: argparse.Namespace, roots: list[str]) -> None:
+    """Remember which folders fed a collection, for ``rechunk reindex`` without paths."""
+    manifest_path = STATE_DIR / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    manifest[f"{args.store} {args.collection}"] = {"roots": roots, "globs": args.glob}
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = manifest_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    tmp.replace(manifest_path)
+
+
+def _recorded_roots(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    try:
+        manifest = json.loads((STATE_DIR / "manifest.json").read_text(encoding="utf-8"))
+        entry = manifest[f"{args.store} {args.collection}"]
+        return list(entry["roots"]), list(entry["globs"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(
+            "no PATH given and no earlier `rechunk sync` recorded for this store and "
+            "collection: pass the folders to reindex"
+        ) from exc
+
+
+def _progress_bar(enabled: bool) -> Any:
+    """A rich progress bar (or a no-op) and the callback sync reports to."""
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    return Progress(
+        TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), transient=True
+    )
+
+
+def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) -> None:
+    d, c, i = report.documents, report.chunks, report.inputs
+    rows = []
+    docs = (
+        f"{d['new']} new, {d['changed']} changed, {d['unchanged']} unchanged, "
+        f"{d['deleted']} deleted"
+    )
+    if d["skipped"]:
+        docs += f", {d['skipped']} skipped (older version)"
+    rows.append(("documents", docs))
+    if unlisted:
+        rows.append(("not given", f"{unlisted} kept in the store (--prune deletes them)"))
+    rows.append(
+        (
+            "chunks",
+            f"{c['added']} added, {c['kept']} kept, {c['updated']} moved "
+            f"(payload only), {c['deleted']} deleted",
+        )
+    )
+    rows.append(
+        (
+            "inputs",
+            f"{i['embedded']} embedded, {i['from_cache']} from cache, "
+            f"{i['from_store']} from the collection",
+        )
+    )
+    share = report.tokens_embedded / report.tokens_total if report.tokens_total else 0.0
+    rows.append(
+        ("tokens", f"{report.tokens_embedded:,} embedded of {report.tokens_total:,} ({share:.1%})")
+    )
+    if d["changed"]:
+        rows.append(("R_c", f"{report.recompute_fraction:.1%} of the changed documents"))
+    if report.reindex_amplification is not None:
+        rows.append(
+            ("amplification", f"{report.reindex_amplification:.1f} bytes embedded per changed byte")
+        )
+    rows.append(("time", ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())))
+    rows.append(("stale check", report.stale_check))
+    rows.append(("policy", report.policy))
+    rows.append(("model", report.model_id.split(";")[0]))
+    title = f"rechunk sync -> {report.collection}"
+    print(title + (" (dry run: nothing was written)" if report.dry_run else ""))
+    for name, value in rows:
+        print(f"  {name:<14}{value}")
+    for doc_id, reason in skipped:
+        print(f"  skipped       {doc_id}: {reason}")
+    if report.dry_run:
+        print("plan:")
+        for doc in report.per_document:
+            if doc.status == "unchanged":
+                continue
+            print(
+                f"  {doc.status:<9} {doc.doc_id}: +{doc.added} ~{doc.updated} -{doc.deleted} "
+                f"chunks, {doc.embedded} inputs to embed ({doc.tokens_embedded:,} tokens)"
+            )
+
+
+def _cmd_sync(args: argparse.Namespace) -> int:
+    from rechunk.cache import SQLiteCache
+    from rechunk.files import read_documents
+    from rechunk.policy import policy_for
+    from rechunk.sync import sync
+
+    files = read_documents(args.paths, args.glob)
+    embedder = _embedder(args.model)
+    chunker = policy_for(embedder, args.policy)
+    opened = _open(args, read_only=args.dry_run)
+    try:
+        store = opened.store
+        if not args.dry_run:
+            from rechunk.generations import open_live
+
+            store = open_live(store, chunker, embedder.dimension)
+            Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
+        # a dry run never creates the cache file; it reads one that exists
+        cache_path = Path(args.cache)
+        if args.dry_run:
+            cache = SQLiteCache(cache_path, readonly=True) if cache_path.exists() else None
+        else:
+            cache = SQLiteCache(cache_path)
+        with _progress_bar(_interactive(args)) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if bar is None:
+                    return
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            report = sync(
+                files.documents,
+                store,
+                chunker=chunker,
+                embedder=embedder,
+                cache=cache,
+                prune=args.prune,
+                dry_run=args.dry_run,
+                progress=progress,
+            )
+        unlisted = 0
+        if not args.prune and store.collection_info() is not None:
+            unlisted = len(store.doc_ids() - {doc.doc_id for doc in files.documents})
+        if not args.dry_run:
+            _record_roots(args, files.roots)
+    finally:
+        opened.close()
+    if args.json:
+        data = report.to_dict()
+        data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
+        data["documents"]["not_given"] = unlisted
+        data["model_loaded"] = getattr(embedder, "loaded", None)
+        _print_json(data)
+    else:
+        _sync_summary(report, files.skipped, unlisted)
+    return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+# -- status and query ---------------------------------------------------------------------
+
+
+def collection_status(store: Any) -> dict[str, Any]:
+    """Documents, chunks, policies, models, revisions and the stale check of a collection."""
+    from collections import Counter
+
+    info = store.collection_info()
+    if info is None:
+        raise StoreError(f"collection {store.collection!r} does not exist (nothing synced yet)")
+    policies: Counter[str] = Counter()
+    models: Counter[str] = Counter()
+    revisions: dict[str, list[str]] = {}
+    chunks = 0
+    for doc_id in sorted(store.doc_ids()):
+        points = store.get_points(doc_id)
+        chunks += len(points)
+        policies.update(p.payload.policy for p in points)
+        models.update(p.payload.model_id for p in points)
+        revisions[doc_id] = sorted({p.payload.revision for p in points})
+    stale = {doc: revs for doc, revs in revisions.items() if len(revs) > 1}
+    status: dict[str, Any] = {
+        "collection": info.name,
+        "dimension": info.dimension,
+        "distance": info.distance,
+        "documents": len(revisions),
+        "chunks": chunks,
+        "policies": dict(policies),
+        "models": dict(models),
+        "revisions": revisions,
+        "stale_documents": sorted(stale),
+        "stale_check": "passed" if not stale else "failed",
+    }
+    aliases = getattr(store, "aliases", None)
+    if callable(aliases):
+        status["aliases"] = aliases()
+    return status
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    opened = _open(args)
+    try:
+        status = collection_status(opened.store)
+    finally:
+        opened.close()
+    if args.json:
+        _print_json(status)
+        return EXIT_OK
+    print(
+        f"collection {status['collection']}: {status['documents']} documents, "
+        f"{status['chunks']} chunks ({status['dimension']}-d, {status['distance']})"
+    )
+    for name in ("policies", "models"):
+        print(f"{name}: " + ", ".join(f"{k} ({v} chunks)" for k, v in status[name].items()))
+    for doc_id, revs in status["revisions"].items():
+        print(f"  {doc_id}: revision {', '.join(r[:12] for r in revs)}")
+    if "aliases" in status:
+        print(
+            "aliases: " + (", ".join(f"{a} -> {c}" for a, c in status["aliases"].items()) or "none")
+        )
+    print(
+        f"stale check: {status['stale_check']}"
+        + (f" ({', '.join(status['stale_documents'])})" if status["stale_documents"] else "")
+    )
+    return EXIT_OK
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    embedder = _embedder(args.model)
+    opened = _open(args)
+    try:
+        info = opened.store.collection_info()
+        if info is None:
+            raise StoreError(f"collection {args.collection!r} does not exist (nothing synced yet)")
+        vector = embedder.embed([args.text])[0]
+        hits = opened.store.search(vector, args.k)
+    finally:
+        opened.close()
+    rows = [
+        {
+            "doc_id": p.payload.doc_id,
+            "start": p.payload.start,
+            "end": p.payload.end,
+            "score": round(float(score), 4),
+            "excerpt": " ".join(p.payload.text.split())[:160],
+        }
+        for p, score in hits
+    ]
+    if args.json:
+        _print_json(rows)
+        return EXIT_OK
+    for rank, row in enumerate(rows, 1):
+        print(f"{rank}. {row['doc_id']} [{row['start']}:{row['end']}] score {row['score']:.3f}")
+        print(f"   {row['excerpt']}")
+    return EXIT_OK
+
+
+def _cmd_reindex(args: argparse.Namespace) -> int:
+    from rechunk.cache import SQLiteCache
+    from rechunk.files import read_documents
+    from rechunk.generations import reindex
+    from rechunk.policy import policy_for
+
+    paths, globs = (args.paths, args.glob) if args.paths else _recorded_roots(args)
+    files = read_documents(paths, globs)
+    embedder = _embedder(args.model)
+    chunker = policy_for(embedder, args.policy)
+    opened = _open(args)
+    try:
+        Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
+        result = reindex(
+            files.documents,
+            opened.store,
+            chunker,
+            embedder,
+            cache=SQLiteCache(args.cache),
+            drop_old=args.drop_old,
+        )
+    finally:
+        opened.close()
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        report = result.sync
+        print(f"rechunk reindex -> {result.collection} ({report.policy})")
+        print(f"  documents     {report.documents['synced']} in the new generation")
+        print(
+            f"  inputs        {report.inputs['embedded']} embedded, "
+            f"{report.inputs['from_cache']} from cache, {report.inputs['from_store']} "
+            "from the live generation"
+        )
+        print(f"  tokens        {report.tokens_embedded:,} embedded of {report.tokens_total:,}")
+        print(f"  stale check   {report.stale_check}")
+        if result.switched:
+            print(
+                f"  alias         {result.alias} -> {result.collection} "
+                f"(was {result.previous or 'none'})"
+            )
+        else:
+            print(
+                f"  alias         none (this store has no aliases): point your application "
+                f"at collection {result.collection!r}"
+            )
+        if result.dropped:
+            print(f"  dropped       {result.dropped}")
+        elif result.previous and result.previous != result.collection:
+            print(f"  kept          {result.previous} (drop it with --drop-old next time)")
+    for doc_id, reason in files.skipped:
+        print(f"  skipped       {doc_id}: {reason}")
+    return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from rechunk.bench import format_table, load_pairs, plot, run_bench
+
+    pairs = load_pairs(args.corpus)
+    names = args.chunker or ["all"]
+    if "all" in names:
+        names = list(CHUNKER_NAMES)
+    chunkers = {name: make_chunker(name, args.tokenizer).chunk for name in dict.fromkeys(names)}
+    result = run_bench(pairs, chunkers)
+    if args.plot:
+        plot(result, args.plot)
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"{result['pairs']} revision pairs; R_c article-macro-averaged per language/band")
+        print(format_table(result))
+        if args.plot:
+            print(f"chart written to {args.plot}")
+    failed = any(row["failures"] for row in result["chunkers"].values())
+    return EXIT_PARTIAL if failed else EXIT_OK
+
+
 # -- entry point --------------------------------------------------------------------------
 
 
@@ -139,17 +502,167 @@ def build_parser() -> argparse.ArgumentParser:
     )
     measure.add_argument("--json", action="store_true", help="print a JSON report")
     measure.set_defaults(func=_cmd_measure)
+
+    def store_options(p: argparse.ArgumentParser) -> None:
+        from rechunk.adapters.uri import DEFAULT_STORE
+
+        p.add_argument(
+            "--store",
+            default=DEFAULT_STORE,
+            metavar="URI",
+            help="qdrant:DIR (default %(default)s), qdrant+http(s)://HOST:PORT "
+            "(API key from $QDRANT_API_KEY), chroma:DIR, chroma+http://HOST:PORT",
+        )
+        p.add_argument(
+            "--collection",
+            default=DEFAULT_COLLECTION,
+            metavar="NAME",
+            help="collection (or Qdrant alias); default %(default)s",
+        )
+        p.add_argument(
+            "--layout",
+            choices=["langchain", "llamaindex"],
+            default="langchain",
+            help="payload layout, readable by that framework's own vector store",
+        )
+
+    def model_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--model",
+            metavar="NAME_OR_PATH",
+            default=None,
+            help="sentence-transformers model folder (default: the packaged "
+            "all-MiniLM-L6-v2, loaded offline)",
+        )
+
+    sync_p = sub.add_parser(
+        "sync",
+        help="sync a folder of documents into a vector collection",
+        description="Chunk every document, embed only inputs that are new byte for byte, "
+        "publish, remove stale chunks and report what it cost.",
+    )
+    sync_p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    store_options(sync_p)
+    sync_p.add_argument(
+        "--policy",
+        choices=["cdc", "recursive", "fixed"],
+        default="cdc",
+        help="chunking policy, sized for the model (default %(default)s)",
+    )
+    model_option(sync_p)
+    sync_p.add_argument(
+        "--cache",
+        default=str(DEFAULT_CACHE),
+        metavar="PATH",
+        help="SQLite embedding cache (default %(default)s)",
+    )
+    sync_p.add_argument(
+        "--glob",
+        action="append",
+        default=None,
+        metavar="PATTERN",
+        help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
+    )
+    sync_p.add_argument(
+        "--prune", action="store_true", help="delete documents whose files are gone"
+    )
+    sync_p.add_argument(
+        "--dry-run", action="store_true", help="print the plan; embed and write nothing"
+    )
+    sync_p.add_argument("--json", action="store_true", help="print the report as JSON")
+    sync_p.set_defaults(func=_cmd_sync)
+
+    status_p = sub.add_parser(
+        "status",
+        help="what a collection holds",
+        description="Documents, chunks, policies and models present, "
+        "revisions per document, the stale-revision check and aliases.",
+    )
+    store_options(status_p)
+    status_p.add_argument("--json", action="store_true", help="print JSON")
+    status_p.set_defaults(func=_cmd_status)
+
+    query_p = sub.add_parser(
+        "query",
+        help="search a collection",
+        description="Embed TEXT and print the top chunks with doc_id, "
+        "offsets, score and a short excerpt.",
+    )
+    query_p.add_argument("text", metavar="TEXT")
+    query_p.add_argument("-k", type=int, default=5, help="how many chunks (default 5)")
+    store_options(query_p)
+    model_option(query_p)
+    query_p.add_argument("--json", action="store_true", help="print JSON")
+    query_p.set_defaults(func=_cmd_query)
+    reindex_p = sub.add_parser(
+        "reindex",
+        help="switch policies: build a new generation, then switch the alias",
+        description="Build the collection <alias>__<policy> with the new policy (reusing "
+        "vectors by input key from the cache and the live generation), verify it, then "
+        "switch the Qdrant alias atomically. Without PATH, the folders of the last sync "
+        "into this store and collection are used.",
+    )
+    reindex_p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
+    reindex_p.add_argument("--policy", choices=["cdc", "recursive", "fixed"], required=True)
+    store_options(reindex_p)
+    model_option(reindex_p)
+    reindex_p.add_argument(
+        "--cache",
+        default=str(DEFAULT_CACHE),
+        metavar="PATH",
+        help="SQLite embedding cache (default %(default)s)",
+    )
+    reindex_p.add_argument(
+        "--glob",
+        action="append",
+        default=None,
+        metavar="PATTERN",
+        help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
+    )
+    reindex_p.add_argument(
+        "--drop-old", action="store_true", help="delete the previous generation after the switch"
+    )
+    reindex_p.add_argument("--json", action="store_true", help="print the report as JSON")
+    reindex_p.set_defaults(func=_cmd_reindex)
+
+    bench_p = sub.add_parser(
+        "bench",
+        help="R_c per chunker, language and edit band on a corpus of revision pairs",
+        description="The study's Table-I view on a JSON-lines corpus (fields old, new, and "
+        "optionally id, lang): R_c per chunker per language and edit band, the no-edit "
+        "control and failures.",
+    )
+    bench_p.add_argument("corpus", metavar="CORPUS.jsonl")
+    bench_p.add_argument(
+        "--chunker",
+        action="append",
+        choices=[*CHUNKER_NAMES, "all"],
+        help="repeatable; default all",
+    )
+    bench_p.add_argument("--tokenizer", metavar="PATH", help="tokenizer.json to count with")
+    bench_p.add_argument("--plot", metavar="FILE.png", help="write a chart of R_c by band")
+    bench_p.add_argument("--json", action="store_true", help="print JSON")
+    bench_p.set_defaults(func=_cmd_bench)
     return parser
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "glob", "absent") is None:
+        from rechunk.files import DEFAULT_GLOBS
+
+        args.glob = list(DEFAULT_GLOBS)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         code: int = args.func(args)
         return code
     except KeyboardInterrupt:
-        print("rechunk: interrupted", file=sys.stderr)
+        print("rechunk: interrupted; the next run repairs anything left half-done", file=sys.stderr)
         return 130
     except RechunkError as exc:
         if args.debug:

@@ -57,3 +57,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             for pkg in mark.args:
                 if importlib.util.find_spec(pkg) is None:
                     item.add_marker(pytest.mark.skip(reason=f"optional package {pkg} not installed"))
+
+
+@pytest.fixture(scope="session")
+def minilm():  # type: ignore[no-untyped-def]
+    """The real default embedder (all-MiniLM-L6-v2, offline), loaded once per session."""
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()

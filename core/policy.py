@@ -1,0 +1,56 @@
+"""Chunkers sized for an embedder: the study's parameters scaled to the model's window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rechunk.chunk import Chunker
+from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
+from rechunk.embedding import Embedder
+from rechunk.errors import ConfigError
+
+__all__ = ["POLICIES", "STUDY_HARD_MAX", "policy_for"]
+
+#: The study's frozen parameters (for a 512-token model window).
+STUDY_HARD_MAX = 512
+POLICIES = ("fixed", "recursive", "cdc")
+
+
+def _scaled(value: int, scale: float) -> int:
+    return max(1, int(value * scale))
+
+
+def policy_for(embedder: Embedder, kind: str = "cdc", **overrides: Any) -> Chunker:
+    """A chunker of ``kind`` sized so that no chunk is ever truncated by ``embedder``.
+
+    The study's parameters (fixed 304, recursive 400, cdc 176/352, hard maximum
+    512) are scaled by ``(max_input_tokens - special tokens) / 512`` when the
+    model reads fewer than 512 content tokens (all-MiniLM-L6-v2: 254/512, so
+    fixed 150, recursive 198, cdc 87/174, hard maximum 254). Tokens are counted
+    with the embedder's own tokenizer when it exposes one (``embedder.tokenizer``).
+    ``overrides`` replace any parameter.
+    """
+    window = embedder.max_input_tokens
+    special = int(getattr(embedder, "special_tokens", 0) or 0)
+    content = STUDY_HARD_MAX if window is None else window - special
+    if content < 8:
+        raise ConfigError(f"{embedder.model_id} reads only {content} content tokens")
+    scale = min(1.0, content / STUDY_HARD_MAX)
+    hard_max = min(STUDY_HARD_MAX, content)
+    tokenizer = overrides.pop("tokenizer", getattr(embedder, "tokenizer", None))
+    params: dict[str, Any]
+    if kind == "fixed":
+        params = {"max_tokens": _scaled(304, scale)}
+        factory: Any = FixedChunker
+    elif kind == "recursive":
+        params = {"target_tokens": _scaled(400, scale)}
+        factory = RecursiveChunker
+    elif kind == "cdc":
+        params = {"min_tokens": _scaled(176, scale), "max_tokens": _scaled(352, scale)}
+        factory = CDCChunker
+    else:
+        raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(POLICIES)}")
+    params["hard_max_tokens"] = hard_max
+    params.update(overrides)
+    chunker: Chunker = factory(tokenizer=tokenizer, **params)
+    return chunker

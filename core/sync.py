@@ -1,0 +1,530 @@
+"""The main job: sync document revisions into a vector collection, embedding only new inputs.
+
+For each document: chunk -> compare input keys with what the store holds for
+that doc_id -> take vectors from the cache, else from the collection, else from
+the embedder -> publish -> verify. Point ids are UUIDv5 of (doc_id, input key,
+occurrence), so an unchanged chunk keeps its id and gets at most a payload
+update. Every input is checked before anything is written: bad input changes
+nothing. A crash at any step is repaired by running the same sync again (the
+plan is always computed from what the store holds now).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from rechunk.cache import EmbeddingCache
+from rechunk.cached_embedder import CachedEmbedder
+from rechunk.chunk import Chunk, Chunker
+from rechunk.document import Document
+from rechunk.embedding import Embedder
+from rechunk.errors import ConfigError, EmbeddingError, InputError, StoreError
+from rechunk.identity import input_key, point_id
+from rechunk.measure import recompute_fraction
+from rechunk.store import (
+    RESERVED_METADATA_KEYS,
+    PointPayload,
+    PointWrite,
+    StoredPoint,
+    VectorStore,
+)
+
+__all__ = ["DocumentReport", "SyncReport", "sync"]
+
+log = logging.getLogger("rechunk.sync")
+
+Order = Literal["upsert-then-delete", "delete-then-upsert"]
+ORDERS: tuple[Order, ...] = ("upsert-then-delete", "delete-then-upsert")
+STAGES = ("chunk", "plan", "embed", "publish", "verify")
+EMBED_BATCH = 32
+#: ``progress(stage, done, total)``: called as a sync advances (for progress bars)
+Progress = Callable[[str, int, int], None]
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass
+class DocumentReport:
+    """What a sync did to one document. Ids, counts and sizes only: never text."""
+
+    doc_id: str
+    status: Literal["new", "changed", "unchanged", "skipped", "deleted"]
+    revision: str | None = None
+    chunks: int = 0
+    kept: int = 0
+    updated: int = 0
+    added: int = 0
+    deleted: int = 0
+    from_cache: int = 0
+    from_store: int = 0
+    embedded: int = 0
+    tokens_embedded: int = 0
+    tokens_total: int = 0
+    recompute_fraction: float | None = None
+    changed_bytes: int = 0
+    reindexed_bytes: int = 0
+    reason: str | None = None
+
+
+@dataclass
+class SyncReport:
+    """The report of one :func:`sync` run (JSON-serialisable via :meth:`to_dict`).
+
+    ``recompute_fraction`` is R_c over the documents that had a previous
+    version in the store (token-weighted over their distinct new inputs); new
+    documents are counted in ``documents["new"]`` and cost their full size.
+    ``reindex_amplification`` is bytes of embedding inputs embedded for changed
+    documents per changed source byte (line-level diff of the stored and the
+    new inputs). ``stale_points`` counts points of a synced document that carry
+    another revision after the sync (the check queries the store): it must be 0.
+    """
+
+    collection: str
+    policy: str
+    model_id: str
+    order: Order
+    dry_run: bool = False
+    documents: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("synced", "new", "changed", "unchanged", "skipped", "deleted"), 0
+        )
+    )
+    chunks: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("kept", "updated", "added", "deleted"), 0)
+    )
+    inputs: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("from_cache", "from_store", "embedded"), 0)
+    )
+    tokens_embedded: int = 0
+    tokens_total: int = 0
+    recompute_fraction: float = 0.0
+    reindex_amplification: float | None = None
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    stale_points: int = 0
+    stale_check: Literal["passed", "failed", "skipped"] = "skipped"
+    per_document: list[DocumentReport] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+
+@dataclass
+class _Plan:
+    doc: Document
+    chunks: list[Chunk]
+    keys: list[str]
+    ids: list[str]
+    existing: dict[str, StoredPoint]
+    writes: list[PointWrite]
+    needs_vector: dict[str, str]  # input key -> text, for points that are new
+    delete: list[str]
+    report: DocumentReport
+
+
+def _check_documents(documents: Iterable[Document]) -> list[Document]:
+    docs = list(documents)
+    seen: set[str] = set()
+    for doc in docs:
+        if not isinstance(doc, Document):
+            raise InputError(f"sync takes rechunk.Document objects, not {type(doc).__name__}")
+        if doc.doc_id in seen:
+            raise InputError(f"doc_id {doc.doc_id!r} appears more than once in one sync")
+        seen.add(doc.doc_id)
+        if not doc.text.strip():
+            raise InputError(
+                f"document {doc.doc_id!r} is empty or whitespace-only; "
+                "delete it (prune) instead of syncing an empty revision"
+            )
+        clash = RESERVED_METADATA_KEYS & set(doc.metadata or {})
+        if clash:
+            raise InputError(
+                f"document {doc.doc_id!r}: metadata keys {sorted(clash)} are reserved by rechunk"
+            )
+    return docs
+
+
+def _split_embedder(
+    embedder: Embedder, cache: EmbeddingCache | None
+) -> tuple[Embedder, EmbeddingCache | None]:
+    if isinstance(embedder, CachedEmbedder):
+        if cache is not None and cache is not embedder.cache:
+            raise ConfigError("pass the cache either inside CachedEmbedder or as cache=, not both")
+        return embedder.embedder, embedder.cache
+    return embedder, cache
+
+
+def check_compatible(chunker: Chunker, embedder: Embedder) -> None:
+    """Refuse a chunker whose chunks the embedder could not read whole."""
+    window = embedder.max_input_tokens
+    special = int(getattr(embedder, "special_tokens", 0) or 0)
+    if window is not None and chunker.hard_max_tokens + special > window:
+        raise ConfigError(
+            f"chunker {chunker.policy_id} allows {chunker.hard_max_tokens} tokens per chunk "
+            f"but {embedder.model_id} reads at most {window - special} (+{special} special): "
+            "use rechunk.policy_for(embedder, kind) to size the chunker"
+        )
+    tokenizer = getattr(embedder, "tokenizer", None)
+    counter = getattr(chunker, "token_counter", None)
+    if tokenizer is not None and counter is not None:
+        from rechunk.tokens import resolve_tokenizer
+
+        if resolve_tokenizer(tokenizer).identity != counter.identity:
+            raise ConfigError(
+                f"chunker {chunker.policy_id} counts tokens with another tokenizer than "
+                f"{embedder.model_id}; pass tokenizer=embedder.tokenizer (or use policy_for)"
+            )
+
+
+def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) -> bool:
+    """Refuse an incompatible collection; True when it is missing (allowed for a dry run)."""
+    info = store.collection_info()
+    if info is None and dry_run:
+        return True
+    if info is None:
+        raise StoreError(
+            f"collection {store.collection!r} does not exist; "
+            "call store.ensure_collection(embedder.dimension) first"
+        )
+    if info.dimension != embedder.dimension:
+        raise StoreError(
+            f"collection {info.name!r} holds {info.dimension}-dimensional vectors but "
+            f"{embedder.model_id} makes {embedder.dimension}-dimensional ones"
+        )
+    others = set(info.model_ids) - {embedder.model_id}
+    if others:
+        raise StoreError(
+            f"collection {info.name!r} was written by another model ({sorted(others)[0]}); "
+            "sync into a new collection or reindex"
+        )
+    return False
+
+
+def _payload(
+    doc: Document, chunker: Chunker, model_id: str, key: str, ordinal: int, chunk: Chunk
+) -> PointPayload:
+    assert doc.revision is not None
+    return PointPayload(
+        doc_id=doc.doc_id,
+        revision=doc.revision,
+        policy=chunker.policy_id,
+        input_key=key,
+        model_id=model_id,
+        ordinal=ordinal,
+        start=chunk.start,
+        end=chunk.end,
+        tokens=chunk.tokens,
+        text=chunk.text,
+        version=doc.version,
+        metadata=dict(doc.metadata or {}),
+    )
+
+
+def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
+    """UTF-8 bytes of the new inputs' lines that the old inputs do not have."""
+    old_lines = "\n".join(old_texts).split("\n")
+    new_lines = "\n".join(new_texts).split("\n")
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    changed = 0
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            changed += sum(len(line.encode("utf-8")) + 1 for line in new_lines[j1:j2])
+        elif tag == "delete":
+            changed += 1  # a pure deletion still changed the document
+    return changed
+
+
+def _plan(
+    doc: Document,
+    chunks: list[Chunk],
+    chunker: Chunker,
+    model_id: str,
+    store: VectorStore | None,
+) -> _Plan:
+    existing = {p.id: p for p in store.get_points(doc.doc_id)} if store is not None else {}
+    report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
+    plan = _Plan(doc, chunks, [], [], existing, [], {}, [], report)
+    newest = max(
+        (p.payload.version for p in existing.values() if p.payload.version is not None),
+        default=None,
+    )
+    if doc.version is not None and newest is not None and newest > doc.version:
+        report.status = "skipped"
+        report.reason = f"store holds version {newest} > {doc.version}"
+        return plan
+    occurrences: Counter[str] = Counter()
+    for ordinal, chunk in enumerate(chunks):
+        key = input_key(model_id, chunk.text)
+        pid = point_id(doc.doc_id, key, occurrences[key])
+        occurrences[key] += 1
+        plan.keys.append(key)
+        plan.ids.append(pid)
+        payload = _payload(doc, chunker, model_id, key, ordinal, chunk)
+        current = existing.get(pid)
+        if current is None:
+            plan.writes.append(PointWrite(pid, payload, None))
+            plan.needs_vector.setdefault(key, chunk.text)
+            report.added += 1
+        elif current.payload != payload:
+            plan.writes.append(PointWrite(pid, payload, None))
+            report.updated += 1
+        else:
+            report.kept += 1
+    new_ids = set(plan.ids)
+    plan.delete = [pid for pid in existing if pid not in new_ids]
+    report.deleted = len(plan.delete)
+    report.chunks = len(chunks)
+    if existing and not plan.writes and not plan.delete:
+        report.status = "unchanged"
+    distinct = {key: chunk.tokens for key, chunk in zip(plan.keys, chunks)}
+    report.tokens_total = sum(distinct.values())
+    if existing and report.status != "unchanged":
+        old = sorted(existing.values(), key=lambda p: (p.payload.revision, p.payload.ordinal))
+        old_chunks = [Chunk(0, 0, p.payload.text, p.payload.tokens) for p in old]
+        report.recompute_fraction = recompute_fraction(old_chunks, chunks)
+        current_old = [p.payload.text for p in old]
+        report.changed_bytes = _changed_bytes(current_old, [c.text for c in chunks])
+    elif report.status == "unchanged":
+        report.recompute_fraction = 0.0
+    return plan
+
+
+def _vectors(
+    plans: Sequence[_Plan],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    stores: Sequence[VectorStore],
+    dry_run: bool,
+    seconds: dict[str, float],
+    progress: Progress | None,
+) -> dict[str, Vector]:
+    """Vectors for every key a plan needs: cache, then the collections, then the model."""
+    model_id, dimension = embedder.model_id, embedder.dimension
+    wanted: dict[str, str] = {}
+    for plan in plans:
+        wanted.update(plan.needs_vector)
+    found: dict[str, Vector] = {}
+    source: dict[str, str] = {}
+    t0 = time.perf_counter()
+    if cache is not None and wanted:
+        for key, vector in cache.get_many(list(wanted), model_id, dimension).items():
+            found[key], source[key] = vector, "cache"
+    for store in stores:
+        missing = [k for k in wanted if k not in found]
+        if not missing:
+            break
+        for key, vector in store.get_vectors(missing, model_id).items():
+            if vector.shape == (dimension,):
+                found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
+    missing = [k for k in wanted if k not in found]
+    seconds["plan"] += time.perf_counter() - t0
+    if dry_run:
+        for key in missing:
+            source[key] = "embed"
+    elif missing:
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            t0 = time.perf_counter()
+            texts = [wanted[k] for k in batch]
+            vectors = np.asarray(embedder.embed(texts))
+            if vectors.shape != (len(texts), dimension) or not np.isfinite(vectors).all():
+                raise EmbeddingError(
+                    f"{model_id} returned shape {vectors.shape} for {len(texts)} inputs; "
+                    f"expected ({len(texts)}, {dimension}) finite values"
+                )
+            vectors = vectors.astype(np.float32, copy=False)
+            for i, key in enumerate(batch):
+                found[key], source[key] = vectors[i], "embed"
+            seconds["embed"] += time.perf_counter() - t0
+            if cache is not None:
+                # each batch is cached at once, so an interrupted sync keeps its work; only
+                # the model's own output is cached (a collection may normalise vectors)
+                cache.put_many([(k, found[k]) for k in batch], model_id)
+            if progress is not None:
+                progress("embed", min(start + EMBED_BATCH, len(missing)), len(missing))
+    for plan in plans:
+        rep = plan.report
+        for key in plan.needs_vector:
+            kind = source[key]
+            if kind == "cache":
+                rep.from_cache += 1
+            elif kind == "store":
+                rep.from_store += 1
+            else:
+                rep.embedded += 1
+        tokens = {k: c.tokens for k, c in zip(plan.keys, plan.chunks)}
+        embedded = [k for k in plan.needs_vector if source[k] == "embed"]
+        rep.tokens_embedded = sum(tokens[k] for k in embedded)
+        rep.reindexed_bytes = sum(len(plan.needs_vector[k].encode("utf-8")) for k in embedded)
+    return found
+
+
+def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order: Order) -> None:
+    writes = [
+        PointWrite(w.id, w.payload, vectors[w.payload.input_key])
+        if w.id not in plan.existing
+        else w
+        for w in plan.writes
+    ]
+    if order == "delete-then-upsert":
+        if plan.delete:
+            store.delete(plan.delete)
+        if writes:
+            store.write(writes)
+    else:
+        if writes:
+            store.write(writes)
+        if plan.delete:
+            store.delete(plan.delete)
+
+
+def _verify(plan: _Plan, store: VectorStore) -> int:
+    """Points of the document that are not exactly the new revision's (0 when all is well)."""
+    points = store.get_points(plan.doc.doc_id)
+    expected = set(plan.ids)
+    stale = sum(1 for p in points if p.payload.revision != plan.doc.revision)
+    missing = expected - {p.id for p in points}
+    extra = {p.id for p in points} - expected
+    if missing:
+        raise StoreError(
+            f"verification failed for {plan.doc.doc_id!r}: {len(missing)} points missing after "
+            "publish; run the sync again"
+        )
+    return max(stale, len(extra))
+
+
+def sync(
+    documents: Iterable[Document],
+    store: VectorStore,
+    *,
+    chunker: Chunker,
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    order: Order = "upsert-then-delete",
+    prune: bool = False,
+    dry_run: bool = False,
+    reuse_from: Sequence[VectorStore] = (),
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Bring ``store`` to exactly the given revisions of ``documents``.
+
+    Only inputs whose key the cache and the collection lack are embedded.
+    ``order`` is the publication order: ``"upsert-then-delete"`` (default: a
+    reader may briefly see both revisions, never neither) or
+    ``"delete-then-upsert"`` (a reader may briefly see neither, never both).
+    With ``prune=True`` the documents are taken as the complete set, and
+    documents in the store but not among them are deleted; without it, nothing
+    outside the given doc_ids is touched. ``dry_run=True`` plans and counts and
+    writes nothing (no vector is computed). When documents carry ``version``, a
+    document older than the version in the store is skipped, never written.
+    ``reuse_from`` names further collections (same model) whose vectors may be
+    copied by input key (a reindex reuses the live generation this way).
+    ``progress(stage, done, total)`` is called as documents are chunked and
+    planned, inputs embedded and documents published.
+    """
+    if order not in ORDERS:
+        raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
+    docs = _check_documents(documents)
+    raw_embedder, cache = _split_embedder(embedder, cache)
+    check_compatible(chunker, raw_embedder)
+    model_id = raw_embedder.model_id
+    report = SyncReport(store.collection, chunker.policy_id, model_id, order, dry_run)
+    seconds = report.seconds
+    store_missing = _check_store(store, raw_embedder, dry_run)
+
+    def tick(stage: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(stage, done, total)
+
+    chunked = []
+    for i, doc in enumerate(docs):
+        t0 = time.perf_counter()
+        chunked.append((doc, chunker.chunk(doc.text)))
+        seconds["chunk"] += time.perf_counter() - t0
+        tick("chunk", i + 1, len(docs))
+
+    plans = []
+    for i, (doc, chunks) in enumerate(chunked):
+        t0 = time.perf_counter()
+        plans.append(_plan(doc, chunks, chunker, model_id, None if store_missing else store))
+        seconds["plan"] += time.perf_counter() - t0
+        tick("plan", i + 1, len(chunked))
+    active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
+    sources = [*([] if store_missing else [store]), *reuse_from]
+    vectors = _vectors(active, raw_embedder, cache, sources, dry_run, seconds, progress)
+
+    for index, plan in enumerate(plans):
+        rep = plan.report
+        report.per_document.append(rep)
+        report.documents[rep.status] += 1
+        if rep.status == "skipped":
+            continue
+        report.documents["synced"] += 1
+        for name in ("kept", "updated", "added", "deleted"):
+            report.chunks[name] += getattr(rep, name)
+        report.inputs["from_cache"] += rep.from_cache
+        report.inputs["from_store"] += rep.from_store
+        report.inputs["embedded"] += rep.embedded
+        report.tokens_embedded += rep.tokens_embedded
+        report.tokens_total += rep.tokens_total
+        if dry_run or rep.status == "unchanged":
+            continue
+        t0 = time.perf_counter()
+        _publish(plan, vectors, store, order)
+        seconds["publish"] += time.perf_counter() - t0
+        log.info(
+            "synced doc_id=%s status=%s added=%d updated=%d deleted=%d",
+            rep.doc_id,
+            rep.status,
+            rep.added,
+            rep.updated,
+            rep.deleted,
+        )
+        tick("publish", index + 1, len(plans))
+
+    if prune and not store_missing:
+        given = {doc.doc_id for doc in docs}
+        for doc_id in sorted(store.doc_ids() - given):
+            ids = [p.id for p in store.get_points(doc_id)]
+            gone = DocumentReport(doc_id, "deleted", deleted=len(ids))
+            report.per_document.append(gone)
+            report.documents["deleted"] += 1
+            report.chunks["deleted"] += len(ids)
+            if not dry_run and ids:
+                t0 = time.perf_counter()
+                store.delete(ids)
+                seconds["publish"] += time.perf_counter() - t0
+
+    changed = [p.report for p in plans if p.report.status == "changed"]
+    fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
+    total = sum(r.tokens_total for r in changed)
+    report.recompute_fraction = fresh / total if total else 0.0
+    changed_bytes = sum(r.changed_bytes for r in changed)
+    if changed_bytes:
+        report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
+
+    if not dry_run:
+        # unchanged documents were proven exact by their plan; re-read what was published
+        t0 = time.perf_counter()
+        published = [p for p in plans if p.report.status in ("new", "changed")]
+        report.stale_points = sum(_verify(p, store) for p in published)
+        report.stale_check = "passed" if report.stale_points == 0 else "failed"
+        seconds["verify"] += time.perf_counter() - t0
+    log.info(
+        "sync collection=%s documents=%s tokens_embedded=%d",
+        report.collection,
+        report.documents,
+        report.tokens_embedded,
+    )
+    return report

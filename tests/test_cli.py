@@ -1,0 +1,216 @@
+"""The command line, run for real: sync, status, query, bench, exit codes, signals, locks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rechunk.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "examples" / "docs"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code = main([*args, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else None
+
+
+def cli(*args: str, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rechunk.cli", *args], cwd=cwd, text=True,
+                          capture_output=True, **kwargs)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_sync_edit_resync(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, first = run_json(capsys, "sync", "docs")
+    assert code == 0
+    assert first["documents"]["new"] == len(list(DOCS.glob("*.md")))
+    assert first["inputs"]["embedded"] == first["chunks"]["added"] > 0
+    assert first["stale_check"] == "passed"
+
+    guide = workdir / "docs" / "sync-guide.md"
+    guide.write_text(guide.read_text() + "\n\nA closing paragraph added later.\n")
+    code, second = run_json(capsys, "sync", "docs")
+    assert code == 0
+    assert second["documents"]["changed"] == 1 and second["documents"]["unchanged"] == 3
+    assert 0 < second["inputs"]["embedded"] < first["inputs"]["embedded"]
+
+    code, status = run_json(capsys, "status")
+    assert status["documents"] == 4 and status["stale_check"] == "passed"
+    assert len(status["policies"]) == 1 and len(status["models"]) == 1
+
+    code, hits = run_json(capsys, "query", "what happens when a sync crashes", "-k", "3")
+    assert code == 0 and len(hits) == 3
+    assert {"doc_id", "start", "end", "score", "excerpt"} <= set(hits[0])
+
+
+def test_dry_run_prune_and_skipped_files(workdir: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    code, plan = run_json(capsys, "sync", "docs", "--dry-run")
+    assert code == 0 and plan["dry_run"] and plan["chunks"]["added"] > 0
+    assert not (workdir / ".rechunk" / "qdrant").exists() or not any(
+        (workdir / ".rechunk" / "qdrant").iterdir()
+    )
+    assert main(["sync", "docs"]) == 0
+    capsys.readouterr()
+    (workdir / "docs" / "reuse-cache.md").unlink()
+    (workdir / "docs" / "broken.md").write_bytes(b"caf\xe9\n")
+    code, kept = run_json(capsys, "sync", "docs")
+    assert code == 1  # a skipped file is a partial failure
+    assert kept["skipped_files"][0]["doc_id"] == "broken.md"
+    assert kept["documents"]["not_given"] == 1 and kept["documents"]["deleted"] == 0
+    code, pruned = run_json(capsys, "sync", "docs", "--prune")
+    assert pruned["documents"]["deleted"] == 1
+    code, status = run_json(capsys, "status")
+    assert status["documents"] == 3
+
+
+def test_noop_sync_loads_no_model(workdir: Path) -> None:
+    assert cli("sync", "docs", cwd=workdir).returncode == 0
+    probe = (
+        "import json, sys\n"
+        "from rechunk.cli import main\n"
+        "code = main(['sync', 'docs', '--json'])\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
+        "print('HEAVY=' + json.dumps(heavy), file=sys.stderr)\n"
+        "raise SystemExit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=workdir, text=True,
+                          capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY=[]" in done.stderr
+    assert json.loads(done.stdout)["documents"]["unchanged"] == 4
+
+
+def test_second_process_gets_store_in_use(workdir: Path) -> None:
+    from qdrant_client import QdrantClient
+
+    (workdir / ".rechunk" / "qdrant").mkdir(parents=True)
+    holder = QdrantClient(path=str(workdir / ".rechunk" / "qdrant"))
+    try:
+        done = cli("status", cwd=workdir)
+    finally:
+        holder.close()
+    assert done.returncode == 3
+    assert "store is in use" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_embedding_is_repaired_by_next_sync(tmp_path: Path,
+                                                          sig: signal.Signals) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(16):
+        body = "\n\n".join(f"Document {i}, paragraph {j}: " + " ".join(
+            f"w{(i * 31 + j * 7 + k) % 997}" for k in range(50)) for j in range(8))
+        (corpus / f"doc{i:02}.md").write_text(body)
+    process = subprocess.Popen([sys.executable, "-m", "rechunk.cli", "sync", "corpus"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    cache = tmp_path / ".rechunk" / "cache.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        # interrupt once the first batch of vectors is in the cache
+        if cache.exists() and _cached_entries(cache) > 0:
+            break
+        time.sleep(0.2)
+    assert process.poll() is None, "the sync ended before it could be interrupted"
+    process.send_signal(sig)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+
+    done = cli("sync", "corpus", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["stale_check"] == "passed"
+    assert report["inputs"]["from_cache"] > 0  # the interrupted run's work was kept
+    status = json.loads(cli("status", "--json", cwd=tmp_path).stdout)
+    assert status["documents"] == 16 and status["stale_check"] == "passed"
+
+
+def _cached_entries(cache: Path) -> int:
+    from rechunk import CacheError, SQLiteCache
+
+    try:
+        with SQLiteCache(cache, readonly=True) as reader:
+            return reader.stats().entries
+    except CacheError:  # still being created
+        return 0
+
+
+def test_exit_codes(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "docs", "--store", "mysql://nope"]) == 2
+    assert "unknown store URI" in capsys.readouterr().err
+    assert main(["sync", "no-such-folder"]) == 2
+    capsys.readouterr()
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["status", "--store", f"chroma+http://127.0.0.1:{port}"]) == 3
+    assert "cannot reach" in capsys.readouterr().err
+    assert main(["status"]) == 3  # nothing synced yet: no collection
+    with pytest.raises(SystemExit) as usage:
+        main(["sync"])
+    assert usage.value.code == 2
+
+
+def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    revisions = ROOT / "examples" / "revisions"
+    corpus = tmp_path / "corpus.jsonl"
+    row = {"id": "guide", "lang": "en",
+           "old": (revisions / "chunking-guide.v1.md").read_text(),
+           "new": (revisions / "chunking-guide.v2.md").read_text()}
+    corpus.write_text(json.dumps(row) + "\n")
+    chart = tmp_path / "chart.png"
+    code = main(["bench", str(corpus), "--chunker", "cdc", "--chunker", "fixed", "--json",
+                 "--plot", str(chart)])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(result["chunkers"]) == {"cdc", "fixed"}
+    assert result["chunkers"]["cdc"]["control_max"] == 0.0
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["bench", str(corpus)]) == 0
+    assert "en/small" in capsys.readouterr().out
+
+
+def test_every_command_has_help() -> None:
+    for command in ("sync", "status", "query", "reindex", "measure", "bench"):
+        done = subprocess.run([sys.executable, "-m", "rechunk.cli", command, "--help"],
+                              text=True, capture_output=True, env={**os.environ})
+        assert done.returncode == 0, command
+        assert "usage: rechunk " + command in done.stdout
+
+
+def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "docs", "--policy", "recursive"]) == 0
+    capsys.readouterr()
+    assert main(["sync", "docs", "--policy", "fixed"]) == 2  # a policy change is a reindex
+    assert "rechunk reindex" in capsys.readouterr().err
+    code, result = run_json(capsys, "reindex", "--policy", "fixed")  # folders from the last sync
+    assert code == 0 and result["switched"]
+    assert result["collection"].startswith("rechunk__fixed-")
+    code, status = run_json(capsys, "status")
+    assert status["aliases"]["rechunk"] == result["collection"]
+    assert list(status["policies"]) == [result["sync"]["policy"]]
+    code, again = run_json(capsys, "sync", "docs", "--policy", "fixed")
+    assert code == 0 and again["documents"]["unchanged"] == 4

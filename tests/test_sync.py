@@ -1,0 +1,276 @@
+"""End-to-end sync into real stores with the real model: reuse, convergence, bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chroma_server import running_chroma
+from sync_helpers import FaultyStore, InjectedFault, RecordingEmbedder, snapshot
+
+from rechunk import (
+    ConfigError,
+    Document,
+    InputError,
+    MemoryCache,
+    RecursiveChunker,
+    StoreError,
+    policy_for,
+    sync,
+)
+from rechunk.adapters.chroma import ChromaStore
+from rechunk.adapters.qdrant import QdrantStore
+
+HERE = Path(__file__).resolve().parent
+GUIDE_V1 = (HERE.parent / "examples" / "revisions" / "chunking-guide.v1.md").read_text()
+GUIDE_V2 = (HERE.parent / "examples" / "revisions" / "chunking-guide.v2.md").read_text()
+NOTES = "\n\n".join(
+    f"Note {i}: the sync job keeps chunk {i} when its text did not change." for i in range(12)
+)
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with running_chroma(tmp_path_factory.mktemp("chroma-server") / "data") as server:
+        yield server
+
+
+StoreFactory = Callable[[str], Any]
+
+
+@pytest.fixture(params=["qdrant-memory", "qdrant-path", "chroma-persistent", "chroma-server"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """A factory of empty stores of one kind (a new collection per call)."""
+    kind = request.param
+    clients: list[Any] = []
+    if kind.startswith("qdrant"):
+        from qdrant_client import QdrantClient
+
+        client = QdrantClient(":memory:") if kind == "qdrant-memory" else QdrantClient(
+            path=str(tmp_path / "qdrant"))
+        clients.append(client)
+
+        def factory(layout: str = "langchain") -> Any:
+            return QdrantStore(client, f"c{uuid.uuid4().hex[:8]}", layout=layout)
+    else:
+        import chromadb
+
+        if kind == "chroma-persistent":
+            client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+        else:
+            client = request.getfixturevalue("chroma_server").client
+
+        def factory(layout: str = "langchain") -> Any:
+            return ChromaStore(client, f"c{uuid.uuid4().hex[:8]}", layout=layout)
+    yield factory
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def chunker(minilm: Any) -> Any:
+    return policy_for(minilm, "recursive")
+
+
+def fresh(store: Any, minilm: Any) -> Any:
+    store.ensure_collection(minilm.dimension)
+    return store
+
+
+def test_revision_embeds_only_new_inputs(make_store: StoreFactory, minilm: Any,
+                                         chunker: Any) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    recorder = RecordingEmbedder(minilm)
+    first = sync([Document("guide.md", GUIDE_V1), Document("notes.md", NOTES)], store,
+                 chunker=chunker, embedder=recorder)
+    old_inputs = {c.text for c in chunker.chunk(GUIDE_V1)} | {c.text for c in chunker.chunk(NOTES)}
+    assert set(recorder.embedded) == old_inputs
+    assert len(recorder.embedded) == len(old_inputs)  # each distinct input once
+    assert first.documents["new"] == 2 and first.stale_check == "passed"
+
+    recorder.calls.clear()
+    second = sync([Document("guide.md", GUIDE_V2)], store, chunker=chunker, embedder=recorder)
+    new_inputs = {c.text for c in chunker.chunk(GUIDE_V2)}
+    assert set(recorder.embedded) == new_inputs - old_inputs
+    assert second.inputs["embedded"] == len(new_inputs - old_inputs)
+    assert second.documents == {"synced": 1, "new": 0, "changed": 1, "unchanged": 0,
+                                "skipped": 0, "deleted": 0}
+    assert 0 < second.recompute_fraction < 1
+    assert second.stale_check == "passed" and second.stale_points == 0
+    points = store.get_points("guide.md")
+    assert sorted(p.payload.text for p in points) == sorted(c.text for c in chunker.chunk(GUIDE_V2))
+    assert {p.payload.revision for p in points} == {Document("g", GUIDE_V2).revision}
+    assert len(store.get_points("notes.md")) == len(chunker.chunk(NOTES))  # untouched
+
+    recorder.calls.clear()
+    third = sync([Document("guide.md", GUIDE_V2)], store, chunker=chunker, embedder=recorder)
+    assert recorder.calls == [] and third.documents["unchanged"] == 1
+    assert third.chunks["added"] == third.chunks["updated"] == third.chunks["deleted"] == 0
+
+
+def test_vectors_reused_from_the_collection_and_cache(make_store: StoreFactory, minilm: Any,
+                                                      chunker: Any) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    recorder = RecordingEmbedder(minilm)
+    cache = MemoryCache()
+    sync([Document("a.md", NOTES)], store, chunker=chunker, embedder=recorder, cache=cache)
+    recorder.calls.clear()
+    # the same text under another doc_id: every vector comes from the cache
+    report = sync([Document("b.md", NOTES)], store, chunker=chunker, embedder=recorder,
+                  cache=cache)
+    assert recorder.calls == [] and report.inputs["from_cache"] == report.chunks["added"]
+    # and without a cache, from the collection itself
+    report = sync([Document("c.md", NOTES)], store, chunker=chunker, embedder=recorder)
+    assert recorder.calls == [] and report.inputs["from_store"] == report.chunks["added"]
+
+
+@pytest.mark.parametrize("order", ["upsert-then-delete", "delete-then-upsert"])
+def test_both_orders_end_in_the_same_state(make_store: StoreFactory, minilm: Any, chunker: Any,
+                                           order: str) -> None:
+    cache = MemoryCache()
+    reference = fresh(make_store("langchain"), minilm)
+    sync([Document("g", GUIDE_V2)], reference, chunker=chunker, embedder=minilm, cache=cache)
+    store = fresh(make_store("langchain"), minilm)
+    sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm, cache=cache)
+    sync([Document("g", GUIDE_V2)], store, chunker=chunker, embedder=minilm, cache=cache,
+         order=order)  # type: ignore[arg-type]
+    assert snapshot(store) == snapshot(reference)
+
+
+def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
+                                        chunker: Any) -> None:
+    """Fail the k-th store call of a revision's sync, for every k; a re-run repairs it."""
+    cache = MemoryCache()
+    docs_v1 = [Document("g", GUIDE_V1), Document("n", NOTES)]
+    docs_v2 = [Document("g", GUIDE_V2), Document("n", NOTES + "\n\nOne more note.")]
+    reference = fresh(make_store("langchain"), minilm)
+    sync(docs_v2, reference, chunker=chunker, embedder=minilm, cache=cache)
+    expected = snapshot(reference)
+
+    probe = fresh(make_store("langchain"), minilm)
+    sync(docs_v1, probe, chunker=chunker, embedder=minilm, cache=cache)
+    counting = FaultyStore(probe)
+    sync(docs_v2, counting, chunker=chunker, embedder=minilm, cache=cache)
+    calls = len(counting.calls)
+    assert {"write", "delete", "get_points"} <= set(counting.calls)
+
+    for k, order in itertools.product(range(calls), ("upsert-then-delete", "delete-then-upsert")):
+        store = fresh(make_store("langchain"), minilm)
+        sync(docs_v1, store, chunker=chunker, embedder=minilm, cache=cache)
+        with pytest.raises(InjectedFault):
+            sync(docs_v2, FaultyStore(store, fail_at=k), chunker=chunker, embedder=minilm,
+                 cache=cache, order=order)  # type: ignore[arg-type]
+        report = sync(docs_v2, store, chunker=chunker, embedder=minilm, cache=cache,
+                      order=order)  # type: ignore[arg-type]
+        assert report.stale_check == "passed", (k, counting.calls[k])
+        assert snapshot(store) == expected, (k, order, counting.calls[k])
+
+
+def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any,
+                                       chunker: Any) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    sync([Document("a", NOTES), Document("b", GUIDE_V1)], store, chunker=chunker,
+         embedder=minilm, cache=cache)
+    kept = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache)
+    assert store.doc_ids() == {"a", "b"} and kept.documents["deleted"] == 0
+    pruned = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache,
+                  prune=True)
+    assert store.doc_ids() == {"a"} and pruned.documents["deleted"] == 1
+
+
+def test_revision_guard_skips_older_versions(make_store: StoreFactory, minilm: Any,
+                                             chunker: Any) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    sync([Document("g", GUIDE_V2, version=2)], store, chunker=chunker, embedder=minilm,
+         cache=cache)
+    report = sync([Document("g", GUIDE_V1, version=1)], store, chunker=chunker,
+                  embedder=minilm, cache=cache)
+    assert report.documents["skipped"] == 1 and report.documents["synced"] == 0
+    assert {p.payload.version for p in store.get_points("g")} == {2}
+    newer = sync([Document("g", GUIDE_V1, version=3)], store, chunker=chunker, embedder=minilm,
+                 cache=cache)
+    assert newer.documents["changed"] == 1
+
+
+def test_dry_run_changes_nothing(make_store: StoreFactory, minilm: Any, chunker: Any) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    recorder = RecordingEmbedder(minilm)
+    report = sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=recorder,
+                  dry_run=True)
+    assert report.dry_run and report.chunks["added"] > 0 and report.inputs["embedded"] > 0
+    assert recorder.calls == [] and store.doc_ids() == set()
+
+
+def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunker: Any) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm, cache=cache)
+    before = snapshot(store)
+    bad_calls: list[tuple[type[Exception], Callable[[], Any]]] = [
+        (InputError, lambda: sync([Document("g", GUIDE_V2), Document("g", NOTES)], store,
+                                  chunker=chunker, embedder=minilm, cache=cache)),
+        (InputError, lambda: sync([Document("x", NOTES), Document("g", " \n ")], store,
+                                  chunker=chunker, embedder=minilm, cache=cache)),
+        (InputError, lambda: sync([Document("g", NOTES, metadata={"revision": "x"})], store,
+                                  chunker=chunker, embedder=minilm, cache=cache)),
+        (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store, chunker=RecursiveChunker(),
+                                   embedder=minilm, cache=cache)),
+        (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store, chunker=chunker,
+                                   embedder=minilm, order="sideways")),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store,
+                                   chunker=RecursiveChunker(198, tokenizer=len, hard_max_tokens=254),
+                                   embedder=minilm)),
+    ]
+    for error, call in bad_calls:
+        with pytest.raises(error):
+            call()
+        assert snapshot(store) == before
+
+
+def test_incompatible_collections_are_refused(make_store: StoreFactory, minilm: Any,
+                                              chunker: Any) -> None:
+    missing = make_store("langchain")
+    with pytest.raises(StoreError, match="ensure_collection"):
+        sync([Document("g", NOTES)], missing, chunker=chunker, embedder=minilm)
+    assert missing.collection_info() is None
+
+    other_dim = make_store("langchain")
+    other_dim.ensure_collection(minilm.dimension + 1)
+    with pytest.raises(StoreError, match="dimensional"):
+        sync([Document("g", NOTES)], other_dim, chunker=chunker, embedder=minilm)
+    assert other_dim.doc_ids() == set()
+
+    other_model = fresh(make_store("langchain"), minilm)
+
+    class Renamed(RecordingEmbedder):
+        @property
+        def model_id(self) -> str:
+            return "another-model"
+
+    sync([Document("g", NOTES)], other_model, chunker=chunker, embedder=Renamed(minilm))
+    before = snapshot(other_model)
+    with pytest.raises(StoreError, match="another model"):
+        sync([Document("g", GUIDE_V1)], other_model, chunker=chunker, embedder=minilm)
+    assert snapshot(other_model) == before
+
+
+def test_report_and_logs_carry_no_text(make_store: StoreFactory, minilm: Any, chunker: Any,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    store = fresh(make_store("langchain"), minilm)
+    caplog.set_level(logging.DEBUG, logger="rechunk")
+    sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm)
+    report = sync([Document("g", GUIDE_V2)], store, chunker=chunker, embedder=minilm)
+    dumped = report.to_json() + "\n".join(r.getMessage() for r in caplog.records)
+    json.loads(report.to_json())
+    words = GUIDE_V2.split()
+    phrases = {" ".join(words[i : i + 3]) for i in range(len(words) - 2)}
+    leaked = [p for p in phrases if p in dumped]
+    assert not leaked, leaked[:5]
