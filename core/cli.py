@@ -212,7 +212,8 @@ def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) ->
         ("tokens", f"{report.tokens_embedded:,} embedded of {report.tokens_total:,} ({share:.1%})")
     )
     if d["changed"]:
-        rows.append(("R_c", f"{report.recompute_fraction:.1%} of the changed documents"))
+        rows.append(("R_c", f"{report.recompute_fraction:.1%} of the changed documents' "
+                     "tokens were new inputs"))
     if report.reindex_amplification is not None:
         rows.append(
             ("amplification", f"{report.reindex_amplification:.1f} bytes embedded per changed byte")
