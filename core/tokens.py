@@ -94,6 +94,8 @@ class HFTokenCounter:
         )
         self._additive = isinstance(own.pre_tokenizer, whitespace_splitting)
         self._memo: dict[str, int] = {}
+        # counting needs no offsets: the fast batch call skips them where it exists
+        self._encode_batch = getattr(own, "encode_batch_fast", own.encode_batch)
 
     @property
     def identity(self) -> str:
@@ -114,7 +116,7 @@ class HFTokenCounter:
         if missing:
             if len(memo) + len(missing) > _MEMO_LIMIT:
                 memo.clear()
-            encodings = self._tokenizer.encode_batch(missing, add_special_tokens=False)
+            encodings = self._encode_batch(missing, add_special_tokens=False)
             for text, encoding in zip(missing, encodings):
                 memo[text] = len(encoding.ids)
             # a cleared memo may have dropped entries of this very batch's hits

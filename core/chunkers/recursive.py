@@ -28,6 +28,8 @@ _BLANK_LINE = re.compile(r"\n[^\S\n]*\n|\r[^\S\r\n]*\r|\r\n[^\S\n]*\r\n")
 _BLOCK_START = re.compile(r"(?:#{1,6}|[-*+]|\d{1,9}[.)]|>|```.*|~~~.*|\|.*|\.\.)\Z")
 _SENTENCE_END = re.compile(r"[.!?。！？][\"'”’」』）)\]]*\Z")
 _CJK_END = re.compile(r"[。！？][\"'”’」』）)\]]*")
+_CJK_TERMINATOR = re.compile("[。！？]")
+_END_CHARS = frozenset(".!?。！？\"'”’」』）)]")
 
 
 class RecursiveChunker(BaseChunker):
@@ -75,10 +77,19 @@ class RecursiveChunker(BaseChunker):
         splits: dict[int, list[tuple[int, int]]] = {}
         piece_levels: dict[int, list[int]] = {}
         exact = True
-        for i, word in enumerate(words):
-            long = analysis.counts[i] > target
-            if not long and not _CJK_END.search(word, 0, len(word) - 1):
-                continue
+        # words that need cutting: too long, or holding a CJK sentence end before their last
+        # character (found with one scan of the text, not a regex call per word)
+        inner_ends = [m.start() for m in _CJK_TERMINATOR.finditer(analysis.text)]
+        candidates = set((analysis.counts > target).nonzero()[0].tolist())
+        if inner_ends:
+            owners = np.searchsorted(analysis.ends, inner_ends, side="right")
+            candidates.update(
+                int(i)
+                for i, pos in zip(owners, inner_ends)
+                if i < len(words) and pos < analysis.ends[i] - 1
+            )
+        for i in sorted(candidates):
+            word = words[i]
             cuts = [m.end() for m in _CJK_END.finditer(word) if m.end() < len(word)]
             bounds = [0, *cuts, len(word)]
             sentences = [word[a:b] for a, b in zip(bounds, bounds[1:])]
@@ -98,8 +109,7 @@ class RecursiveChunker(BaseChunker):
                 piece_levels[i] = levels
         units = refine(analysis, splits, exact)
         levels_out = np.full(len(units), TOKEN, dtype=np.int64)
-        separators = analysis.separators
-        word_levels = [self._word_level(analysis, i, separators[i]) for i in range(len(words))]
+        word_levels = self._word_levels(analysis)
         word_of = units.word.tolist()
         piece = units.piece.tolist()
         k = 0
@@ -117,15 +127,19 @@ class RecursiveChunker(BaseChunker):
         return units, levels_out
 
     @staticmethod
-    def _word_level(analysis: Analysis, i: int, separator: str) -> int:
-        """Strength of the boundary before word ``i``."""
-        if i == 0:
-            return BLOCK
-        if "\n" in separator or "\r" in separator:
-            if _BLANK_LINE.search(separator) or _BLOCK_START.match(analysis.words[i]):
-                return BLOCK
-            return LINE
-        return SENTENCE if _SENTENCE_END.search(analysis.words[i - 1]) else TOKEN
+    def _word_levels(analysis: Analysis) -> list[int]:
+        """Strength of the boundary before each word."""
+        words = analysis.words
+        levels = [TOKEN] * len(words)
+        for i, separator in enumerate(analysis.separators):
+            if i == 0:
+                levels[0] = BLOCK
+            elif "\n" in separator or "\r" in separator:
+                block = _BLANK_LINE.search(separator) or _BLOCK_START.match(words[i])
+                levels[i] = BLOCK if block else LINE
+            elif words[i - 1][-1] in _END_CHARS and _SENTENCE_END.search(words[i - 1]):
+                levels[i] = SENTENCE
+        return levels
 
     def _split(
         self, prefix: IntArray, levels: IntArray, lo: int, hi: int, level: int, out: list[int]
