@@ -20,10 +20,11 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from rechunk._optional import require
+from rechunk.adapters._layout import Layout, check_layout
 from rechunk.errors import ConfigError
 
 __all__ = ["DEFAULT_STORE", "OpenStore", "open_store"]
@@ -50,7 +51,7 @@ class OpenStore:
                 close()
 
 
-def _qdrant(uri: str, collection: str, layout: str) -> OpenStore:
+def _qdrant(uri: str, collection: str, layout: Layout) -> OpenStore:
     qdrant_client = require("qdrant_client", "qdrant", "qdrant-client")
     from rechunk.adapters.qdrant import QdrantStore, local_client
 
@@ -74,7 +75,7 @@ def _qdrant(uri: str, collection: str, layout: str) -> OpenStore:
     return OpenStore(uri, "qdrant", QdrantStore(client, collection, layout=layout), client)
 
 
-def _chroma(uri: str, collection: str, layout: str) -> OpenStore:
+def _chroma(uri: str, collection: str, layout: Layout) -> OpenStore:
     chromadb = require("chromadb", "chroma")
     from rechunk.adapters.chroma import ChromaStore, http_client
 
@@ -94,9 +95,10 @@ def _chroma(uri: str, collection: str, layout: str) -> OpenStore:
 
 def open_store(uri: str, collection: str, layout: str = "langchain") -> OpenStore:
     """Open the store a URI names (see the module docstring for the forms)."""
+    checked = check_layout(cast(Layout, layout))
     if uri.startswith("qdrant"):
         if uri.startswith(("qdrant:", "qdrant+http://", "qdrant+https://")):
-            return _qdrant(uri, collection, layout)
+            return _qdrant(uri, collection, checked)
     elif uri.startswith("chroma") and uri.startswith(("chroma:", "chroma+http://")):
-        return _chroma(uri, collection, layout)
+        return _chroma(uri, collection, checked)
     raise ConfigError(f"unknown store URI {uri!r}; use one of: {', '.join(SCHEMES)}")
