@@ -214,3 +214,19 @@ def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert list(status["policies"]) == [result["sync"]["policy"]]
     code, again = run_json(capsys, "sync", "docs", "--policy", "fixed")
     assert code == 0 and again["documents"]["unchanged"] == 4
+
+
+def test_reports_carry_no_document_text(workdir: Path, capsys: pytest.CaptureFixture[str],
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    assert main(["sync", "docs", "--json"]) == 0
+    guide = workdir / "docs" / "sync-guide.md"
+    guide.write_text(guide.read_text().replace("Every stage can fail", "Any stage may fail"))
+    assert main(["sync", "docs", "--json"]) == 0
+    assert main(["status", "--json"]) == 0
+    out = capsys.readouterr().out + "\n".join(r.getMessage() for r in caplog.records)
+    words = " ".join(p.read_text() for p in (workdir / "docs").glob("*.md")).split()
+    phrases = {" ".join(words[i : i + 3]) for i in range(len(words) - 2)}
+    assert not [p for p in phrases if p in out]
