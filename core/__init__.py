@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rechunk.cache import EmbeddingCache, MemoryCache, SQLiteCache
-from rechunk.cached_embedder import CachedEmbedder
+from rechunk.cache import CacheStats, EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.cached_embedder import CachedEmbedder, EmbedStats
 from rechunk.chunk import Chunk, Chunker, embedding_input
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
 from rechunk.document import Document
@@ -32,12 +32,14 @@ __version__ = "0.1.0"
 __all__ = [
     "CDCChunker",
     "CacheError",
+    "CacheStats",
     "CachedEmbedder",
     "Chunk",
     "Chunker",
     "ConfigError",
     "Document",
     "DocumentReport",
+    "EmbedStats",
     "Embedder",
     "EmbeddingCache",
     "EmbeddingError",

@@ -54,8 +54,9 @@ class CachedEmbedder:
        ``(len(batch), dimension)`` with finite values, else
        :class:`~rechunk.errors.EmbeddingError` and that batch is not cached
        (batches validated before it are correct and stay cached);
-    5. writes each validated batch to the cache (one ``put_many`` per batch)
-       and returns float32 ``(len(texts), dimension)`` in input order.
+    5. writes each validated batch to the cache (one ``put_many`` per batch;
+       skipped for a cache opened with ``readonly=True``) and returns float32
+       ``(len(texts), dimension)`` in input order.
 
     A vector returned from the cache is bit-identical to the one the wrapped
     embedder returned when it was first computed. Counters: :attr:`stats`.
@@ -73,6 +74,7 @@ class CachedEmbedder:
             raise ConfigError(f"the embedder's dimension must be a positive int, got {dimension!r}")
         self._embedder = embedder
         self._cache = cache
+        self._readonly = bool(getattr(cache, "readonly", False))
         self._model_id = model_id
         self._dimension = dimension
         self._max_input_tokens: int | None = embedder.max_input_tokens
@@ -118,16 +120,25 @@ class CachedEmbedder:
         with self._lock:
             self._stats = EmbedStats()
 
-    def _count(self, **deltas: float) -> None:
+    def _count(
+        self,
+        *,
+        inputs: int = 0,
+        hits: int = 0,
+        misses: int = 0,
+        inputs_embedded: int = 0,
+        tokens_embedded: int = 0,
+        seconds_embedding: float = 0.0,
+    ) -> None:
         with self._lock:
-            current = self._stats
+            now = self._stats
             self._stats = EmbedStats(
-                inputs=current.inputs + int(deltas.get("inputs", 0)),
-                hits=current.hits + int(deltas.get("hits", 0)),
-                misses=current.misses + int(deltas.get("misses", 0)),
-                inputs_embedded=current.inputs_embedded + int(deltas.get("inputs_embedded", 0)),
-                tokens_embedded=current.tokens_embedded + int(deltas.get("tokens_embedded", 0)),
-                seconds_embedding=current.seconds_embedding + deltas.get("seconds_embedding", 0.0),
+                inputs=now.inputs + inputs,
+                hits=now.hits + hits,
+                misses=now.misses + misses,
+                inputs_embedded=now.inputs_embedded + inputs_embedded,
+                tokens_embedded=now.tokens_embedded + tokens_embedded,
+                seconds_embedding=now.seconds_embedding + seconds_embedding,
             )
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -153,7 +164,8 @@ class CachedEmbedder:
             batch = missing[start : start + self.batch_size]
             fresh = self._embed_batch(batch)
             batch_keys = [key_of[text] for text in batch]
-            self._cache.put_many(zip(batch_keys, fresh), self._model_id)
+            if not self._readonly:
+                self._cache.put_many(zip(batch_keys, fresh), self._model_id)
             vectors.update(zip(batch_keys, fresh))
         for row, text in enumerate(texts):
             out[row] = vectors[key_of[text]]

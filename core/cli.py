@@ -293,7 +293,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
         data = report.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
         data["documents"]["not_given"] = unlisted
-        data["model_loaded"] = getattr(embedder, "loaded", None)
+        data["model_loaded"] = embedder.loaded
         _print_json(data)
     else:
         _sync_summary(report, files.skipped, unlisted)

@@ -188,6 +188,11 @@ class SentenceTransformerEmbedder:
         """The model folder."""
         return self._folder
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model (and torch) has been loaded; only ``embed`` loads it."""
+        return self._model is not None
+
     @cached_property
     def _modules(self) -> list[tuple[str, Path]]:
         """(module kind, folder) for each module listed in modules.json, in order."""

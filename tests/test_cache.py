@@ -7,6 +7,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -119,10 +120,10 @@ class CacheContract:
             ("only-a-key",),
         ],
     )
-    def test_bad_item_writes_nothing(self, cache: EmbeddingCache, item: object) -> None:
+    def test_bad_item_writes_nothing(self, cache: EmbeddingCache, item: Any) -> None:
         good = ("good", np.ones(4, dtype=np.float32))
         with pytest.raises(InputError):
-            cache.put_many([good, item], MODEL)  # type: ignore[list-item]
+            cache.put_many([good, item], MODEL)
         assert cache.get_many(["good"], MODEL, 4) == {}
         assert cache.stats().entries == 0
 

@@ -96,7 +96,8 @@ def test_noop_sync_loads_no_model(workdir: Path) -> None:
                           capture_output=True)
     assert done.returncode == 0, done.stderr
     assert "HEAVY=[]" in done.stderr
-    assert json.loads(done.stdout)["documents"]["unchanged"] == 4
+    report = json.loads(done.stdout)
+    assert report["documents"]["unchanged"] == 4 and report["model_loaded"] is False
 
 
 def test_second_process_gets_store_in_use(workdir: Path) -> None:

