@@ -1,0 +1,386 @@
+"""Framework-free machinery shared by the LangChain and LlamaIndex adapters.
+
+Nothing here imports LangChain or LlamaIndex (only rechunk, numpy and the
+standard library), so each adapter loads without the other framework.
+
+* ``*_KEY``: the metadata keys both adapters write on a chunk (each adapter
+  re-exports them, beside its own).
+* :func:`make_chunker` / :func:`default_model_id`: the chunker of a policy and
+  the identity that enters chunk keys and ids when the caller names none.
+* :func:`keyed_chunks`: each chunk's input key and occurrence, the two fields
+  every chunk id is made of (besides the source id).
+* :class:`Reuse` / :class:`DocumentsAndQueries`: reuse of vectors by input key
+  over an :class:`~rechunk.cache.EmbeddingCache`, for one model identity, and
+  for a model's documents and (under ``model_id + "#query"``) its queries;
+  :class:`ReuseReadouts` gives both cached embeddings ``model_id``, ``cache``,
+  ``stats`` and ``reset_stats`` from them.
+* ``check_*``: the argument checks both adapters make, each raising
+  :class:`~rechunk.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from rechunk.cache import EmbeddingCache
+from rechunk.cached_embedder import EmbedStats
+from rechunk.chunk import Chunk, Chunker
+from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
+from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.identity import hash_fields, input_key
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+#: Metadata keys both adapters write on every chunk / node.
+POLICY_KEY: Final = "rechunk_policy"
+MODEL_ID_KEY: Final = "rechunk_model_id"
+INPUT_KEY_KEY: Final = "rechunk_input_key"
+OCCURRENCE_KEY: Final = "rechunk_occurrence"
+TOKENS_KEY: Final = "rechunk_tokens"
+
+FACTORIES: Final[dict[str, Any]] = {
+    "cdc": CDCChunker,
+    "recursive": RecursiveChunker,
+    "fixed": FixedChunker,
+}
+#: Hash domain of the cache entry that records a model's vector length.
+DIMENSION_DOMAIN: Final = "rechunk/adapter-dimension/v1"
+#: Appended to a model id to key its query vectors apart from its document vectors.
+QUERY_SUFFIX: Final = "#query"
+
+
+# --------------------------------------------------------------------------- chunkers
+
+
+def make_chunker(
+    policy: str | Chunker,
+    tokenizer: Any,
+    params: Mapping[str, Any],
+    receiver: str = "the adapter",
+) -> Chunker:
+    """The chunker for ``policy``: a kind name with ``tokenizer`` and ``params``, or a ready one.
+
+    A ready :class:`~rechunk.Chunker` (e.g. ``rechunk.policy_for(embedder, "cdc")``)
+    is used as it is and then ``tokenizer`` and ``params`` must be empty (the error
+    names ``receiver``, the object they were wrongly given to).
+    Unknown kinds or parameters raise :class:`~rechunk.ConfigError`.
+    """
+    if isinstance(policy, Chunker):
+        if tokenizer is not None or params:
+            raise ConfigError(
+                "a ready chunker was given as policy: pass tokenizer and parameters to it, "
+                f"not to {receiver}"
+            )
+        return policy
+    if type(policy) is not str or policy not in FACTORIES:
+        raise ConfigError(
+            f"policy must be one of {', '.join(map(repr, FACTORIES))} or a rechunk Chunker, "
+            f"got {policy!r}"
+        )
+    try:
+        chunker: Chunker = FACTORIES[policy](tokenizer=tokenizer, **params)
+    except TypeError as exc:
+        raise ConfigError(f"bad parameters for the {policy!r} chunker: {exc}") from exc
+    return chunker
+
+
+def default_model_id(chunker: Chunker) -> str:
+    """Identity used for input keys when none is given: ``"tokenizer:" + tokenizer identity``.
+
+    The chunker's tokenizer stands in for the (unknown) embedding model, and the
+    chunker's parameters stay out of the key: identical text keeps its key and
+    id when the policy changes. A chunker without a token counter falls back to
+    ``"policy:" + policy_id``.
+    """
+    counter = getattr(chunker, "token_counter", None)
+    identity = getattr(counter, "identity", None)
+    if isinstance(identity, str) and identity:
+        return f"tokenizer:{identity}"
+    return f"policy:{chunker.policy_id}"
+
+
+def keyed_chunks(chunks: Iterable[Chunk], model_id: str) -> Iterator[tuple[Chunk, str, int]]:
+    """``(chunk, input key, occurrence)`` per chunk, in order.
+
+    The input key is ``input_key(model_id, chunk.text)``; the occurrence counts
+    the earlier chunks with the same key (0 for the first).
+    """
+    seen: Counter[str] = Counter()
+    for chunk in chunks:
+        key = input_key(model_id, chunk.text)
+        yield chunk, key, seen[key]
+        seen[key] += 1
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_model_id(model_id: object) -> str | None:
+    """``model_id`` when it is ``None`` or a non-empty ``str``."""
+    if model_id is not None and (type(model_id) is not str or not model_id):
+        raise ConfigError(f"model_id must be a non-empty str, got {model_id!r}")
+    return model_id
+
+
+def check_cache(cache: object, kinds: str) -> EmbeddingCache:
+    """``cache`` when it is an :class:`~rechunk.cache.EmbeddingCache`; the error lists ``kinds``."""
+    if not isinstance(cache, EmbeddingCache):
+        raise ConfigError(
+            f"cache must be a rechunk EmbeddingCache ({kinds}), got {type(cache).__name__}"
+        )
+    return cache
+
+
+def check_dimension(dimension: object) -> int | None:
+    """``dimension`` when it is ``None`` or a positive ``int``."""
+    if dimension is not None and (type(dimension) is not int or dimension < 1):
+        raise ConfigError(f"dimension must be a positive int or None, got {dimension!r}")
+    return dimension
+
+
+def check_batch_size(batch_size: object) -> int | None:
+    """``batch_size`` when it is ``None`` or a positive ``int``."""
+    if batch_size is not None and (type(batch_size) is not int or batch_size < 1):
+        raise ConfigError(f"batch_size must be a positive int or None, got {batch_size!r}")
+    return batch_size
+
+
+def check_cache_queries(cache_queries: object) -> bool:
+    """``cache_queries`` when it is a ``bool``."""
+    if type(cache_queries) is not bool:
+        raise ConfigError(f"cache_queries must be a bool, got {cache_queries!r}")
+    return cache_queries
+
+
+# --------------------------------------------------------------------------- reuse
+
+
+@dataclass
+class Plan:
+    """One call: every text's key, the vectors found so far, and the distinct misses."""
+
+    texts: list[str]
+    key_of: dict[str, str]
+    found: dict[str, npt.NDArray[np.float32]]
+    missing: list[str]
+
+    def result(self) -> list[list[float]]:
+        """The vectors of ``texts`` in order, as lists of floats (float32 values)."""
+        return [self.found[self.key_of[text]].tolist() for text in self.texts]
+
+
+def _batches(missing: list[str], batch_size: int | None) -> Iterator[list[str]]:
+    """``missing`` in slices of ``batch_size`` (``None``: one slice of all)."""
+    size = batch_size or max(1, len(missing))
+    for start in range(0, len(missing), size):
+        yield missing[start : start + size]
+
+
+class Reuse:
+    """Reuse by input key for one model identity over an EmbeddingCache.
+
+    The dimension is the given one, else the one recorded in the cache for this
+    model (a one-element vector under a reserved key, written with the first
+    vectors), else learnt from the first vectors the model returns; until it is
+    known nothing can be looked up, and nothing can be stored under this model
+    either, so every text of that first call is a miss.
+
+    :meth:`embed` / :meth:`aembed` run a whole call; :meth:`plan` and
+    :meth:`absorb` are its two halves (look up, then take the model's answer).
+    """
+
+    def __init__(self, cache: EmbeddingCache, model_id: str, dimension: int | None) -> None:
+        self.cache = cache
+        self.model_id = model_id
+        self.dimension = dimension
+        self._record_key = hash_fields(DIMENSION_DOMAIN, (model_id,))
+        self._recorded = False
+        self._lock = threading.Lock()
+        self._stats = EmbedStats()
+
+    @property
+    def stats(self) -> EmbedStats:
+        with self._lock:
+            return self._stats
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self._stats = EmbedStats()
+
+    def count(self, **deltas: float) -> None:
+        with self._lock:
+            s = self._stats
+            self._stats = replace(
+                s,
+                inputs=s.inputs + int(deltas.get("inputs", 0)),
+                hits=s.hits + int(deltas.get("hits", 0)),
+                misses=s.misses + int(deltas.get("misses", 0)),
+                inputs_embedded=s.inputs_embedded + int(deltas.get("inputs_embedded", 0)),
+                seconds_embedding=s.seconds_embedding + deltas.get("seconds_embedding", 0.0),
+            )
+
+    def _known_dimension(self) -> int | None:
+        if self.dimension is None:
+            record = self.cache.get_many([self._record_key], self.model_id, 1).get(self._record_key)
+            if record is not None:
+                value = float(record[0])
+                if value.is_integer() and value >= 1:
+                    self.dimension = int(value)
+                    self._recorded = True
+        return self.dimension
+
+    def plan(self, texts: Sequence[str]) -> Plan:
+        """Keys of ``texts``, the cached vectors among them, and the distinct misses."""
+        if isinstance(texts, (str, bytes)):
+            raise InputError("texts must be a list of str, not a single str")
+        items = list(texts)
+        for index, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        key_of = {text: input_key(self.model_id, text) for text in dict.fromkeys(items)}
+        dimension = self._known_dimension() if key_of else self.dimension
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        if dimension is not None and key_of:
+            found = dict(self.cache.get_many(list(key_of.values()), self.model_id, dimension))
+        missing = [text for text, key in key_of.items() if key not in found]
+        self.count(inputs=len(items), hits=len(key_of) - len(missing), misses=len(missing))
+        return Plan(items, key_of, found, missing)
+
+    def absorb(self, plan: Plan, batch: list[str], raw: object, seconds: float) -> None:
+        """Check the model's vectors for ``batch``, cache them and add them to ``plan``."""
+        try:
+            vectors = np.asarray(raw, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"model {self.model_id!r} returned something that is not a list of equal-length "
+                f"number lists ({exc}); nothing was cached"
+            ) from exc
+        if vectors.ndim != 2 or vectors.shape[0] != len(batch) or vectors.shape[1] == 0:
+            raise EmbeddingError(
+                f"model {self.model_id!r} returned shape {vectors.shape} for {len(batch)} texts; "
+                "nothing was cached"
+            )
+        if self.dimension is not None and vectors.shape[1] != self.dimension:
+            raise EmbeddingError(
+                f"model {self.model_id!r} returned {vectors.shape[1]}-dimensional vectors, "
+                f"expected {self.dimension}; nothing was cached"
+            )
+        if not np.isfinite(vectors).all():
+            raise EmbeddingError(f"model {self.model_id!r} returned NaN or infinite values")
+        dimension = int(vectors.shape[1])
+        keys = [plan.key_of[text] for text in batch]
+        rows = [np.ascontiguousarray(row) for row in vectors]
+        if not getattr(self.cache, "readonly", False):  # SQLiteCache(readonly=True): reuse only
+            self.cache.put_many(zip(keys, rows), self.model_id)
+            if not self._recorded:
+                record = np.array([dimension], dtype=np.float32)
+                self.cache.put_many([(self._record_key, record)], self.model_id)
+                self._recorded = True
+        self.dimension = dimension
+        plan.found.update(zip(keys, rows))
+        self.count(inputs_embedded=len(batch), seconds_embedding=seconds)
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        embed_batch: Callable[[list[str]], object],
+        batch_size: int | None = None,
+    ) -> list[list[float]]:
+        """Vectors of ``texts`` in order; only the distinct misses go to ``embed_batch``.
+
+        ``embed_batch`` gets ``batch_size`` misses at a time (``None``: all in one
+        call, none when everything was cached) and returns one vector per text.
+        """
+        plan = self.plan(texts)
+        for batch in _batches(plan.missing, batch_size):
+            started = time.perf_counter()
+            raw = embed_batch(batch)
+            self.absorb(plan, batch, raw, time.perf_counter() - started)
+        return plan.result()
+
+    async def aembed(
+        self,
+        texts: Sequence[str],
+        embed_batch: Callable[[list[str]], Awaitable[object]],
+        batch_size: int | None = None,
+    ) -> list[list[float]]:
+        """Async :meth:`embed`: cache reads and writes run in a worker thread."""
+        plan = await asyncio.to_thread(self.plan, texts)
+        for batch in _batches(plan.missing, batch_size):
+            started = time.perf_counter()
+            raw = await embed_batch(batch)
+            await asyncio.to_thread(self.absorb, plan, batch, raw, time.perf_counter() - started)
+        return plan.result()
+
+
+class DocumentsAndQueries:
+    """The :class:`Reuse` of a model's documents and of its queries (``model_id + "#query"``)."""
+
+    def __init__(self, cache: EmbeddingCache, model_id: str, dimension: int | None) -> None:
+        self.documents = Reuse(cache, model_id, dimension)
+        self.queries = Reuse(cache, model_id + QUERY_SUFFIX, dimension)
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The cache vectors are reused from (the same for documents and queries)."""
+        return self.documents.cache
+
+    @property
+    def stats(self) -> EmbedStats:
+        """Counters of documents and queries together (``tokens_embedded`` stays 0)."""
+        d, q = self.documents.stats, self.queries.stats
+        return EmbedStats(
+            inputs=d.inputs + q.inputs,
+            hits=d.hits + q.hits,
+            misses=d.misses + q.misses,
+            inputs_embedded=d.inputs_embedded + q.inputs_embedded,
+            seconds_embedding=d.seconds_embedding + q.seconds_embedding,
+        )
+
+    def reset_stats(self) -> None:
+        """Set every counter back to zero."""
+        self.documents.reset_stats()
+        self.queries.reset_stats()
+
+    def for_queries(self) -> Reuse:
+        """The queries' :class:`Reuse`, taking the documents' dimension while its own is unknown."""
+        if self.queries.dimension is None:
+            self.queries.dimension = self.documents.dimension
+        return self.queries
+
+
+class ReuseReadouts:
+    """``model_id``, ``cache``, ``stats`` and ``reset_stats`` of an adapter's cached embedding.
+
+    A mixin for the framework class: the subclass sets ``self._reuse``.
+    """
+
+    _reuse: DocumentsAndQueries
+
+    @property
+    def model_id(self) -> str:
+        """The model identity in every input key."""
+        return self._reuse.documents.model_id
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The cache vectors are reused from."""
+        return self._reuse.cache
+
+    @property
+    def stats(self) -> EmbedStats:
+        """Counters of documents (texts) and queries together (``tokens_embedded`` stays 0)."""
+        return self._reuse.stats
+
+    def reset_stats(self) -> None:
+        """Set every counter back to zero."""
+        self._reuse.reset_stats()

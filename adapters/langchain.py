@@ -1,0 +1,668 @@
+"""rechunk inside LangChain: swap one class, re-embed only what changed.
+
+Install with ``pip install 'rechunk[langchain]'``.
+
+Three pieces, each a drop-in for what a LangChain indexing pipeline already uses:
+
+:class:`RechunkTextSplitter`
+    A ``langchain_text_splitters.TextSplitter`` backed by a rechunk chunker
+    (``"cdc"``, ``"recursive"`` or ``"fixed"``, or any ready rechunk ``Chunker``).
+    Every produced ``Document`` has ``page_content`` = the chunk's embedding
+    input (:attr:`rechunk.Chunk.text`), a deterministic ``Document.id`` and the
+    true span offsets in its metadata (never recovered with ``str.find``).
+:func:`rechunk_key_encoder`
+    A ``key_encoder`` for ``langchain_core.indexing.index``: it hashes what
+    decides the embedding input (page content, source id, occurrence), not the
+    rest of the metadata, so a chunk whose offsets moved is not re-embedded.
+:class:`CachedEmbeddings` / :class:`ByteStoreCache`
+    A ``langchain_core.embeddings.Embeddings`` that reuses vectors by input key
+    from a rechunk :class:`~rechunk.cache.EmbeddingCache` (memory, SQLite, or a
+    LangChain ``ByteStore`` through :class:`ByteStoreCache`) and sends only misses
+    to the wrapped model.
+
+Metadata written on every chunk (the ``*_KEY`` constants of this module):
+
+==========================  ==================================================================
+``start_index``             start of the chunk's span in the source text (characters)
+``end_index``               end of the span (exclusive); ``source[start_index:end_index]`` is
+                            the span, ``page_content`` is ``rechunk.embedding_input`` of it
+``rechunk_source_id``       the source id the chunk belongs to (recipe below)
+``rechunk_policy``          the chunker's policy id (kind, parameters, tokenizer)
+``rechunk_model_id``        the identity that enters ``rechunk_input_key`` (see ``model_id``)
+``rechunk_input_key``       ``rechunk.input_key(rechunk_model_id, page_content)``
+``rechunk_occurrence``      how many earlier chunks of the same source share this input key
+``rechunk_tokens``          content tokens of ``page_content`` under the chunker's tokenizer
+==========================  ==================================================================
+
+Id recipes:
+
+* source id: ``metadata["source"]`` when present (a non-empty ``str``), else
+  ``Document.id`` (``split_documents`` / ``transform_documents``), else
+  ``"text:" + rechunk.identity.text_revision(text)`` (deterministic, but it changes
+  with every revision: give documents a ``source`` so that ``index()`` cleanup can
+  find a document's older chunks).
+* ``Document.id`` = ``rechunk.identity.point_id(source_id, rechunk_input_key,
+  rechunk_occurrence)``: a UUIDv5 that depends on no position.
+* :func:`rechunk_key_encoder` returns the same recipe recomputed from
+  ``page_content`` and the metadata, so ``index()`` stores a chunk under its
+  ``Document.id``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import struct
+import threading
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.adapters._reuse import (
+    INPUT_KEY_KEY,
+    MODEL_ID_KEY,
+    OCCURRENCE_KEY,
+    POLICY_KEY,
+    TOKENS_KEY,
+    DocumentsAndQueries,
+    ReuseReadouts,
+    check_batch_size,
+    check_cache,
+    check_cache_queries,
+    check_dimension,
+    check_model_id,
+    default_model_id,
+    keyed_chunks,
+    make_chunker,
+)
+from rechunk.cache import CacheStats, EmbeddingCache
+from rechunk.chunk import Chunker
+from rechunk.errors import CacheError, ConfigError, InputError
+from rechunk.identity import hash_fields, input_key, point_id, text_revision
+from rechunk.tokens import CallableTokenCounter
+
+require("langchain_core", "langchain", package="langchain-core")
+require("langchain_text_splitters", "langchain", package="langchain-text-splitters")
+
+from langchain_core.documents import Document  # noqa: E402  (after the check naming the extra)
+from langchain_core.embeddings import Embeddings  # noqa: E402
+from langchain_text_splitters import TextSplitter  # noqa: E402
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from langchain_core.stores import ByteStore
+
+__all__ = [
+    "END_KEY",
+    "FOREIGN_MODEL_ID",
+    "INPUT_KEY_KEY",
+    "METADATA_KEYS",
+    "MODEL_ID_KEY",
+    "OCCURRENCE_KEY",
+    "POLICY_KEY",
+    "SOURCE_ID_KEY",
+    "START_KEY",
+    "TOKENS_KEY",
+    "ByteStoreCache",
+    "CachedEmbeddings",
+    "RechunkTextSplitter",
+    "check_metadata",
+    "default_model_id",
+    "derive_model_id",
+    "make_chunker",
+    "rechunk_key_encoder",
+    "source_id_for",
+]
+
+START_KEY: Final = "start_index"
+END_KEY: Final = "end_index"
+SOURCE_ID_KEY: Final = "rechunk_source_id"
+#: Every metadata key this module writes on a chunk (existing values are replaced).
+METADATA_KEYS: Final = (
+    START_KEY, END_KEY, SOURCE_ID_KEY, POLICY_KEY,
+    MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY, TOKENS_KEY,
+)  # fmt: skip
+#: Model identity :func:`rechunk_key_encoder` uses for a document without ``rechunk_model_id``.
+FOREIGN_MODEL_ID: Final = "langchain:page_content"
+
+# --------------------------------------------------------------------------- chunkers
+
+
+def check_metadata(metadata: object, where: str) -> dict[str, Any]:
+    """A copy of ``metadata`` after checking it is a JSON object with ``str`` keys.
+
+    Non-finite floats, tuples, sets, bytes, dates and other values that do not
+    survive a JSON round trip unchanged raise :class:`~rechunk.InputError`
+    naming the key.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InputError(f"{where}: metadata must be a mapping, got {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str):
+            raise InputError(f"{where}: metadata key {key!r} is not a str")
+        try:
+            encoded = json.dumps(value, allow_nan=False, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"{where}: metadata[{key!r}] is not JSON-serialisable "
+                f"({type(value).__name__}: {exc}); LangChain's index() and vector stores need "
+                "JSON metadata"
+            ) from exc
+        if json.loads(encoded) != value:
+            raise InputError(
+                f"{where}: metadata[{key!r}] ({type(value).__name__}) does not survive a JSON "
+                "round trip unchanged; use lists, dicts and scalars only"
+            )
+    return copy.deepcopy(dict(metadata))
+
+
+def source_id_for(text: str, metadata: Mapping[str, Any], document_id: str | None = None) -> str:
+    """The source id of a text: ``metadata["source"]``, else ``document_id``, else a text hash.
+
+    The fallback is ``"text:" + rechunk.identity.text_revision(text)``: never random,
+    but it differs for every revision of the text.
+    """
+    source = metadata.get("source")
+    if source is not None:
+        if not isinstance(source, str) or not source:
+            raise InputError(
+                f"metadata['source'] must be a non-empty str to serve as the source id, "
+                f"got {source!r}"
+            )
+        return source
+    if isinstance(document_id, str) and document_id:
+        return document_id
+    return "text:" + text_revision(text)
+
+
+class RechunkTextSplitter(TextSplitter):
+    """A LangChain ``TextSplitter`` whose chunks are rechunk chunks.
+
+    ``policy`` is ``"cdc"`` (default), ``"recursive"`` or ``"fixed"`` with
+    ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
+    ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
+    ``target_tokens``, ``min_tokens``, ``hard_max_tokens``); or a ready rechunk
+    chunker, e.g. ``RechunkTextSplitter(rechunk.policy_for(embedder, "cdc"))``,
+    which sizes chunks for the embedding model so none is truncated.
+
+    ``model_id`` is the identity that enters each chunk's input key and id
+    (default :func:`default_model_id`: the tokenizer's identity). Pass your
+    embedding model's rechunk ``model_id`` to make ``rechunk_input_key`` equal
+    the keys of rechunk's caches and :func:`rechunk.sync`.
+
+    Contracts: ``split_text(text)`` returns the embedding inputs of
+    ``chunker.chunk(text)`` in order; ``create_documents`` / ``split_documents``
+    / ``transform_documents`` return one ``Document`` per chunk with
+    ``page_content`` = the embedding input, a deterministic ``id`` and the
+    metadata described in this module's docstring (the input metadata is
+    deep-copied first; the keys in :data:`METADATA_KEYS` are overwritten). Input
+    metadata that is not JSON raises :class:`~rechunk.InputError` before any
+    chunk is produced. Blank texts produce no documents.
+    """
+
+    def __init__(
+        self,
+        policy: str | Chunker = "cdc",
+        tokenizer: Any = None,
+        *,
+        model_id: str | None = None,
+        **params: Any,
+    ) -> None:
+        chunker = make_chunker(policy, tokenizer, params)
+        model_id = check_model_id(model_id)
+        self._chunker = chunker
+        super().__init__(
+            chunk_size=chunker.hard_max_tokens,
+            chunk_overlap=0,
+            length_function=self._count_tokens,
+            add_start_index=False,
+            strip_whitespace=True,
+        )
+        self._model_id = model_id or default_model_id(chunker)
+
+    def __repr__(self) -> str:
+        return f"RechunkTextSplitter({self._chunker!r}, model_id={self.model_id!r})"
+
+    def _count_tokens(self, text: str) -> int:
+        """Content tokens of ``text`` under the chunker's tokenizer (characters without one)."""
+        counter = getattr(self._chunker, "token_counter", None)
+        if counter is None:
+            return len(text)
+        return int(counter.count_many([text])[0])
+
+    @property
+    def chunker(self) -> Chunker:
+        """The rechunk chunker that cuts the text."""
+        return self._chunker
+
+    @property
+    def policy_id(self) -> str:
+        """The chunker's policy id (written to ``rechunk_policy``)."""
+        return self._chunker.policy_id
+
+    @property
+    def model_id(self) -> str:
+        """The identity entering every input key (written to ``rechunk_model_id``)."""
+        return self._model_id
+
+    @classmethod
+    def from_huggingface_tokenizer(
+        cls, tokenizer: Any, policy: str = "cdc", **params: Any
+    ) -> RechunkTextSplitter:
+        """A splitter counting tokens with a Hugging Face (fast) tokenizer.
+
+        ``tokenizer`` is a ``transformers`` fast tokenizer or a
+        ``tokenizers.Tokenizer``; ``params`` go to the chunker (and ``model_id``
+        to the splitter).
+        """
+        return cls(policy, tokenizer, **params)
+
+    @classmethod
+    def from_tiktoken_encoder(
+        cls,
+        encoding_name: str = "gpt2",
+        model_name: str | None = None,
+        allowed_special: Any = None,
+        disallowed_special: Any = "all",
+        **kwargs: Any,
+    ) -> RechunkTextSplitter:
+        """A splitter counting tokens with a tiktoken encoding (needs ``tiktoken``).
+
+        A plain counting function reports no token offsets, so rechunk cuts an
+        over-long word at evenly spaced characters and re-counts every chunk.
+        ``kwargs`` are ``policy``, ``model_id`` and the chunker's parameters.
+        """
+        func = cls._tiktoken_length_function(
+            encoding_name, model_name, allowed_special, disallowed_special
+        )
+        identity = f"tiktoken:{model_name or encoding_name}"
+        policy = kwargs.pop("policy", "cdc")
+        return cls(policy, CallableTokenCounter(func, identity=identity), **kwargs)
+
+    # -- splitting ---------------------------------------------------------------------
+
+    def split_text(self, text: str) -> list[str]:
+        """The embedding inputs of ``text``'s chunks, in order."""
+        return [chunk.text for chunk in self._chunker.chunk(text)]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        """One ``Document`` per chunk of each text (source: ``metadata["source"]``, else a hash)."""
+        if isinstance(texts, str):
+            raise InputError("texts must be a list of str, not a single str")
+        texts = list(texts)
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise InputError(f"{len(texts)} texts but {len(metadatas)} metadatas")
+        metas = [
+            check_metadata(metadatas[i] if metadatas is not None else None, f"text {i}")
+            for i in range(len(texts))
+        ]
+        documents: list[Document] = []
+        for text, metadata in zip(texts, metas):
+            documents.extend(self._split_one(text, metadata, None))
+        return documents
+
+    def split_documents(self, documents: Iterable[Document]) -> list[Document]:
+        """One ``Document`` per chunk (source id: ``metadata["source"]``, else ``Document.id``)."""
+        docs = list(documents)
+        metas = [
+            check_metadata(doc.metadata, f"document {doc.id or i}") for i, doc in enumerate(docs)
+        ]
+        out: list[Document] = []
+        for doc, metadata in zip(docs, metas):
+            out.extend(self._split_one(doc.page_content, metadata, doc.id))
+        return out
+
+    def _split_one(
+        self, text: str, metadata: dict[str, Any], document_id: str | None
+    ) -> list[Document]:
+        chunks = self._chunker.chunk(text)
+        if not chunks:
+            return []
+        source = source_id_for(text, metadata, document_id)
+        policy = self._chunker.policy_id
+        out = []
+        for chunk, key, occurrence in keyed_chunks(chunks, self._model_id):
+            fields = copy.deepcopy(metadata)
+            fields.update(
+                {
+                    START_KEY: chunk.start,
+                    END_KEY: chunk.end,
+                    SOURCE_ID_KEY: source,
+                    POLICY_KEY: policy,
+                    MODEL_ID_KEY: self._model_id,
+                    INPUT_KEY_KEY: key,
+                    OCCURRENCE_KEY: occurrence,
+                    TOKENS_KEY: chunk.tokens,
+                }
+            )
+            out.append(
+                Document(
+                    id=point_id(source, key, occurrence), page_content=chunk.text, metadata=fields
+                )
+            )
+        return out
+
+
+def rechunk_key_encoder(document: Document) -> str:
+    """``key_encoder`` for ``langchain_core.indexing.index``: a UUID of what decides the input.
+
+    Returns ``point_id(source, input_key(model, page_content), occurrence)`` with
+    ``source`` = ``metadata["rechunk_source_id"]``, else ``metadata["source"]``,
+    else ``""``; ``model`` = ``metadata["rechunk_model_id"]``, else
+    :data:`FOREIGN_MODEL_ID`; ``occurrence`` = ``metadata["rechunk_occurrence"]``,
+    else 0. For a chunk of :class:`RechunkTextSplitter` this is its ``Document.id``.
+
+    Nothing else of the metadata enters the key, so ``index()`` skips a chunk
+    whose text is unchanged even when its offsets moved; the record it keeps is
+    the one first written (offsets included). To rewrite metadata of unchanged
+    chunks, run ``index(..., force_update=True)`` with :class:`CachedEmbeddings`:
+    every vector then comes from the cache. A UUID string suits every store
+    (Qdrant rejects other string ids).
+    """
+    metadata = document.metadata or {}
+    source = metadata.get(SOURCE_ID_KEY)
+    if source is None:
+        source = metadata.get("source", "")
+    if not isinstance(source, str):
+        raise InputError(f"the source id must be a str, got {source!r}")
+    model = metadata.get(MODEL_ID_KEY) or FOREIGN_MODEL_ID
+    if not isinstance(model, str):
+        raise InputError(f"metadata[{MODEL_ID_KEY!r}] must be a str, got {model!r}")
+    occurrence = metadata.get(OCCURRENCE_KEY, 0)
+    if type(occurrence) is not int or occurrence < 0:
+        raise InputError(
+            f"metadata[{OCCURRENCE_KEY!r}] must be a non-negative int, got {occurrence!r}"
+        )
+    if not isinstance(document.page_content, str):
+        raise InputError("page_content must be a str")
+    return point_id(source, input_key(model, document.page_content), occurrence)
+
+
+# --------------------------------------------------------------------------- embeddings
+
+_IDENTITY_ATTRIBUTES: Final = ("model", "model_name", "model_id", "repo_id", "deployment")
+_SHAPE_ATTRIBUTES: Final = ("dimensions",)
+
+
+def derive_model_id(underlying: object) -> str:
+    """A model identity for a LangChain ``Embeddings`` object, or :class:`~rechunk.ConfigError`.
+
+    ``"langchain:<module>.<class>(<name>=<value>,...)"`` over the non-empty ``str``
+    attributes ``model``, ``model_name``, ``model_id``, ``repo_id``, ``deployment``
+    and the ``int`` attribute ``dimensions``. At least one name attribute must
+    exist; anything else that changes the vectors (normalisation, prompts, a
+    fine-tuned revision) is invisible here, so pass ``model_id`` yourself then.
+    """
+    cls = type(underlying)
+    parts = []
+    for name in _IDENTITY_ATTRIBUTES:
+        value = getattr(underlying, name, None)
+        if isinstance(value, str) and value:
+            parts.append(f"{name}={value}")
+    if not parts:
+        raise ConfigError(
+            f"cannot derive a model identity from {cls.__qualname__}: it has none of the "
+            f"attributes {', '.join(_IDENTITY_ATTRIBUTES)}; pass model_id=... (a string that "
+            "changes whenever the vectors would)"
+        )
+    for name in _SHAPE_ATTRIBUTES:
+        value = getattr(underlying, name, None)
+        if type(value) is int:
+            parts.append(f"{name}={value}")
+    return f"langchain:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+
+
+class CachedEmbeddings(ReuseReadouts, Embeddings):
+    """A LangChain ``Embeddings`` that reuses vectors by rechunk input key.
+
+    ``underlying`` is any LangChain ``Embeddings``; ``cache`` any rechunk
+    :class:`~rechunk.cache.EmbeddingCache` (``MemoryCache``, ``SQLiteCache``,
+    :class:`ByteStoreCache` over a LangChain ``ByteStore``). ``model_id`` names
+    the model in every key (default :func:`derive_model_id`; never empty).
+
+    Contracts:
+
+    * ``embed_documents(texts)`` de-duplicates ``texts``, looks every distinct
+      text up under ``input_key(model_id, text)`` and sends only the misses to
+      ``underlying.embed_documents`` (``batch_size`` at a time, default all in
+      one call); the model's answer is checked (one vector per text, equal
+      length, the known dimension, finite), else :class:`~rechunk.EmbeddingError`
+      and that batch is not cached. Every vector returned is the float32 value
+      stored, so a hit and the original miss return identical lists.
+    * ``dimension`` (optional) is the vector length; unknown, it is read from
+      the cache's record for this model or learnt from the first answer. The
+      record is one extra cache entry per model id: a one-element vector under
+      the key ``hash_fields("rechunk/adapter-dimension/v1", (model_id,))``.
+    * ``embed_query`` goes straight to ``underlying.embed_query`` unless
+      ``cache_queries=True``; query vectors are then cached under the model id
+      ``model_id + "#query"`` (a model may embed queries differently).
+    * ``aembed_documents`` / ``aembed_query`` use the underlying's async methods
+      for misses and run cache reads and writes in a worker thread
+      (``asyncio.to_thread``), never blocking the event loop.
+    * A cache opened read-only (``SQLiteCache(path, readonly=True)``) is read
+      and never written: misses are embedded every time.
+    * :attr:`stats` counts inputs, hits, misses (distinct texts per call) and
+      inputs sent to the model (documents and queries together).
+    """
+
+    def __init__(
+        self,
+        underlying: Embeddings,
+        cache: EmbeddingCache,
+        model_id: str | None = None,
+        *,
+        dimension: int | None = None,
+        cache_queries: bool = False,
+        batch_size: int | None = None,
+    ) -> None:
+        for method in ("embed_documents", "embed_query"):
+            if not callable(getattr(underlying, method, None)):
+                raise ConfigError(
+                    f"underlying must be a LangChain Embeddings (no {method} on "
+                    f"{type(underlying).__name__})"
+                )
+        model_id = check_model_id(model_id) or derive_model_id(underlying)
+        self._underlying = underlying
+        self._cache_queries = check_cache_queries(cache_queries)
+        cache = check_cache(cache, "MemoryCache, SQLiteCache, ByteStoreCache")
+        self._batch_size = check_batch_size(batch_size)
+        self._reuse = DocumentsAndQueries(cache, model_id, check_dimension(dimension))
+
+    def __repr__(self) -> str:
+        return f"CachedEmbeddings({type(self._underlying).__name__}, model_id={self.model_id!r})"
+
+    @property
+    def underlying(self) -> Embeddings:
+        """The wrapped embeddings."""
+        return self._underlying
+
+    @property
+    def dimension(self) -> int | None:
+        """The vector length, once known."""
+        return self._reuse.documents.dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of ``texts`` in order; only texts the cache lacks reach the model."""
+        return self._reuse.documents.embed(
+            texts, self._underlying.embed_documents, self._batch_size
+        )
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Async :meth:`embed_documents`: cache I/O in a thread, misses via ``aembed_documents``."""
+        return await self._reuse.documents.aembed(
+            texts, self._underlying.aembed_documents, self._batch_size
+        )
+
+    def embed_query(self, text: str) -> list[float]:
+        """The query's vector (cached only with ``cache_queries=True``)."""
+        if not self._cache_queries:
+            return self._underlying.embed_query(text)
+
+        def embed_one(batch: list[str]) -> list[list[float]]:
+            return [self._underlying.embed_query(batch[0])]
+
+        return self._reuse.for_queries().embed([text], embed_one)[0]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async :meth:`embed_query`."""
+        if not self._cache_queries:
+            return await self._underlying.aembed_query(text)
+
+        async def embed_one(batch: list[str]) -> list[list[float]]:
+            return [await self._underlying.aembed_query(batch[0])]
+
+        return (await self._reuse.for_queries().aembed([text], embed_one))[0]
+
+
+# --------------------------------------------------------------------------- ByteStore cache
+
+_MAGIC: Final = b"RCV1"
+_HEADER: Final = struct.Struct("<4sIII")  # magic, dimension, crc32 of the vector, len(model_id)
+_MODEL_DOMAIN: Final = "rechunk/bytestore-model/v1"
+
+
+class ByteStoreCache:
+    """A rechunk :class:`~rechunk.cache.EmbeddingCache` on a LangChain ``ByteStore``.
+
+    Any ``BaseStore[str, bytes]`` works (``InMemoryByteStore``, a file store,
+    Redis, ...). Entry key: ``namespace + <32 hex of a hash of model_id> + "/" +
+    input key`` (only ``[0-9a-z_./-]`` characters when ``namespace`` has only
+    those, as file-backed stores require). Entry value: ``b"RCV1"``, the
+    dimension, a crc32 of the vector bytes and the model id (little-endian
+    ``uint32`` each, then the UTF-8 model id), then the float32 vector.
+
+    ``get_many(keys, model_id, dimension)`` returns only entries whose stored
+    model id and dimension equal the ones asked for and whose checksum holds;
+    anything else is a miss (a damaged entry also counts in ``stats().corrupt``).
+    ``put_many`` validates every item before writing any, then writes them in
+    one ``mset``. ``stats().entries`` counts the keys under ``namespace``.
+    """
+
+    def __init__(self, store: ByteStore, namespace: str = "rechunk/") -> None:
+        for method in ("mget", "mset", "yield_keys"):
+            if not callable(getattr(store, method, None)):
+                raise ConfigError(
+                    f"store must be a LangChain ByteStore (no {method} on {type(store).__name__})"
+                )
+        if not isinstance(namespace, str):
+            raise ConfigError(f"namespace must be a str, got {namespace!r}")
+        self._store = store
+        self._namespace = namespace
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._writes = self._corrupt = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"ByteStoreCache({type(self._store).__name__}, namespace={self._namespace!r})"
+
+    @property
+    def store(self) -> ByteStore:
+        """The wrapped ByteStore."""
+        return self._store
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CacheError("the cache is closed")
+
+    def _prefix(self, model_id: str) -> str:
+        if not isinstance(model_id, str) or not model_id:
+            raise InputError("model_id must be a non-empty string")
+        return f"{self._namespace}{hash_fields(_MODEL_DOMAIN, (model_id,))[:32]}/"
+
+    def get_many(
+        self, keys: Sequence[str], model_id: str, dimension: int
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors of ``keys`` stored under exactly ``model_id`` and ``dimension``."""
+        self._check_open()
+        prefix = self._prefix(model_id)
+        if type(dimension) is not int or dimension <= 0:
+            raise InputError(f"dimension must be a positive int, got {dimension!r}")
+        if isinstance(keys, (str, bytes)):
+            raise InputError("keys must be a sequence of str, not a single str")
+        wanted = list(dict.fromkeys(keys))
+        for key in wanted:
+            if not isinstance(key, str):
+                raise InputError(f"every key must be a str, got {type(key).__name__}")
+        if not wanted:
+            return {}
+        values = self._store.mget([prefix + key for key in wanted])
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        corrupt = 0
+        model = model_id.encode("utf-8")
+        for key, blob in zip(wanted, values):
+            if blob is None:
+                continue
+            vector, damaged = _decode_entry(blob, model, dimension)
+            corrupt += damaged
+            if vector is not None:
+                found[key] = vector
+        with self._lock:
+            self._hits += len(found)
+            self._misses += len(wanted) - len(found)
+            self._corrupt += corrupt
+        return found
+
+    def put_many(self, items: Iterable[tuple[str, npt.NDArray[np.float32]]], model_id: str) -> int:
+        """Store ``(key, vector)`` pairs under ``model_id``; all are validated before any write."""
+        self._check_open()
+        prefix = self._prefix(model_id)
+        model = model_id.encode("utf-8")
+        pairs: list[tuple[str, bytes]] = []
+        for index, item in enumerate(items):
+            try:
+                key, vector = item
+            except (TypeError, ValueError):
+                raise InputError(f"item {index} is not a (key, vector) pair") from None
+            if not isinstance(key, str):
+                raise InputError(f"item {index}: key must be a str, got {type(key).__name__}")
+            if not isinstance(vector, np.ndarray) or vector.dtype != np.float32:
+                kind = getattr(vector, "dtype", type(vector).__name__)
+                raise InputError(f"item {index}: vector must be a float32 ndarray, got {kind}")
+            if vector.ndim != 1 or vector.shape[0] == 0:
+                raise InputError(
+                    f"item {index}: vector must be 1-D and non-empty, got {vector.shape}"
+                )
+            data = vector.astype("<f4", copy=False).tobytes()
+            header = _HEADER.pack(_MAGIC, vector.shape[0], zlib.crc32(data), len(model))
+            pairs.append((prefix + key, header + model + data))
+        if pairs:
+            self._store.mset(pairs)
+        with self._lock:
+            self._writes += len(pairs)
+        return len(pairs)
+
+    def stats(self) -> CacheStats:
+        """Hits, misses, writes and corrupt entries of this object; entries under the namespace."""
+        self._check_open()
+        entries = sum(1 for _ in self._store.yield_keys(prefix=self._namespace))
+        with self._lock:
+            return CacheStats(self._hits, self._misses, self._writes, entries, self._corrupt)
+
+    def close(self) -> None:
+        """Stop using the store (it is not closed: it belongs to the caller)."""
+        self._closed = True
+
+
+def _decode_entry(
+    blob: bytes, model: bytes, dimension: int
+) -> tuple[npt.NDArray[np.float32] | None, int]:
+    """``(vector, 0)`` for a valid entry of ``model`` and ``dimension``; ``(None, 1)``: damaged."""
+    if not isinstance(blob, (bytes, bytearray)) or len(blob) < _HEADER.size:
+        return None, 1
+    magic, stored_dim, checksum, model_len = _HEADER.unpack_from(blob)
+    if magic != _MAGIC:
+        return None, 1
+    start = _HEADER.size + model_len
+    if blob[_HEADER.size : start] != model or stored_dim != dimension:
+        return None, 0  # another model or dimension: a plain miss
+    data = bytes(blob[start:])
+    if len(data) != dimension * 4 or zlib.crc32(data) != checksum:
+        return None, 1
+    return np.frombuffer(data, dtype="<f4").astype(np.float32), 0

@@ -1,0 +1,399 @@
+"""rechunk inside LlamaIndex: swap one class, re-embed only what changed.
+
+Install with ``pip install 'rechunk[llamaindex]'``. Two pieces:
+
+:class:`RechunkNodeParser`
+    A ``NodeParser`` backed by a rechunk chunker. Node ids are content-addressed
+    (never LlamaIndex's random ``uuid4``), offsets are the chunker's true spans
+    (never recovered with ``str.find``), and the text LlamaIndex embeds for a
+    node is exactly the chunk's embedding input.
+:class:`CachedEmbedding`
+    A ``BaseEmbedding`` that reuses vectors by rechunk input key from a rechunk
+    :class:`~rechunk.cache.EmbeddingCache` and sends only misses to the wrapped
+    embedding model.
+
+In an ``IngestionPipeline`` with ``DocstoreStrategy.UPSERTS`` a changed document
+is still deleted and re-added node by node (that is how the pipeline works),
+but the model only sees the chunks whose text is new, and unchanged chunks come
+back under the same node ids.
+
+Node fields set by :class:`RechunkNodeParser` (input: a ``Document`` or node
+whose ``node_id`` is the ref doc id):
+
+* ``id_`` = ``rechunk.identity.point_id(ref_doc_id, rechunk_input_key,
+  rechunk_occurrence)``: a UUIDv5 that depends on no position;
+* ``text`` = the chunk's embedding input (:attr:`rechunk.Chunk.text`);
+* ``start_char_idx`` / ``end_char_idx`` = the chunk's span in the parsed text
+  (``text[start:end]`` is the span; ``text`` is ``rechunk.embedding_input`` of it);
+* relationships: ``SOURCE`` = the parsed document, ``PREVIOUS`` / ``NEXT`` = the
+  neighbouring chunks of the same document;
+* metadata: the document's metadata (when ``include_metadata``, LlamaIndex's
+  default) plus ``rechunk_policy`` (policy id), ``rechunk_model_id`` (identity in
+  the key), ``rechunk_input_key`` (``rechunk.input_key(rechunk_model_id, text)``),
+  ``rechunk_occurrence`` (earlier chunks of the document with the same key) and
+  ``rechunk_tokens`` (content tokens of ``text``).
+
+What is embedded: LlamaIndex embeds ``node.get_content(MetadataMode.EMBED)``,
+which prepends every metadata key not listed in
+``excluded_embed_metadata_keys``. :class:`RechunkNodeParser` lists *all* of a
+node's metadata keys there (the document's included), so the embedded bytes are
+exactly the chunk text and one input key names one vector whatever the metadata
+says. LLMs still see the document's metadata: only rechunk's keys are added to
+``excluded_llm_metadata_keys`` (beside the document's own exclusions).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from rechunk._optional import require
+from rechunk.adapters._reuse import (
+    INPUT_KEY_KEY,
+    MODEL_ID_KEY,
+    OCCURRENCE_KEY,
+    POLICY_KEY,
+    TOKENS_KEY,
+    DocumentsAndQueries,
+    ReuseReadouts,
+    check_cache,
+    check_cache_queries,
+    check_dimension,
+    check_model_id,
+    default_model_id,
+    keyed_chunks,
+    make_chunker,
+)
+from rechunk.cache import EmbeddingCache
+from rechunk.chunk import Chunker
+from rechunk.errors import ConfigError
+from rechunk.identity import point_id
+
+require("llama_index.core", "llamaindex", package="llama-index-core")
+
+from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding  # noqa: E402
+from llama_index.core.bridge.pydantic import Field, PrivateAttr  # noqa: E402
+from llama_index.core.callbacks import CallbackManager  # noqa: E402
+from llama_index.core.node_parser.interface import NodeParser  # noqa: E402
+from llama_index.core.node_parser.node_utils import default_id_func  # noqa: E402
+from llama_index.core.schema import (  # noqa: E402
+    BaseNode,
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    TextNode,
+)
+from llama_index.core.utils import get_tqdm_iterable  # noqa: E402
+
+__all__ = [
+    "INPUT_KEY_KEY",
+    "METADATA_KEYS",
+    "MODEL_ID_KEY",
+    "OCCURRENCE_KEY",
+    "POLICY_KEY",
+    "TOKENS_KEY",
+    "CachedEmbedding",
+    "RechunkNodeParser",
+    "derive_model_id",
+]
+
+#: The metadata keys :class:`RechunkNodeParser` writes (existing values are replaced).
+METADATA_KEYS: Final = (POLICY_KEY, MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY, TOKENS_KEY)
+
+_CUSTOM: Final = "custom"
+_TEXT_TEMPLATE: Final[str] = TextNode.model_fields["text_template"].default
+
+
+class RechunkNodeParser(NodeParser):
+    """A LlamaIndex ``NodeParser`` whose nodes are rechunk chunks.
+
+    ``policy`` is ``"cdc"`` (default), ``"recursive"`` or ``"fixed"`` with
+    ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
+    ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
+    ``target_tokens``, ``min_tokens``, ``hard_max_tokens``), or a ready rechunk
+    chunker such as ``rechunk.policy_for(embedder, "cdc")`` (sized so that the
+    model never truncates a chunk).
+
+    ``model_id`` is the identity in every input key and node id (default: the
+    tokenizer's identity, ``"tokenizer:<identity>"``); pass your embedding
+    model's rechunk ``model_id`` to make ``rechunk_input_key`` equal rechunk's
+    cache keys.
+
+    Contracts: see the module docstring for ids, offsets, relationships and
+    metadata. Offsets are restored after LlamaIndex's own post-processing
+    (which would recompute them with ``str.find``), and ``excluded_embed_metadata_keys``
+    is recomputed after its metadata merge, so ``node.get_content(MetadataMode.EMBED)
+    == node.text`` always holds. A document with blank text yields no node; text
+    with NUL bytes or lone surrogates raises :class:`~rechunk.InputError`. Node ids
+    are unique only per document id: give every document a stable ``id_``
+    (LlamaIndex's default is random, and then nothing can be reused across runs).
+    """
+
+    policy: str = Field(
+        default="cdc", description="Chunker kind: 'cdc', 'recursive', 'fixed' or 'custom'."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="The chunker's parameters (hard maximum included)."
+    )
+    model_id: str = Field(default="", description="Identity entering input keys and node ids.")
+    # ``id_func`` (inherited) is unused: ids are content-addressed; a serialised one is ignored.
+    policy_id: str = Field(default="", description="The chunker's policy id.")
+    _chunker: Chunker = PrivateAttr()
+
+    def __init__(
+        self,
+        policy: str | Chunker = "cdc",
+        tokenizer: Any = None,
+        *,
+        model_id: str | None = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        callback_manager: CallbackManager | None = None,
+        params: Mapping[str, Any] | None = None,
+        policy_id: str | None = None,
+        id_func: Any = None,
+        **chunker_params: Any,
+    ) -> None:
+        if callable(id_func) and id_func is not default_id_func:
+            raise ConfigError(
+                "RechunkNodeParser sets content-addressed node ids; it takes no id_func"
+            )
+        merged = {**(params or {}), **chunker_params}
+        chunker = make_chunker(policy, tokenizer, merged, receiver="the node parser")
+        if policy_id is not None and policy_id != chunker.policy_id:
+            raise ConfigError(
+                f"policy_id {policy_id!r} does not match the chunker built from these "
+                f"parameters ({chunker.policy_id!r}): another tokenizer or version?"
+            )
+        model_id = check_model_id(model_id)
+        kind = policy if isinstance(policy, str) else str(getattr(chunker, "kind", _CUSTOM))
+        fields: dict[str, Any] = {  # this class's pydantic fields and NodeParser's
+            "policy": kind,
+            "params": dict(getattr(chunker, "params", merged)),
+            "model_id": model_id or default_model_id(chunker),
+            "policy_id": chunker.policy_id,
+            "include_metadata": include_metadata,
+            "include_prev_next_rel": include_prev_next_rel,
+            "callback_manager": callback_manager or CallbackManager([]),
+        }
+        super().__init__(**fields)
+        self._chunker = chunker
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name LlamaIndex uses when serialising the parser."""
+        return "RechunkNodeParser"
+
+    @property
+    def chunker(self) -> Chunker:
+        """The rechunk chunker that cuts the text."""
+        return self._chunker
+
+    def _parse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        """One ``TextNode`` per chunk of each input node, in order (ids, offsets, relations set)."""
+        out: list[BaseNode] = []
+        for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
+            out.extend(self._parse_one(node))
+        return out
+
+    def _parse_one(self, node: BaseNode) -> list[TextNode]:
+        text = node.get_content(metadata_mode=MetadataMode.NONE)
+        chunks = self._chunker.chunk(text)
+        if not chunks:
+            return []
+        ref_doc_id = node.node_id
+        source = node.as_related_node_info()
+        inherited = copy.deepcopy(dict(node.metadata)) if self.include_metadata else {}
+        llm_excluded = [
+            key for key in node.excluded_llm_metadata_keys if key not in METADATA_KEYS
+        ] + list(METADATA_KEYS)
+        policy_id = self._chunker.policy_id
+        parsed: list[TextNode] = []
+        for chunk, key, occurrence in keyed_chunks(chunks, self.model_id):
+            metadata = copy.deepcopy(inherited)
+            metadata.update(
+                {
+                    POLICY_KEY: policy_id,
+                    MODEL_ID_KEY: self.model_id,
+                    INPUT_KEY_KEY: key,
+                    OCCURRENCE_KEY: occurrence,
+                    TOKENS_KEY: chunk.tokens,
+                }
+            )
+            parsed.append(
+                TextNode(
+                    id_=point_id(ref_doc_id, key, occurrence),
+                    text=chunk.text,
+                    start_char_idx=chunk.start,
+                    end_char_idx=chunk.end,
+                    metadata=metadata,
+                    excluded_embed_metadata_keys=list(metadata),
+                    excluded_llm_metadata_keys=list(llm_excluded),
+                    metadata_separator=node.metadata_separator,
+                    metadata_template=node.metadata_template,
+                    text_template=getattr(node, "text_template", _TEXT_TEMPLATE),
+                    relationships={NodeRelationship.SOURCE: source},
+                )
+            )
+        if self.include_prev_next_rel:
+            for before, after in zip(parsed, parsed[1:]):
+                after.relationships[NodeRelationship.PREVIOUS] = before.as_related_node_info()
+                before.relationships[NodeRelationship.NEXT] = after.as_related_node_info()
+        return parsed
+
+    def _postprocess_parsed_nodes(
+        self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]
+    ) -> list[BaseNode]:
+        """LlamaIndex's post-processing, then our offsets and embed exclusions win again."""
+        spans = [
+            (node.start_char_idx, node.end_char_idx) if isinstance(node, TextNode) else None
+            for node in nodes
+        ]
+        nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
+        for node, span in zip(nodes, spans):
+            if span is not None and isinstance(node, TextNode):
+                node.start_char_idx, node.end_char_idx = span
+            exclude = list(node.excluded_embed_metadata_keys)
+            exclude += [key for key in node.metadata if key not in exclude]
+            node.excluded_embed_metadata_keys = exclude
+        return nodes
+
+
+# --------------------------------------------------------------------------- embeddings
+
+_UNKNOWN_NAMES: Final = frozenset({"", "unknown"})
+
+
+def derive_model_id(underlying: object) -> str:
+    """``"llamaindex:<module>.<class>(model_name=<name>)"``, or :class:`~rechunk.ConfigError`.
+
+    Needs the underlying's ``model_name`` (``"unknown"`` does not count); pass
+    ``model_id`` yourself when anything else changes the vectors.
+    """
+    cls = type(underlying)
+    name = getattr(underlying, "model_name", None)
+    if not isinstance(name, str) or name in _UNKNOWN_NAMES:
+        raise ConfigError(
+            f"cannot derive a model identity from {cls.__qualname__}: its model_name is "
+            f"{name!r}; pass model_id=... (a string that changes whenever the vectors would)"
+        )
+    return f"llamaindex:{cls.__module__}.{cls.__qualname__}(model_name={name})"
+
+
+class CachedEmbedding(ReuseReadouts, BaseEmbedding):
+    """A LlamaIndex ``BaseEmbedding`` that reuses vectors by rechunk input key.
+
+    ``underlying`` is any LlamaIndex ``BaseEmbedding``; ``cache`` any rechunk
+    :class:`~rechunk.cache.EmbeddingCache`. ``model_id`` names the model in
+    every key (default :func:`derive_model_id`; never empty); it is also this
+    object's ``model_name``, so LlamaIndex's ``IngestionCache`` hashes tell
+    models apart.
+
+    Contracts:
+
+    * ``_get_text_embeddings`` (behind ``get_text_embedding_batch`` and the
+      pipeline's ``__call__``, ``embed_batch_size`` texts at a time)
+      de-duplicates its texts, looks each up under ``input_key(model_id, text)``
+      and sends only misses to ``underlying.get_text_embedding_batch``; the
+      answer is checked (one finite vector per text, the known dimension), else
+      :class:`~rechunk.EmbeddingError` and nothing of that call is cached. Hits
+      and misses return the same float32 values.
+    * ``dimension`` (optional): unknown, it is read from the cache's record for
+      this model or learnt from the first answer (the record is one extra cache
+      entry per model id, the same one :mod:`rechunk.adapters.langchain` writes).
+    * Queries go straight to ``underlying.get_query_embedding`` unless
+      ``cache_queries=True``; then they are cached under ``model_id + "#query"``.
+    * The ``_aget_*`` variants use the underlying's async methods for misses
+      and run cache reads and writes in a worker thread (``asyncio.to_thread``).
+    * A cache opened read-only (``SQLiteCache(path, readonly=True)``) is read
+      and never written.
+    * :attr:`stats` counts inputs, hits, misses and inputs sent to the model.
+    """
+
+    dimension: int | None = Field(default=None, description="Vector length, once known.")
+    cache_queries: bool = Field(default=False, description="Cache query embeddings too.")
+    _underlying: BaseEmbedding = PrivateAttr()
+    _reuse: DocumentsAndQueries = PrivateAttr()
+
+    def __init__(
+        self,
+        underlying: BaseEmbedding,
+        cache: EmbeddingCache,
+        model_id: str | None = None,
+        *,
+        dimension: int | None = None,
+        cache_queries: bool = False,
+        embed_batch_size: int = 256,
+        callback_manager: CallbackManager | None = None,
+    ) -> None:
+        if not isinstance(underlying, BaseEmbedding):
+            raise ConfigError(
+                f"underlying must be a LlamaIndex BaseEmbedding, got {type(underlying).__name__}"
+            )
+        check_cache(cache, "MemoryCache, SQLiteCache, ...")
+        model_id = check_model_id(model_id) or derive_model_id(underlying)
+        check_dimension(dimension)
+        check_cache_queries(cache_queries)
+        fields: dict[str, Any] = {  # this class's pydantic fields and BaseEmbedding's
+            "model_name": model_id,
+            "embed_batch_size": embed_batch_size,
+            "dimension": dimension,
+            "cache_queries": cache_queries,
+            "callback_manager": callback_manager or CallbackManager([]),
+        }
+        super().__init__(**fields)
+        self._underlying = underlying
+        self._reuse = DocumentsAndQueries(cache, model_id, dimension)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name LlamaIndex uses when serialising the embedding."""
+        return "RechunkCachedEmbedding"
+
+    @property
+    def underlying(self) -> BaseEmbedding:
+        """The wrapped embedding model."""
+        return self._underlying
+
+    # -- texts -----------------------------------------------------------------------------
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        vectors = self._reuse.documents.embed(texts, self._underlying.get_text_embedding_batch)
+        self.dimension = self._reuse.documents.dimension
+        return vectors
+
+    def _get_text_embedding(self, text: str) -> Embedding:
+        return self._get_text_embeddings([text])[0]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        vectors = await self._reuse.documents.aembed(
+            texts, self._underlying.aget_text_embedding_batch
+        )
+        self.dimension = self._reuse.documents.dimension
+        return vectors
+
+    async def _aget_text_embedding(self, text: str) -> Embedding:
+        return (await self._aget_text_embeddings([text]))[0]
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def _get_query_embedding(self, query: str) -> Embedding:
+        if not self.cache_queries:
+            return self._underlying.get_query_embedding(query)
+
+        def embed_one(batch: list[str]) -> list[Embedding]:
+            return [self._underlying.get_query_embedding(batch[0])]
+
+        return self._reuse.for_queries().embed([query], embed_one)[0]
+
+    async def _aget_query_embedding(self, query: str) -> Embedding:
+        if not self.cache_queries:
+            return await self._underlying.aget_query_embedding(query)
+
+        async def embed_one(batch: list[str]) -> list[Embedding]:
+            return [await self._underlying.aget_query_embedding(batch[0])]
+
+        return (await self._reuse.for_queries().aembed([query], embed_one))[0]

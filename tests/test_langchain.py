@@ -1,0 +1,851 @@
+"""rechunk.adapters.langchain: the splitter, the key encoder, CachedEmbeddings and ByteStoreCache.
+
+The end-to-end tests run LangChain's real ``index()`` with real vector stores
+(Qdrant in memory, Chroma on disk) and the real all-MiniLM-L6-v2 model on real
+revision pairs. The underlying ``Embeddings`` records every text it is asked to
+embed; it memoises MiniLM's vectors per text only so that the same text is not
+computed twice by the test suite itself (the memo is below what is recorded).
+
+Every ``index()`` test runs twice: with langchain_core's ``InMemoryRecordManager``
+and with langchain-classic's ``SQLRecordManager`` on a SQLite file (skipped
+where langchain-classic is not installed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import pickle
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("langchain_text_splitters")
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.indexing import InMemoryRecordManager, index
+from langchain_core.stores import InMemoryByteStore
+from langchain_text_splitters import (
+    RecursiveCharacterTextSplitter,
+    TextSplitter,
+)
+from test_cache import CacheContract
+
+import rechunk
+from rechunk.adapters.langchain import (
+    END_KEY,
+    INPUT_KEY_KEY,
+    METADATA_KEYS,
+    MODEL_ID_KEY,
+    OCCURRENCE_KEY,
+    POLICY_KEY,
+    SOURCE_ID_KEY,
+    START_KEY,
+    TOKENS_KEY,
+    ByteStoreCache,
+    CachedEmbeddings,
+    RechunkTextSplitter,
+    derive_model_id,
+    rechunk_key_encoder,
+)
+from rechunk.cache import EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.errors import CacheError, ConfigError, EmbeddingError, InputError
+from rechunk.identity import input_key, point_id, text_revision
+from rechunk.tokens import resolve_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE_V1 = (ROOT / "examples" / "revisions" / "chunking-guide.v1.md").read_text(encoding="utf-8")
+GUIDE_V2 = (ROOT / "examples" / "revisions" / "chunking-guide.v2.md").read_text(encoding="utf-8")
+#: small English, medium English, medium Chinese (modest chunk counts: MiniLM is slow on CPU)
+PAIRS = ("dev-en-002", "dev-en-028", "dev-zh-051")
+DIM = 384
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class FakeEmbeddings(Embeddings):
+    """Deterministic, model-free embeddings that log every call (sync and async)."""
+
+    def __init__(self, dim: int = 8, model: str | None = "fake-model") -> None:
+        self.dim = dim
+        if model is not None:
+            self.model = model
+        self.calls: list[list[str]] = []
+        self.async_calls: list[list[str]] = []
+        self.queries: list[str] = []
+
+    def vector(self, text: str) -> list[float]:
+        rng = np.random.default_rng(abs(hash(("fake", text))) % 2**32)
+        return [float(x) for x in rng.standard_normal(self.dim)]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [self.vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return self.vector("query:" + text)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0)
+        self.async_calls.append(list(texts))
+        return [self.vector(t) for t in texts]
+
+    async def aembed_query(self, text: str) -> list[float]:
+        await asyncio.sleep(0)
+        self.queries.append(text)
+        return self.vector("query:" + text)
+
+
+class Memo:
+    """MiniLM vectors computed once per distinct text for the whole module."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if todo:
+            self.vectors.update(zip(todo, self.embedder.embed(todo)))
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, DIM))
+
+
+class RecordingMiniLM(Embeddings):
+    """A real LangChain Embeddings over all-MiniLM-L6-v2 recording what it embeds."""
+
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def __init__(self, memo: Memo) -> None:
+        self.memo = memo
+        self.embedded: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        return self.memo.embed(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.memo.embed([text])[0].tolist()
+
+
+@pytest.fixture(scope="module")
+def memo(minilm: Any) -> Memo:
+    return Memo(minilm)
+
+
+@pytest.fixture(scope="module")
+def pairs(revisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_id = {row["id"]: row for row in revisions}
+    missing = [pair for pair in PAIRS if pair not in by_id]
+    assert not missing, f"revision pairs {missing} are not in dev.jsonl"
+    return [by_id[pair] for pair in PAIRS]
+
+
+def _splitter(minilm: Any) -> RechunkTextSplitter:
+    return RechunkTextSplitter(rechunk.policy_for(minilm, "cdc"), model_id=minilm.model_id)
+
+
+def _docs(pairs: list[dict[str, Any]], revision: str) -> list[Document]:
+    return [Document(page_content=p[revision], metadata={"source": p["id"]}) for p in pairs]
+
+
+@pytest.fixture(params=["in-memory", "sqlite"])
+def new_record_manager(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
+    """Makes empty record managers (a new namespace each) of one kind.
+
+    ``"in-memory"``: ``InMemoryRecordManager``; ``"sqlite"``: ``SQLRecordManager``
+    over one SQLite file of the test.
+    """
+    if request.param == "sqlite":
+        pytest.importorskip("langchain_classic")
+        from langchain_classic.indexes import SQLRecordManager
+
+    def make() -> Any:
+        namespace = f"test/{uuid.uuid4()}"
+        if request.param == "sqlite":
+            db_url = f"sqlite:///{tmp_path}/records.sqlite"
+            manager: Any = SQLRecordManager(namespace, db_url=db_url)
+        else:
+            manager = InMemoryRecordManager(namespace=namespace)
+        manager.create_schema()
+        return manager
+
+    return make
+
+
+def _run_index(
+    splitter: TextSplitter,
+    key_encoder: Any,
+    store: Any,
+    recorder: RecordingMiniLM,
+    pairs: list[dict[str, Any]],
+    manager: Any,
+) -> tuple[list[list[str]], list[list[Document]], list[dict[str, int]]]:
+    """index() revision 1 then revision 2: (texts embedded, documents, results) per revision."""
+    embedded, documents, results = [], [], []
+    for revision in ("old", "new"):
+        recorder.embedded.clear()
+        docs = splitter.split_documents(_docs(pairs, revision))
+        time.sleep(0.01)  # the record manager's clock must move between runs
+        result = index(
+            docs,
+            manager,
+            store,
+            cleanup="incremental",
+            source_id_key="source",
+            key_encoder=key_encoder,
+        )
+        embedded.append(list(recorder.embedded))
+        documents.append(docs)
+        results.append(dict(result))
+    return embedded, documents, results
+
+
+def _tokens(minilm: Any, texts: Sequence[str]) -> int:
+    return sum(minilm.count_tokens(t) for t in texts)
+
+
+# --------------------------------------------------------------------------- splitter
+
+
+def test_is_a_real_text_splitter() -> None:
+    splitter = RechunkTextSplitter()
+    assert isinstance(splitter, TextSplitter)
+    assert splitter.policy_id.startswith("cdc-")
+    assert splitter.model_id.startswith("tokenizer:hf:")
+    assert splitter.split_text(GUIDE_V1) == [c.text for c in splitter.chunker.chunk(GUIDE_V1)]
+
+
+@pytest.mark.parametrize(
+    ("policy", "params"),
+    [
+        ("cdc", {"min_tokens": 40, "max_tokens": 90}),
+        ("recursive", {"target_tokens": 80}),
+        ("fixed", {"max_tokens": 80}),
+    ],
+)
+def test_documents_carry_true_offsets_and_ids(policy: str, params: dict[str, int]) -> None:
+    splitter = RechunkTextSplitter(policy, **params)
+    docs = splitter.create_documents([GUIDE_V1], [{"source": "guide.md", "lang": "en"}])
+    assert len(docs) > 3
+    assert docs[0].metadata[START_KEY] == 0 and docs[-1].metadata[END_KEY] == len(GUIDE_V1)
+    for before, after in zip(docs, docs[1:]):
+        assert before.metadata[END_KEY] == after.metadata[START_KEY]  # spans tile the text
+    seen: Counter[str] = Counter()
+    for doc in docs:
+        meta = doc.metadata
+        assert set(METADATA_KEYS) <= set(meta)
+        span = GUIDE_V1[meta[START_KEY] : meta[END_KEY]]
+        assert doc.page_content == rechunk.embedding_input(span)
+        assert meta["source"] == "guide.md" and meta["lang"] == "en"
+        assert meta[SOURCE_ID_KEY] == "guide.md"
+        assert meta[POLICY_KEY] == splitter.policy_id
+        assert meta[MODEL_ID_KEY] == splitter.model_id
+        assert meta[INPUT_KEY_KEY] == input_key(splitter.model_id, doc.page_content)
+        assert meta[OCCURRENCE_KEY] == seen[meta[INPUT_KEY_KEY]]
+        seen[meta[INPUT_KEY_KEY]] += 1
+        assert 0 < meta[TOKENS_KEY] <= splitter.chunker.hard_max_tokens
+        assert doc.id == point_id("guide.md", meta[INPUT_KEY_KEY], meta[OCCURRENCE_KEY])
+        assert uuid.UUID(doc.id).version == 5
+        assert rechunk_key_encoder(doc) == doc.id
+        json.dumps(meta)  # JSON all the way
+
+
+def test_repeated_text_gets_true_offsets_and_distinct_ids() -> None:
+    paragraph = "The same paragraph appears here again and again."
+    text = "\n\n".join([paragraph] * 4)
+    tokens = resolve_tokenizer(None).count_many([paragraph])[0]
+    splitter = RechunkTextSplitter("fixed", max_tokens=tokens)
+    docs = splitter.create_documents([text], [{"source": "rep"}])
+    assert [d.page_content for d in docs] == [paragraph] * 4
+    step = len(paragraph) + 2
+    assert [d.metadata[START_KEY] for d in docs] == [0, step, 2 * step, 3 * step]
+    assert [d.metadata[OCCURRENCE_KEY] for d in docs] == [0, 1, 2, 3]
+    assert len({d.id for d in docs}) == 4
+    assert len({rechunk_key_encoder(d) for d in docs}) == 4
+
+
+def test_an_insert_keeps_every_other_id() -> None:
+    splitter = RechunkTextSplitter("recursive", target_tokens=60)
+    old = splitter.create_documents([GUIDE_V1], [{"source": "guide"}])
+    inserted = GUIDE_V1.replace(
+        "## What a chunk is", "A new opening paragraph.\n\n## What a chunk is"
+    )
+    new = splitter.create_documents([inserted], [{"source": "guide"}])
+    old_ids = {d.id for d in old}
+    kept = [d for d in new if d.id in old_ids]
+    assert len(kept) >= len(new) - 2
+    moved = [d for d in kept if d.metadata[START_KEY] != _by_id(old)[d.id].metadata[START_KEY]]
+    assert moved, "offsets after the insert moved, ids did not"
+    assert all(rechunk_key_encoder(d) == d.id for d in new)
+
+
+def _by_id(docs: list[Document]) -> dict[str, Document]:
+    return {d.id: d for d in docs if d.id is not None}
+
+
+def test_source_id_recipes() -> None:
+    splitter = RechunkTextSplitter("fixed", max_tokens=50)
+    by_source = splitter.split_documents(
+        [Document(page_content=GUIDE_V1, metadata={"source": "s"}, id="d")]
+    )
+    by_id = splitter.split_documents([Document(page_content=GUIDE_V1, id="doc-7")])
+    by_text = splitter.create_documents([GUIDE_V1])
+    assert {d.metadata[SOURCE_ID_KEY] for d in by_source} == {"s"}
+    assert {d.metadata[SOURCE_ID_KEY] for d in by_id} == {"doc-7"}
+    assert {d.metadata[SOURCE_ID_KEY] for d in by_text} == {"text:" + text_revision(GUIDE_V1)}
+    again = splitter.create_documents([GUIDE_V1])
+    assert [d.id for d in again] == [d.id for d in by_text]  # deterministic, never random
+    assert not {d.id for d in by_source} & {d.id for d in by_id}
+    assert splitter.transform_documents([Document(page_content=GUIDE_V1, id="doc-7")]) == by_id
+    assert (
+        asyncio.run(splitter.atransform_documents([Document(page_content=GUIDE_V1, id="doc-7")]))
+        == by_id
+    )
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"when": date(2024, 1, 1)},
+        {"tags": {"a", "b"}},
+        {"pair": (1, 2)},
+        {"score": math.nan},
+        {"blob": b"x"},
+        {"n": np.int64(3)},
+        {1: "int key"},
+    ],
+)
+def test_metadata_that_is_not_json_is_refused(metadata: dict[Any, Any]) -> None:
+    splitter = RechunkTextSplitter("fixed", max_tokens=50)
+    with pytest.raises(InputError, match="metadata"):
+        splitter.create_documents([GUIDE_V1], [metadata])
+    with pytest.raises(InputError, match="metadata"):
+        splitter.split_documents([Document(page_content=GUIDE_V1, metadata=metadata)])
+
+
+def test_bad_source_and_inputs() -> None:
+    splitter = RechunkTextSplitter("fixed", max_tokens=50)
+    with pytest.raises(InputError, match="source"):
+        splitter.create_documents([GUIDE_V1], [{"source": 7}])
+    with pytest.raises(InputError):
+        splitter.create_documents([GUIDE_V1], [{}, {}])
+    with pytest.raises(InputError):
+        splitter.create_documents("one string")
+    with pytest.raises(InputError, match="NUL"):
+        splitter.split_text("a\x00b")
+    assert splitter.create_documents(["", "  \n "]) == []
+
+
+def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
+    with pytest.raises(ConfigError):
+        RechunkTextSplitter("semantic")
+    with pytest.raises(ConfigError):
+        RechunkTextSplitter("fixed", max_tokns=5)
+    with pytest.raises(ConfigError):
+        RechunkTextSplitter("cdc", min_tokens=10, max_tokens=5)
+    with pytest.raises(ConfigError):
+        RechunkTextSplitter("fixed", model_id="")
+    chunker = rechunk.policy_for(minilm, "cdc")
+    splitter = RechunkTextSplitter(chunker)
+    assert splitter.chunker is chunker and splitter._chunk_size == 254
+    assert pickle.loads(pickle.dumps(splitter)).split_text(GUIDE_V1) == splitter.split_text(
+        GUIDE_V1
+    )
+    with pytest.raises(ConfigError):
+        RechunkTextSplitter(chunker, max_tokens=5)
+    same = RechunkTextSplitter("cdc", minilm.tokenizer, **chunker.params)
+    assert same.policy_id == splitter.policy_id
+
+
+def test_from_huggingface_tokenizer(minilm: Any) -> None:
+    transformers = pytest.importorskip("transformers")
+    folder = minilm.folder
+    hf = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    splitter = RechunkTextSplitter.from_huggingface_tokenizer(hf, policy="fixed", max_tokens=60)
+    plain = RechunkTextSplitter("fixed", minilm.tokenizer, max_tokens=60)
+    assert isinstance(splitter, RechunkTextSplitter)
+    assert splitter.split_text(GUIDE_V1) == plain.split_text(GUIDE_V1)
+    assert max(d.metadata[TOKENS_KEY] for d in splitter.create_documents([GUIDE_V1])) <= 60
+
+
+def test_from_tiktoken_encoder_uses_a_named_counter(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_length_function(*args: Any, **kwargs: Any) -> Any:
+        return lambda text: len(text.split())
+
+    monkeypatch.setattr(
+        RechunkTextSplitter, "_tiktoken_length_function", staticmethod(fake_length_function)
+    )
+    splitter = RechunkTextSplitter.from_tiktoken_encoder(
+        "cl100k_base", policy="fixed", max_tokens=40
+    )
+    assert splitter.chunker.token_counter.identity == "tiktoken:cl100k_base"
+    assert splitter.model_id == "tokenizer:tiktoken:cl100k_base"
+    assert all(len(t.split()) <= 40 for t in splitter.split_text(GUIDE_V1))
+
+
+# --------------------------------------------------------------------------- key encoder
+
+
+def test_key_encoder_hashes_only_what_decides_the_input() -> None:
+    doc = RechunkTextSplitter("fixed", max_tokens=50).create_documents(
+        [GUIDE_V1], [{"source": "g"}]
+    )[1]
+    key = rechunk_key_encoder(doc)
+    moved = Document(
+        page_content=doc.page_content, metadata={**doc.metadata, START_KEY: 9999, "x": 1}
+    )
+    assert rechunk_key_encoder(moved) == key
+    for change in (
+        {SOURCE_ID_KEY: "other"},
+        {OCCURRENCE_KEY: 1},
+        {MODEL_ID_KEY: "another-model"},
+    ):
+        assert (
+            rechunk_key_encoder(
+                Document(page_content=doc.page_content, metadata={**doc.metadata, **change})
+            )
+            != key
+        )
+    assert (
+        rechunk_key_encoder(Document(page_content=doc.page_content + ".", metadata=doc.metadata))
+        != key
+    )
+    foreign = Document(page_content="plain text", metadata={"source": "a.md", "page": 3})
+    assert uuid.UUID(rechunk_key_encoder(foreign)).version == 5
+    assert rechunk_key_encoder(foreign) == rechunk_key_encoder(
+        Document(page_content="plain text", metadata={"source": "a.md", "page": 4})
+    )
+    with pytest.raises(InputError):
+        rechunk_key_encoder(Document(page_content="x", metadata={OCCURRENCE_KEY: "1"}))
+
+
+def test_stock_index_keys_change_with_start_index() -> None:
+    """Why the key encoder exists: the default encoders hash start_index with the text."""
+    doc = Document(page_content="same text", metadata={"source": "s", "start_index": 1})
+    moved = Document(page_content="same text", metadata={"source": "s", "start_index": 2})
+    from langchain_core.indexing.api import _get_document_with_hash
+
+    assert (
+        _get_document_with_hash(doc, key_encoder="sha256").id
+        != _get_document_with_hash(moved, key_encoder="sha256").id
+    )
+    assert rechunk_key_encoder(doc) == rechunk_key_encoder(moved)
+
+
+# --------------------------------------------------------------------------- CachedEmbeddings
+
+
+def test_embed_documents_sends_only_distinct_misses() -> None:
+    fake = FakeEmbeddings()
+    cached = CachedEmbeddings(fake, MemoryCache())
+    first = cached.embed_documents(["a", "b", "a"])
+    assert fake.calls == [["a", "b"]]
+    assert first[0] == first[2]
+    second = cached.embed_documents(["b", "c", "a"])
+    assert fake.calls == [["a", "b"], ["c"]]
+    assert second[0] == first[1] and second[2] == first[0]
+    assert second[0] == [float(x) for x in np.float32(fake.vector("b"))]  # float32 values
+    stats = cached.stats
+    assert (stats.inputs, stats.hits, stats.misses, stats.inputs_embedded) == (6, 2, 3, 3)
+    assert cached.embed_documents([]) == []
+    assert (
+        cached.model_id
+        == derive_model_id(fake)
+        == f"langchain:{__name__}.FakeEmbeddings(model=fake-model)"
+    )
+
+
+def test_batch_size_splits_misses() -> None:
+    fake = FakeEmbeddings()
+    cached = CachedEmbeddings(fake, MemoryCache(), batch_size=2)
+    cached.embed_documents(list("abcde"))
+    assert fake.calls == [["a", "b"], ["c", "d"], ["e"]]
+
+
+def test_dimension_is_recorded_in_the_cache(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    fake = FakeEmbeddings(dim=12)
+    with SQLiteCache(path) as cache:
+        first = CachedEmbeddings(fake, cache)
+        assert first.dimension is None
+        vectors = first.embed_documents(["x", "y"])
+        assert first.dimension == 12
+    fake.calls.clear()
+    with SQLiteCache(path) as cache:
+        again = CachedEmbeddings(fake, cache)  # a new process: nothing given, nothing probed
+        assert again.embed_documents(["y", "x"]) == vectors[::-1]
+        assert fake.calls == [] and again.dimension == 12
+
+
+def test_a_read_only_cache_is_used_but_never_written(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    fake = FakeEmbeddings()
+    with SQLiteCache(path) as cache:
+        CachedEmbeddings(fake, cache).embed_documents(["a"])
+    fake.calls.clear()
+    with SQLiteCache(path, readonly=True) as cache:
+        cached = CachedEmbeddings(fake, cache)
+        cached.embed_documents(["a", "b"])
+        cached.embed_documents(["b"])
+        assert fake.calls == [["b"], ["b"]] and cache.stats().writes == 0
+
+
+def test_model_identity_is_in_the_key() -> None:
+    cache = MemoryCache()
+    CachedEmbeddings(FakeEmbeddings(model="m1"), cache).embed_documents(["a"])
+    other = FakeEmbeddings(model="m2")
+    CachedEmbeddings(other, cache).embed_documents(["a"])
+    assert other.calls == [["a"]]
+    explicit = FakeEmbeddings(model=None)
+    with pytest.raises(ConfigError, match="model_id"):
+        CachedEmbeddings(explicit, cache)
+    with pytest.raises(ConfigError):
+        CachedEmbeddings(explicit, cache, model_id="")
+    with pytest.raises(ConfigError):
+        CachedEmbeddings(FakeEmbeddings(), {})
+    with pytest.raises(ConfigError):
+        CachedEmbeddings(object(), cache)
+    assert CachedEmbeddings(explicit, cache, model_id="mine").model_id == "mine"
+
+
+def test_queries_are_cached_only_when_asked() -> None:
+    fake = FakeEmbeddings()
+    plain = CachedEmbeddings(fake, MemoryCache())
+    plain.embed_query("q")
+    plain.embed_query("q")
+    assert fake.queries == ["q", "q"]
+    fake.queries.clear()
+    cache = MemoryCache()
+    caching = CachedEmbeddings(fake, cache, cache_queries=True)
+    caching.embed_documents(["q"])
+    one = caching.embed_query("q")
+    two = caching.embed_query("q")
+    assert fake.queries == ["q"] and one == two
+    assert one != caching.embed_documents(["q"])[0]  # queries have their own namespace
+    assert asyncio.run(caching.aembed_query("q")) == one and fake.queries == ["q"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda texts: [[1.0, 2.0]] * (len(texts) + 1),
+        lambda texts: [[1.0, math.nan]] * len(texts),
+        lambda texts: [[1.0, 2.0], [1.0]][: len(texts)] + [[1.0]] * (len(texts) - 2),
+        lambda texts: [[]] * len(texts),
+        lambda texts: ["ab"] * len(texts),
+    ],
+)
+def test_bad_answers_raise_and_cache_nothing(answer: Any) -> None:
+    class Bad(FakeEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return answer(texts)  # type: ignore[no-any-return]
+
+    cache = MemoryCache()
+    with pytest.raises(EmbeddingError):
+        CachedEmbeddings(Bad(), cache).embed_documents(["a", "b"])
+    assert cache.stats().writes == 0
+
+
+def test_wrong_dimension_is_refused() -> None:
+    cache = MemoryCache()
+    CachedEmbeddings(FakeEmbeddings(dim=8), cache, model_id="m").embed_documents(["a"])
+    with pytest.raises(EmbeddingError, match="expected 8"):
+        CachedEmbeddings(FakeEmbeddings(dim=4), cache, model_id="m").embed_documents(["b"])
+    with pytest.raises(ConfigError):
+        CachedEmbeddings(FakeEmbeddings(), cache, dimension=0)
+
+
+class ThreadLoggingCache(MemoryCache):
+    """A MemoryCache that notes which threads touched it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def get_many(self, keys: Sequence[str], model_id: str, dimension: int) -> dict[str, np.ndarray]:
+        self.threads.add(threading.get_ident())
+        return super().get_many(keys, model_id, dimension)
+
+
+def test_async_uses_the_underlying_async() -> None:
+    fake = FakeEmbeddings()
+    cached = CachedEmbeddings(fake, MemoryCache(), dimension=8)
+    first = asyncio.run(cached.aembed_documents(["a", "b", "a"]))
+    second = asyncio.run(cached.aembed_documents(["b", "c"]))
+    assert fake.async_calls == [["a", "b"], ["c"]] and fake.calls == []
+    assert first[0] == first[2] and second[0] == first[1] == cached.embed_documents(["b"])[0]
+    assert fake.calls == []
+
+
+def test_cache_io_of_async_calls_runs_off_the_loop_thread() -> None:
+    cache = ThreadLoggingCache()
+    cached = CachedEmbeddings(FakeEmbeddings(), cache, dimension=8)
+    asyncio.run(cached.aembed_documents(["a"]))
+    assert cache.threads and threading.get_ident() not in cache.threads
+
+
+# --------------------------------------------------------------------------- ByteStoreCache
+
+
+class TestByteStoreCache(CacheContract):
+    @pytest.fixture
+    def cache(self, tmp_path: Path) -> Iterator[EmbeddingCache]:
+        cache = ByteStoreCache(InMemoryByteStore(), namespace="ns/")
+        yield cache
+        cache.close()
+
+
+def test_byte_store_keys_suit_file_stores_and_values_are_checked() -> None:
+    store = InMemoryByteStore()
+    cache = ByteStoreCache(store)
+    vector = np.arange(6, dtype=np.float32)
+    cache.put_many([(input_key("m", "t"), vector)], "m")
+    (key,) = list(store.yield_keys())
+    assert re.fullmatch(r"[a-zA-Z0-9_.\-/]+", key) and key.startswith("rechunk/")
+    assert ByteStoreCache(store, namespace="other/").get_many([input_key("m", "t")], "m", 6) == {}
+    blob = store.mget([key])[0]
+    assert blob is not None
+    store.mset([(key, blob[:-1] + bytes([blob[-1] ^ 1]))])  # flip one bit of the vector
+    assert cache.get_many([input_key("m", "t")], "m", 6) == {}
+    assert cache.stats().corrupt == 1
+    store.mset([(key, b"junk")])
+    assert cache.get_many([input_key("m", "t")], "m", 6) == {}
+    with pytest.raises(ConfigError):
+        ByteStoreCache(object())
+    cache.close()
+    with pytest.raises(CacheError):
+        cache.stats()
+
+
+def test_byte_store_cache_serves_cached_embeddings() -> None:
+    store = InMemoryByteStore()
+    fake = FakeEmbeddings()
+    first = CachedEmbeddings(fake, ByteStoreCache(store)).embed_documents(["a", "b"])
+    fake.calls.clear()
+    again = CachedEmbeddings(fake, ByteStoreCache(store))
+    assert again.embed_documents(["b", "a"]) == first[::-1] and fake.calls == []
+
+
+# --------------------------------------------------------------------------- missing extra
+
+
+@pytest.mark.parametrize("blocked", ["langchain_core", "langchain_text_splitters"])
+def test_missing_extra_names_it(blocked: str) -> None:
+    code = (
+        "import sys\n"
+        f"sys.modules[{blocked!r}] = None\n"
+        "import rechunk, rechunk.adapters\n"
+        "try:\n"
+        "    import rechunk.adapters.langchain\n"
+        "except rechunk.MissingDependencyError as exc:\n"
+        "    print('ERR', exc.extra, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ERR langchain ") and "rechunk[langchain]" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        (
+            "rechunk.adapters.langchain",
+            ("llama_index", "torch", "sentence_transformers", "qdrant_client", "chromadb"),
+        ),
+        (  # the framework-free part both adapters share
+            "rechunk.adapters._reuse",
+            ("langchain_core", "langchain_text_splitters", "langchain_classic", "llama_index"),
+        ),
+    ],
+)
+def test_importing_loads_no_other_framework(module: str, forbidden: tuple[str, ...]) -> None:
+    code = (
+        f"import sys, {module}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        f"{forbidden!r}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def _check_store(
+    stored: list[tuple[str, str, dict[str, Any]]],
+    new_docs: list[Document],
+    old_docs: list[Document],
+) -> None:
+    """The store holds exactly revision 2's chunks: ids, texts and sources."""
+    want = {d.id: d for d in new_docs}
+    assert {sid for sid, _, _ in stored} == set(want)
+    for sid, text, meta in stored:
+        assert text == want[sid].page_content
+        assert meta[SOURCE_ID_KEY] == want[sid].metadata[SOURCE_ID_KEY]
+    gone = {d.id for d in old_docs} - set(want)
+    assert gone and not gone & {sid for sid, _, _ in stored}
+
+
+def _check_embedded(embedded: list[list[str]], docs: list[list[Document]]) -> None:
+    old_texts = {d.page_content for d in docs[0]}
+    new_texts = {d.page_content for d in docs[1]}
+    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once
+    assert sorted(embedded[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
+
+
+def _check_retrieval(store: Any, docs: list[list[Document]]) -> None:
+    old_texts = {d.page_content for d in docs[0]}
+    new_texts = {d.page_content for d in docs[1]}
+    for source in PAIRS:
+        fresh = [
+            d for d in docs[1] if d.metadata["source"] == source and d.page_content not in old_texts
+        ]
+        hits = store.similarity_search(fresh[0].page_content, k=4)
+        assert hits[0].page_content == fresh[0].page_content
+        assert all(h.page_content in new_texts for h in hits)
+    retrieved = store.as_retriever(search_kwargs={"k": 1}).invoke(fresh[-1].page_content)
+    assert retrieved[0].page_content == fresh[-1].page_content
+
+
+@pytest.mark.slow
+@pytest.mark.revisions
+def test_index_into_qdrant_embeds_only_new_inputs(
+    minilm: Any, memo: Memo, pairs: list[dict[str, Any]], new_record_manager: Callable[[], Any]
+) -> None:
+    pytest.importorskip("langchain_qdrant")
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "lc", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    )
+    recorder = RecordingMiniLM(memo)
+    embeddings = CachedEmbeddings(recorder, ByteStoreCache(InMemoryByteStore()))
+    store = QdrantVectorStore(client=client, collection_name="lc", embedding=embeddings)
+    embedded, docs, results = _run_index(
+        _splitter(minilm), rechunk_key_encoder, store, recorder, pairs, new_record_manager()
+    )
+    _check_embedded(embedded, docs)
+    assert results[1]["num_added"] + results[1]["num_skipped"] == len(docs[1])
+    points, _ = client.scroll("lc", limit=10_000, with_payload=True)
+    stored = [(str(p.id), p.payload["page_content"], p.payload["metadata"]) for p in points]  # type: ignore[index]
+    _check_store(stored, docs[1], docs[0])
+    _check_retrieval(store, docs)
+    print(
+        f"\nLangChain index() + Qdrant, rechunk: rev1 {len(embedded[0])} inputs, "
+        f"rev2 {len(embedded[1])} of {len(docs[1])} chunks, {_tokens(minilm, embedded[1])} tokens"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.revisions
+def test_index_into_chroma_embeds_only_new_inputs(
+    minilm: Any,
+    memo: Memo,
+    pairs: list[dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    new_record_manager: Callable[[], Any],
+) -> None:
+    pytest.importorskip("langchain_chroma")
+    import chromadb
+    from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
+    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+    from langchain_chroma import Chroma
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Chroma's default embedding function ran")
+
+    monkeypatch.setattr(DefaultEmbeddingFunction, "__call__", forbidden)
+    monkeypatch.setattr(ONNXMiniLM_L6_V2, "__call__", forbidden)
+
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )
+    recorder = RecordingMiniLM(memo)
+    with SQLiteCache(tmp_path / "vectors.sqlite") as cache:
+        embeddings = CachedEmbeddings(recorder, cache)
+        store = Chroma(
+            collection_name="rechunk-lc",
+            embedding_function=embeddings,
+            client=client,
+            collection_metadata={"hnsw:space": "cosine"},
+        )
+        embedded, docs, _ = _run_index(
+            _splitter(minilm), rechunk_key_encoder, store, recorder, pairs, new_record_manager()
+        )
+        _check_embedded(embedded, docs)
+        got = store.get(include=["documents", "metadatas"])
+        stored = list(zip(got["ids"], got["documents"], got["metadatas"]))
+        _check_store(stored, docs[1], docs[0])
+        _check_retrieval(store, docs)
+
+
+@pytest.mark.slow
+@pytest.mark.revisions
+@pytest.mark.filterwarnings("ignore:Using SHA-1")
+def test_stock_splitter_reembeds_more_than_rechunk(
+    minilm: Any, memo: Memo, pairs: list[dict[str, Any]], new_record_manager: Callable[[], Any]
+) -> None:
+    pytest.importorskip("langchain_qdrant")
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient, models
+
+    def store_for(embeddings: Embeddings) -> QdrantVectorStore:
+        client = QdrantClient(":memory:")
+        client.create_collection(
+            "c", vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+        )
+        return QdrantVectorStore(client=client, collection_name="c", embedding=embeddings)
+
+    cdc = rechunk.policy_for(minilm, "cdc")
+    stock_recorder = RecordingMiniLM(memo)
+    stock = RecursiveCharacterTextSplitter(
+        chunk_size=cdc.params["max_tokens"],
+        chunk_overlap=cdc.params["max_tokens"] // 10,
+        length_function=minilm.count_tokens,
+        add_start_index=True,
+    )
+    stock_store = store_for(stock_recorder)
+    # the default key encoder (sha1) is the only built-in one whose ids Qdrant accepts
+    s_embedded, s_docs, _ = _run_index(
+        stock, "sha1", stock_store, stock_recorder, pairs, new_record_manager()
+    )
+
+    recorder = RecordingMiniLM(memo)
+    store = store_for(CachedEmbeddings(recorder, MemoryCache()))
+    r_embedded, r_docs, _ = _run_index(
+        _splitter(minilm), rechunk_key_encoder, store, recorder, pairs, new_record_manager()
+    )
+
+    stock_chunks, rechunk_chunks = len(s_embedded[1]), len(r_embedded[1])
+    stock_tokens, rechunk_tokens = _tokens(minilm, s_embedded[1]), _tokens(minilm, r_embedded[1])
+    print(
+        f"\nrevision 2 of {', '.join(PAIRS)}: stock RecursiveCharacterTextSplitter"
+        f"(add_start_index=True) + index() embedded {stock_chunks} of {len(s_docs[1])} chunks, "
+        f"{stock_tokens} tokens; rechunk embedded {rechunk_chunks} of {len(r_docs[1])} chunks, "
+        f"{rechunk_tokens} tokens"
+    )
+    assert rechunk_chunks < stock_chunks
+    assert rechunk_tokens < stock_tokens
+    # the stock pipeline re-embeds inputs it had already embedded (start_index is hashed)
+    assert set(s_embedded[1]) & set(s_embedded[0])
+    assert not set(r_embedded[1]) & set(r_embedded[0])

@@ -1,0 +1,611 @@
+"""rechunk.adapters.llamaindex: RechunkNodeParser and CachedEmbedding.
+
+The end-to-end tests run LlamaIndex's real ``IngestionPipeline`` (docstore
+upserts) into real vector stores (Qdrant in memory, Chroma on disk) with the
+real all-MiniLM-L6-v2 model on real revision pairs. The underlying
+``BaseEmbedding`` records every text it is asked to embed; it memoises MiniLM's
+vectors per text only so that the test suite never computes one text twice
+(the memo sits below what is recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import pickle
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
+from llama_index.core.node_parser import NodeParser, SentenceSplitter
+from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
+
+import rechunk
+from rechunk.adapters.llamaindex import (
+    INPUT_KEY_KEY,
+    METADATA_KEYS,
+    MODEL_ID_KEY,
+    OCCURRENCE_KEY,
+    POLICY_KEY,
+    TOKENS_KEY,
+    CachedEmbedding,
+    RechunkNodeParser,
+    derive_model_id,
+)
+from rechunk.cache import MemoryCache, SQLiteCache
+from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.identity import input_key, point_id
+from rechunk.tokens import resolve_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE_V1 = (ROOT / "examples" / "revisions" / "chunking-guide.v1.md").read_text(encoding="utf-8")
+#: small English, medium English, medium Chinese (modest chunk counts: MiniLM is slow on CPU)
+PAIRS = ("dev-en-002", "dev-en-028", "dev-zh-051")
+DIM = 384
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class FakeEmbedding(BaseEmbedding):
+    """Deterministic, model-free embedding that logs every call (sync and async)."""
+
+    _calls: list[list[str]] = PrivateAttr(default_factory=list)
+    _async_calls: list[list[str]] = PrivateAttr(default_factory=list)
+    _queries: list[str] = PrivateAttr(default_factory=list)
+    _dim: int = PrivateAttr(default=8)
+
+    def __init__(self, dim: int = 8, model_name: str = "fake-model", **kwargs: Any) -> None:
+        super().__init__(model_name=model_name, **kwargs)
+        self._dim = dim
+
+    def vector(self, text: str) -> list[float]:
+        rng = np.random.default_rng(abs(hash(("fake", text))) % 2**32)
+        return [float(x) for x in rng.standard_normal(self._dim)]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self._calls.append(list(texts))
+        return [self.vector(t) for t in texts]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0)
+        self._async_calls.append(list(texts))
+        return [self.vector(t) for t in texts]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        self._queries.append(query)
+        return self.vector("query:" + query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+class Memo:
+    """MiniLM vectors computed once per distinct text for the whole module."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if todo:
+            self.vectors.update(zip(todo, self.embedder.embed(todo)))
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, DIM))
+
+
+class RecordingMiniLM(BaseEmbedding):
+    """A real LlamaIndex BaseEmbedding over all-MiniLM-L6-v2 recording what it embeds."""
+
+    _memo: Memo = PrivateAttr()
+    _embedded: list[str] = PrivateAttr(default_factory=list)
+
+    def __init__(self, memo: Memo) -> None:
+        super().__init__(model_name="sentence-transformers/all-MiniLM-L6-v2")
+        self._memo = memo
+
+    @property
+    def embedded(self) -> list[str]:
+        return self._embedded
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self._embedded.extend(texts)
+        return self._memo.embed(texts).tolist()  # type: ignore[no-any-return]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._memo.embed([query])[0].tolist()  # type: ignore[no-any-return]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+@pytest.fixture(scope="module")
+def memo(minilm: Any) -> Memo:
+    return Memo(minilm)
+
+
+@pytest.fixture(scope="module")
+def pairs(revisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_id = {row["id"]: row for row in revisions}
+    missing = [pair for pair in PAIRS if pair not in by_id]
+    assert not missing, f"revision pairs {missing} are not in dev.jsonl"
+    return [by_id[pair] for pair in PAIRS]
+
+
+def _docs(pairs: list[dict[str, Any]], revision: str) -> list[Document]:
+    return [
+        Document(text=p[revision], id_=p["id"], metadata={"source": p["id"], "lang": p["lang"]})
+        for p in pairs
+    ]
+
+
+def _parser(minilm: Any) -> RechunkNodeParser:
+    return RechunkNodeParser(rechunk.policy_for(minilm, "cdc"), model_id=minilm.model_id)
+
+
+# --------------------------------------------------------------------------- node parser
+
+
+def test_is_a_node_parser_that_serialises() -> None:
+    parser = RechunkNodeParser("fixed", max_tokens=60)
+    assert isinstance(parser, NodeParser)
+    data = parser.to_dict()
+    assert data["class_name"] == "RechunkNodeParser" and data["policy"] == "fixed"
+    again = RechunkNodeParser.from_dict(data)
+    assert again.policy_id == parser.policy_id and again.model_id == parser.model_id
+    copied = pickle.loads(pickle.dumps(parser))
+    doc = Document(text=GUIDE_V1, id_="guide")
+    ids = [n.id_ for n in parser.get_nodes_from_documents([doc])]
+    assert [n.id_ for n in copied.get_nodes_from_documents([doc])] == ids
+    assert [n.id_ for n in again.get_nodes_from_documents([doc])] == ids
+
+
+@pytest.mark.parametrize(
+    ("policy", "params"),
+    [
+        ("cdc", {"min_tokens": 40, "max_tokens": 90}),
+        ("recursive", {"target_tokens": 80}),
+        ("fixed", {"max_tokens": 80}),
+    ],
+)
+def test_nodes_carry_ids_offsets_relations_and_metadata(
+    policy: str, params: dict[str, int]
+) -> None:
+    parser = RechunkNodeParser(policy, **params)
+    doc = Document(
+        text=GUIDE_V1,
+        id_="guide.md",
+        metadata={"title": "Choosing a chunking policy", "secret": "x"},
+        excluded_llm_metadata_keys=["secret"],
+    )
+    nodes = parser.get_nodes_from_documents([doc])
+    chunks = parser.chunker.chunk(GUIDE_V1)
+    assert len(nodes) == len(chunks) > 3
+    seen: Counter[str] = Counter()
+    for i, (node, chunk) in enumerate(zip(nodes, chunks)):
+        assert isinstance(node, TextNode)
+        assert node.text == chunk.text
+        assert (node.start_char_idx, node.end_char_idx) == (chunk.start, chunk.end)
+        assert (
+            rechunk.embedding_input(GUIDE_V1[node.start_char_idx : node.end_char_idx]) == node.text
+        )
+        meta = node.metadata
+        assert meta["title"] == "Choosing a chunking policy"
+        assert meta[POLICY_KEY] == parser.policy_id
+        assert meta[MODEL_ID_KEY] == parser.model_id
+        assert meta[INPUT_KEY_KEY] == input_key(parser.model_id, node.text)
+        assert meta[OCCURRENCE_KEY] == seen[meta[INPUT_KEY_KEY]]
+        seen[meta[INPUT_KEY_KEY]] += 1
+        assert meta[TOKENS_KEY] == chunk.tokens
+        assert node.id_ == point_id("guide.md", meta[INPUT_KEY_KEY], meta[OCCURRENCE_KEY])
+        assert node.ref_doc_id == "guide.md"
+        assert node.relationships[NodeRelationship.SOURCE].node_id == "guide.md"
+        if i:
+            assert node.relationships[NodeRelationship.PREVIOUS].node_id == nodes[i - 1].id_
+        if i < len(nodes) - 1:
+            assert node.relationships[NodeRelationship.NEXT].node_id == nodes[i + 1].id_
+        # what LlamaIndex embeds is exactly the chunk's embedding input ...
+        assert node.get_content(MetadataMode.EMBED) == node.text
+        # ... while the LLM still sees the document's metadata, not rechunk's keys
+        llm = node.get_content(MetadataMode.LLM)
+        assert "title: Choosing a chunking policy" in llm and "secret" not in llm
+        assert not any(key in llm for key in METADATA_KEYS)
+        json.dumps(meta)
+    assert NodeRelationship.PREVIOUS not in nodes[0].relationships
+    assert NodeRelationship.NEXT not in nodes[-1].relationships
+
+
+def test_offsets_survive_llamaindex_post_processing_on_repeated_text() -> None:
+    paragraph = "The same paragraph appears here again and again."
+    text = "\n\n".join([paragraph] * 5)
+    tokens = resolve_tokenizer(None).count_many([paragraph])[0]
+    parser = RechunkNodeParser("fixed", max_tokens=2 * tokens)  # two paragraphs per chunk
+    doc = Document(text=text, id_="rep")
+    spans = [(c.start, c.end) for c in parser.chunker.chunk(text)]
+    nodes = parser.get_nodes_from_documents([doc])
+    assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == spans
+    # LlamaIndex's own post-processing (str.find) would put the last chunk inside the first
+    stock = NodeParser._postprocess_parsed_nodes(parser, parser._parse_nodes([doc]), {"rep": doc})
+    assert [(n.start_char_idx, n.end_char_idx) for n in stock] != spans  # type: ignore[attr-defined]
+    assert [n.text for n in nodes][-1] == paragraph
+    assert len({n.id_ for n in nodes}) == len(nodes)
+
+
+def test_ids_are_deterministic_and_survive_an_insert() -> None:
+    parser = RechunkNodeParser("recursive", target_tokens=60)
+    old = parser.get_nodes_from_documents([Document(text=GUIDE_V1, id_="g")])
+    assert [n.id_ for n in parser.get_nodes_from_documents([Document(text=GUIDE_V1, id_="g")])] == [
+        n.id_ for n in old
+    ]
+    inserted = GUIDE_V1.replace(
+        "## What a chunk is", "A new opening paragraph.\n\n## What a chunk is"
+    )
+    new = parser.get_nodes_from_documents([Document(text=inserted, id_="g")])
+    kept = {n.id_ for n in new} & {n.id_ for n in old}
+    assert len(kept) >= len(new) - 2
+    other_doc = parser.get_nodes_from_documents([Document(text=GUIDE_V1, id_="h")])
+    assert not {n.id_ for n in other_doc} & {n.id_ for n in old}
+
+
+def test_include_metadata_false_and_async_parsing() -> None:
+    parser = RechunkNodeParser("fixed", max_tokens=80, include_metadata=False)
+    doc = Document(text=GUIDE_V1, id_="g", metadata={"title": "t"})
+    nodes = parser.get_nodes_from_documents([doc])
+    assert all("title" not in n.metadata for n in nodes)
+    assert all(n.get_content(MetadataMode.EMBED) == n.text for n in nodes)
+    again = asyncio.run(parser.aget_nodes_from_documents([doc]))
+    assert [n.id_ for n in again] == [n.id_ for n in nodes]
+    assert parser.get_nodes_from_documents([Document(text=" \n ", id_="blank")]) == []
+
+
+def test_parser_refuses_bad_configuration_and_input() -> None:
+    with pytest.raises(ConfigError):
+        RechunkNodeParser("semantic")
+    with pytest.raises(ConfigError):
+        RechunkNodeParser("fixed", max_tokns=3)
+    with pytest.raises(ConfigError):
+        RechunkNodeParser("fixed", id_func=lambda i, doc: str(i))
+    with pytest.raises(ConfigError):
+        RechunkNodeParser("fixed", model_id="")
+    with pytest.raises(ConfigError):
+        RechunkNodeParser(rechunk.FixedChunker(max_tokens=50), max_tokens=60)
+    with pytest.raises(InputError, match="NUL"):
+        RechunkNodeParser("fixed").get_nodes_from_documents([Document(text="a\x00b", id_="x")])
+    data = RechunkNodeParser("fixed", max_tokens=50).to_dict()
+    data["policy_id"] = "fixed-000000000000"
+    with pytest.raises(ConfigError, match="policy_id"):
+        RechunkNodeParser.from_dict(data)
+
+
+# --------------------------------------------------------------------------- CachedEmbedding
+
+
+def test_text_embeddings_send_only_distinct_misses() -> None:
+    fake = FakeEmbedding()
+    cached = CachedEmbedding(fake, MemoryCache(), embed_batch_size=2)
+    first = cached.get_text_embedding_batch(["a", "b", "a"])
+    assert fake._calls == [["a", "b"]]  # batch 1 misses a, b; batch 2 hits a
+    assert first[0] == first[2]
+    second = cached.get_text_embedding_batch(["b", "c"])
+    assert fake._calls == [["a", "b"], ["c"]]
+    assert second[0] == first[1] == [float(x) for x in np.float32(fake.vector("b"))]
+    assert cached.get_text_embedding("c") == second[1]
+    stats = cached.stats
+    assert (stats.hits, stats.misses, stats.inputs_embedded) == (3, 3, 3)
+    assert cached.model_name == cached.model_id == derive_model_id(fake)
+    assert cached.dimension == 8
+    assert cached.to_dict()["model_name"] == cached.model_id
+
+
+def test_model_identity_and_configuration() -> None:
+    cache = MemoryCache()
+    with pytest.raises(ConfigError, match="model_id"):
+        CachedEmbedding(FakeEmbedding(model_name="unknown"), cache)
+    with pytest.raises(ConfigError):
+        CachedEmbedding(object(), cache)
+    with pytest.raises(ConfigError):
+        CachedEmbedding(FakeEmbedding(), {})
+    with pytest.raises(ConfigError):
+        CachedEmbedding(FakeEmbedding(), cache, dimension=-1)
+    CachedEmbedding(FakeEmbedding(model_name="m1"), cache).get_text_embedding("a")
+    other = FakeEmbedding(model_name="m2")
+    CachedEmbedding(other, cache).get_text_embedding("a")
+    assert other._calls == [["a"]]
+
+
+def test_dimension_is_recorded_in_the_cache(tmp_path: Path) -> None:
+    fake = FakeEmbedding(dim=5)
+    with SQLiteCache(tmp_path / "c.sqlite") as cache:
+        first = CachedEmbedding(fake, cache).get_text_embedding_batch(["x", "y"])
+    fake._calls.clear()
+    with SQLiteCache(tmp_path / "c.sqlite") as cache:
+        again = CachedEmbedding(fake, cache)
+        assert again.get_text_embedding_batch(["y", "x"]) == first[::-1]
+        assert fake._calls == [] and again.dimension == 5
+
+
+def test_queries_are_cached_only_when_asked() -> None:
+    fake = FakeEmbedding()
+    plain = CachedEmbedding(fake, MemoryCache())
+    plain.get_query_embedding("q")
+    plain.get_query_embedding("q")
+    assert fake._queries == ["q", "q"]
+    fake._queries.clear()
+    caching = CachedEmbedding(fake, MemoryCache(), cache_queries=True)
+    one = caching.get_query_embedding("q")
+    assert caching.get_query_embedding("q") == one and fake._queries == ["q"]
+    assert asyncio.run(caching.aget_query_embedding("q")) == one and fake._queries == ["q"]
+    assert caching.get_text_embedding("q") != one  # queries have their own namespace
+
+
+def test_async_uses_the_underlying_async() -> None:
+    fake = FakeEmbedding()
+    cached = CachedEmbedding(fake, MemoryCache())
+    first = asyncio.run(cached.aget_text_embedding_batch(["a", "b", "a"]))
+    second = asyncio.run(cached.aget_text_embedding_batch(["b", "c"]))
+    assert fake._async_calls == [["a", "b"], ["c"]] and fake._calls == []
+    assert second[0] == first[1]
+    assert asyncio.run(cached.aget_text_embedding("c")) == second[1]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda texts: [[1.0, 2.0]] * (len(texts) + 1),
+        lambda texts: [[1.0, math.nan]] * len(texts),
+        lambda texts: [[1.0, 2.0], [1.0]],
+        lambda texts: [[]] * len(texts),
+    ],
+)
+def test_bad_answers_raise_and_cache_nothing(answer: Any) -> None:
+    class Bad(FakeEmbedding):
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return answer(texts)  # type: ignore[no-any-return]
+
+    cache = MemoryCache()
+    with pytest.raises(EmbeddingError):
+        CachedEmbedding(Bad(), cache).get_text_embedding_batch(["a", "b"])
+    assert cache.stats().writes == 0
+
+
+# --------------------------------------------------------------------------- missing extra
+
+
+def test_missing_extra_names_it() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['llama_index'] = None\n"
+        "sys.modules['llama_index.core'] = None\n"
+        "import rechunk, rechunk.adapters\n"
+        "try:\n"
+        "    import rechunk.adapters.llamaindex\n"
+        "except rechunk.MissingDependencyError as exc:\n"
+        "    print('ERR', exc.extra, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ERR llamaindex ") and "rechunk[llamaindex]" in out.stdout
+
+
+def test_importing_the_adapter_loads_no_langchain() -> None:
+    code = (
+        "import sys, rechunk.adapters.llamaindex\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'langchain_core', 'torch', 'sentence_transformers', 'qdrant_client', 'chromadb'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def _pipeline_run(
+    pipeline: IngestionPipeline, recorder: RecordingMiniLM, pairs: list[dict[str, Any]]
+) -> list[list[str]]:
+    embedded = []
+    for revision in ("old", "new"):
+        recorder.embedded.clear()
+        pipeline.run(documents=_docs(pairs, revision))
+        embedded.append(list(recorder.embedded))
+    return embedded
+
+
+def _expected(
+    parser: RechunkNodeParser, pairs: list[dict[str, Any]]
+) -> tuple[list[Any], list[Any]]:
+    return (
+        parser.get_nodes_from_documents(_docs(pairs, "old")),
+        parser.get_nodes_from_documents(_docs(pairs, "new")),
+    )
+
+
+def _check(
+    embedded: list[list[str]], old: list[Any], new: list[Any], stored: dict[str, tuple[str, str]]
+) -> None:
+    old_texts = {n.text for n in old}
+    new_texts = {n.text for n in new}
+    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once, no metadata
+    assert sorted(embedded[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
+    want = {n.id_: (n.text, n.ref_doc_id) for n in new}
+    assert stored == want  # the store holds revision 2's nodes and nothing else
+    assert {n.id_ for n in old} - set(want)
+
+
+def _check_retrieval(
+    vector_store: Any, embed_model: CachedEmbedding, old: list[Any], new: list[Any]
+) -> None:
+    from llama_index.core import VectorStoreIndex
+
+    retriever = VectorStoreIndex.from_vector_store(
+        vector_store, embed_model=embed_model
+    ).as_retriever(similarity_top_k=3)
+    old_texts = {n.text for n in old}
+    new_ids = {n.id_ for n in new}
+    for source in PAIRS:
+        fresh = [n for n in new if n.ref_doc_id == source and n.text not in old_texts]
+        hits = retriever.retrieve(fresh[0].text)
+        assert hits[0].node.node_id == fresh[0].id_
+        assert hits[0].node.get_content() == fresh[0].text
+        assert all(hit.node.node_id in new_ids for hit in hits)
+
+
+@pytest.mark.slow
+@pytest.mark.revisions
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_pipeline_into_qdrant_embeds_only_new_inputs(
+    minilm: Any, memo: Memo, pairs: list[dict[str, Any]]
+) -> None:
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(":memory:")
+    vector_store = QdrantVectorStore(client=client, collection_name="li")
+    recorder = RecordingMiniLM(memo)
+    embedding = CachedEmbedding(recorder, MemoryCache())
+    parser = _parser(minilm)
+    pipeline = IngestionPipeline(
+        transformations=[parser, embedding],
+        docstore=SimpleDocumentStore(),
+        vector_store=vector_store,
+        docstore_strategy=DocstoreStrategy.UPSERTS,
+    )
+    embedded = _pipeline_run(pipeline, recorder, pairs)
+    old, new = _expected(parser, pairs)
+    points, _ = client.scroll("li", limit=10_000, with_payload=True)
+    stored = {
+        str(p.id): (json.loads(p.payload["_node_content"])["text"], p.payload["doc_id"])  # type: ignore[index]
+        for p in points
+    }
+    _check(embedded, old, new, stored)
+    _check_retrieval(vector_store, embedding, old, new)
+    print(
+        f"\nIngestionPipeline + Qdrant, rechunk: rev1 {len(embedded[0])} inputs, "
+        f"rev2 {len(embedded[1])} of {len(new)} nodes"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.revisions
+def test_pipeline_into_chroma_embeds_only_new_inputs(
+    minilm: Any,
+    memo: Memo,
+    pairs: list[dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("llama_index.vector_stores.chroma")
+    import chromadb
+    from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
+    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Chroma's default embedding function ran")
+
+    monkeypatch.setattr(DefaultEmbeddingFunction, "__call__", forbidden)
+    monkeypatch.setattr(ONNXMiniLM_L6_V2, "__call__", forbidden)
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )
+    collection = client.get_or_create_collection(
+        "rechunk-li", embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
+    vector_store = ChromaVectorStore(chroma_collection=collection)
+    recorder = RecordingMiniLM(memo)
+    with SQLiteCache(tmp_path / "vectors.sqlite") as cache:
+        embedding = CachedEmbedding(recorder, cache)
+        parser = _parser(minilm)
+        pipeline = IngestionPipeline(
+            transformations=[parser, embedding],
+            docstore=SimpleDocumentStore(),
+            vector_store=vector_store,
+            docstore_strategy=DocstoreStrategy.UPSERTS,
+        )
+        embedded = _pipeline_run(pipeline, recorder, pairs)
+        old, new = _expected(parser, pairs)
+        got = collection.get(include=["documents", "metadatas"])
+        stored = {
+            pid: (text, meta["doc_id"])
+            for pid, text, meta in zip(got["ids"], got["documents"], got["metadatas"])
+        }
+        _check(embedded, old, new, stored)
+        _check_retrieval(vector_store, embedding, old, new)
+
+
+@pytest.mark.slow
+@pytest.mark.revisions
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_stock_pipeline_reembeds_every_node_of_a_changed_document(
+    minilm: Any, memo: Memo, pairs: list[dict[str, Any]]
+) -> None:
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    cdc = rechunk.policy_for(minilm, "cdc")
+
+    def token_ids(text: str) -> list[int]:
+        return list(minilm.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    runs = {}
+    for name in ("stock", "rechunk"):
+        recorder = RecordingMiniLM(memo)
+        if name == "stock":
+            transformations: list[Any] = [
+                SentenceSplitter(
+                    chunk_size=cdc.params["max_tokens"],
+                    chunk_overlap=cdc.params["max_tokens"] // 10,
+                    tokenizer=token_ids,
+                ),
+                recorder,
+            ]
+        else:
+            transformations = [_parser(minilm), CachedEmbedding(recorder, MemoryCache())]
+        pipeline = IngestionPipeline(
+            transformations=transformations,
+            docstore=SimpleDocumentStore(),
+            vector_store=QdrantVectorStore(client=QdrantClient(":memory:"), collection_name=name),
+            docstore_strategy=DocstoreStrategy.UPSERTS,
+        )
+        embedded = []
+        nodes = []
+        for revision in ("old", "new"):
+            recorder.embedded.clear()
+            nodes.append(pipeline.run(documents=_docs(pairs, revision)))
+            embedded.append(list(recorder.embedded))
+        runs[name] = (embedded, nodes)
+    s_embedded, s_nodes = runs["stock"]
+    r_embedded, r_nodes = runs["rechunk"]
+    # every pair changed, so the stock pipeline embeds every node of revision 2 again
+    assert len(s_embedded[1]) == len(s_nodes[1])
+    stock_tokens = sum(len(token_ids(t)) for t in s_embedded[1])
+    rechunk_tokens = sum(len(token_ids(t)) for t in r_embedded[1])
+    print(
+        f"\nrevision 2 of {', '.join(PAIRS)}: stock SentenceSplitter pipeline (UPSERTS) embedded "
+        f"{len(s_embedded[1])} of {len(s_nodes[1])} nodes, {stock_tokens} tokens; rechunk embedded "
+        f"{len(r_embedded[1])} of {len(r_nodes[1])} nodes, {rechunk_tokens} tokens"
+    )
+    assert len(r_embedded[1]) < len(s_embedded[1]) and rechunk_tokens < stock_tokens
+    assert not set(r_embedded[1]) & set(r_embedded[0])
