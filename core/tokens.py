@@ -223,6 +223,21 @@ def _from_path(value: str | os.PathLike[str]) -> HFTokenCounter:
     return _load_tokenizer_file(str(resolved), resolved.stat().st_mtime_ns)
 
 
+_COUNTERS: dict[int, tuple[Any, HFTokenCounter]] = {}
+
+
+def _counter_for(tokenizer: Tokenizer) -> HFTokenCounter:
+    """One counter per tokenizer object (hashing a tokenizer's JSON costs ~20 ms)."""
+    hit = _COUNTERS.get(id(tokenizer))
+    if hit is not None and hit[0] is tokenizer:
+        return hit[1]
+    counter = HFTokenCounter(tokenizer)
+    if len(_COUNTERS) >= 16:
+        _COUNTERS.clear()
+    _COUNTERS[id(tokenizer)] = (tokenizer, counter)  # the reference keeps the id valid
+    return counter
+
+
 def resolve_tokenizer(tokenizer: Any = None) -> TokenCounter:
     """Turn any supported ``tokenizer=`` argument into a :class:`TokenCounter`.
 
@@ -246,7 +261,7 @@ def resolve_tokenizer(tokenizer: Any = None) -> TokenCounter:
     except ImportError:  # pragma: no cover - tokenizers is a base dependency
         Tokenizer = None  # type: ignore[assignment,misc]
     if Tokenizer is not None and isinstance(tokenizer, Tokenizer):
-        return HFTokenCounter(tokenizer)
+        return _counter_for(tokenizer)
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         return HFTokenCounter(backend)
