@@ -33,7 +33,7 @@ import numpy as np
 from rechunk.cache import EmbeddingCache
 from rechunk.cached_embedder import EmbedStats
 from rechunk.chunk import Chunk, Chunker
-from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
+from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 from rechunk.errors import ConfigError, EmbeddingError, InputError
 from rechunk.identity import hash_fields, input_key
 
@@ -48,6 +48,7 @@ OCCURRENCE_KEY: Final = "rechunk_occurrence"
 TOKENS_KEY: Final = "rechunk_tokens"
 
 FACTORIES: Final[dict[str, Any]] = {
+    "structured": StructuredChunker,
     "cdc": CDCChunker,
     "recursive": RecursiveChunker,
     "fixed": FixedChunker,

@@ -6,7 +6,8 @@ Three pieces, each a drop-in for what a LangChain indexing pipeline already uses
 
 :class:`RechunkTextSplitter`
     A ``langchain_text_splitters.TextSplitter`` backed by a rechunk chunker
-    (``"cdc"``, ``"recursive"`` or ``"fixed"``, or any ready rechunk ``Chunker``).
+    (``"structured"``, ``"cdc"``, ``"recursive"`` or ``"fixed"``, or any ready rechunk
+    ``Chunker``).
     Every produced ``Document`` has ``page_content`` = the chunk's embedding
     input (:attr:`rechunk.Chunk.text`), a deterministic ``Document.id`` and the
     true span offsets in its metadata (never recovered with ``str.find``).
@@ -183,7 +184,7 @@ def source_id_for(text: str, metadata: Mapping[str, Any], document_id: str | Non
 class RechunkTextSplitter(TextSplitter):
     """A LangChain ``TextSplitter`` whose chunks are rechunk chunks.
 
-    ``policy`` is ``"cdc"`` (default), ``"recursive"`` or ``"fixed"`` with
+    ``policy`` is ``"structured"`` (default), ``"cdc"``, ``"recursive"`` or ``"fixed"`` with
     ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
     ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
     ``target_tokens``, ``min_tokens``, ``hard_max_tokens``); or a ready rechunk
@@ -207,7 +208,7 @@ class RechunkTextSplitter(TextSplitter):
 
     def __init__(
         self,
-        policy: str | Chunker = "cdc",
+        policy: str | Chunker = "structured",
         tokenizer: Any = None,
         *,
         model_id: str | None = None,
@@ -252,7 +253,7 @@ class RechunkTextSplitter(TextSplitter):
 
     @classmethod
     def from_huggingface_tokenizer(
-        cls, tokenizer: Any, policy: str = "cdc", **params: Any
+        cls, tokenizer: Any, policy: str = "structured", **params: Any
     ) -> RechunkTextSplitter:
         """A splitter counting tokens with a Hugging Face (fast) tokenizer.
 
@@ -281,7 +282,7 @@ class RechunkTextSplitter(TextSplitter):
             encoding_name, model_name, allowed_special, disallowed_special
         )
         identity = f"tiktoken:{model_name or encoding_name}"
-        policy = kwargs.pop("policy", "cdc")
+        policy = kwargs.pop("policy", "structured")
         return cls(policy, CallableTokenCounter(func, identity=identity), **kwargs)
 
     # -- splitting ---------------------------------------------------------------------

@@ -108,7 +108,7 @@ _TEXT_TEMPLATE: Final[str] = TextNode.model_fields["text_template"].default
 class RechunkNodeParser(NodeParser):
     """A LlamaIndex ``NodeParser`` whose nodes are rechunk chunks.
 
-    ``policy`` is ``"cdc"`` (default), ``"recursive"`` or ``"fixed"`` with
+    ``policy`` is ``"structured"`` (default), ``"cdc"``, ``"recursive"`` or ``"fixed"`` with
     ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
     ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
     ``target_tokens``, ``min_tokens``, ``hard_max_tokens``), or a ready rechunk
@@ -131,7 +131,8 @@ class RechunkNodeParser(NodeParser):
     """
 
     policy: str = Field(
-        default="cdc", description="Chunker kind: 'cdc', 'recursive', 'fixed' or 'custom'."
+        default="structured",
+        description="Chunker kind: 'structured', 'cdc', 'recursive', 'fixed' or 'custom'.",
     )
     params: dict[str, Any] = Field(
         default_factory=dict, description="The chunker's parameters (hard maximum included)."
@@ -143,7 +144,7 @@ class RechunkNodeParser(NodeParser):
 
     def __init__(
         self,
-        policy: str | Chunker = "cdc",
+        policy: str | Chunker = "structured",
         tokenizer: Any = None,
         *,
         model_id: str | None = None,

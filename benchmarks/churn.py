@@ -166,6 +166,7 @@ CHUNKERS: dict[str, Callable[[], ChunkFn]] = {
     "rechunk-fixed-304": lambda: rechunk.FixedChunker(tokenizer=_fresh_counter()).chunk,
     "rechunk-recursive-400": lambda: rechunk.RecursiveChunker(tokenizer=_fresh_counter()).chunk,
     "rechunk-cdc-176-352": lambda: rechunk.CDCChunker(tokenizer=_fresh_counter()).chunk,
+    "rechunk-structured-256-400": lambda: rechunk.StructuredChunker(tokenizer=_fresh_counter()).chunk,
     "langchain-recursive-400": _langchain,
     "llamaindex-sentence-400": _llamaindex,
     "steadlith-cdc-176-352": _steadlith,

@@ -31,17 +31,18 @@ from rechunk.files import read_text_file
 __all__ = ["main"]
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, 3
-CHUNKER_NAMES = ("fixed", "recursive", "cdc")
+CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
 
 
 def make_chunker(name: str, tokenizer: Any = None) -> Chunker:
     """A chunker with the study's default parameters."""
-    from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker
+    from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 
     factories: dict[str, Callable[..., Chunker]] = {
         "fixed": FixedChunker,
         "recursive": RecursiveChunker,
         "cdc": CDCChunker,
+        "structured": StructuredChunker,
     }
     if name not in factories:
         raise ConfigError(f"unknown chunker {name!r}; choose from {', '.join(factories)}")
@@ -478,6 +479,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rechunk.policy import DEFAULT_POLICY, POLICIES
+
     parser = argparse.ArgumentParser(
         prog="rechunk",
         description="Revision-aware chunking and embedding reuse: re-embed only what changed.",
@@ -546,8 +549,8 @@ def build_parser() -> argparse.ArgumentParser:
     store_options(sync_p)
     sync_p.add_argument(
         "--policy",
-        choices=["cdc", "recursive", "fixed"],
-        default="cdc",
+        choices=list(POLICIES),
+        default=DEFAULT_POLICY,
         help="chunking policy, sized for the model (default %(default)s)",
     )
     model_option(sync_p)
@@ -604,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
         "into this store and collection are used.",
     )
     reindex_p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
-    reindex_p.add_argument("--policy", choices=["cdc", "recursive", "fixed"], required=True)
+    reindex_p.add_argument("--policy", choices=list(POLICIES), required=True)
     store_options(reindex_p)
     model_option(reindex_p)
     reindex_p.add_argument(

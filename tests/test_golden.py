@@ -11,13 +11,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rechunk import CDCChunker, FixedChunker, RecursiveChunker, input_key
+from rechunk import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker, input_key
 from rechunk.identity import point_id, text_revision
 
 HERE = Path(__file__).resolve().parent / "golden"
 TEXT = (HERE / "text.md").read_text(encoding="utf-8")
 SPANS = HERE / "spans.json"
-CHUNKERS = {"fixed": FixedChunker, "recursive": RecursiveChunker, "cdc": CDCChunker}
+CHUNKERS = {
+    "fixed": FixedChunker,
+    "recursive": RecursiveChunker,
+    "cdc": CDCChunker,
+    "structured": StructuredChunker,
+}
 
 
 def current() -> dict[str, Any]:
