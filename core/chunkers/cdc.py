@@ -106,17 +106,17 @@ class CDCChunker(BaseChunker):
             "backup_mask_bits": p.backup_mask_bits,
         }
 
-    def _symbol(self, paragraph_before: bool, word: str) -> int:
-        key = (paragraph_before, word)
-        value = self._symbols.get(key)
-        if value is None:
-            if len(self._symbols) > 500_000:
-                self._symbols.clear()
+    def _symbols_of(self, keys: list[tuple[bool, str]]) -> list[int]:
+        """steadlith's symbol of each (blank line before, word), memoised per distinct key."""
+        memo = self._symbols
+        if len(memo) > 500_000:
+            memo.clear()
+        for paragraph_before, word in set(keys).difference(memo):
             marker = b"P" if paragraph_before else b"W"
             data = marker + unicodedata.normalize("NFC", word).encode("utf-8")
             digest = hashlib.blake2b(data, digest_size=8, person=V1_WORD_PERSON).digest()
-            value = self._symbols[key] = int.from_bytes(digest, "big")
-        return value
+            memo[(paragraph_before, word)] = int.from_bytes(digest, "big")
+        return [memo[key] for key in keys]
 
     def _units(self, analysis: Analysis) -> tuple[Units, IntArray]:
         """Units (words, or pieces of over-heavy words) and their rolling-hash symbols."""
@@ -131,27 +131,29 @@ class CDCChunker(BaseChunker):
         separators = analysis.separators
         words = analysis.words
         paragraph = [
-            i > 0 and _PARAGRAPH_BREAK.search(sep.replace("\r\n", "\n").replace("\r", "\n"))
+            i > 0
+            and ("\n" in sep or "\r" in sep)
+            and _PARAGRAPH_BREAK.search(sep.replace("\r\n", "\n").replace("\r", "\n"))
             is not None
             for i, sep in enumerate(separators)
         ]
-        symbol = self._symbol
         if not splits:
-            symbols = [symbol(p, w) for p, w in zip(paragraph, words)]
+            symbols = self._symbols_of(list(zip(paragraph, words)))
         else:
             u_starts = units.starts.tolist()
             u_ends = [*u_starts[1:], 0]
             a_ends = analysis.ends.tolist()
             word_of = units.word.tolist()
             piece = units.piece.tolist()
-            symbols = []
+            keys: list[tuple[bool, str]] = []
             for k, i in enumerate(word_of):
                 if not piece[k]:
-                    symbols.append(symbol(paragraph[i], words[i]))
+                    keys.append((paragraph[i], words[i]))
                     continue
                 end = u_ends[k] if k + 1 < len(word_of) and word_of[k + 1] == i else a_ends[i]
                 first = k == 0 or word_of[k - 1] != i
-                symbols.append(symbol(paragraph[i] and first, text[u_starts[k] : end]))
+                keys.append((paragraph[i] and first, text[u_starts[k] : end]))
+            symbols = self._symbols_of(keys)
         return units, np.asarray(symbols, dtype=np.uint64)
 
     def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:

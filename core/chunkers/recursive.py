@@ -88,14 +88,19 @@ class RecursiveChunker(BaseChunker):
                 for i, pos in zip(owners, inner_ends)
                 if i < len(words) and pos < analysis.ends[i] - 1
             )
+        # cut candidates at their sentence ends, counting every sentence in one batch
+        cut_words = []
         for i in sorted(candidates):
             word = words[i]
             cuts = [m.end() for m in _CJK_END.finditer(word) if m.end() < len(word)]
             bounds = [0, *cuts, len(word)]
-            sentences = [word[a:b] for a, b in zip(bounds, bounds[1:])]
+            cut_words.append((i, bounds, [word[a:b] for a, b in zip(bounds, bounds[1:])]))
+        counts = iter(counter.count_many([s for _, _, sentences in cut_words for s in sentences]))
+        for i, bounds, sentences in cut_words:
             pieces: list[tuple[int, int]] = []
             levels: list[int] = []
-            for offset, sentence, count in zip(bounds, sentences, counter.count_many(sentences)):
+            for offset, sentence in zip(bounds, sentences):
+                count = next(counts)
                 if count <= target:
                     pieces.append((offset, count))
                     levels.append(SENTENCE)
@@ -108,21 +113,19 @@ class RecursiveChunker(BaseChunker):
                 splits[i] = pieces
                 piece_levels[i] = levels
         units = refine(analysis, splits, exact)
-        levels_out = np.full(len(units), TOKEN, dtype=np.int64)
         word_levels = self._word_levels(analysis)
-        word_of = units.word.tolist()
-        piece = units.piece.tolist()
-        k = 0
-        while k < len(units):
-            i = word_of[k]
-            levels_out[k] = word_levels[i]
-            if piece[k]:
-                inner = piece_levels[i]
-                for offset in range(1, len(inner)):
-                    levels_out[k + offset] = inner[offset]
-                k += len(inner)
-            else:
-                k += 1
+        if not splits:
+            levels_out = np.asarray(word_levels, dtype=np.int64)
+        else:
+            out: list[int] = []
+            for i, level in enumerate(word_levels):
+                inner = piece_levels.get(i)
+                if inner is None:
+                    out.append(level)
+                else:
+                    out.append(level)
+                    out.extend(inner[1:])
+            levels_out = np.asarray(out, dtype=np.int64)
         levels_out[0] = BLOCK
         return units, levels_out
 
