@@ -96,12 +96,14 @@ def reindex(
     chunker: Chunker,
     embedder: Embedder,
     *,
+    alias: str | None = None,
     cache: EmbeddingCache | None = None,
     drop_old: bool = False,
 ) -> ReindexReport:
     """Build the generation of ``chunker`` for ``documents`` and make it live.
 
-    ``store`` is opened on the alias (Qdrant) or on the live collection (Chroma).
+    ``store`` is opened on the alias (Qdrant) or on the live collection (Chroma);
+    ``alias`` names another one on the same client instead.
     The documents are the complete set: the new generation holds exactly them.
     The previous generation is kept unless ``drop_old`` is set (then it is
     deleted after the switch). If building or verifying fails, the live
@@ -110,6 +112,8 @@ def reindex(
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
     docs = list(documents)
+    if alias is not None:
+        store = store.with_collection(alias)
     alias = store.collection
     aliases = _aliases(store)
     if aliases is None:

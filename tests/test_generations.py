@@ -53,8 +53,9 @@ def test_reindex_switches_the_alias_atomically(qdrant: Any, minilm: Any,
     assert not set(recorder.embedded) & old_inputs
     # the old generation is kept until asked
     assert qdrant.with_collection(result.previous).collection_info() is not None
-    again = reindex(documents, qdrant, policy_for(minilm, "cdc"), minilm, cache=cache,
-                    drop_old=True)
+    other = qdrant.with_collection("unrelated")
+    again = reindex(documents, other, policy_for(minilm, "cdc"), minilm, alias="docs",
+                    cache=cache, drop_old=True)
     assert again.dropped == result.collection
     assert qdrant.with_collection(result.collection).collection_info() is None
 
