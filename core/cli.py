@@ -213,8 +213,12 @@ def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) ->
         ("tokens", f"{report.tokens_embedded:,} embedded of {report.tokens_total:,} ({share:.1%})")
     )
     if d["changed"]:
-        rows.append(("R_c", f"{report.recompute_fraction:.1%} of the changed documents' "
-                     "tokens were new inputs"))
+        rows.append(
+            (
+                "R_c",
+                f"{report.recompute_fraction:.1%} of the changed documents' tokens were new inputs",
+            )
+        )
     if report.reindex_amplification is not None:
         rows.append(
             ("amplification", f"{report.reindex_amplification:.1f} bytes embedded per changed byte")
@@ -530,6 +534,21 @@ def build_parser() -> argparse.ArgumentParser:
             help="payload layout, readable by that framework's own vector store",
         )
 
+    def input_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--cache",
+            default=str(DEFAULT_CACHE),
+            metavar="PATH",
+            help="SQLite embedding cache (default %(default)s)",
+        )
+        p.add_argument(
+            "--glob",
+            action="append",
+            default=None,
+            metavar="PATTERN",
+            help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
+        )
+
     def model_option(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--model",
@@ -554,19 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="chunking policy, sized for the model (default %(default)s)",
     )
     model_option(sync_p)
-    sync_p.add_argument(
-        "--cache",
-        default=str(DEFAULT_CACHE),
-        metavar="PATH",
-        help="SQLite embedding cache (default %(default)s)",
-    )
-    sync_p.add_argument(
-        "--glob",
-        action="append",
-        default=None,
-        metavar="PATTERN",
-        help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
-    )
+    input_options(sync_p)
     sync_p.add_argument(
         "--prune", action="store_true", help="delete documents whose files are gone"
     )
@@ -610,19 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     reindex_p.add_argument("--policy", choices=list(POLICIES), required=True)
     store_options(reindex_p)
     model_option(reindex_p)
-    reindex_p.add_argument(
-        "--cache",
-        default=str(DEFAULT_CACHE),
-        metavar="PATH",
-        help="SQLite embedding cache (default %(default)s)",
-    )
-    reindex_p.add_argument(
-        "--glob",
-        action="append",
-        default=None,
-        metavar="PATTERN",
-        help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
-    )
+    input_options(reindex_p)
     reindex_p.add_argument(
         "--drop-old", action="store_true", help="delete the previous generation after the switch"
     )

@@ -30,6 +30,7 @@ __all__ = [
     "BaseChunker",
     "Units",
     "check_int",
+    "check_sizes",
     "check_text",
     "greedy_windows",
     "pre_token_pieces",
@@ -47,6 +48,18 @@ def check_int(name: str, value: object, minimum: int = 1) -> int:
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def check_sizes(hard_max_tokens: object, **sizes: object) -> None:
+    """Each size an int >= 1, never decreasing in the order given, the last within the hard max."""
+    hard_max = check_int("hard_max_tokens", hard_max_tokens)
+    named = [(name, check_int(name, value)) for name, value in sizes.items()]
+    for (low_name, low), (high_name, high) in zip(named, named[1:]):
+        if low > high:
+            raise ConfigError(f"{low_name}={low} is above {high_name}={high}")
+    name, value = named[-1]
+    if value > hard_max:
+        raise ConfigError(f"{name}={value} is above hard_max_tokens={hard_max}")
 
 
 def check_text(text: object) -> str:
@@ -277,12 +290,22 @@ class BaseChunker(ABC):
             return chunks
         return self._recount(text, chunks)
 
+    @property
+    def _recount_limit(self) -> int:
+        """The most tokens a re-counted chunk may hold before it is split again."""
+        return self._hard_max
+
     def _recount(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
-        """Exact counts for tokenizers that are not additive; split what exceeds the maximum."""
+        """Exact counts where the sums may be inexact; split what exceeds the limit.
+
+        A chunk of a single character is never split (no tokenizer gives one
+        character more tokens than any sensible limit).
+        """
         counts = self._counter.count_many([c.text for c in chunks])
+        limit = self._recount_limit
         out: list[Chunk] = []
         for chunk, count in zip(chunks, counts):
-            if count <= self._hard_max:
+            if count <= limit or len(chunk.text) < 2:
                 out.append(Chunk(chunk.start, chunk.end, chunk.text, count))
                 continue
             cut = _middle_cut(text, chunk.start, chunk.end)

@@ -18,6 +18,7 @@ from rechunk.chunkers.base import (
     IntArray,
     Units,
     check_int,
+    check_sizes,
     pre_token_pieces,
     refine,
 )
@@ -65,20 +66,12 @@ class CDCChunker(BaseChunker):
         backup_mask_bits: int = 6,
     ) -> None:
         for name, value in (
-            ("min_tokens", min_tokens),
-            ("max_tokens", max_tokens),
-            ("hard_max_tokens", hard_max_tokens),
             ("window_words", window_words),
             ("primary_mask_bits", primary_mask_bits),
             ("backup_mask_bits", backup_mask_bits),
         ):
             check_int(name, value)
-        if min_tokens > max_tokens:
-            raise ConfigError(f"min_tokens={min_tokens} is above max_tokens={max_tokens}")
-        if max_tokens > hard_max_tokens:
-            raise ConfigError(
-                f"max_tokens={max_tokens} is above hard_max_tokens={hard_max_tokens}"
-            )
+        check_sizes(hard_max_tokens, min_tokens=min_tokens, max_tokens=max_tokens)
         try:
             self._params = CDCParams(
                 window_words=window_words,

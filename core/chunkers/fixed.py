@@ -8,12 +8,11 @@ from rechunk.chunkers.base import (
     Analysis,
     BaseChunker,
     Units,
-    check_int,
+    check_sizes,
     greedy_windows,
     pre_token_pieces,
     refine,
 )
-from rechunk.errors import ConfigError
 
 __all__ = ["FixedChunker"]
 
@@ -32,12 +31,8 @@ class FixedChunker(BaseChunker):
     def __init__(
         self, max_tokens: int = 304, tokenizer: Any = None, *, hard_max_tokens: int = 512
     ) -> None:
-        self.max_tokens = check_int("max_tokens", max_tokens)
-        check_int("hard_max_tokens", hard_max_tokens)
-        if max_tokens > hard_max_tokens:
-            raise ConfigError(
-                f"max_tokens={max_tokens} is above hard_max_tokens={hard_max_tokens}"
-            )
+        check_sizes(hard_max_tokens, max_tokens=max_tokens)
+        self.max_tokens = max_tokens
         super().__init__(tokenizer, hard_max_tokens)
 
     @property

@@ -12,12 +12,11 @@ from rechunk.chunkers.base import (
     BaseChunker,
     IntArray,
     Units,
-    check_int,
+    check_sizes,
     greedy_windows,
     pre_token_pieces,
     refine,
 )
-from rechunk.errors import ConfigError
 
 __all__ = ["RecursiveChunker"]
 
@@ -50,12 +49,8 @@ class RecursiveChunker(BaseChunker):
     def __init__(
         self, target_tokens: int = 400, tokenizer: Any = None, *, hard_max_tokens: int = 512
     ) -> None:
-        self.target_tokens = check_int("target_tokens", target_tokens)
-        check_int("hard_max_tokens", hard_max_tokens)
-        if target_tokens > hard_max_tokens:
-            raise ConfigError(
-                f"target_tokens={target_tokens} is above hard_max_tokens={hard_max_tokens}"
-            )
+        check_sizes(hard_max_tokens, target_tokens=target_tokens)
+        self.target_tokens = target_tokens
         super().__init__(tokenizer, hard_max_tokens)
 
     @property

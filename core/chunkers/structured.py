@@ -9,19 +9,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.chunk import Chunk, embedding_input
 from rechunk.chunkers.base import (
     Analysis,
     BaseChunker,
     IntArray,
     Units,
-    _middle_cut,
     check_int,
+    check_sizes,
     pre_token_pieces,
     refine,
 )
 from rechunk.chunkers.recursive import _CJK_END
-from rechunk.errors import ConfigError
 
 __all__ = ["StructuredChunker"]
 
@@ -324,19 +322,8 @@ class StructuredChunker(BaseChunker):
         hard_max_tokens: int = 512,
         window_units: int = 1,
     ) -> None:
-        for name, value in (
-            ("min_tokens", min_tokens),
-            ("max_tokens", max_tokens),
-            ("hard_max_tokens", hard_max_tokens),
-            ("window_units", window_units),
-        ):
-            check_int(name, value)
-        if min_tokens > max_tokens:
-            raise ConfigError(f"min_tokens={min_tokens} is above max_tokens={max_tokens}")
-        if max_tokens > hard_max_tokens:
-            raise ConfigError(
-                f"max_tokens={max_tokens} is above hard_max_tokens={hard_max_tokens}"
-            )
+        check_int("window_units", window_units)
+        check_sizes(hard_max_tokens, min_tokens=min_tokens, max_tokens=max_tokens)
         self.min_tokens = min_tokens
         self.max_tokens = max_tokens
         self.window_units = window_units
@@ -614,20 +601,10 @@ class StructuredChunker(BaseChunker):
             self._chain(prefix, keys, allowed, a, b, starts)
         return units, starts
 
-    def _recount(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
-        """Exact counts where pieces were cut inside a pre-token; split what exceeds max_tokens."""
-        out: list[Chunk] = []
-        for chunk in super()._recount(text, chunks):
-            if chunk.tokens <= self.max_tokens or len(chunk.text) < 2:
-                out.append(chunk)
-                continue
-            cut = _middle_cut(text, chunk.start, chunk.end)
-            halves = [
-                Chunk(s, e, embedding_input(text[s:e]), 0)
-                for s, e in ((chunk.start, cut), (cut, chunk.end))
-            ]
-            out.extend(self._recount(text, halves))
-        return out
+    @property
+    def _recount_limit(self) -> int:
+        """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
+        return self.max_tokens
 
     def _chain(
         self, prefix: IntArray, keys: IntArray, allowed: BoolArray, a: int, b: int, out: list[int]
