@@ -7,8 +7,8 @@ document, so each revision's cost is attributed exactly). Each pipeline has its
 own Qdrant ``:memory:`` collection and its own state; all use
 all-MiniLM-L6-v2 (256-token window) and chunks sized for it:
 
-* ``rechunk-cdc`` / ``rechunk-recursive``: :func:`rechunk.sync` with
-  ``rechunk.policy_for(embedder, "cdc" | "recursive")`` into a ``QdrantStore``
+* ``rechunk-structured`` / ``rechunk-cdc`` / ``rechunk-recursive``: :func:`rechunk.sync`
+  with ``rechunk.policy_for(embedder, kind)`` into a ``QdrantStore``
   (no cache: the collection itself serves reuse);
 * ``langchain``: ``langchain_core.indexing.index(cleanup="incremental",
   source_id_key="source")`` with an ``InMemoryRecordManager``,
@@ -17,9 +17,9 @@ all-MiniLM-L6-v2 (256-token window) and chunks sized for it:
 * ``llamaindex``: ``IngestionPipeline([SentenceSplitter(chunk_size=198,
   chunk_overlap=0), embedding], docstore=SimpleDocumentStore(),
   vector_store=QdrantVectorStore(...), docstore_strategy=UPSERTS)``;
-* ``langchain+rechunk``: the LangChain pipeline with ``RechunkTextSplitter("cdc")``,
+* ``langchain+rechunk``: the LangChain pipeline with ``RechunkTextSplitter()`` (structured),
   ``CachedEmbeddings`` and ``key_encoder=rechunk_key_encoder``;
-* ``llamaindex+rechunk``: the LlamaIndex pipeline with ``RechunkNodeParser("cdc")``
+* ``llamaindex+rechunk``: the LlamaIndex pipeline with ``RechunkNodeParser()`` (structured)
   and ``CachedEmbedding``.
 
 What is measured: every text a pipeline asks its embedding model to embed goes
@@ -70,7 +70,15 @@ RESULTS = HERE / "results" / "sync.json"
 COMMAND = "python benchmarks/sync.py"
 SAMPLE_PER_PIPELINE = 16  # texts per main pipeline in the model-rate sample
 ANCHORS = ("langchain", "llamaindex")
-RECHUNK = ("rechunk-cdc", "rechunk-recursive", "langchain+rechunk", "llamaindex+rechunk")
+#: rechunk's own syncs first (OWN of them), then the frameworks with rechunk swapped in
+RECHUNK = (
+    "rechunk-structured",
+    "rechunk-cdc",
+    "rechunk-recursive",
+    "langchain+rechunk",
+    "llamaindex+rechunk",
+)
+OWN = 3
 SMALL_TARGET = 1 / 3  # rechunk embeds at most this share of an anchor's tokens on small edits
 OVERHEAD_TARGET = 0.20  # rechunk's chunk+plan+publish <= this share of the model time it saves
 REPEAT = 2  # each pipeline runs this many times from scratch; stage times: fastest per call
@@ -362,15 +370,15 @@ class LangChainIndex(Pipeline):
                 rechunk_key_encoder,
             )
 
-            params = dict(rechunk.policy_for(st, "cdc").params)  # type: ignore[attr-defined]
+            params = dict(rechunk.policy_for(st).params)  # type: ignore[attr-defined]
             self.splitter: Any = RechunkTextSplitter(
-                policy="cdc", tokenizer=st.tokenizer, model_id=st.model_id, **params
+                tokenizer=st.tokenizer, model_id=st.model_id, **params
             )
             self.embeddings: Any = CachedEmbeddings(
                 base, rechunk.MemoryCache(), model_id=st.model_id, dimension=st.dimension
             )
             self.key_encoder: Any = rechunk_key_encoder
-            self.describe = f"RechunkTextSplitter(policy='cdc', {params})"
+            self.describe = f"RechunkTextSplitter(policy='structured', {params})"
         else:
             from langchain_text_splitters import RecursiveCharacterTextSplitter
             from transformers import PreTrainedTokenizerFast
@@ -502,14 +510,14 @@ class LlamaIndexIngestion(Pipeline):
         if with_rechunk:
             from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
 
-            params = dict(rechunk.policy_for(st, "cdc").params)  # type: ignore[attr-defined]
+            params = dict(rechunk.policy_for(st).params)  # type: ignore[attr-defined]
             self.parser: Any = RechunkNodeParser(
-                "cdc", tokenizer=st.tokenizer, model_id=st.model_id, **params
+                tokenizer=st.tokenizer, model_id=st.model_id, **params
             )
             embedding: Any = CachedEmbedding(
                 base, rechunk.MemoryCache(), model_id=st.model_id, dimension=st.dimension
             )
-            self.describe = f"RechunkNodeParser('cdc', {params})"
+            self.describe = f"RechunkNodeParser('structured', {params})"
         else:
             from llama_index.core.node_parser import SentenceSplitter
 
@@ -614,6 +622,7 @@ def _fresh_tokenizer() -> Any:
 
 
 PIPELINES: dict[str, Callable[[SentenceTransformerEmbedder, Memo], Pipeline]] = {
+    "rechunk-structured": lambda st, memo: RechunkSync(st, memo, "structured"),
     "rechunk-cdc": lambda st, memo: RechunkSync(st, memo, "cdc"),
     "rechunk-recursive": lambda st, memo: RechunkSync(st, memo, "recursive"),
     "langchain": lambda st, memo: LangChainIndex(st, memo, with_rechunk=False),
@@ -810,7 +819,7 @@ def checks(results: list[dict[str, Any]]) -> dict[str, Any]:
                     }
                 )
     overhead: list[dict[str, Any]] = []
-    for rc_name in ("rechunk-cdc", "rechunk-recursive"):
+    for rc_name in RECHUNK[:OWN]:
         for anchor in ANCHORS:
             if rc_name not in by or anchor not in by:
                 continue
@@ -857,7 +866,7 @@ def run(names: Sequence[str], limit: int | None = None, repeat: int = REPEAT) ->
             f"({result['memo_compute_seconds']:.0f} s running MiniLM for the memo)"
         )
     # the rate sample: phase-2 inputs of the four main pipelines (re-cut, outside timing)
-    for name in ("rechunk-cdc", "rechunk-recursive", "langchain", "llamaindex"):
+    for name in (*RECHUNK[:OWN], *ANCHORS):
         if name in names:
             texts_for_rate += _sample(_revision_inputs(name, st, memo, pairs), SAMPLE_PER_PIPELINE)
     log(f"measuring the MiniLM rate on {len(texts_for_rate)} texts")
@@ -949,7 +958,8 @@ def to_markdown(results: dict[str, Any]) -> str:
         "one call (initial load), then each NEW text in its own call (the revision phase; one "
         "call per document so each revision's cost is attributed exactly). Embedding model for "
         f"all: all-MiniLM-L6-v2 ({results['window_content_tokens']} content tokens + 2 special); "
-        "chunks sized for it (rechunk `policy_for`: cdc 87/174, recursive target 198, hard max "
+        "chunks sized for it (rechunk `policy_for`: structured 127/198, cdc 87/174, recursive "
+        "target 198, hard max "
         "254; the anchors' splitters: chunk_size 198 tokens, overlap 0, same tokenizer).",
         "",
         "**How tokens and model time are measured.** Every pipeline's embedding model is a thin "
@@ -1132,7 +1142,7 @@ def _reading(results: dict[str, Any]) -> str:
         pairs = "; ".join(
             f"`{c['rechunk']}` {_pct(c['ratio'])} of `{c['anchor']}`"
             for c in small
-            if c["rechunk"] in ("rechunk-cdc", "rechunk-recursive")
+            if c["rechunk"] in RECHUNK[:OWN]
         )
         worst = max(small, key=lambda c: c["ratio"] or 0.0)
         parts.append(
@@ -1140,7 +1150,7 @@ def _reading(results: dict[str, Any]) -> str:
             f"all rechunk pipelines: `{worst['rechunk']}` at {_pct(worst['ratio'])} of "
             f"`{worst['anchor']}`)."
         )
-    shown = [name for name in (*RECHUNK[:2], *ANCHORS) if name in by]
+    shown = [name for name in (*RECHUNK[:OWN], *ANCHORS) if name in by]
     if shown:
         parts.append(
             "Over all revisions the pipelines re-embedded "
@@ -1167,22 +1177,26 @@ def _reading(results: dict[str, Any]) -> str:
         name
         for name in ("langchain+rechunk", "llamaindex+rechunk")
         if name in by
-        and "rechunk-cdc" in by
-        and by[name]["groups"]["all"]["tokens"] == by["rechunk-cdc"]["groups"]["all"]["tokens"]
+        and "rechunk-structured" in by
+        and by[name]["groups"]["all"]["tokens"]
+        == by["rechunk-structured"]["groups"]["all"]["tokens"]
     ]
     if same:
         parts.append(
             "Swapping in rechunk's classes ("
             + ", ".join(f"`{name}`" for name in same)
-            + ") makes those same frameworks embed exactly what `rechunk-cdc`'s own sync embeds."
+            + ") makes those same frameworks embed exactly what `rechunk-structured`'s own sync "
+            "embeds."
         )
-    if "rechunk-cdc" in by and "rechunk-recursive" in by:
-        cdc, rec = by["rechunk-cdc"]["groups"], by["rechunk-recursive"]["groups"]
-        better = "recursive" if rec["all"]["tokens"] < cdc["all"]["tokens"] else "cdc"
+    own = [name for name in RECHUNK[:OWN] if name in by]
+    if len(own) > 1:
+        ranked = sorted(own, key=lambda name: by[name]["groups"]["all"]["tokens"])
         parts.append(
-            f"Of rechunk's policies, {better} re-embeds less on this corpus (all: "
-            f"{_k(rec['all']['tokens'])} vs {_k(cdc['all']['tokens'])} tokens for recursive vs "
-            f"cdc; small edits: {_k(rec['small']['tokens'])} vs {_k(cdc['small']['tokens'])})."
+            f"Of rechunk's policies, `{ranked[0]}` re-embeds least on this corpus (all: "
+            + ", ".join(f"`{n}` {_k(by[n]['groups']['all']['tokens'])}" for n in ranked)
+            + " tokens; small edits: "
+            + ", ".join(f"`{n}` {_k(by[n]['groups']['small']['tokens'])}" for n in ranked)
+            + ")."
         )
     over = [c for c in ck["overhead"] if c["group"] == "all"]
     if over:
@@ -1190,7 +1204,7 @@ def _reading(results: dict[str, Any]) -> str:
         verdict = "holds" if all(c["pass"] for c in over) else "does NOT hold everywhere"
         plan = {
             name: by[name]["groups"]["all"]["seconds"].get("plan", 0.0)
-            for name in RECHUNK[:2]
+            for name in RECHUNK[:OWN]
             if name in by
         }
         parts.append(
@@ -1207,7 +1221,7 @@ def _reading(results: dict[str, Any]) -> str:
         )
     totals = {
         name: sum(by[name]["groups"]["all"]["seconds"].values())
-        for name in (*RECHUNK[:2], *ANCHORS)
+        for name in (*RECHUNK[:OWN], *ANCHORS)
         if name in by
     }
     if totals:
