@@ -79,7 +79,7 @@ from rechunk.adapters._reuse import (
     keyed_chunks,
     make_chunker,
 )
-from rechunk.cache import CacheStats, EmbeddingCache
+from rechunk.cache import CacheStats, EmbeddingCache, encode_items
 from rechunk.chunk import Chunker
 from rechunk.errors import CacheError, ConfigError, InputError
 from rechunk.identity import hash_fields, input_key, point_id, text_revision
@@ -615,24 +615,10 @@ class ByteStoreCache:
         self._check_open()
         prefix = self._prefix(model_id)
         model = model_id.encode("utf-8")
-        pairs: list[tuple[str, bytes]] = []
-        for index, item in enumerate(items):
-            try:
-                key, vector = item
-            except (TypeError, ValueError):
-                raise InputError(f"item {index} is not a (key, vector) pair") from None
-            if not isinstance(key, str):
-                raise InputError(f"item {index}: key must be a str, got {type(key).__name__}")
-            if not isinstance(vector, np.ndarray) or vector.dtype != np.float32:
-                kind = getattr(vector, "dtype", type(vector).__name__)
-                raise InputError(f"item {index}: vector must be a float32 ndarray, got {kind}")
-            if vector.ndim != 1 or vector.shape[0] == 0:
-                raise InputError(
-                    f"item {index}: vector must be 1-D and non-empty, got {vector.shape}"
-                )
-            data = vector.astype("<f4", copy=False).tobytes()
-            header = _HEADER.pack(_MAGIC, vector.shape[0], zlib.crc32(data), len(model))
-            pairs.append((prefix + key, header + model + data))
+        pairs = [
+            (prefix + key, _HEADER.pack(_MAGIC, dimension, checksum, len(model)) + model + data)
+            for key, dimension, checksum, data in encode_items(items)
+        ]
         if pairs:
             self._store.mset(pairs)
         with self._lock:

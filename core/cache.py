@@ -44,6 +44,7 @@ __all__ = [
     "EmbeddingCache",
     "MemoryCache",
     "SQLiteCache",
+    "encode_items",
 ]
 
 #: Version of the SQLite layout written by this code. A file with a higher
@@ -142,8 +143,12 @@ def _check_keys(keys: Sequence[str]) -> list[str]:
     return list(seen)
 
 
-def _encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, int, bytes]]:
-    """Validate every item first; return ``(key, dimension, crc32, blob)`` rows."""
+def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, int, bytes]]:
+    """Validate every item first; return ``(key, dimension, crc32, blob)`` rows.
+
+    The blob is the vector as little-endian float32 bytes; every backend stores
+    these rows (an invalid item raises :class:`InputError` before any is returned).
+    """
     rows: list[tuple[str, int, int, bytes]] = []
     for index, item in enumerate(items):
         try:
@@ -229,7 +234,7 @@ class MemoryCache:
     def put_many(self, items: Iterable[tuple[str, Vector]], model_id: str) -> int:
         """Store ``(key, vector)`` pairs under ``model_id``, all or nothing."""
         _check_model_id(model_id)
-        rows = _encode_items(items)
+        rows = encode_items(items)
         copies = []
         for key, _, _, blob in rows:
             vector = np.frombuffer(blob, dtype=_DTYPE).astype(np.float32)
@@ -569,7 +574,7 @@ class SQLiteCache:
         if self.readonly:
             raise CacheError(f"cache {self.path} was opened read-only")
         _check_model_id(model_id)
-        rows = _encode_items(items)
+        rows = encode_items(items)
         if not rows:
             return 0
         params = [(model_id, key, dim, checksum, blob) for key, dim, checksum, blob in rows]
