@@ -226,7 +226,7 @@ def _tokens(minilm: Any, texts: Sequence[str]) -> int:
 def test_is_a_real_text_splitter() -> None:
     splitter = RechunkTextSplitter()
     assert isinstance(splitter, TextSplitter)
-    assert splitter.policy_id.startswith("cdc-")
+    assert splitter.policy_id.startswith("structured-")  # the default policy
     assert splitter.model_id.startswith("tokenizer:hf:")
     assert splitter.split_text(GUIDE_V1) == [c.text for c in splitter.chunker.chunk(GUIDE_V1)]
 
