@@ -15,6 +15,8 @@ _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _OTHER_SPACE = re.compile(r"[^\S\n\t ]")
 _TRAILING = re.compile(r"[ \t]+\n")
 _BLANK_RUN = re.compile(r"\n{3,}")
+#: anything steps 2-5 would change; most spans hold none, so one scan settles them
+_NEEDS_WORK = re.compile(r"[^\S\n\t ]|[ \t]\n|\n\n\n")
 
 
 def embedding_input(span: str) -> str:
@@ -34,8 +36,8 @@ def embedding_input(span: str) -> str:
     identical input (and the same cached vector) whatever chunker cut it.
     """
     text = span.strip()
-    if not text:
-        return ""
+    if not _NEEDS_WORK.search(text):
+        return text
     text = _LINE_BREAKS.sub("\n", text)
     text = _OTHER_SPACE.sub(" ", text)
     if "\n" in text:

@@ -5,8 +5,17 @@ from typing import Any
 
 import pytest
 from chunker_contract import ChunkerContract, check_tiles
+from hypothesis import given
+from hypothesis import strategies as st
 
-from rechunk import CDCChunker, ConfigError, FixedChunker, RechunkError, RecursiveChunker
+from rechunk import (
+    CDCChunker,
+    ConfigError,
+    FixedChunker,
+    RechunkError,
+    RecursiveChunker,
+    embedding_input,
+)
 
 
 class TestFixed(ChunkerContract):
@@ -131,3 +140,15 @@ def test_same_text_same_input_whatever_the_chunker() -> None:
     paragraph = "A paragraph that every chunker keeps whole because it is short."
     inputs = [c.chunk("\n\n" + paragraph + "\n")[0].text for c in (FixedChunker(), RecursiveChunker(), CDCChunker())]
     assert inputs == [paragraph] * 3
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab.中 \t\n\r\x0b\x0c\u3000\u00a0\u2028\x85\x1c")),
+               max_size=40))
+def test_embedding_input_rule(span: str) -> None:
+    text = embedding_input(span)
+    assert embedding_input(text) == text  # idempotent
+    assert text == text.strip()
+    assert not set(text) - set(span) - {" ", "\n"}  # only spaces and line breaks are added
+    assert all(not c.isspace() or c in " \t\n" for c in text)
+    assert "\n\n\n" not in text and " \n" not in text and "\t\n" not in text
+    assert text.split() == span.split()  # words are never changed
