@@ -48,7 +48,7 @@ import math
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -67,6 +67,7 @@ __all__ = [
     "LLAMAINDEX_VECTOR_NAME",
     "Layout",
     "PreparedWrite",
+    "StoreBase",
     "batches",
     "check_batch_size",
     "check_dimension",
@@ -140,6 +141,52 @@ def check_batch_size(batch_size: object) -> int:
     if type(batch_size) is not int or batch_size < 1:
         raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
     return batch_size
+
+
+ClientT = TypeVar("ClientT")
+StoreT = TypeVar("StoreT", bound="StoreBase[Any]")
+
+
+class StoreBase(Generic[ClientT]):
+    """What every store adapter holds: a ready client, a collection, a layout, a batch size.
+
+    The constructor validates the three settings and does no I/O.
+    """
+
+    def __init__(
+        self,
+        client: ClientT,
+        collection: str,
+        layout: Layout = "langchain",
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        self._client = client
+        self._collection = check_name(collection)
+        self._layout: Layout = check_layout(layout)
+        self._batch_size = check_batch_size(batch_size)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(collection={self._collection!r}, layout={self._layout!r})"
+
+    @property
+    def collection(self) -> str:
+        """The collection name."""
+        return self._collection
+
+    @property
+    def layout(self) -> Layout:
+        """The payload layout (``"langchain"`` or ``"llamaindex"``)."""
+        return self._layout
+
+    @property
+    def client(self) -> ClientT:
+        """The client this store was given."""
+        return self._client
+
+    def with_collection(self: StoreT, name: str) -> StoreT:
+        """A store on another collection (or alias) of the same client and layout."""
+        return type(self)(self._client, name, self._layout, batch_size=self._batch_size)
 
 
 def check_dimension(dimension: object) -> int:

@@ -21,18 +21,15 @@ import numpy as np
 
 from rechunk._optional import require
 from rechunk.adapters._layout import (
-    Layout,
     PreparedWrite,
+    StoreBase,
     batches,
-    check_batch_size,
     check_dimension,
     check_dimensions,
     check_distance,
     check_doc_id,
     check_ids,
     check_k,
-    check_layout,
-    check_name,
     check_query_vector,
     chroma_record,
     from_chroma,
@@ -97,7 +94,7 @@ class _Config:
     layout: str | None
 
 
-class ChromaStore:
+class ChromaStore(StoreBase["ClientAPI"]):
     """A Chroma collection as a rechunk :class:`~rechunk.store.VectorStore`.
 
     ``client`` is a ready Chroma client (``chromadb.PersistentClient``,
@@ -155,37 +152,6 @@ class ChromaStore:
     (``collection.modify(name=...)``) is not atomic across two collections: a
     swap by renames leaves a moment with no collection under the live name.
     """
-
-    def __init__(
-        self,
-        client: ClientAPI,
-        collection: str,
-        layout: Layout = "langchain",
-        *,
-        batch_size: int = 256,
-    ) -> None:
-        self._client = client
-        self._collection = check_name(collection)
-        self._layout: Layout = check_layout(layout)
-        self._batch_size = check_batch_size(batch_size)
-
-    def __repr__(self) -> str:
-        return f"ChromaStore(collection={self._collection!r}, layout={self._layout!r})"
-
-    @property
-    def collection(self) -> str:
-        """The collection name."""
-        return self._collection
-
-    @property
-    def layout(self) -> Layout:
-        """The metadata layout (``"langchain"`` or ``"llamaindex"``)."""
-        return self._layout
-
-    @property
-    def client(self) -> ClientAPI:
-        """The client this store was given."""
-        return self._client
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -544,10 +510,6 @@ class ChromaStore:
 
 
     # -- generations -----------------------------------------------------------------------
-
-    def with_collection(self, name: str) -> ChromaStore:
-        """A store on another collection of the same client and layout."""
-        return ChromaStore(self._client, name, self._layout, batch_size=self._batch_size)
 
     def drop_collection(self) -> None:
         """Delete the collection and every record in it."""

@@ -22,16 +22,14 @@ from rechunk.adapters._layout import (
     LANGCHAIN_METADATA_KEY,
     LLAMAINDEX_VECTOR_NAME,
     Layout,
+    StoreBase,
     batches,
-    check_batch_size,
     check_dimension,
     check_dimensions,
     check_distance,
     check_doc_id,
     check_ids,
     check_k,
-    check_layout,
-    check_name,
     check_query_vector,
     from_qdrant,
     is_unreachable,
@@ -98,7 +96,7 @@ class _Vectors:
     distance: Distance
 
 
-class QdrantStore:
+class QdrantStore(StoreBase["QdrantClient"]):
     """A Qdrant collection as a rechunk :class:`~rechunk.store.VectorStore`.
 
     ``client`` is a ready ``qdrant_client.QdrantClient``; the constructor does no
@@ -143,30 +141,9 @@ class QdrantStore:
         *,
         batch_size: int = 256,
     ) -> None:
-        self._client = client
-        self._collection = check_name(collection)
-        self._layout: Layout = check_layout(layout)
-        self._batch_size = check_batch_size(batch_size)
+        super().__init__(client, collection, layout, batch_size=batch_size)
         # where the rechunk fields sit in the payload: nested under "metadata" for LangChain
         self._prefix = f"{LANGCHAIN_METADATA_KEY}." if self._layout == "langchain" else ""
-
-    def __repr__(self) -> str:
-        return f"QdrantStore(collection={self._collection!r}, layout={self._layout!r})"
-
-    @property
-    def collection(self) -> str:
-        """The collection name."""
-        return self._collection
-
-    @property
-    def layout(self) -> Layout:
-        """The payload layout (``"langchain"`` or ``"llamaindex"``)."""
-        return self._layout
-
-    @property
-    def client(self) -> QdrantClient:
-        """The client this store was given."""
-        return self._client
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -515,10 +492,6 @@ class QdrantStore:
                 )
 
     # -- generations -----------------------------------------------------------------------
-
-    def with_collection(self, name: str) -> QdrantStore:
-        """A store on another collection (or alias) of the same client and layout."""
-        return QdrantStore(self._client, name, self._layout, batch_size=self._batch_size)
 
     def aliases(self) -> dict[str, str]:
         """Every alias of the client's Qdrant, as ``{alias: collection}``."""
