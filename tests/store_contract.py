@@ -52,6 +52,22 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+#: rechunk's own payload fields, which the llamaindex layout hides from embedding and the LLM
+RECHUNK_KEYS = {
+    "doc_id", "revision", "policy", "input_key", "model_id", "ordinal", "start", "end", "tokens",
+}  # fmt: skip
+
+
+def store_factory(store_class: Any, client: Any) -> StoreFactory:
+    """``make_store`` for an adapter class over one client: a fresh collection per call."""
+
+    def make(layout: str, *, collection: str | None = None, batch_size: int | None = None) -> Any:
+        options: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}
+        return store_class(client, collection or collection_name(), layout, **options)
+
+    return make
+
+
 def collection_name() -> str:
     """A fresh collection name valid for Qdrant and Chroma (3-63 chars, [a-z0-9-])."""
     return f"rc-{uuid.uuid4().hex[:16]}"

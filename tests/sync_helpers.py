@@ -94,3 +94,19 @@ def snapshot(store: Any, doc_ids: Sequence[str] | None = None) -> dict[str, Any]
             (p.id, p.payload, np.round(vectors[p.payload.input_key], 5).tolist()) for p in points
         ]
     return out
+
+
+class Memo:
+    """Real vectors computed once per distinct text (for tests that embed the same text often)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if todo:
+            self.vectors.update(zip(todo, self.embedder.embed(todo)))
+        if not texts:
+            return np.zeros((0, self.embedder.dimension))
+        return np.stack([self.vectors[t] for t in texts])

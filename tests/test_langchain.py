@@ -43,6 +43,7 @@ from langchain_text_splitters import (
     RecursiveCharacterTextSplitter,
     TextSplitter,
 )
+from sync_helpers import Memo
 from test_cache import CacheContract
 
 import rechunk
@@ -110,20 +111,6 @@ class FakeEmbeddings(Embeddings):
         await asyncio.sleep(0)
         self.queries.append(text)
         return self.vector("query:" + text)
-
-
-class Memo:
-    """MiniLM vectors computed once per distinct text for the whole module."""
-
-    def __init__(self, embedder: Any) -> None:
-        self.embedder = embedder
-        self.vectors: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        if todo:
-            self.vectors.update(zip(todo, self.embedder.embed(todo)))
-        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, DIM))
 
 
 class RecordingMiniLM(Embeddings):

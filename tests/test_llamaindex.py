@@ -17,7 +17,6 @@ import pickle
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
 from llama_index.core.node_parser import NodeParser, SentenceSplitter
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
+from sync_helpers import Memo
 
 import rechunk
 from rechunk.adapters.llamaindex import (
@@ -94,20 +94,6 @@ class FakeEmbedding(BaseEmbedding):
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
-
-
-class Memo:
-    """MiniLM vectors computed once per distinct text for the whole module."""
-
-    def __init__(self, embedder: Any) -> None:
-        self.embedder = embedder
-        self.vectors: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        if todo:
-            self.vectors.update(zip(todo, self.embedder.embed(todo)))
-        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, DIM))
 
 
 class RecordingMiniLM(BaseEmbedding):

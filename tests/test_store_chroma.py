@@ -17,6 +17,7 @@ from chroma_server import free_port, running_chroma
 from store_contract import (
     DIM,
     MODEL,
+    RECHUNK_KEYS,
     TEXT,
     StoreContract,
     StoreFactory,
@@ -24,6 +25,7 @@ from store_contract import (
     fixed_embeddings,
     new_id,
     payload,
+    store_factory,
     unit,
 )
 
@@ -35,20 +37,6 @@ from chromadb.config import Settings  # noqa: E402
 
 import rechunk.adapters.chroma as chroma_adapter  # noqa: E402
 from rechunk.adapters.chroma import ChromaStore, http_client  # noqa: E402
-
-RECHUNK_KEYS = {
-    "doc_id", "revision", "policy", "input_key", "model_id", "ordinal", "start", "end", "tokens",
-}  # fmt: skip
-
-
-def _factory(client: Any) -> StoreFactory:
-    def make(
-        layout: str, *, collection: str | None = None, batch_size: int | None = None
-    ) -> ChromaStore:
-        options: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}
-        return ChromaStore(client, collection or collection_name(), layout, **options)  # type: ignore[arg-type]
-
-    return make
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +68,7 @@ class TestChromaPersistent(StoreContract):
 
     @pytest.fixture
     def make_store(self, persistent: Any) -> StoreFactory:
-        return _factory(persistent)
+        return store_factory(ChromaStore, persistent)
 
 
 class TestChromaServer(StoreContract):
@@ -88,7 +76,7 @@ class TestChromaServer(StoreContract):
 
     @pytest.fixture
     def make_store(self, server: Any) -> StoreFactory:
-        return _factory(server)
+        return store_factory(ChromaStore, server)
 
 
 @pytest.fixture(params=["persistent", "server"])

@@ -17,13 +17,14 @@ from chroma_server import free_port
 from store_contract import (
     DIM,
     MODEL,
+    RECHUNK_KEYS,
     TEXT,
     StoreContract,
     StoreFactory,
-    collection_name,
     fixed_embeddings,
     new_id,
     payload,
+    store_factory,
     unit,
 )
 
@@ -36,26 +37,12 @@ from qdrant_client import QdrantClient, models  # noqa: E402
 from rechunk.adapters._layout import Layout  # noqa: E402
 from rechunk.adapters.qdrant import QdrantStore, local_client  # noqa: E402
 
-RECHUNK_KEYS = {
-    "doc_id", "revision", "policy", "input_key", "model_id", "ordinal", "start", "end", "tokens",
-}  # fmt: skip
-
-
-def _factory(client: QdrantClient) -> StoreFactory:
-    def make(
-        layout: str, *, collection: str | None = None, batch_size: int | None = None
-    ) -> QdrantStore:
-        options: dict[str, Any] = {} if batch_size is None else {"batch_size": batch_size}
-        return QdrantStore(client, collection or collection_name(), layout, **options)  # type: ignore[arg-type]
-
-    return make
-
 
 class TestQdrantMemory(StoreContract):
     @pytest.fixture
     def make_store(self) -> Iterator[StoreFactory]:
         client = QdrantClient(":memory:")
-        yield _factory(client)
+        yield store_factory(QdrantStore, client)
         client.close()
 
 
@@ -63,7 +50,7 @@ class TestQdrantPath(StoreContract):
     @pytest.fixture
     def make_store(self, tmp_path: Path) -> Iterator[StoreFactory]:
         client = QdrantClient(path=str(tmp_path / "qdrant"))
-        yield _factory(client)
+        yield store_factory(QdrantStore, client)
         client.close()
 
 
