@@ -286,36 +286,37 @@ class StructuredChunker(BaseChunker):
        holds at most ``max_tokens`` tokens is one chunk. A longer span is cut
        from its left end: the chunk starting at boundary ``s`` ends at the
        allowed boundary with the greatest key among those that make it
-       ``min_tokens`` to ``max_tokens`` tokens long. For the last two chunks
-       (fewer than ``max_tokens + min_tokens`` tokens left before the next
-       anchor) the candidates are instead those that leave both parts at most
-       ``max_tokens``, ranked by level, then by whether both parts hold at least
-       ``min_tokens``, then by hash. With no candidate, the best allowed
-       boundary within ``max_tokens``; failing all, the last boundary within it.
+       ``min_tokens`` to ``max_tokens`` tokens long; with no such boundary, at
+       the best allowed boundary within ``max_tokens``; failing all, at the last
+       boundary within it. The last chunk of the span takes what is left.
 
     So a chunk never spans two sections; structure wins over content (a
     paragraph break in the window beats every sentence end, a sentence end
     every word); chunks hold ``min_tokens`` to ``max_tokens`` tokens except
-    where a section, an anchor span or an unbreakable fence or table is
-    shorter, so small trailing chunks are rare; and an edit changes only the
-    chunks of the anchor spans within ``min_tokens`` tokens of it: every other
-    section, and every chunk of the same section beyond those spans, keeps its
+    where a section, the end of an anchor span or an unbreakable fence or
+    table comes first; and an edit changes only the chunks of the anchor spans
+    within ``min_tokens`` tokens of it, and of those only the chunk it falls in,
+    the chunks after it, and the chunks starting less than ``max_tokens``
+    tokens before it (a cut depends on nothing past ``max_tokens`` tokens from
+    its chunk's start, so a chunk never moves because the end of its span did):
+    every other section, and every other chunk of the same section, keeps its
     bytes. No chunk exceeds ``max_tokens``: every unit holds at most
     ``min_tokens`` tokens, and where the summed counts are not exact (a
     tokenizer that is not additive, or a piece cut inside a pre-token) the
     finished chunks are re-counted and any chunk over ``max_tokens`` is split
     near its middle at a word start until it fits.
 
-    Defaults (frozen; for a 512-token model window): ``min_tokens=256``,
+    Defaults (frozen; for a 512-token model window): ``min_tokens=300``,
     ``max_tokens=400``, ``window_units=1``. Scaled to a smaller window as the
-    other policies are (all-MiniLM-L6-v2, 254 content tokens: 127 / 198).
+    other policies are (all-MiniLM-L6-v2, 254 content tokens: 148 / 198).
     """
 
     kind = "structured"
+    version = 2  # 2: chunks are cut from the left only (1 balanced an anchor span's last two)
 
     def __init__(
         self,
-        min_tokens: int = 256,
+        min_tokens: int = 300,
         max_tokens: int = 400,
         tokenizer: Any = None,
         *,
@@ -622,31 +623,19 @@ class StructuredChunker(BaseChunker):
             stop = min(b, int(np.searchsorted(prefix, base + high, side="right")))
             # c >= first: it holds at least `low` tokens
             first = max(start + 1, int(np.searchsorted(prefix, base + low, side="left")))
-            if end - base < high + low:
-                # the last two chunks: both at most `high`; prefer leaving at least `low`
-                lo = max(start + 1, int(np.searchsorted(prefix, end - high, side="left")))
-                last = int(np.searchsorted(prefix, end - low, side="right"))
-                prefer = (first, last)
-            else:
-                lo, prefer = first, (first, stop)
-            choice = _best(keys, allowed, lo, stop, prefer)
+            choice = _best(keys, allowed, first, stop)
             if choice < 0:
-                choice = _best(keys, allowed, start + 1, stop, (0, 0))
+                choice = _best(keys, allowed, start + 1, stop)
             if choice < 0:
                 choice = max(start + 1, stop - 1)
             start = choice
 
 
-def _best(keys: IntArray, allowed: BoolArray, lo: int, hi: int, prefer: tuple[int, int]) -> int:
-    """The allowed index in [lo, hi) with the greatest (level, in ``prefer``, hash); -1 if none."""
+def _best(keys: IntArray, allowed: BoolArray, lo: int, hi: int) -> int:
+    """The allowed index in [lo, hi) with the greatest key (the leftmost of equals); -1 if none."""
     if lo >= hi:
         return -1
     index = np.flatnonzero(allowed[lo:hi]) + lo
     if not len(index):
         return -1
-    key = keys[index]
-    preferred = ((index >= prefer[0]) & (index < prefer[1])).astype(np.int64)
-    score = ((key >> _LEVEL_SHIFT) << (_LEVEL_SHIFT + 2)) | (preferred << _LEVEL_SHIFT) | (
-        key & ((1 << _LEVEL_SHIFT) - 1)
-    )
-    return int(index[int(np.argmax(score))])
+    return int(index[int(np.argmax(keys[index]))])
