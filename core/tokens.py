@@ -188,8 +188,10 @@ class HFTokenCounter:
         fresh = list({piece for parts in split for piece in parts if piece not in memo})
         if fresh:
             self._encode_into_memo(fresh)
+        get = memo.__getitem__
         for text, parts in zip(texts, split):
-            memo[text] = sum(memo[piece] for piece in parts)
+            if len(parts) != 1:  # a single piece is the text itself, counted above
+                memo[text] = sum(map(get, parts))
 
     def _count_one(self, text: str) -> int:
         n = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
