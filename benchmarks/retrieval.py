@@ -23,7 +23,7 @@ every revision pair of ``../shared/revisions/dev.jsonl``:
 
 Chunkers are sized for MiniLM's 256-token window: rechunk's policies via
 ``rechunk.policy_for(embedder, kind)`` (fixed 150, recursive 198, cdc 87/174,
-structured 127/198, hard maximum 254) and the anchors at the same ~200-token
+structured 138/198, hard maximum 254) and the anchors at the same ~200-token
 target (steadlith's CDC at cdc's 87/176). Anchors return strings; their source
 spans are recovered in order on whitespace-collapsed text (a chunk that cannot
 be found is scored by containment of the sentence in its text). Recall is the
@@ -536,7 +536,7 @@ def to_markdown(results: dict[str, Any], chart: str | None = "structured.png") -
         f"`{results['model']}`), whole chunks packed in rank order into {results['budget_tokens']} "
         "tokens; a query scores 1 if the packed chunks cover the sentence's span. Chunkers are sized "
         "for MiniLM's 254 content tokens: `rechunk.policy_for` (fixed 150, recursive 198, cdc 87/174, "
-        "structured 127/198) and the anchors at a 200-token target (steadlith 87/176). Intervals: "
+        "structured 138/198) and the anchors at a 200-token target (steadlith 87/176). Intervals: "
         "95% bootstrap over documents (2,000 resamples, seed 7); the paired column is the "
         "chunker's recall minus `rechunk-structured`'s on the same queries, resampling "
         "documents for both at once.",

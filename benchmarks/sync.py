@@ -958,7 +958,7 @@ def to_markdown(results: dict[str, Any]) -> str:
         "one call (initial load), then each NEW text in its own call (the revision phase; one "
         "call per document so each revision's cost is attributed exactly). Embedding model for "
         f"all: all-MiniLM-L6-v2 ({results['window_content_tokens']} content tokens + 2 special); "
-        "chunks sized for it (rechunk `policy_for`: structured 127/198, cdc 87/174, recursive "
+        "chunks sized for it (rechunk `policy_for`: structured 138/198, cdc 87/174, recursive "
         "target 198, hard max "
         "254; the anchors' splitters: chunk_size 198 tokens, overlap 0, same tokenizer).",
         "",

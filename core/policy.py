@@ -27,10 +27,10 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     """A chunker of ``kind`` sized so that no chunk is ever truncated by ``embedder``.
 
     The study's parameters (fixed 304, recursive 400, cdc 176/352, hard maximum
-    512) and the structured policy's (300/400) are scaled by
+    512) and the structured policy's (280/400) are scaled by
     ``(max_input_tokens - special tokens) / 512`` when the model reads fewer than
     512 content tokens (all-MiniLM-L6-v2: 254/512, so fixed 150, recursive 198,
-    cdc 87/174, structured 148/198, hard maximum 254). Tokens are counted
+    cdc 87/174, structured 138/198, hard maximum 254). Tokens are counted
     with the embedder's own tokenizer when it exposes one (``embedder.tokenizer``).
     ``overrides`` replace any parameter.
     """
@@ -50,7 +50,7 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
         params = {"target_tokens": _scaled(400, scale)}
         factory = RecursiveChunker
     elif kind == "structured":
-        params = {"min_tokens": _scaled(300, scale), "max_tokens": _scaled(400, scale)}
+        params = {"min_tokens": _scaled(280, scale), "max_tokens": _scaled(400, scale)}
         factory = StructuredChunker
     elif kind == "cdc":
         params = {"min_tokens": _scaled(176, scale), "max_tokens": _scaled(352, scale)}

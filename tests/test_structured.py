@@ -284,7 +284,7 @@ class TestStructured(ChunkerContract):
     # -- scaling and real data -------------------------------------------------------------
 
     def test_scaled_for_a_small_window(self, revisions: list[dict[str, Any]]) -> None:
-        chunker = StructuredChunker(min_tokens=148, max_tokens=198, hard_max_tokens=254)
+        chunker = StructuredChunker(min_tokens=138, max_tokens=198, hard_max_tokens=254)
         counter = resolve_tokenizer(None)
         for pair in revisions[::5]:
             chunks = chunker.chunk(pair["new"])
@@ -309,7 +309,7 @@ class TestStructured(ChunkerContract):
         {"min_tokens": 0},
         {"min_tokens": True},
         {"max_tokens": 400.0},
-        {"min_tokens": 300, "max_tokens": 200},
+        {"min_tokens": 280, "max_tokens": 200},
         {"max_tokens": 600},
         {"max_tokens": 400, "hard_max_tokens": 300},
         {"window_units": 0},
@@ -338,7 +338,7 @@ def test_describe_and_params() -> None:
     chunker = StructuredChunker()
     assert chunker.kind == "structured"
     assert chunker.params == {
-        "min_tokens": 300,
+        "min_tokens": 280,
         "max_tokens": 400,
         "hard_max_tokens": 512,
         "window_units": 1,

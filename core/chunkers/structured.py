@@ -306,9 +306,9 @@ class StructuredChunker(BaseChunker):
     finished chunks are re-counted and any chunk over ``max_tokens`` is split
     near its middle at a word start until it fits.
 
-    Defaults (frozen; for a 512-token model window): ``min_tokens=300``,
+    Defaults (frozen; for a 512-token model window): ``min_tokens=280``,
     ``max_tokens=400``, ``window_units=1``. Scaled to a smaller window as the
-    other policies are (all-MiniLM-L6-v2, 254 content tokens: 148 / 198).
+    other policies are (all-MiniLM-L6-v2, 254 content tokens: 138 / 198).
     """
 
     kind = "structured"
@@ -316,7 +316,7 @@ class StructuredChunker(BaseChunker):
 
     def __init__(
         self,
-        min_tokens: int = 300,
+        min_tokens: int = 280,
         max_tokens: int = 400,
         tokenizer: Any = None,
         *,
