@@ -26,6 +26,7 @@ from rechunk.identity import hash_fields
 from rechunk.tokens import TokenCounter, resolve_tokenizer
 
 __all__ = [
+    "CJK_SENTENCE_END",
     "Analysis",
     "BaseChunker",
     "Units",
@@ -39,6 +40,8 @@ __all__ = [
 
 IntArray = npt.NDArray[np.int64]
 _WHITESPACE_SPLIT = re.compile(r"(\s+)")
+#: a CJK sentence end (no whitespace needed after it) with its closing quotes or brackets
+CJK_SENTENCE_END = re.compile(r"[。！？][\"'”’」』）)\]]*")
 
 
 def check_int(name: str, value: object, minimum: int = 1) -> int:

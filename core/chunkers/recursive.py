@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from rechunk.chunkers.base import (
+    CJK_SENTENCE_END,
     Analysis,
     BaseChunker,
     IntArray,
@@ -26,7 +27,6 @@ BLOCK, LINE, SENTENCE, TOKEN = 0, 1, 2, 3
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n|\r[^\S\r\n]*\r|\r\n[^\S\n]*\r\n")
 _BLOCK_START = re.compile(r"(?:#{1,6}|[-*+]|\d{1,9}[.)]|>|```.*|~~~.*|\|.*|\.\.)\Z")
 _SENTENCE_END = re.compile(r"[.!?。！？][\"'”’」』）)\]]*\Z")
-_CJK_END = re.compile(r"[。！？][\"'”’」』）)\]]*")
 _CJK_TERMINATOR = re.compile("[。！？]")
 _END_CHARS = frozenset(".!?。！？\"'”’」』）)]")
 
@@ -87,7 +87,7 @@ class RecursiveChunker(BaseChunker):
         cut_words = []
         for i in sorted(candidates):
             word = words[i]
-            cuts = [m.end() for m in _CJK_END.finditer(word) if m.end() < len(word)]
+            cuts = [m.end() for m in CJK_SENTENCE_END.finditer(word) if m.end() < len(word)]
             bounds = [0, *cuts, len(word)]
             cut_words.append((i, bounds, [word[a:b] for a, b in zip(bounds, bounds[1:])]))
         counts = iter(counter.count_many([s for _, _, sentences in cut_words for s in sentences]))

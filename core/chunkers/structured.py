@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.chunkers.base import (
+    CJK_SENTENCE_END,
     Analysis,
     BaseChunker,
     IntArray,
@@ -19,7 +20,6 @@ from rechunk.chunkers.base import (
     pre_token_pieces,
     refine,
 )
-from rechunk.chunkers.recursive import _CJK_END
 
 __all__ = ["StructuredChunker"]
 
@@ -515,7 +515,7 @@ class StructuredChunker(BaseChunker):
         ends = analysis.ends
         threshold = self.min_tokens
         # words to split: an inner CJK sentence end, or more tokens than min_tokens
-        cjk_ends = np.asarray([m.end() for m in _CJK_END.finditer(text)], dtype=np.int64)
+        cjk_ends = np.asarray([m.end() for m in CJK_SENTENCE_END.finditer(text)], dtype=np.int64)
         owner = np.searchsorted(starts, cjk_ends, side="right") - 1
         inner = (owner >= 0) & (cjk_ends < ends[np.maximum(owner, 0)])
         # (only words long enough for a sentence cut inside them to matter)
