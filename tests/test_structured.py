@@ -149,6 +149,15 @@ class TestStructured(ChunkerContract):
         assert len(chunks) > 4
         assert all(c.text.endswith("。") for c in chunks)
 
+    def test_cjk_sentence_ends_inside_short_words_are_boundaries(self) -> None:
+        # Chinese with spaces around Latin words: each whitespace-word is short, and the
+        # sentence ends sit inside them, never before a space
+        text = "我们用 Rust 写代码。然后用 cargo 构建项目。最后运行 test 检查结果。" * 30
+        chunks = StructuredChunker(min_tokens=40, max_tokens=80).chunk(text)
+        check_tiles(text, chunks)
+        assert len(chunks) > 4
+        assert all(c.text.endswith("。") for c in chunks)
+
     def test_cjk_clauses_before_characters(self) -> None:
         text = "没有句号的长句子，只有逗号分隔" * 60
         chunks = StructuredChunker(min_tokens=30, max_tokens=60).chunk(text)

@@ -259,9 +259,8 @@ class StructuredChunker(BaseChunker):
     ``## Chapter 1`` start one section).
 
     **Boundaries.** Every boundary between two units (words, or pieces of a
-    word: a word of more than ``min_tokens // 4`` tokens is cut after
-    ``。！？`` inside it, and a piece of more than ``min_tokens`` tokens at the
-    tokenizer's pre-tokens) gets a *level*: section (a heading starts here;
+    word: a word is cut after every ``。！？`` inside it, and a piece of more
+    than ``min_tokens`` tokens at the tokenizer's pre-tokens) gets a *level*: section (a heading starts here;
     always a cut), block (after a blank line, at the start or end of a fence or
     table), item (a list item or directive starts), line (a new table row,
     quote line, or code line of a fence too long to keep), sentence (after a word ending in
@@ -312,7 +311,9 @@ class StructuredChunker(BaseChunker):
     """
 
     kind = "structured"
-    version = 2  # 2: chunks are cut from the left only (1 balanced an anchor span's last two)
+    # 2: chunks are cut from the left only (1 balanced an anchor span's last two), and
+    # every CJK sentence end inside a word is a boundary (1: only in words over min/4 tokens)
+    version = 2
 
     def __init__(
         self,
@@ -518,8 +519,6 @@ class StructuredChunker(BaseChunker):
         cjk_ends = np.asarray([m.end() for m in CJK_SENTENCE_END.finditer(text)], dtype=np.int64)
         owner = np.searchsorted(starts, cjk_ends, side="right") - 1
         inner = (owner >= 0) & (cjk_ends < ends[np.maximum(owner, 0)])
-        # (only words long enough for a sentence cut inside them to matter)
-        inner &= analysis.counts[np.maximum(owner, 0)] > max(1, threshold // 4)
         cuts_of: dict[int, list[int]] = {}
         for end, word_index in zip(cjk_ends[inner].tolist(), owner[inner].tolist()):
             cuts_of.setdefault(word_index, []).append(end - int(starts[word_index]))
