@@ -680,32 +680,40 @@ def to_markdown(results: dict[str, Any], chart: str | None = "churn.png") -> str
     return "\n".join(lines) + "\n"
 
 
+def rc_panel(ax: Any, results: dict[str, Any], lang: str, title: str) -> None:
+    """Bars of R_c by edit band, one per chunker (anchors hatched, structured outlined)."""
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in results["chunkers"] if r["available"]]
+    colors = plt.get_cmap("tab20")
+    width = 0.8 / max(1, len(ok))
+    for j, r in enumerate(ok):
+        structured = r["name"].startswith("rechunk-structured")
+        ax.bar(
+            [i + (j - (len(ok) - 1) / 2) * width for i in range(len(BANDS))],
+            [100 * (r["rc"][lang][b]["rc"] or 0.0) for b in BANDS],
+            width,
+            color=colors(j % 20),
+            label=r["name"],
+            hatch=None if r["name"].startswith("rechunk-") else "//",
+            edgecolor="black" if structured else None,
+            linewidth=1.2 if structured else 0,
+        )
+    n = results["dataset"]["n"][lang]
+    ax.set_xticks(range(len(BANDS)), [f"{b}\n(n={n[b]})" for b in BANDS])
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+
+
 def plot(results: dict[str, Any], path: Path = CHART) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [r for r in results["chunkers"] if r["available"]]
-    colors = plt.get_cmap("tab20")
     fig, axes = plt.subplots(1, len(LANGS), figsize=(13, 4.6), sharey=True)
-    width = 0.8 / max(1, len(ok))
     for ax, lang in zip(axes, LANGS):
-        for j, r in enumerate(ok):
-            xs = [i + (j - (len(ok) - 1) / 2) * width for i in range(len(BANDS))]
-            ys = [100 * (r["rc"][lang][b]["rc"] or 0.0) for b in BANDS]
-            ax.bar(
-                xs,
-                ys,
-                width,
-                color=colors(j % 20),
-                label=r["name"],
-                hatch=None if r["name"].startswith("rechunk-") else "//",
-            )
-        n = results["dataset"]["n"][lang]
-        ax.set_xticks(range(len(BANDS)), [f"{b}\n(n={n[b]})" for b in BANDS])
-        ax.set_title(f"{lang}: R_c by edit band (mean of pairs)")
-        ax.grid(axis="y", alpha=0.3)
+        rc_panel(ax, results, lang, f"{lang}: R_c by edit band (mean of pairs)")
     axes[0].set_ylabel("R_c, % of new tokens re-embedded")
     axes[-1].legend(fontsize=7, loc="upper left")
     fig.tight_layout()

@@ -603,28 +603,9 @@ def plot(results: dict[str, Any], path: Path = CHART) -> None:
     import matplotlib.pyplot as plt
 
     churn_results = json.loads(churn.RESULTS.read_text(encoding="utf-8"))
-    ok = [r for r in churn_results["chunkers"] if r["available"]]
-    bands = churn.BANDS
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), gridspec_kw={"width_ratios": [1, 1, 1.1]})
-    width = 0.8 / max(1, len(ok))
     for ax, lang in zip(axes[:2], churn.LANGS):
-        for j, r in enumerate(ok):
-            xs = [i + (j - (len(ok) - 1) / 2) * width for i in range(len(bands))]
-            ys = [100 * (r["rc"][lang][b]["rc"] or 0.0) for b in bands]
-            structured = r["name"].startswith("rechunk-structured")
-            ax.bar(
-                xs,
-                ys,
-                width,
-                label=r["name"],
-                hatch=None if r["name"].startswith("rechunk-") else "//",
-                edgecolor="black" if structured else None,
-                linewidth=1.2 if structured else 0,
-            )
-        n = churn_results["dataset"]["n"][lang]
-        ax.set_xticks(range(len(bands)), [f"{b}\n(n={n[b]})" for b in bands])
-        ax.set_title(f"{lang}: R_c by edit band (study-scale sizes)")
-        ax.grid(axis="y", alpha=0.3)
+        churn.rc_panel(ax, churn_results, lang, f"{lang}: R_c by edit band (study-scale sizes)")
     axes[0].set_ylabel("R_c, % of new tokens re-embedded")
     axes[1].legend(fontsize=7, loc="upper left")
     ax = axes[2]
