@@ -260,15 +260,16 @@ class StructuredChunker(BaseChunker):
 
     **Boundaries.** Every boundary between two units (words, or pieces of a
     word: a word is cut after every ``。！？`` inside it, and a piece of more
-    than ``min_tokens`` tokens at the tokenizer's pre-tokens) gets a *level*: section (a heading starts here;
-    always a cut), block (after a blank line, at the start or end of a fence or
-    table), item (a list item or directive starts), line (a new table row,
-    quote line, or code line of a fence too long to keep), sentence (after a word ending in
-    ``.!?。！？`` plus up to two closing quotes or brackets), clause (after
-    ``,;:，；：、``), word, piece. A line break inside prose counts as the
-    space it replaces, so re-wrapping a paragraph changes no level. Never cut:
-    inside a heading, right after a heading, and inside a fence or table that
-    holds at most ``max_tokens`` tokens.
+    than ``min_tokens`` tokens at the tokenizer's pre-tokens) gets a *level*:
+    section (a heading starts here; always a cut), block (after a blank line,
+    at the start or end of a fence or table), item (a list item or directive
+    starts), line (a new table row, quote line, or code line of a fence too
+    long to keep), sentence (after a word ending in ``.!?。！？`` plus up to
+    two closing quotes or brackets), clause (after ``,;:，；：、``), word,
+    piece. A line break inside prose counts as the space it replaces, so
+    re-wrapping a paragraph changes no level. Never cut: inside a heading,
+    right after a heading, and inside a fence or table that holds at most
+    ``max_tokens`` tokens.
 
     **The cut rule.** Each boundary's *key* is its level, then 55 bits of a
     hash of the ``window_units`` units before it (never reaching back past the
