@@ -517,6 +517,9 @@ def _reading(ok: list[dict[str, Any]], results: dict[str, Any]) -> str:
             for cell in cells
             if row["cells"][cell] and row["cells"][cell]["low"] <= 0 <= row["cells"][cell]["high"]
         )
+        worse = sum(
+            1 for row in matched for cell in cells if (row["cells"][cell] or {}).get("high", 0) < 0
+        )
         beaten = "; ".join(
             f"{cell}: {', '.join(f'`{n}`' for n in names)}" for cell, names in lower.items() if names
         )
@@ -529,7 +532,8 @@ def _reading(ok: list[dict[str, Any]], results: dict[str, Any]) -> str:
                 else f"cells where a matched chunker re-embeds less than it: {beaten}"
             )
             + f". Of the {len(matched) * len(cells)} paired differences, {clear} have a 95% "
-            f"interval above zero and {unclear} include zero (a tie within noise)."
+            f"interval above zero (structured re-embeds less), {unclear} include zero (a tie "
+            f"within noise) and {worse} lie below zero."
         )
     failed = [f"`{r['name']}` {r['failures']}" for r in ok if r["failures"]]
     parts.append("Failures (pairs): " + (", ".join(failed) if failed else "none") + ".")
