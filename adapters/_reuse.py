@@ -21,17 +21,16 @@ standard library), so each adapter loads without the other framework.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from rechunk.cache import EmbeddingCache
-from rechunk.cached_embedder import EmbedStats
+from rechunk.cached_embedder import EmbedStats, StatsCounter
 from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 from rechunk.errors import ConfigError, EmbeddingError, InputError
@@ -205,29 +204,14 @@ class Reuse:
         self.dimension = dimension
         self._record_key = hash_fields(DIMENSION_DOMAIN, (model_id,))
         self._recorded = False
-        self._lock = threading.Lock()
-        self._stats = EmbedStats()
+        self._stats = StatsCounter()
 
     @property
     def stats(self) -> EmbedStats:
-        with self._lock:
-            return self._stats
+        return self._stats.snapshot()
 
     def reset_stats(self) -> None:
-        with self._lock:
-            self._stats = EmbedStats()
-
-    def count(self, **deltas: float) -> None:
-        with self._lock:
-            s = self._stats
-            self._stats = replace(
-                s,
-                inputs=s.inputs + int(deltas.get("inputs", 0)),
-                hits=s.hits + int(deltas.get("hits", 0)),
-                misses=s.misses + int(deltas.get("misses", 0)),
-                inputs_embedded=s.inputs_embedded + int(deltas.get("inputs_embedded", 0)),
-                seconds_embedding=s.seconds_embedding + deltas.get("seconds_embedding", 0.0),
-            )
+        self._stats.reset()
 
     def _known_dimension(self) -> int | None:
         if self.dimension is None:
@@ -253,7 +237,7 @@ class Reuse:
         if dimension is not None and key_of:
             found = dict(self.cache.get_many(list(key_of.values()), self.model_id, dimension))
         missing = [text for text, key in key_of.items() if key not in found]
-        self.count(inputs=len(items), hits=len(key_of) - len(missing), misses=len(missing))
+        self._stats.add(inputs=len(items), hits=len(key_of) - len(missing), misses=len(missing))
         return Plan(items, key_of, found, missing)
 
     def absorb(self, plan: Plan, batch: list[str], raw: object, seconds: float) -> None:
@@ -288,7 +272,7 @@ class Reuse:
                 self._recorded = True
         self.dimension = dimension
         plan.found.update(zip(keys, rows))
-        self.count(inputs_embedded=len(batch), seconds_embedding=seconds)
+        self._stats.add(inputs_embedded=len(batch), seconds_embedding=seconds)
 
     def embed(
         self,

@@ -39,6 +39,43 @@ class EmbedStats:
     seconds_embedding: float = 0.0
 
 
+class StatsCounter:
+    """Running :class:`EmbedStats`, safe to add to from several threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stats = EmbedStats()
+
+    def snapshot(self) -> EmbedStats:
+        with self._lock:
+            return self._stats
+
+    def reset(self) -> None:
+        with self._lock:
+            self._stats = EmbedStats()
+
+    def add(
+        self,
+        *,
+        inputs: int = 0,
+        hits: int = 0,
+        misses: int = 0,
+        inputs_embedded: int = 0,
+        tokens_embedded: int = 0,
+        seconds_embedding: float = 0.0,
+    ) -> None:
+        with self._lock:
+            now = self._stats
+            self._stats = EmbedStats(
+                inputs=now.inputs + inputs,
+                hits=now.hits + hits,
+                misses=now.misses + misses,
+                inputs_embedded=now.inputs_embedded + inputs_embedded,
+                tokens_embedded=now.tokens_embedded + tokens_embedded,
+                seconds_embedding=now.seconds_embedding + seconds_embedding,
+            )
+
+
 class CachedEmbedder:
     """Wraps an :class:`~rechunk.Embedder` with an :class:`~rechunk.cache.EmbeddingCache`.
 
@@ -79,8 +116,7 @@ class CachedEmbedder:
         self._dimension = dimension
         self._max_input_tokens: int | None = embedder.max_input_tokens
         self.batch_size = batch_size
-        self._lock = threading.Lock()
-        self._stats = EmbedStats()
+        self._stats = StatsCounter()
 
     # ----------------------------------------------------------------- Embedder protocol
 
@@ -112,34 +148,11 @@ class CachedEmbedder:
     @property
     def stats(self) -> EmbedStats:
         """A snapshot of the counters."""
-        with self._lock:
-            return self._stats
+        return self._stats.snapshot()
 
     def reset_stats(self) -> None:
         """Set every counter back to zero."""
-        with self._lock:
-            self._stats = EmbedStats()
-
-    def _count(
-        self,
-        *,
-        inputs: int = 0,
-        hits: int = 0,
-        misses: int = 0,
-        inputs_embedded: int = 0,
-        tokens_embedded: int = 0,
-        seconds_embedding: float = 0.0,
-    ) -> None:
-        with self._lock:
-            now = self._stats
-            self._stats = EmbedStats(
-                inputs=now.inputs + inputs,
-                hits=now.hits + hits,
-                misses=now.misses + misses,
-                inputs_embedded=now.inputs_embedded + inputs_embedded,
-                tokens_embedded=now.tokens_embedded + tokens_embedded,
-                seconds_embedding=now.seconds_embedding + seconds_embedding,
-            )
+        self._stats.reset()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors of ``texts`` (float32, ``(len(texts), dimension)``), embedding only misses."""
@@ -159,7 +172,7 @@ class CachedEmbedder:
         keys = list(key_of.values())
         vectors = dict(self._cache.get_many(keys, self._model_id, self._dimension))
         missing = [text for text, key in key_of.items() if key not in vectors]
-        self._count(inputs=len(texts), hits=len(keys) - len(missing), misses=len(missing))
+        self._stats.add(inputs=len(texts), hits=len(keys) - len(missing), misses=len(missing))
         for start in range(0, len(missing), self.batch_size):
             batch = missing[start : start + self.batch_size]
             fresh = self._embed_batch(batch)
@@ -196,5 +209,7 @@ class CachedEmbedder:
         count_tokens = getattr(self._embedder, "count_tokens", None)
         if callable(count_tokens):
             tokens = sum(int(count_tokens(text)) for text in batch)
-        self._count(inputs_embedded=len(batch), tokens_embedded=tokens, seconds_embedding=elapsed)
+        self._stats.add(
+            inputs_embedded=len(batch), tokens_embedded=tokens, seconds_embedding=elapsed
+        )
         return result
