@@ -99,6 +99,25 @@ def payload(i: int, doc_id: str = "a.md", **changes: Any) -> PointPayload:
     return PointPayload(**fields)
 
 
+def fill(store: Any, metadata: dict[str, Any]) -> list[tuple[str, PointPayload]]:
+    """Create the collection and write three points (two of a.md, one of b.md)."""
+    store.ensure_collection(DIM)
+    written = [
+        (new_id(), payload(0, text=TEXT, metadata=metadata)),
+        (new_id(), payload(1, version=2)),
+        (new_id(), payload(0, doc_id="b.md")),
+    ]
+    store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
+    return written
+
+
+class NoIO:
+    """A client that fails any use: for checking that a constructor does no I/O."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the constructor touched the client: {name}")
+
+
 def fixed_embeddings(vectors: dict[str, Sequence[float]], dim: int = DIM) -> Any:
     """A small real LangChain ``Embeddings``: known texts get their vector, others a fixed one."""
     from langchain_core.embeddings import Embeddings

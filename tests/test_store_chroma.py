@@ -19,9 +19,11 @@ from store_contract import (
     MODEL,
     RECHUNK_KEYS,
     TEXT,
+    NoIO,
     StoreContract,
     StoreFactory,
     collection_name,
+    fill,
     fixed_embeddings,
     new_id,
     payload,
@@ -85,26 +87,14 @@ def client(request: pytest.FixtureRequest) -> Any:
 
 
 def _fill(store: ChromaStore) -> list[tuple[str, PointPayload]]:
-    store.ensure_collection(DIM)
-    written = [
-        (new_id(), payload(0, text=TEXT, metadata={"source": "a.md", "lang": "en"})),
-        (new_id(), payload(1, version=2)),
-        (new_id(), payload(0, doc_id="b.md")),
-    ]
-    store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
-    return written
+    return fill(store, {"source": "a.md", "lang": "en"})
 
 
 # -- construction and errors -------------------------------------------------------------
 
 
-class _NoIO:
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"the constructor touched the client: {name}")
-
-
 def test_constructor_does_no_io() -> None:
-    store = ChromaStore(_NoIO(), "docs", "llamaindex")  # type: ignore[arg-type]
+    store = ChromaStore(NoIO(), "docs", "llamaindex")  # type: ignore[arg-type]
     assert (store.collection, store.layout) == ("docs", "llamaindex")
     assert repr(store) == "ChromaStore(collection='docs', layout='llamaindex')"
 
@@ -115,7 +105,7 @@ def test_constructor_does_no_io() -> None:
 )
 def test_constructor_validates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
-        ChromaStore(_NoIO(), *args, **kwargs)  # type: ignore[arg-type]
+        ChromaStore(NoIO(), *args, **kwargs)  # type: ignore[arg-type]
 
 
 def test_nothing_listening_is_store_unavailable() -> None:

@@ -19,8 +19,10 @@ from store_contract import (
     MODEL,
     RECHUNK_KEYS,
     TEXT,
+    NoIO,
     StoreContract,
     StoreFactory,
+    fill,
     fixed_embeddings,
     new_id,
     payload,
@@ -62,26 +64,14 @@ def client() -> Iterator[QdrantClient]:
 
 
 def _fill(store: QdrantStore) -> list[tuple[str, PointPayload]]:
-    store.ensure_collection(DIM)
-    written = [
-        (new_id(), payload(0, text=TEXT, metadata={"source": "a.md", "tags": ["x", "y"]})),
-        (new_id(), payload(1, version=2)),
-        (new_id(), payload(0, doc_id="b.md")),
-    ]
-    store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
-    return written
+    return fill(store, {"source": "a.md", "tags": ["x", "y"]})
 
 
 # -- construction and errors -------------------------------------------------------------
 
 
-class _NoIO:
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"the constructor touched the client: {name}")
-
-
 def test_constructor_does_no_io() -> None:
-    store = QdrantStore(_NoIO(), "docs", "llamaindex")  # type: ignore[arg-type]
+    store = QdrantStore(NoIO(), "docs", "llamaindex")  # type: ignore[arg-type]
     assert (store.collection, store.layout) == ("docs", "llamaindex")
     assert repr(store) == "QdrantStore(collection='docs', layout='llamaindex')"
 
@@ -99,7 +89,7 @@ def test_constructor_does_no_io() -> None:
 )
 def test_constructor_validates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
-        QdrantStore(_NoIO(), *args, **kwargs)  # type: ignore[arg-type]
+        QdrantStore(NoIO(), *args, **kwargs)  # type: ignore[arg-type]
 
 
 def test_unreachable_server_is_store_unavailable() -> None:
