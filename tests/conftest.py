@@ -65,3 +65,24 @@ def minilm():  # type: ignore[no-untyped-def]
     from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def chroma_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A persistent Chroma client under ``tmp_path`` whose default embedding function fails.
+
+    An end-to-end test must embed through rechunk's classes only; Chroma would
+    otherwise quietly embed with its own ONNX MiniLM.
+    """
+    chromadb = pytest.importorskip("chromadb")
+    from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
+    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("Chroma's default embedding function ran")
+
+    monkeypatch.setattr(DefaultEmbeddingFunction, "__call__", forbidden)
+    monkeypatch.setattr(ONNXMiniLM_L6_V2, "__call__", forbidden)
+    return chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )

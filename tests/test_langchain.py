@@ -749,24 +749,13 @@ def test_index_into_chroma_embeds_only_new_inputs(
     memo: Memo,
     pairs: list[dict[str, Any]],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    chroma_client: Any,
     new_record_manager: Callable[[], Any],
 ) -> None:
     pytest.importorskip("langchain_chroma")
-    import chromadb
-    from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
-    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
     from langchain_chroma import Chroma
 
-    def forbidden(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("Chroma's default embedding function ran")
-
-    monkeypatch.setattr(DefaultEmbeddingFunction, "__call__", forbidden)
-    monkeypatch.setattr(ONNXMiniLM_L6_V2, "__call__", forbidden)
-
-    client = chromadb.PersistentClient(
-        path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
-    )
+    client = chroma_client
     recorder = RecordingMiniLM(memo)
     with SQLiteCache(tmp_path / "vectors.sqlite") as cache:
         embeddings = CachedEmbeddings(recorder, cache)

@@ -499,22 +499,12 @@ def test_pipeline_into_chroma_embeds_only_new_inputs(
     memo: Memo,
     pairs: list[dict[str, Any]],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    chroma_client: Any,
 ) -> None:
     pytest.importorskip("llama_index.vector_stores.chroma")
-    import chromadb
-    from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
-    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
-    def forbidden(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("Chroma's default embedding function ran")
-
-    monkeypatch.setattr(DefaultEmbeddingFunction, "__call__", forbidden)
-    monkeypatch.setattr(ONNXMiniLM_L6_V2, "__call__", forbidden)
-    client = chromadb.PersistentClient(
-        path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
-    )
+    client = chroma_client
     collection = client.get_or_create_collection(
         "rechunk-li", embedding_function=None, metadata={"hnsw:space": "cosine"}
     )
