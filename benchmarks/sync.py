@@ -251,6 +251,22 @@ def llamaindex_embedding(recorder: Recorder) -> Any:
 # -- pipelines ---------------------------------------------------------------------------
 
 
+def _points_where(client: Any, collection: str, key: str, value: str) -> list[Any]:
+    """Every point of ``collection`` whose payload ``key`` equals ``value`` (all pages)."""
+    from qdrant_client import models
+
+    flt = models.Filter(must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))])
+    points: list[Any] = []
+    offset = None
+    while True:
+        batch, offset = client.scroll(
+            collection, scroll_filter=flt, limit=1000, offset=offset, with_payload=True
+        )
+        points.extend(batch)
+        if offset is None:
+            return points
+
+
 class Pipeline:
     """One indexing pipeline with its own collection and state.
 
@@ -460,26 +476,10 @@ class LangChainIndex(Pipeline):
         return json.dumps([chunk.page_content, chunk.metadata], sort_keys=True)
 
     def end_state(self, pair: dict[str, Any]) -> dict[str, Any]:
-        from qdrant_client import models
-
         chunks = self.chunks[pair["id"]]
         unique = {self._key(c): c.page_content for c in chunks}
         expected = Counter(unique.values())
-        flt = models.Filter(
-            must=[
-                models.FieldCondition(
-                    key="metadata.source", match=models.MatchValue(value=pair["id"])
-                )
-            ]
-        )
-        points, offset = [], None
-        while True:
-            batch, offset = self.client.scroll(
-                self.collection, scroll_filter=flt, limit=1000, offset=offset, with_payload=True
-            )
-            points.extend(batch)
-            if offset is None:
-                break
+        points = _points_where(self.client, self.collection, "metadata.source", pair["id"])
         stored = Counter((p.payload or {}).get("page_content") for p in points)
         return {
             "points": len(points),
@@ -580,19 +580,7 @@ class LlamaIndexIngestion(Pipeline):
         return self.split[(pair["id"], which)]
 
     def end_state(self, pair: dict[str, Any]) -> dict[str, Any]:
-        from qdrant_client import models
-
-        flt = models.Filter(
-            must=[models.FieldCondition(key="doc_id", match=models.MatchValue(value=pair["id"]))]
-        )
-        points, offset = [], None
-        while True:
-            batch, offset = self.client.scroll(
-                self.collection, scroll_filter=flt, limit=1000, offset=offset, with_payload=True
-            )
-            points.extend(batch)
-            if offset is None:
-                break
+        points = _points_where(self.client, self.collection, "doc_id", pair["id"])
         stored: Counter[str] = Counter()
         for point in points:
             payload = point.payload or {}
