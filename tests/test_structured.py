@@ -142,18 +142,19 @@ class TestStructured(ChunkerContract):
         chunks = StructuredChunker(min_tokens=50, max_tokens=110).chunk(text)
         assert sum(table in c.text for c in chunks) == 1
 
-    def test_cjk_sentences_end_chunks_without_whitespace(self) -> None:
-        text = "今天天气很好，我们去公园散步。" * 40
-        chunks = StructuredChunker(min_tokens=30, max_tokens=60).chunk(text)
-        check_tiles(text, chunks)
-        assert len(chunks) > 4
-        assert all(c.text.endswith("。") for c in chunks)
-
-    def test_cjk_sentence_ends_inside_short_words_are_boundaries(self) -> None:
-        # Chinese with spaces around Latin words: each whitespace-word is short, and the
-        # sentence ends sit inside them, never before a space
-        text = "我们用 Rust 写代码。然后用 cargo 构建项目。最后运行 test 检查结果。" * 30
-        chunks = StructuredChunker(min_tokens=40, max_tokens=80).chunk(text)
+    @pytest.mark.parametrize(
+        "text, low, high",
+        [
+            ("今天天气很好，我们去公园散步。" * 40, 30, 60),
+            # spaces around Latin words: every whitespace-word is short, and the sentence
+            # ends sit inside them, never before a space
+            ("我们用 Rust 写代码。然后用 cargo 构建项目。最后运行 test 检查结果。" * 30, 40, 80),
+        ],
+    )
+    def test_cjk_sentences_end_chunks_without_whitespace(
+        self, text: str, low: int, high: int
+    ) -> None:
+        chunks = StructuredChunker(min_tokens=low, max_tokens=high).chunk(text)
         check_tiles(text, chunks)
         assert len(chunks) > 4
         assert all(c.text.endswith("。") for c in chunks)
