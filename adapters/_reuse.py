@@ -108,13 +108,17 @@ def default_model_id(chunker: Chunker) -> str:
     return f"policy:{chunker.policy_id}"
 
 
-def keyed_chunks(chunks: Iterable[Chunk], model_id: str) -> Iterator[tuple[Chunk, str, int]]:
+def keyed_chunks(
+    chunks: Iterable[Chunk], model_id: str, seen: Counter[str] | None = None
+) -> Iterator[tuple[Chunk, str, int]]:
     """``(chunk, input key, occurrence)`` per chunk, in order.
 
     The input key is ``input_key(model_id, chunk.text)``; the occurrence counts
-    the earlier chunks with the same key (0 for the first).
+    the earlier chunks with the same key (0 for the first), in ``seen`` when
+    given (pass one counter for all texts of one source) and updated there.
     """
-    seen: Counter[str] = Counter()
+    if seen is None:
+        seen = Counter()
     for chunk in chunks:
         key = input_key(model_id, chunk.text)
         yield chunk, key, seen[key]

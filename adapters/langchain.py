@@ -13,8 +13,9 @@ Three pieces, each a drop-in for what a LangChain indexing pipeline already uses
     true span offsets in its metadata (never recovered with ``str.find``).
 :func:`rechunk_key_encoder`
     A ``key_encoder`` for ``langchain_core.indexing.index``: it hashes what
-    decides the embedding input (page content, source id, occurrence), not the
-    rest of the metadata, so a chunk whose offsets moved is not re-embedded.
+    decides the embedding input (page content, source id, occurrence) and the
+    metadata you gave the document, never the offsets, so a chunk whose offsets
+    moved is not re-embedded and a changed title or ACL still reaches the store.
 :class:`CachedEmbeddings` / :class:`ByteStoreCache`
     A ``langchain_core.embeddings.Embeddings`` that reuses vectors by input key
     from a rechunk :class:`~rechunk.cache.EmbeddingCache` (memory, SQLite, or a
@@ -31,7 +32,8 @@ Metadata written on every chunk (the ``*_KEY`` constants of this module):
 ``rechunk_policy``          the chunker's policy id (kind, parameters, tokenizer)
 ``rechunk_model_id``        the identity that enters ``rechunk_input_key`` (see ``model_id``)
 ``rechunk_input_key``       ``rechunk.input_key(rechunk_model_id, page_content)``
-``rechunk_occurrence``      how many earlier chunks of the same source share this input key
+``rechunk_occurrence``      how many earlier chunks of the same source (in one call) share this
+                            input key
 ``rechunk_tokens``          content tokens of ``page_content`` under the chunker's tokenizer
 ==========================  ==================================================================
 
@@ -43,7 +45,11 @@ Id recipes:
   with every revision: give documents a ``source`` so that ``index()`` cleanup can
   find a document's older chunks).
 * ``Document.id`` = ``rechunk.identity.point_id(source_id, rechunk_input_key,
-  rechunk_occurrence)``: a UUIDv5 that depends on no position.
+  rechunk_occurrence)`` when the chunk carries no metadata besides the keys above
+  and ``source``; otherwise that id folded with the rest of the metadata (canonical
+  JSON), so that a metadata change gives a new id. Either way a UUIDv5 that depends
+  on no position. Split all texts of one source (the pages of a PDF, say) in one
+  call: occurrences count across the call.
 * :func:`rechunk_key_encoder` returns the same recipe recomputed from
   ``page_content`` and the metadata, so ``index()`` stores a chunk under its
   ``Document.id``.
@@ -55,7 +61,9 @@ import copy
 import json
 import struct
 import threading
+import uuid
 import zlib
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -80,9 +88,9 @@ from rechunk.adapters._reuse import (
     make_chunker,
 )
 from rechunk.cache import CacheStats, EmbeddingCache, encode_items
-from rechunk.chunk import Chunker
+from rechunk.chunk import Chunk, Chunker
 from rechunk.errors import CacheError, ConfigError, InputError
-from rechunk.identity import hash_fields, input_key, point_id, text_revision
+from rechunk.identity import POINT_NAMESPACE, hash_fields, input_key, point_id, text_revision
 from rechunk.tokens import CallableTokenCounter
 
 require("langchain_core", "langchain", package="langchain-core")
@@ -115,6 +123,7 @@ __all__ = [
     "derive_model_id",
     "make_chunker",
     "rechunk_key_encoder",
+    "record_id",
     "source_id_for",
 ]
 
@@ -128,6 +137,7 @@ METADATA_KEYS: Final = (
 )  # fmt: skip
 #: Model identity :func:`rechunk_key_encoder` uses for a document without ``rechunk_model_id``.
 FOREIGN_MODEL_ID: Final = "langchain:page_content"
+_RECORD_DOMAIN: Final = "rechunk/langchain-record/v1"
 
 # --------------------------------------------------------------------------- chunkers
 
@@ -135,8 +145,8 @@ FOREIGN_MODEL_ID: Final = "langchain:page_content"
 def check_metadata(metadata: object, where: str) -> dict[str, Any]:
     """A copy of ``metadata`` after checking it is a JSON object with ``str`` keys.
 
-    Non-finite floats, tuples, sets, bytes, dates and other values that do not
-    survive a JSON round trip unchanged raise :class:`~rechunk.InputError`
+    Values must be JSON-serialisable (tuples are, as lists): non-finite floats,
+    sets, bytes, dates and other objects raise :class:`~rechunk.InputError`
     naming the key.
     """
     if metadata is None:
@@ -147,18 +157,13 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any]:
         if not isinstance(key, str):
             raise InputError(f"{where}: metadata key {key!r} is not a str")
         try:
-            encoded = json.dumps(value, allow_nan=False, sort_keys=True)
+            json.dumps(value, allow_nan=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise InputError(
                 f"{where}: metadata[{key!r}] is not JSON-serialisable "
                 f"({type(value).__name__}: {exc}); LangChain's index() and vector stores need "
                 "JSON metadata"
             ) from exc
-        if json.loads(encoded) != value:
-            raise InputError(
-                f"{where}: metadata[{key!r}] ({type(value).__name__}) does not survive a JSON "
-                "round trip unchanged; use lists, dicts and scalars only"
-            )
     return copy.deepcopy(dict(metadata))
 
 
@@ -281,7 +286,11 @@ class RechunkTextSplitter(TextSplitter):
         func = cls._tiktoken_length_function(
             encoding_name, model_name, allowed_special, disallowed_special
         )
-        identity = f"tiktoken:{model_name or encoding_name}"
+        # the encoding, not the model name, decides the counts: gpt-4 and cl100k_base agree
+        if model_name is not None:
+            model = require("tiktoken.model", "langchain", package="tiktoken")
+            encoding_name = model.encoding_name_for_model(model_name)
+        identity = f"tiktoken:{encoding_name}"
         policy = kwargs.pop("policy", "structured")
         return cls(policy, CallableTokenCounter(func, identity=identity), **kwargs)
 
@@ -298,16 +307,13 @@ class RechunkTextSplitter(TextSplitter):
         if isinstance(texts, str):
             raise InputError("texts must be a list of str, not a single str")
         texts = list(texts)
-        if metadatas is not None and len(metadatas) != len(texts):
+        if metadatas and len(metadatas) != len(texts):  # [] means none, as in LangChain
             raise InputError(f"{len(texts)} texts but {len(metadatas)} metadatas")
         metas = [
-            check_metadata(metadatas[i] if metadatas is not None else None, f"text {i}")
+            check_metadata(metadatas[i] if metadatas else None, f"text {i}")
             for i in range(len(texts))
         ]
-        documents: list[Document] = []
-        for text, metadata in zip(texts, metas):
-            documents.extend(self._split_one(text, metadata, None))
-        return documents
+        return self._split_all([(text, metadata, None) for text, metadata in zip(texts, metas)])
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """One ``Document`` per chunk (source id: ``metadata["source"]``, else ``Document.id``)."""
@@ -315,21 +321,27 @@ class RechunkTextSplitter(TextSplitter):
         metas = [
             check_metadata(doc.metadata, f"document {doc.id or i}") for i, doc in enumerate(docs)
         ]
+        return self._split_all(
+            [(doc.page_content, metadata, doc.id) for doc, metadata in zip(docs, metas)]
+        )
+
+    def _split_all(self, items: list[tuple[str, dict[str, Any], str | None]]) -> list[Document]:
+        """Chunks of ``(text, metadata, document id)`` items; occurrences count per source."""
+        seen: dict[str, Counter[str]] = defaultdict(Counter)
         out: list[Document] = []
-        for doc, metadata in zip(docs, metas):
-            out.extend(self._split_one(doc.page_content, metadata, doc.id))
+        for text, metadata, document_id in items:
+            chunks = self._chunker.chunk(text)
+            if chunks:
+                source = source_id_for(text, metadata, document_id)
+                out.extend(self._documents(chunks, metadata, source, seen[source]))
         return out
 
-    def _split_one(
-        self, text: str, metadata: dict[str, Any], document_id: str | None
+    def _documents(
+        self, chunks: list[Chunk], metadata: dict[str, Any], source: str, seen: Counter[str]
     ) -> list[Document]:
-        chunks = self._chunker.chunk(text)
-        if not chunks:
-            return []
-        source = source_id_for(text, metadata, document_id)
         policy = self._chunker.policy_id
         out = []
-        for chunk, key, occurrence in keyed_chunks(chunks, self._model_id):
+        for chunk, key, occurrence in keyed_chunks(chunks, self._model_id, seen):
             fields = copy.deepcopy(metadata)
             fields.update(
                 {
@@ -343,29 +355,50 @@ class RechunkTextSplitter(TextSplitter):
                     TOKENS_KEY: chunk.tokens,
                 }
             )
-            out.append(
-                Document(
-                    id=point_id(source, key, occurrence), page_content=chunk.text, metadata=fields
-                )
-            )
+            record = record_id(source, key, occurrence, fields)
+            out.append(Document(id=record, page_content=chunk.text, metadata=fields))
         return out
 
 
+def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any]) -> str:
+    """The record id of a chunk: ``point_id(source, key, occurrence)``, folded with metadata.
+
+    The metadata that counts is everything but :data:`METADATA_KEYS` and a
+    ``source`` equal to ``source``. Without any, the id is the plain point id;
+    with some, a UUIDv5 of that id and the metadata's canonical JSON (sorted
+    keys; a value JSON cannot encode enters as its ``repr``).
+    """
+    base = point_id(source, key, occurrence)
+    extra = {
+        k: v
+        for k, v in metadata.items()
+        if k not in METADATA_KEYS and not (k == "source" and v == source)
+    }
+    if not extra:
+        return base
+    canonical = json.dumps(
+        extra, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr
+    )
+    return str(uuid.uuid5(POINT_NAMESPACE, hash_fields(_RECORD_DOMAIN, (base, canonical))))
+
+
 def rechunk_key_encoder(document: Document) -> str:
-    """``key_encoder`` for ``langchain_core.indexing.index``: a UUID of what decides the input.
+    """``key_encoder`` for ``langchain_core.indexing.index``: a UUID of the input and metadata.
 
-    Returns ``point_id(source, input_key(model, page_content), occurrence)`` with
-    ``source`` = ``metadata["rechunk_source_id"]``, else ``metadata["source"]``,
-    else ``""``; ``model`` = ``metadata["rechunk_model_id"]``, else
-    :data:`FOREIGN_MODEL_ID`; ``occurrence`` = ``metadata["rechunk_occurrence"]``,
-    else 0. For a chunk of :class:`RechunkTextSplitter` this is its ``Document.id``.
+    Returns :func:`record_id` of (``source``, ``input_key(model, page_content)``,
+    ``occurrence``, metadata) with ``source`` = ``metadata["rechunk_source_id"]``,
+    else ``metadata["source"]``, else ``""``; ``model`` =
+    ``metadata["rechunk_model_id"]``, else :data:`FOREIGN_MODEL_ID`;
+    ``occurrence`` = ``metadata["rechunk_occurrence"]``, else 0. For a chunk of
+    :class:`RechunkTextSplitter` this is its ``Document.id``.
 
-    Nothing else of the metadata enters the key, so ``index()`` skips a chunk
-    whose text is unchanged even when its offsets moved; the record it keeps is
-    the one first written (offsets included). To rewrite metadata of unchanged
-    chunks, run ``index(..., force_update=True)`` with :class:`CachedEmbeddings`:
-    every vector then comes from the cache. A UUID string suits every store
-    (Qdrant rejects other string ids).
+    The offsets (and the other keys rechunk writes) stay out of the key, so
+    ``index()`` skips a chunk whose text and metadata are unchanged even when
+    its offsets moved; the record it keeps is the one first written (offsets
+    included). A change of any other metadata (a title, an ACL, a timestamp)
+    gives the chunk a new key: ``index()`` writes it again and cleanup removes
+    the old record, and with :class:`CachedEmbeddings` its vector comes from the
+    cache. A UUID string suits every store (Qdrant rejects other string ids).
     """
     metadata = document.metadata or {}
     source = metadata.get(SOURCE_ID_KEY)
@@ -383,7 +416,7 @@ def rechunk_key_encoder(document: Document) -> str:
         )
     if not isinstance(document.page_content, str):
         raise InputError("page_content must be a str")
-    return point_id(source, input_key(model, document.page_content), occurrence)
+    return record_id(source, input_key(model, document.page_content), occurrence, metadata)
 
 
 # --------------------------------------------------------------------------- embeddings

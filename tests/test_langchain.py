@@ -62,6 +62,7 @@ from rechunk.adapters.langchain import (
     RechunkTextSplitter,
     derive_model_id,
     rechunk_key_encoder,
+    record_id,
 )
 from rechunk.cache import EmbeddingCache, MemoryCache, SQLiteCache
 from rechunk.errors import CacheError, ConfigError, EmbeddingError, InputError
@@ -247,7 +248,8 @@ def test_documents_carry_true_offsets_and_ids(policy: str, params: dict[str, int
         assert meta[OCCURRENCE_KEY] == seen[meta[INPUT_KEY_KEY]]
         seen[meta[INPUT_KEY_KEY]] += 1
         assert 0 < meta[TOKENS_KEY] <= splitter.chunker.hard_max_tokens
-        assert doc.id == point_id("guide.md", meta[INPUT_KEY_KEY], meta[OCCURRENCE_KEY])
+        assert doc.id == record_id("guide.md", meta[INPUT_KEY_KEY], meta[OCCURRENCE_KEY], meta)
+        assert doc.id != point_id("guide.md", meta[INPUT_KEY_KEY], meta[OCCURRENCE_KEY])  # "lang"
         assert uuid.UUID(doc.id).version == 5
         assert rechunk_key_encoder(doc) == doc.id
         json.dumps(meta)  # JSON all the way
@@ -265,6 +267,79 @@ def test_repeated_text_gets_true_offsets_and_distinct_ids() -> None:
     assert [d.metadata[OCCURRENCE_KEY] for d in docs] == [0, 1, 2, 3]
     assert len({d.id for d in docs}) == 4
     assert len({rechunk_key_encoder(d) for d in docs}) == 4
+
+
+def test_without_other_metadata_the_id_is_the_point_id() -> None:
+    splitter = RechunkTextSplitter("fixed", max_tokens=50)
+    for doc in splitter.create_documents([GUIDE_V1], [{"source": "guide.md"}]):
+        meta = doc.metadata
+        assert doc.id == point_id("guide.md", meta[INPUT_KEY_KEY], meta[OCCURRENCE_KEY])
+
+
+def test_pages_of_one_source_get_distinct_ids_and_all_reach_the_store() -> None:
+    """Per-page loaders give every page the same ``source``: a repeated footer is one chunk
+    per page, and every one must keep its own id (index() drops duplicate ids)."""
+    footer = "Confidential: for the rechunk team only."
+    pages = [
+        Document(
+            page_content=f"Page {n} says something of its own.\n\n{footer}",
+            metadata={"source": "report.pdf", "page": n},
+        )
+        for n in range(3)
+    ]
+    splitter = RechunkTextSplitter("recursive", target_tokens=12)
+    docs = splitter.split_documents(pages)
+    footers = [d for d in docs if d.page_content == footer]
+    assert len(footers) == 3
+    assert [d.metadata[OCCURRENCE_KEY] for d in footers] == [0, 1, 2]
+    assert len({d.id for d in docs}) == len(docs)
+    pytest.importorskip("langchain_core.vectorstores")
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    store = InMemoryVectorStore(FakeEmbeddings())
+    manager = InMemoryRecordManager(namespace="pages")
+    manager.create_schema()
+    result = index(
+        docs,
+        manager,
+        store,
+        cleanup="incremental",
+        source_id_key="source",
+        key_encoder=rechunk_key_encoder,
+    )
+    assert result["num_added"] == len(docs) and result["num_skipped"] == 0
+    assert len(store.store) == len(docs)
+
+
+def test_a_metadata_change_reaches_the_store_from_the_cache() -> None:
+    """A changed ACL gives new keys: index() rewrites the records, the vectors come from the
+    cache, and no record keeps the old value."""
+    pytest.importorskip("langchain_core.vectorstores")
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    model = FakeEmbeddings()
+    store = InMemoryVectorStore(CachedEmbeddings(model, MemoryCache()))
+    manager = InMemoryRecordManager(namespace="acl")
+    manager.create_schema()
+    splitter = RechunkTextSplitter("recursive", target_tokens=60)
+    results = []
+    for acl in ("public", "private"):
+        docs = splitter.create_documents([GUIDE_V1], [{"source": "guide", "acl": acl}])
+        time.sleep(0.01)  # the record manager's clock must move between runs
+        results.append(
+            index(
+                docs,
+                manager,
+                store,
+                cleanup="incremental",
+                source_id_key="source",
+                key_encoder=rechunk_key_encoder,
+            )
+        )
+    n = len(docs)
+    assert results[1]["num_added"] == n and results[1]["num_deleted"] == n
+    assert {r["metadata"]["acl"] for r in store.store.values()} == {"private"}
+    assert sum(len(call) for call in model.calls) == n  # revision 2: every vector from the cache
 
 
 def test_an_insert_keeps_every_other_id() -> None:
@@ -311,7 +386,6 @@ def test_source_id_recipes() -> None:
     [
         {"when": date(2024, 1, 1)},
         {"tags": {"a", "b"}},
-        {"pair": (1, 2)},
         {"score": math.nan},
         {"blob": b"x"},
         {"n": np.int64(3)},
@@ -337,6 +411,9 @@ def test_bad_source_and_inputs() -> None:
     with pytest.raises(InputError, match="NUL"):
         splitter.split_text("a\x00b")
     assert splitter.create_documents(["", "  \n "]) == []
+    # as in LangChain: an empty metadatas list means none; tuples are JSON (lists)
+    assert splitter.create_documents([GUIDE_V1], []) == splitter.create_documents([GUIDE_V1])
+    assert splitter.create_documents([GUIDE_V1], [{"box": (1, 2)}])[0].metadata["box"] == (1, 2)
 
 
 def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
@@ -384,6 +461,11 @@ def test_from_tiktoken_encoder_uses_a_named_counter(monkeypatch: pytest.MonkeyPa
     assert splitter.chunker.token_counter.identity == "tiktoken:cl100k_base"
     assert splitter.model_id == "tokenizer:tiktoken:cl100k_base"
     assert all(len(t.split()) <= 40 for t in splitter.split_text(GUIDE_V1))
+    # a model name counts with its encoding: the same identity, so the same keys and ids
+    by_model = RechunkTextSplitter.from_tiktoken_encoder(
+        model_name="gpt-4", policy="fixed", max_tokens=40
+    )
+    assert by_model.model_id == splitter.model_id
 
 
 # --------------------------------------------------------------------------- key encoder
@@ -395,13 +477,16 @@ def test_key_encoder_hashes_only_what_decides_the_input() -> None:
     )[1]
     key = rechunk_key_encoder(doc)
     moved = Document(
-        page_content=doc.page_content, metadata={**doc.metadata, START_KEY: 9999, "x": 1}
+        page_content=doc.page_content,
+        metadata={**doc.metadata, START_KEY: 9999, END_KEY: 10_500, POLICY_KEY: "p", TOKENS_KEY: 1},
     )
     assert rechunk_key_encoder(moved) == key
     for change in (
         {SOURCE_ID_KEY: "other"},
         {OCCURRENCE_KEY: 1},
         {MODEL_ID_KEY: "another-model"},
+        {"x": 1},
+        {"source": "renamed"},
     ):
         assert (
             rechunk_key_encoder(
@@ -415,9 +500,14 @@ def test_key_encoder_hashes_only_what_decides_the_input() -> None:
     )
     foreign = Document(page_content="plain text", metadata={"source": "a.md", "page": 3})
     assert uuid.UUID(rechunk_key_encoder(foreign)).version == 5
-    assert rechunk_key_encoder(foreign) == rechunk_key_encoder(
+    assert rechunk_key_encoder(foreign) != rechunk_key_encoder(
         Document(page_content="plain text", metadata={"source": "a.md", "page": 4})
     )
+    # metadata JSON cannot encode still keys deterministically (by repr)
+    dated = Document(
+        page_content="plain text", metadata={"source": "a.md", "when": date(2024, 1, 1)}
+    )
+    assert rechunk_key_encoder(dated) == rechunk_key_encoder(dated.model_copy())
     with pytest.raises(InputError):
         rechunk_key_encoder(Document(page_content="x", metadata={OCCURRENCE_KEY: "1"}))
 
