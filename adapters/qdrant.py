@@ -58,8 +58,9 @@ _FROM_QDRANT: Final = {value: key for key, value in _TO_QDRANT.items()}
 _LOCK_TEXT: Final = "already accessed by another instance"
 _UNAVAILABLE_STATUS: Final = frozenset({502, 503, 504})
 _MODEL_SAMPLE: Final = 256
-#: Payload fields that get a keyword index on a new collection (Qdrant server; local mode has none).
-_INDEXED: Final = ("doc_id", "input_key")
+#: Payload fields rechunk filters on, each given a keyword index (Qdrant server; local mode
+#: has none): a server in strict mode refuses filters on fields without one.
+_INDEXED: Final = ("doc_id", "input_key", "model_id")
 
 
 def _lock_error(path: object, exc: BaseException) -> StoreUnavailableError:
@@ -266,6 +267,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 f"{vectors.distance} vectors, not the {dimension}-dimensional {distance} "
                 f"vectors asked for; use another collection for another model or distance"
             )
+        self._ensure_indexes()
         info = self.collection_info()
         if info is None:
             self._missing()
@@ -283,16 +285,23 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 if self._client.collection_exists(self._collection):
                     return  # created meanwhile by someone else: ensure_collection validates it
                 raise
+
+    def _ensure_indexes(self) -> None:
+        """Give every field of :data:`_INDEXED` a keyword index, also on a collection that
+        rechunk did not create (or whose index calls failed part-way)."""
+        with self._errors("index"):
+            schema = self._client.get_collection(self._collection).payload_schema or {}
             with warnings.catch_warnings():
                 # local mode ignores payload indexes and says so; a server uses them
                 warnings.filterwarnings("ignore", message="Payload indexes have no effect")
                 for field in _INDEXED:
-                    self._client.create_payload_index(
-                        self._collection,
-                        self._path(field),
-                        field_schema=models.PayloadSchemaType.KEYWORD,
-                        wait=True,
-                    )
+                    if self._path(field) not in schema:
+                        self._client.create_payload_index(
+                            self._collection,
+                            self._path(field),
+                            field_schema=models.PayloadSchemaType.KEYWORD,
+                            wait=True,
+                        )
 
     # -- payload helpers -------------------------------------------------------------------
 

@@ -428,3 +428,36 @@ def test_vectors_are_float32_copies(client: QdrantClient) -> None:
     store.write([PointWrite(new_id(), payload(0), raw)])
     got = store.get_vectors([payload(0).input_key], MODEL)[payload(0).input_key]
     assert got.dtype == np.float32 and got.tobytes() == raw.tobytes()  # dot: not normalised
+
+
+class _IndexLog(QdrantClient):
+    """A real local client that also records the payload indexes asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self.indexed: list[tuple[str, str]] = []
+
+    def create_payload_index(self, collection_name: str, field_name: str, *a: Any, **k: Any) -> Any:
+        self.indexed.append((collection_name, field_name))
+        return super().create_payload_index(collection_name, field_name, *a, **k)
+
+
+@pytest.mark.parametrize("layout", ["langchain", "llamaindex"])
+def test_every_filtered_field_is_indexed_also_on_a_foreign_collection(layout: Layout) -> None:
+    """A Qdrant server in strict mode refuses filters on fields without an index: the three
+    fields rechunk filters on get one, also in a collection another tool created."""
+    client = _IndexLog()
+    vectors: Any = models.VectorParams(size=DIM, distance=models.Distance.COSINE)
+    client.create_collection(
+        "made-elsewhere",
+        vectors_config=(vectors if layout == "langchain" else {"text-dense": vectors}),
+    )
+    QdrantStore(client, "made-elsewhere", layout).ensure_collection(DIM)
+    prefix = "metadata." if layout == "langchain" else ""
+    assert sorted(field for _, field in client.indexed) == sorted(
+        prefix + f for f in ("doc_id", "input_key", "model_id")
+    )
+    QdrantStore(client, "new", layout).ensure_collection(DIM)
+    assert sorted(f for c, f in client.indexed if c == "new") == sorted(
+        prefix + f for f in ("doc_id", "input_key", "model_id")
+    )
