@@ -341,11 +341,17 @@ def _check_json(value: object, where: str) -> None:
     )
 
 
+def _flat_list(value: list[Any]) -> bool:
+    """A list Chroma (1.5+) stores: non-empty, every item str, or every int, float or bool."""
+    kinds = {type(item) for item in value}
+    return len(kinds) == 1 and kinds <= {str, int, float, bool}
+
+
 def check_metadata(
     metadata: Mapping[str, Any], point_id: str, layout: Layout, *, flat: bool
 ) -> None:
     """Check document metadata: reserved keys and non-JSON values -> ConfigError;
-    with ``flat`` (Chroma) a None, list or dict value -> StoreError."""
+    with ``flat`` (Chroma) a None or dict value, or a list Chroma cannot hold -> StoreError."""
     for key, value in metadata.items():
         where = f"point {point_id}: metadata {key!r}"
         if type(key) is not str or not key:
@@ -364,10 +370,13 @@ def check_metadata(
         if flat:
             if key.startswith(_CHROMA_RESERVED_PREFIX):
                 raise StoreError(f"{where}: Chroma reserves keys starting with 'chroma:'")
-            if value is None or type(value) in (list, dict):
+            if value is None or type(value) is dict or (
+                type(value) is list and not _flat_list(value)
+            ):
                 raise StoreError(
-                    f"{where} holds a {type(value).__name__}; Chroma metadata values must be "
-                    f"str, int, float or bool: flatten it, or store it as a JSON string yourself"
+                    f"{where} holds {type(value).__name__} {value!r:.60}; Chroma metadata values "
+                    f"must be str, int, float, bool or a non-empty list of one of those types: "
+                    f"flatten it, or store it as a JSON string yourself"
                 )
 
 

@@ -119,9 +119,10 @@ class ChromaStore(StoreBase["ClientAPI"]):
       ("cannot reach ..."); any other failure of the client raises StoreError.
       Reading a record that is not a rechunk point in this layout raises
       StoreError naming it.
-    * Metadata values must be str, int, float or bool (Chroma holds flat
-      scalars): a None, list or dict value raises StoreError naming the key
-      before anything is written. Reserved keys raise ConfigError.
+    * Metadata values must be str, int, float or bool, or a non-empty list of
+      one of those types (what Chroma 1.5+ holds): a None or dict value, or any
+      other list, raises StoreError naming the key before anything is written.
+      Reserved keys raise ConfigError.
     * Chroma's upsert and update merge metadata, so before writing, ``write``
       reads the metadata of the records it touches and removes keys the new
       payload no longer has (the record then holds exactly the new payload).
