@@ -72,6 +72,7 @@ from rechunk.identity import point_id
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
 
+from llama_index.core.async_utils import run_jobs  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding  # noqa: E402
 from llama_index.core.bridge.pydantic import Field, PrivateAttr  # noqa: E402
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
@@ -295,11 +296,12 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
 
     Contracts:
 
-    * ``_get_text_embeddings`` (behind ``get_text_embedding_batch`` and the
-      pipeline's ``__call__``, ``embed_batch_size`` texts at a time)
-      de-duplicates its texts, looks each up under ``input_key(model_id, text)``
-      and sends only misses to ``underlying.get_text_embedding_batch``; the
-      answer is checked (one finite vector per text, the known dimension), else
+    * ``get_text_embedding_batch`` (behind the pipeline's ``__call__``) takes
+      ``embed_batch_size`` texts at a time (its progress bar counts these
+      batches); each batch de-duplicates its texts, looks each up under
+      ``input_key(model_id, text)`` and sends only misses to
+      ``underlying.get_text_embedding_batch``; the answer is checked (one
+      finite vector per text, the known dimension), else
       :class:`~rechunk.EmbeddingError` and nothing of that call is cached. Hits
       and misses return the same float32 values.
     * ``dimension`` (optional): unknown, it is read from the cache's record for
@@ -307,8 +309,21 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
       entry per model id, the same one :mod:`rechunk.adapters.langchain` writes).
     * Queries go straight to ``underlying.get_query_embedding`` unless
       ``cache_queries=True``; then they are cached under ``model_id + "#query"``.
-    * The ``_aget_*`` variants use the underlying's async methods for misses
-      and run cache reads and writes in a worker thread (``asyncio.to_thread``).
+    * The async variants use the underlying's async methods for misses and run
+      cache reads and writes in a worker thread (``asyncio.to_thread``); the
+      batches of ``aget_text_embedding_batch`` run concurrently (at most
+      ``num_workers`` at a time when set), as in LlamaIndex.
+    * Callbacks and instrumentation: this object reports no ``EMBEDDING`` event
+      of its own; only the underlying's calls do, for the texts it really
+      embeds. A ``TokenCountingHandler`` therefore counts model tokens, and a
+      cache hit counts nothing. (LlamaIndex's own ``embeddings_cache`` and
+      ``rate_limiter`` are not used here: give them to the underlying.)
+    * Pickling (``IngestionPipeline.run(num_workers=...)`` sends transformations
+      to worker processes): the underlying and the cache travel with it, and
+      one that cannot be pickled raises :class:`~rechunk.ConfigError` instead of
+      leaving a broken copy. An ``SQLiteCache`` reopens its file in each
+      worker, so all processes share it; a ``MemoryCache`` copy keeps what a
+      worker writes in that worker. A worker's :attr:`stats` stay in the worker.
     * A cache opened read-only (``SQLiteCache(path, readonly=True)``) is read
       and never written.
     * :attr:`stats` counts inputs, hits, misses and inputs sent to the model.
@@ -358,6 +373,69 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
     def underlying(self) -> BaseEmbedding:
         """The wrapped embedding model."""
         return self._underlying
+
+    def __getstate__(self) -> dict[str, Any]:
+        """LlamaIndex's pickle state, refused when it would lose the underlying or the cache."""
+        state: dict[str, Any] = super().__getstate__()
+        kept = state.get("__pydantic_private__") or {}
+        parts = {"_underlying": ("underlying", self._underlying), "_reuse": ("cache", self.cache)}
+        lost = [
+            f"its {what} {type(part).__name__}"
+            for name, (what, part) in parts.items()
+            if name not in kept
+        ]
+        if lost:
+            raise ConfigError(
+                "CachedEmbedding cannot be pickled (as IngestionPipeline(num_workers=...) "
+                f"needs): {' and '.join(lost)} cannot be pickled"
+            )
+        return state
+
+    # -- LlamaIndex's entry points -----------------------------------------------------------
+    # BaseEmbedding's versions report an EMBEDDING event for every text they get, cache hits
+    # included, and the underlying reports the misses again; these report nothing themselves.
+
+    def get_text_embedding_batch(
+        self, texts: list[str], show_progress: bool = False, **kwargs: Any
+    ) -> list[Embedding]:
+        """Vectors of ``texts``, ``embed_batch_size`` at a time; only misses reach the model."""
+        size = self.embed_batch_size
+        batches = range(0, len(texts), size)
+        vectors: list[Embedding] = []
+        for start in get_tqdm_iterable(batches, show_progress, "Generating embeddings"):
+            vectors.extend(self._get_text_embeddings(texts[start : start + size]))
+        return vectors
+
+    async def aget_text_embedding_batch(
+        self, texts: list[str], show_progress: bool = False, **kwargs: Any
+    ) -> list[Embedding]:
+        """Async :meth:`get_text_embedding_batch`; batches run concurrently."""
+        size = self.embed_batch_size
+        starts = range(0, len(texts), size)
+        jobs = [self._aget_text_embeddings(texts[start : start + size]) for start in starts]
+        done = await run_jobs(
+            jobs,
+            show_progress=show_progress,
+            workers=self.num_workers or max(1, len(jobs)),
+            desc="Generating embeddings",
+        )
+        return [vector for batch in done for vector in batch]
+
+    def get_text_embedding(self, text: str) -> Embedding:
+        """One text's vector, reused from the cache when it is there."""
+        return self._get_text_embedding(text)
+
+    async def aget_text_embedding(self, text: str) -> Embedding:
+        """Async :meth:`get_text_embedding`."""
+        return await self._aget_text_embedding(text)
+
+    def get_query_embedding(self, query: str) -> Embedding:
+        """A query's vector (from the cache only with ``cache_queries=True``)."""
+        return self._get_query_embedding(query)
+
+    async def aget_query_embedding(self, query: str) -> Embedding:
+        """Async :meth:`get_query_embedding`."""
+        return await self._aget_query_embedding(query)
 
     # -- texts -----------------------------------------------------------------------------
 

@@ -17,6 +17,13 @@ Two backends:
   crash at any point leaves each batch either fully written or absent). A file
   that is not a rechunk cache, is truncated, or comes from a newer rechunk is
   refused with :class:`~rechunk.errors.CacheError` and never modified.
+
+Both pickle (LlamaIndex's ``IngestionPipeline.run(num_workers=...)`` sends its
+transformations to worker processes that way), and so does ``copy.deepcopy``: an
+unpickled :class:`SQLiteCache` reopens the same file, so every process reads and
+writes one cache; an unpickled :class:`MemoryCache` is a copy of the entries, and
+what the copy writes (in a worker process) stays in the copy. Counters travel as
+they were; a closed cache stays closed.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -195,6 +202,14 @@ class _Counters:
         with self._lock:
             return CacheStats(self.hits, self.misses, self.writes, entries, self.corrupt)
 
+    def __getstate__(self) -> tuple[int, int, int, int]:
+        with self._lock:
+            return self.hits, self.misses, self.writes, self.corrupt
+
+    def __setstate__(self, state: tuple[int, int, int, int]) -> None:
+        self._lock = threading.Lock()
+        self.hits, self.misses, self.writes, self.corrupt = state
+
 
 # --------------------------------------------------------------------------- memory
 
@@ -204,6 +219,8 @@ class MemoryCache:
 
     Keeps a private read-only copy of every vector written, keyed by
     ``(model_id, key)``; a read returns fresh copies. Nothing survives the process.
+    A pickled copy (e.g. one sent to a worker process) holds the entries present
+    when it was pickled; its writes stay in the copy and never reach the original.
     """
 
     def __init__(self) -> None:
@@ -262,6 +279,20 @@ class MemoryCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The entries, counters and closed flag (not the lock)."""
+        with self._lock:
+            return {"data": dict(self._data), "counters": self._counters, "closed": self._closed}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A new lock over the pickled entries (kept read-only, as every stored vector is)."""
+        self._lock = threading.Lock()
+        self._data = state["data"]
+        for vector in self._data.values():
+            vector.flags.writeable = False
+        self._counters = state["counters"]
+        self._closed = state["closed"]
 
     def __enter__(self) -> MemoryCache:
         return self
@@ -333,6 +364,11 @@ class SQLiteCache:
     at any point each batch is either all there or absent. WAL with
     ``synchronous=NORMAL`` keeps every committed batch across a process crash;
     a power loss may drop the last batches but never corrupts the file.
+
+    Pickling keeps the file's absolute path, ``readonly``, ``timeout``, the
+    counters and whether the cache is closed, never a connection: unpickling
+    opens the file again (validated as when opening) unless the cache was closed,
+    and a closed cache stays closed.
     """
 
     def __init__(
@@ -340,17 +376,28 @@ class SQLiteCache:
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise InputError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
-        self.path = Path(path)
+        self._setup(Path(path), readonly, float(timeout), _Counters(), closed=False)
+
+    def _setup(
+        self, path: Path, readonly: bool, timeout: float, counters: _Counters, *, closed: bool
+    ) -> None:
+        """Set every attribute and, unless ``closed``, open the file (``__init__``, unpickling)."""
+        self.path = path
         self.readonly = readonly
-        self._timeout = float(timeout)
+        self._timeout = timeout
         self._lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
-        self._closed = False
-        self._counters = _Counters()
+        self._closed = closed
+        self._counters = counters
+        if not closed:
+            self._open()
+
+    def _open(self) -> None:
+        """Validate (or create) the file and keep one connection ready."""
         exists = self.path.exists()
         if exists and not self.path.is_file():
             raise CacheError(f"cache path {self.path} exists and is not a file")
-        if readonly and not exists:
+        if self.readonly and not exists:
             raise CacheError(f"cache file {self.path} does not exist (opened read-only)")
         if exists:
             self._check_header()
@@ -615,6 +662,28 @@ class SQLiteCache:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Where and how to open the file again, the counters and the closed flag."""
+        with self._lock:
+            closed = self._closed
+        return {
+            "path": self.path.absolute(),
+            "readonly": self.readonly,
+            "timeout": self._timeout,
+            "counters": self._counters,
+            "closed": closed,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Open the same file again (validated as when opening); a closed cache stays closed."""
+        self._setup(
+            state["path"],
+            state["readonly"],
+            state["timeout"],
+            state["counters"],
+            closed=state["closed"],
+        )
 
     def __repr__(self) -> str:
         flag = ", readonly=True" if self.readonly else ""

@@ -40,11 +40,22 @@ class EmbedStats:
 
 
 class StatsCounter:
-    """Running :class:`EmbedStats`, safe to add to from several threads."""
+    """Running :class:`EmbedStats`, safe to add to from several threads.
+
+    It pickles as a snapshot of the counts (a copy counts on from there, on its own)
+    and gets a new lock when unpickled.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stats = EmbedStats()
+
+    def __getstate__(self) -> EmbedStats:
+        return self.snapshot()
+
+    def __setstate__(self, state: EmbedStats) -> None:
+        self._lock = threading.Lock()
+        self._stats = state
 
     def snapshot(self) -> EmbedStats:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import sqlite3
 import threading
 import zlib
@@ -144,6 +145,29 @@ class CacheContract:
         with pytest.raises(CacheError):
             cache.put_many([("a", np.ones(4, dtype=np.float32))], MODEL)
 
+    def test_pickled_copy_keeps_entries_and_counters(self, cache: EmbeddingCache) -> None:
+        cache.put_many([(k, vector_for(k, 8)) for k in "ab"], MODEL)
+        cache.get_many(["a", "x"], MODEL, 8)
+        copy = pickle.loads(pickle.dumps(cache))
+        try:
+            assert copy.stats() == cache.stats() == CacheStats(1, 1, 2, 2, 0)
+            got = copy.get_many(["a", "b"], MODEL, 8)
+            assert {k: bits(v) for k, v in got.items()} == {k: bits(vector_for(k, 8)) for k in "ab"}
+            assert copy.put_many([("c", vector_for("c", 8))], MODEL) == 1
+            assert (copy.stats().hits, copy.stats().writes) == (3, 3)
+            assert (cache.stats().hits, cache.stats().writes) == (1, 2)  # counted in the copy only
+        finally:
+            copy.close()
+        assert set(cache.get_many(["a", "b"], MODEL, 8)) == {"a", "b"}  # closing the copy
+
+    def test_pickled_closed_cache_stays_closed(self, cache: EmbeddingCache) -> None:
+        cache.close()
+        copy = pickle.loads(pickle.dumps(cache))
+        with pytest.raises(CacheError, match="closed"):
+            copy.get_many(["a"], MODEL, 4)
+        with pytest.raises(CacheError, match="closed"):
+            copy.put_many([("a", np.ones(4, dtype=np.float32))], MODEL)
+
     def test_threads_write_and_read_concurrently(self, cache: EmbeddingCache) -> None:
         errors: list[BaseException] = []
 
@@ -174,6 +198,16 @@ class TestMemoryCache(CacheContract):
         cache = MemoryCache()
         yield cache
         cache.close()
+
+
+def test_pickled_memory_cache_is_a_copy() -> None:
+    with MemoryCache() as cache:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+        with pickle.loads(pickle.dumps(cache)) as copy:
+            copy.put_many([("b", vector_for("b", 8))], MODEL)
+            cache.put_many([("c", vector_for("c", 8))], MODEL)
+            assert set(copy.get_many(["a", "b", "c"], MODEL, 8)) == {"a", "b"}
+            assert set(cache.get_many(["a", "b", "c"], MODEL, 8)) == {"a", "c"}
 
 
 class TestSQLiteCache(CacheContract):
@@ -335,3 +369,24 @@ def test_two_objects_on_one_file_see_each_other(tmp_path: Path) -> None:
     with SQLiteCache(path) as a, SQLiteCache(path) as b:
         a.put_many([("k", vector_for("k", 8))], MODEL)
         assert bits(b.get_many(["k"], MODEL, 8)["k"]) == bits(vector_for("k", 8))
+
+
+def test_pickled_sqlite_cache_reopens_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with SQLiteCache("cache.sqlite") as cache:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+        state = pickle.dumps(cache)
+    monkeypatch.chdir(tmp_path.parent)  # a relative path is pickled as an absolute one
+    with pickle.loads(state) as copy:
+        assert copy.path == tmp_path / "cache.sqlite" and not copy.readonly
+        assert bits(copy.get_many(["a"], MODEL, 8)["a"]) == bits(vector_for("a", 8))
+        copy.put_many([("k", vector_for("k", 8))], MODEL)
+    with SQLiteCache(tmp_path / "cache.sqlite", readonly=True) as readonly:
+        assert set(readonly.get_many(["a", "k"], MODEL, 8)) == {"a", "k"}  # one shared file
+        copy = pickle.loads(pickle.dumps(readonly))
+    with copy:
+        assert copy.readonly and set(copy.get_many(["k"], MODEL, 8)) == {"k"}
+        with pytest.raises(CacheError, match="read-only"):
+            copy.put_many([("x", vector_for("x", 8))], MODEL)

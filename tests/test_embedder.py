@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -244,6 +245,17 @@ def test_cached_embedder_batches_misses_and_counts() -> None:
     cached.reset_stats()
     assert cached.stats == EmbedStats()
     assert cached.embed([]).shape == (0, 16)
+
+
+def test_cached_embedder_pickles_with_its_counts() -> None:
+    cached = CachedEmbedder(CountingHashEmbedder(), MemoryCache(), batch_size=2)
+    first = cached.embed(["a b", "c"])
+    copy = pickle.loads(pickle.dumps(cached))
+    assert copy.stats == cached.stats  # the counts travel as a snapshot ...
+    assert bits(copy.embed(["c", "a b"])) == bits(first[::-1])  # ... the cache's entries too
+    assert copy.embedder.batches == cached.embedder.batches == [["a b", "c"]]
+    assert (copy.stats.hits, copy.stats.inputs) == (2, 4)
+    assert (cached.stats.hits, cached.stats.inputs) == (0, 2)  # ... and then count apart
 
 
 def test_tokens_are_zero_without_count_tokens() -> None:

@@ -11,11 +11,13 @@ vectors per text only so that the test suite never computes one text twice
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import pickle
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,10 +28,12 @@ import pytest
 pytest.importorskip("llama_index.core")
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CallbackManager, TokenCountingHandler
 from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
 from llama_index.core.node_parser import NodeParser, SentenceSplitter
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from sync_helpers import Memo
 
@@ -119,6 +123,40 @@ class RecordingMiniLM(BaseEmbedding):
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._memo.embed([query])[0].tolist()  # type: ignore[no-any-return]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+@functools.cache
+def _process_minilm() -> Any:
+    """This process's all-MiniLM-L6-v2, loaded on first use (each worker process loads its own)."""
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+class PicklableMiniLM(BaseEmbedding):
+    """all-MiniLM-L6-v2 as a LlamaIndex embedding that pickles, as HuggingFaceEmbedding does.
+
+    It writes every batch it embeds as one JSON line to ``log``, a file that the
+    worker processes of a pipeline share.
+    """
+
+    model_name: str = "sentence-transformers/all-MiniLM-L6-v2"
+    log: str = Field(description="File that gets one JSON line per embedded batch.")
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        vectors = _process_minilm().embed(texts).tolist()
+        with open(self.log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(texts) + "\n")
+        return vectors  # type: ignore[no-any-return]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return _process_minilm().embed([query])[0].tolist()  # type: ignore[no-any-return]
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
@@ -353,6 +391,87 @@ def test_async_uses_the_underlying_async() -> None:
     assert asyncio.run(cached.aget_text_embedding("c")) == second[1]
 
 
+def test_pickled_copy_shares_an_sqlite_cache_and_embeds(tmp_path: Path) -> None:
+    with SQLiteCache(tmp_path / "c.sqlite") as cache:
+        cached = CachedEmbedding(FakeEmbedding(), cache, embed_batch_size=2)
+        first = cached.get_text_embedding_batch(["a", "b"])
+        copy = pickle.loads(pickle.dumps(cached))
+        assert (copy.model_id, copy.dimension, copy.embed_batch_size) == (cached.model_id, 8, 2)
+        assert copy.stats == cached.stats
+        again = copy.get_text_embedding_batch(["b", "a", "c"])
+        assert again[:2] == [first[1], first[0]]
+        # LlamaIndex unpickles the underlying through its __init__: a fresh, empty call log
+        assert copy.underlying._calls == [["c"]]  # a and b came from the file ...
+        assert cached.get_text_embedding("c") == again[2]  # ... and c went into it
+        assert cached.underlying._calls == [["a", "b"]]
+        copy.cache.close()
+
+
+def test_an_unpicklable_cache_is_refused_when_pickling() -> None:
+    class LockedCache:
+        """A user's EmbeddingCache: a MemoryCache behind its own lock, which cannot be pickled."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.inner = MemoryCache()
+
+        def get_many(self, keys: Any, model_id: str, dimension: int) -> Any:
+            with self.lock:
+                return self.inner.get_many(keys, model_id, dimension)
+
+        def put_many(self, items: Any, model_id: str) -> int:
+            with self.lock:
+                return self.inner.put_many(items, model_id)
+
+        def stats(self) -> Any:
+            return self.inner.stats()
+
+        def close(self) -> None:
+            self.inner.close()
+
+    cached = CachedEmbedding(FakeEmbedding(), LockedCache())
+    cached.get_text_embedding("a")
+    with pytest.raises(ConfigError, match=r"its cache LockedCache cannot be pickled"):
+        pickle.dumps(cached)
+
+
+@pytest.mark.slow
+def test_token_counting_sees_only_what_the_model_embeds(
+    minilm: Any, memo: Memo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def token_ids(text: str) -> list[int]:
+        return list(minilm.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    counter = TokenCountingHandler(tokenizer=token_ids)
+    # the global handlers every CallbackManager([]) picks up (the models are built below)
+    monkeypatch.setattr(Settings, "_callback_manager", CallbackManager([counter]))
+
+    def tokens(run: Any) -> int:
+        counter.reset_counts()
+        run()
+        return counter.total_embedding_token_count
+
+    nodes = _parser(minilm).get_nodes_from_documents([Document(text=GUIDE_V1, id_="guide")])
+    texts = list(dict.fromkeys(n.text for n in nodes))
+    plain = tokens(lambda: RecordingMiniLM(memo).get_text_embedding_batch(texts))
+    assert plain == sum(len(token_ids(t)) for t in texts) > 0
+    cached = CachedEmbedding(RecordingMiniLM(memo), MemoryCache(), embed_batch_size=4)
+    assert tokens(lambda: cached.get_text_embedding_batch(texts)) == plain  # cold: once each
+    assert tokens(lambda: cached.get_text_embedding_batch(texts)) == 0  # warm: all hits
+    assert tokens(lambda: asyncio.run(cached.aget_text_embedding_batch(texts))) == 0
+    fresh = CachedEmbedding(RecordingMiniLM(memo), MemoryCache(), embed_batch_size=4)
+    assert tokens(lambda: asyncio.run(fresh.aget_text_embedding_batch(texts))) == plain
+    new = "A sentence that no chunk of the guide contains."
+    assert tokens(lambda: cached.get_text_embedding(new)) == len(token_ids(new))
+    assert tokens(lambda: cached.get_text_embedding(new)) == 0
+    assert tokens(lambda: asyncio.run(cached.aget_text_embedding(new))) == 0
+    query = "How large should a chunk be?"
+    assert tokens(lambda: cached.get_query_embedding(query)) == len(token_ids(query))
+    caching = CachedEmbedding(RecordingMiniLM(memo), MemoryCache(), cache_queries=True)
+    assert tokens(lambda: caching.get_query_embedding(query)) == len(token_ids(query))
+    assert tokens(lambda: asyncio.run(caching.aget_query_embedding(query))) == 0
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -585,3 +704,40 @@ def test_stock_pipeline_reembeds_every_node_of_a_changed_document(
     )
     assert len(r_embedded[1]) < len(s_embedded[1]) and rechunk_tokens < stock_tokens
     assert not set(r_embedded[1]) & set(r_embedded[0])
+
+
+@pytest.mark.slow
+def test_pipeline_with_worker_processes_shares_an_sqlite_cache(
+    minilm: Any, memo: Memo, tmp_path: Path
+) -> None:
+    sections = GUIDE_V1.split("\n## ")
+    docs = [Document(text=text, id_=f"guide-{i}") for i, text in enumerate(sections)]
+    reference = IngestionPipeline(
+        transformations=[_parser(minilm), CachedEmbedding(RecordingMiniLM(memo), MemoryCache())],
+        disable_cache=True,
+    ).run(documents=docs)
+    expected = {n.id_: n.embedding for n in reference}
+    texts = sorted(n.get_content() for n in reference)
+    assert len(docs) > 3 and len(set(texts)) == len(texts)
+
+    log = tmp_path / "embedded.jsonl"
+    log.touch()
+    runs = []
+    with SQLiteCache(tmp_path / "vectors.sqlite") as cache:
+        embedding = CachedEmbedding(PicklableMiniLM(log=str(log)), cache)
+        for _ in range(2):
+            pipeline = IngestionPipeline(
+                transformations=[_parser(minilm), embedding], disable_cache=True
+            )
+            nodes = pipeline.run(documents=docs, num_workers=2)
+            embedded = [t for line in log.read_text().splitlines() for t in json.loads(line)]
+            runs.append(({n.id_: n.embedding for n in nodes}, embedded))
+        assert embedding.stats.inputs == 0  # everything ran in the workers
+        assert cache.stats().entries == len(texts) + 1  # and went into the shared file
+    (first, embedded), (second, embedded_again) = runs
+    assert set(first) == set(expected)
+    for node_id, vector in first.items():
+        np.testing.assert_allclose(vector, expected[node_id], rtol=0, atol=1e-5)
+    assert sorted(embedded) == texts  # the first run embedded every input once ...
+    assert embedded_again == embedded  # ... the second one nothing: all from the file
+    assert second == first
