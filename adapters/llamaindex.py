@@ -374,6 +374,16 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
         """The wrapped embedding model."""
         return self._underlying
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> CachedEmbedding:
+        """Refused with :class:`~rechunk.ConfigError`: the dict holds neither the wrapped
+        model nor the cache (``to_dict`` is for display and logs)."""
+        raise ConfigError(
+            "CachedEmbedding cannot be rebuilt from a dict or JSON (neither the wrapped model "
+            "nor the cache is in it): construct CachedEmbedding(underlying, cache, ...) again, "
+            "or pickle it"
+        )
+
     def __getstate__(self) -> dict[str, Any]:
         """LlamaIndex's pickle state, refused when it would lose the underlying or the cache."""
         state: dict[str, Any] = super().__getstate__()

@@ -407,6 +407,15 @@ def test_pickled_copy_shares_an_sqlite_cache_and_embeds(tmp_path: Path) -> None:
         copy.cache.close()
 
 
+def test_rebuilding_from_a_dict_is_refused_clearly() -> None:
+    cached = CachedEmbedding(FakeEmbedding(), MemoryCache())
+    assert cached.to_dict()["class_name"] == CachedEmbedding.class_name()
+    with pytest.raises(ConfigError, match="construct CachedEmbedding"):
+        CachedEmbedding.from_dict(cached.to_dict())
+    with pytest.raises(ConfigError, match="construct CachedEmbedding"):
+        CachedEmbedding.from_json(cached.to_json())
+
+
 def test_an_unpicklable_cache_is_refused_when_pickling() -> None:
     class LockedCache:
         """A user's EmbeddingCache: a MemoryCache behind its own lock, which cannot be pickled."""
