@@ -25,12 +25,48 @@ from urllib.parse import urlsplit
 
 from rechunk._optional import require
 from rechunk.adapters._layout import Layout, check_layout
-from rechunk.errors import ConfigError
+from rechunk.errors import ConfigError, StoreError
 
-__all__ = ["DEFAULT_STORE", "OpenStore", "open_store"]
+__all__ = ["DEFAULT_STORE", "OpenStore", "open_store", "store_exists"]
 
 DEFAULT_STORE = "qdrant:.rechunk/qdrant"
 SCHEMES = ("qdrant:", "qdrant+http://", "qdrant+https://", "chroma:", "chroma+http://")
+#: The file an embedded store writes into its folder when it is first opened.
+_MARKERS = {"qdrant:": "meta.json", "chroma:": "chroma.sqlite3"}
+
+
+def _local(uri: str) -> tuple[Path, str] | None:
+    """The folder of an embedded store and the file that marks it; None for a server."""
+    for scheme, marker in _MARKERS.items():
+        if uri.startswith(scheme) and uri[len(scheme) :] and uri != "qdrant::memory:":
+            return Path(uri[len(scheme) :]), marker
+    return None
+
+
+def store_exists(uri: str) -> bool:
+    """False when ``uri`` names an embedded store folder that holds no store yet."""
+    local = _local(uri)
+    return local is None or (local[0] / local[1]).is_file()
+
+
+def _folder(uri: str, create: bool) -> str:
+    """The folder of an embedded store, created only when ``create`` is set."""
+    local = _local(uri)
+    if local is None:
+        raise ConfigError(f"store URI {uri!r} names no folder")
+    folder, marker = local
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"store URI {uri!r} names {folder}, which is a file, not a folder")
+    if not (folder / marker).is_file():
+        if not create:
+            raise StoreError(f"no store at {folder} (nothing synced there yet)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create the store folder {folder}: {exc.strerror or exc}"
+            ) from exc
+    return str(folder)
 
 
 @dataclass
@@ -51,54 +87,66 @@ class OpenStore:
                 close()
 
 
-def _qdrant(uri: str, collection: str, layout: Layout) -> OpenStore:
+def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStore:
     qdrant_client = require("qdrant_client", "qdrant", "qdrant-client")
     from rechunk.adapters.qdrant import QdrantStore, local_client
 
     if uri.startswith("qdrant+"):
         url = uri[len("qdrant+") :]
-        parts = urlsplit(url)
-        if not parts.hostname:
-            raise ConfigError(f"store URI {uri!r} has no host")
-        client = qdrant_client.QdrantClient(
-            url=url, api_key=os.environ.get("QDRANT_API_KEY") or None, timeout=10
-        )
+        _host_port(uri, required_port=False)
+        try:
+            client = qdrant_client.QdrantClient(
+                url=url, api_key=os.environ.get("QDRANT_API_KEY") or None, timeout=10
+            )
+        except ValueError as exc:  # urllib3's LocationParseError among them
+            raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from exc
         return OpenStore(uri, "qdrant", QdrantStore(client, collection, layout=layout), client)
-    target = uri[len("qdrant:") :]
-    if not target:
-        raise ConfigError(f"store URI {uri!r} names no folder")
-    if target == ":memory:":
+    if uri == "qdrant::memory:":
         client = qdrant_client.QdrantClient(":memory:")
     else:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        client = local_client(target)
+        client = local_client(_folder(uri, create))
     return OpenStore(uri, "qdrant", QdrantStore(client, collection, layout=layout), client)
 
 
-def _chroma(uri: str, collection: str, layout: Layout) -> OpenStore:
+def _host_port(uri: str, *, required_port: bool) -> tuple[str, int | None]:
+    """The host and port of a server URI; ConfigError when either is missing or invalid."""
+    parts = urlsplit(uri.split("+", 1)[1])
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"store URI {uri!r} has an invalid port: {exc}") from exc
+    if not parts.hostname:
+        raise ConfigError(f"store URI {uri!r} has no host")
+    if required_port and not port:
+        raise ConfigError(f"store URI {uri!r} needs a host and a port")
+    return parts.hostname, port
+
+
+def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStore:
     chromadb = require("chromadb", "chroma")
     from rechunk.adapters.chroma import ChromaStore, http_client
 
     if uri.startswith("chroma+http://"):
-        parts = urlsplit(uri[len("chroma+") :])
-        if not parts.hostname or not parts.port:
-            raise ConfigError(f"store URI {uri!r} needs a host and a port")
-        client = http_client(parts.hostname, parts.port)
+        host, port = _host_port(uri, required_port=True)
+        assert port is not None
+        client = http_client(host, port)
     else:
-        target = uri[len("chroma:") :]
-        if not target:
-            raise ConfigError(f"store URI {uri!r} names no folder")
-        Path(target).mkdir(parents=True, exist_ok=True)
-        client = chromadb.PersistentClient(path=target)
+        client = chromadb.PersistentClient(path=_folder(uri, create))
     return OpenStore(uri, "chroma", ChromaStore(client, collection, layout=layout), client)
 
 
-def open_store(uri: str, collection: str, layout: str = "langchain") -> OpenStore:
-    """Open the store a URI names (see the module docstring for the forms)."""
+def open_store(
+    uri: str, collection: str, layout: str = "langchain", *, create: bool = True
+) -> OpenStore:
+    """Open the store a URI names (see the module docstring for the forms).
+
+    With ``create=False`` an embedded store folder that holds no store yet is a
+    :class:`StoreError` and nothing is written (read-only commands).
+    """
     checked = check_layout(cast(Layout, layout))
     if uri.startswith("qdrant"):
         if uri.startswith(("qdrant:", "qdrant+http://", "qdrant+https://")):
-            return _qdrant(uri, collection, checked)
+            return _qdrant(uri, collection, checked, create)
     elif uri.startswith("chroma") and uri.startswith(("chroma:", "chroma+http://")):
-        return _chroma(uri, collection, checked)
+        return _chroma(uri, collection, checked, create)
     raise ConfigError(f"unknown store URI {uri!r}; use one of: {', '.join(SCHEMES)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -81,8 +82,10 @@ def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) ->
 def _cmd_measure(args: argparse.Namespace) -> int:
     old = read_text_file(Path(args.old))
     new = read_text_file(Path(args.new))
-    names = CHUNKER_NAMES if args.chunker == "all" else (args.chunker,)
-    chunkers = [(name, make_chunker(name, args.tokenizer)) for name in names]
+    names = args.chunker or ["all"]
+    if "all" in names:
+        names = list(CHUNKER_NAMES)
+    chunkers = [(name, make_chunker(name, args.tokenizer)) for name in dict.fromkeys(names)]
     report = measure_pair(old, new, chunkers)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -104,15 +107,55 @@ DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
 DEFAULT_COLLECTION = "rechunk"
 
 
-def _open(args: argparse.Namespace, *, read_only: bool = False) -> Any:
-    from rechunk.adapters.uri import open_store
+def _open(args: argparse.Namespace, *, create: bool = True, dry_run: bool = False) -> Any:
+    """The store of ``--store``; without ``create``, a missing store is a StoreError.
+
+    A dry run plans against an empty in-memory store when nothing is stored yet.
+    """
+    from rechunk.adapters.uri import open_store, store_exists
 
     uri = args.store
-    local = uri.split(":", 1)[1] if uri.startswith(("qdrant:", "chroma:")) else None
-    if read_only and local and local != ":memory:" and not Path(local).exists():
-        # nothing stored yet, and opening the folder would create it: plan against empty
+    if dry_run and not store_exists(uri):
         uri = "qdrant::memory:"
-    return open_store(uri, args.collection, layout=args.layout)
+    return open_store(uri, args.collection, layout=args.layout, create=create)
+
+
+def _written_in(store: Any, layout: str) -> bool:
+    """Whether ``store``'s collection holds rechunk points in ``layout``."""
+    try:
+        info = type(store)(store.client, store.collection, layout).collection_info()
+    except StoreError:
+        return False
+    return info is not None and bool(info.model_ids)
+
+
+def _check_collection(store: Any, model_id: str | None = None) -> None:
+    """Refuse a collection written in the other ``--layout``, or (given) by another model.
+
+    Writing it would rewrite its points in the other payload format; reading it
+    would find no document, or score mismatched vectors.
+    """
+    other = "llamaindex" if store.layout == "langchain" else "langchain"
+    mismatch = ConfigError(
+        f"collection {store.collection!r} was written with --layout {other}, not "
+        f"{store.layout}; a collection keeps one layout: pass --layout {other}"
+    )
+    try:
+        info = store.collection_info()
+    except StoreError:
+        if _written_in(store, other):
+            raise mismatch from None
+        raise
+    if info is None:
+        return
+    if info.points and not info.model_ids and _written_in(store, other):
+        raise mismatch
+    others = sorted(info.model_ids - {model_id}) if model_id is not None else []
+    if others:
+        raise ConfigError(
+            f"collection {store.collection!r} was written by {others[0].split(';')[0]}, not "
+            f"{str(model_id).split(';')[0]}; pass the --model it was synced with"
+        )
 
 
 def _embedder(model: str | None) -> Any:
@@ -145,30 +188,64 @@ def _interactive(args: argparse.Namespace) -> bool:
 # -- sync ---------------------------------------------------------------------------------
 
 
-def _record_roots(args: argparse.Namespace, roots: list[str]) -> None:
-    """Remember which folders fed a collection, for ``rechunk reindex`` without paths."""
+def _load_roots(args: argparse.Namespace) -> dict[str, list[str]] | None:
+    """The files and folders (with their globs) synced into this store and collection."""
+    try:
+        manifest = json.loads((STATE_DIR / "manifest.json").read_text(encoding="utf-8"))
+        entry = manifest[f"{args.store} {args.collection}"]
+        roots = entry["roots"]
+        if isinstance(roots, list):  # the earlier format: the last sync's roots only
+            return {str(root): list(entry["globs"]) for root in roots}
+        return {str(root): list(globs) for root, globs in roots.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) -> None:
+    """Remember every folder that fed a collection, for ``rechunk reindex`` without paths.
+
+    Roots accumulate over syncs (the latest last); ``replace`` keeps only these,
+    after a sync or reindex that made the collection hold exactly their documents.
+    """
     manifest_path = STATE_DIR / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         manifest = {}
-    manifest[f"{args.store} {args.collection}"] = {"roots": roots, "globs": args.glob}
+    recorded = {} if replace else (_load_roots(args) or {})
+    for root in roots:
+        recorded.pop(root, None)
+        recorded[root] = list(args.glob)
+    manifest[f"{args.store} {args.collection}"] = {"roots": recorded}
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = manifest_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     tmp.replace(manifest_path)
 
 
-def _recorded_roots(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    try:
-        manifest = json.loads((STATE_DIR / "manifest.json").read_text(encoding="utf-8"))
-        entry = manifest[f"{args.store} {args.collection}"]
-        return list(entry["roots"]), list(entry["globs"])
-    except (OSError, ValueError, KeyError) as exc:
+def _read_recorded(args: argparse.Namespace) -> Any:
+    """The documents under every recorded root; a later sync's file wins a shared doc_id."""
+    from rechunk.files import FileSet, read_documents
+
+    roots = _load_roots(args)
+    if not roots:
         raise ConfigError(
             "no PATH given and no earlier `rechunk sync` recorded for this store and "
             "collection: pass the folders to reindex"
-        ) from exc
+        )
+    documents: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+    for root, globs in roots.items():
+        if not Path(root).exists():
+            continue  # removed since: its documents count as missing below
+        files = read_documents([root], globs)
+        documents.update((doc.doc_id, doc) for doc in files.documents)
+        skipped.update(files.skipped)
+    return FileSet(
+        list(documents.values()),
+        [(doc_id, reason) for doc_id, reason in skipped.items() if doc_id not in documents],
+        list(roots),
+    )
 
 
 def _progress_bar(enabled: bool) -> Any:
@@ -190,14 +267,14 @@ def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) ->
         f"{d['deleted']} deleted"
     )
     if d["skipped"]:
-        docs += f", {d['skipped']} skipped (older version)"
+        docs += f", {d['skipped']} skipped"
     rows.append(("documents", docs))
     if unlisted:
         rows.append(("not given", f"{unlisted} kept in the store (--prune deletes them)"))
     rows.append(
         (
             "chunks",
-            f"{c['added']} added, {c['kept']} kept, {c['updated']} moved "
+            f"{c['added']} added, {c['kept']} kept, {c['updated']} updated "
             f"(payload only), {c['deleted']} deleted",
         )
     )
@@ -244,29 +321,51 @@ def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) ->
             )
 
 
-def _cmd_sync(args: argparse.Namespace) -> int:
+def _open_cache(path: str, *, dry_run: bool = False) -> Any:
+    """The SQLite cache of ``--cache`` (a dry run only reads one that exists)."""
     from rechunk.cache import SQLiteCache
+
+    try:
+        if dry_run:
+            return SQLiteCache(path, readonly=True) if Path(path).exists() else None
+        return SQLiteCache(path)
+    except CacheError as exc:
+        raise ConfigError(f"--cache {path}: {exc}") from exc
+
+
+def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
+    """Warn that no readable file matched, and list the files skipped."""
+    print(
+        f"rechunk: warning: no readable file matching {' '.join(args.glob)} under "
+        f"{' '.join(args.paths)}; nothing was written",
+        file=sys.stderr,
+    )
+    for doc_id, reason in files.skipped:
+        print(f"rechunk: skipped {doc_id}: {reason}", file=sys.stderr)
+    return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _cmd_sync(args: argparse.Namespace) -> int:
     from rechunk.files import read_documents
     from rechunk.policy import policy_for
     from rechunk.sync import sync
 
     files = read_documents(args.paths, args.glob)
+    if not files.documents:
+        return _nothing_matched(args, files)
+    skipped = {doc_id for doc_id, _ in files.skipped}
     embedder = _embedder(args.model)
     chunker = policy_for(embedder, args.policy)
-    opened = _open(args, read_only=args.dry_run)
+    # the cache is checked before anything is created in the store
+    cache = _open_cache(args.cache, dry_run=args.dry_run)
+    opened = _open(args, create=not args.dry_run, dry_run=args.dry_run)
     try:
         store = opened.store
+        _check_collection(store)
         if not args.dry_run:
             from rechunk.generations import open_live
 
             store = open_live(store, chunker, embedder.dimension)
-            Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
-        # a dry run never creates the cache file; it reads one that exists
-        cache_path = Path(args.cache)
-        if args.dry_run:
-            cache = SQLiteCache(cache_path, readonly=True) if cache_path.exists() else None
-        else:
-            cache = SQLiteCache(cache_path)
         with _progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}
 
@@ -284,16 +383,21 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                 embedder=embedder,
                 cache=cache,
                 prune=args.prune,
+                # a file that exists but was skipped (unreadable) keeps its documents
+                keep=skipped,
                 dry_run=args.dry_run,
                 progress=progress,
             )
         unlisted = 0
         if not args.prune and store.collection_info() is not None:
-            unlisted = len(store.doc_ids() - {doc.doc_id for doc in files.documents})
+            unlisted = len(store.doc_ids() - {doc.doc_id for doc in files.documents} - skipped)
         if not args.dry_run:
-            _record_roots(args, files.roots)
+            _record_roots(args, files.roots, replace=args.prune)
     finally:
         opened.close()
+        if cache is not None:
+            cache.close()
+    report.documents["skipped"] += len(files.skipped)
     if args.json:
         data = report.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
@@ -345,8 +449,9 @@ def collection_status(store: Any) -> dict[str, Any]:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    opened = _open(args)
+    opened = _open(args, create=False)
     try:
+        _check_collection(opened.store)
         status = collection_status(opened.store)
     finally:
         opened.close()
@@ -374,12 +479,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_query(args: argparse.Namespace) -> int:
     embedder = _embedder(args.model)
-    opened = _open(args)
+    opened = _open(args, create=False)
     try:
-        info = opened.store.collection_info()
-        if info is None:
+        _check_collection(opened.store, embedder.model_id)
+        if opened.store.collection_info() is None:
             raise StoreError(f"collection {args.collection!r} does not exist (nothing synced yet)")
-        vector = embedder.embed([args.text])[0]
+        vector = embedder.embed([" ".join(args.text)])[0]
         hits = opened.store.search(vector, args.k)
     finally:
         opened.close()
@@ -403,30 +508,38 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_reindex(args: argparse.Namespace) -> int:
-    from rechunk.cache import SQLiteCache
     from rechunk.files import read_documents
     from rechunk.generations import reindex
     from rechunk.policy import policy_for
 
-    paths, globs = (args.paths, args.glob) if args.paths else _recorded_roots(args)
-    files = read_documents(paths, globs)
+    files = read_documents(args.paths, args.glob) if args.paths else _read_recorded(args)
+    if not files.documents:
+        raise ConfigError("no readable file matched: nothing to reindex")
     embedder = _embedder(args.model)
     chunker = policy_for(embedder, args.policy)
+    cache = _open_cache(args.cache)
     opened = _open(args)
     try:
-        Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
+        _check_collection(opened.store)
+        if opened.store.collection_info() is not None and not args.prune:
+            missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
+            if missing:
+                raise ConfigError(
+                    f"{len(missing)} document(s) of the live collection are not among the files "
+                    f"read ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
+                    "pass the folders that hold them, or --prune to leave them out"
+                )
         result = reindex(
-            files.documents,
-            opened.store,
-            chunker,
-            embedder,
-            cache=SQLiteCache(args.cache),
-            drop_old=args.drop_old,
+            files.documents, opened.store, chunker, embedder, cache=cache, drop_old=args.drop_old
         )
+        _record_roots(args, files.roots, replace=bool(args.paths))
     finally:
         opened.close()
+        cache.close()
     if args.json:
-        _print_json(result.to_dict())
+        data = result.to_dict()
+        data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
+        _print_json(data)
     else:
         report = result.sync
         print(f"rechunk reindex -> {result.collection} ({report.policy})")
@@ -452,29 +565,46 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
             print(f"  dropped       {result.dropped}")
         elif result.previous and result.previous != result.collection:
             print(f"  kept          {result.previous} (drop it with --drop-old next time)")
-    for doc_id, reason in files.skipped:
-        print(f"  skipped       {doc_id}: {reason}")
+        for doc_id, reason in files.skipped:
+            print(f"  skipped       {doc_id}: {reason}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _chart_path(name: str) -> Path:
+    """Where ``--plot`` writes (a name without suffix gets .png), checked writable up front."""
+    path = Path(name)
+    if not path.suffix:
+        path = path.with_name(path.name + ".png")
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"cannot write the chart {path}: {exc.strerror or exc}") from exc
+    if not existed:
+        path.unlink()
+    return path
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from rechunk.bench import format_table, load_pairs, plot, run_bench
 
     pairs = load_pairs(args.corpus)
+    chart = _chart_path(args.plot) if args.plot else None
     names = args.chunker or ["all"]
     if "all" in names:
         names = list(CHUNKER_NAMES)
     chunkers = {name: make_chunker(name, args.tokenizer).chunk for name in dict.fromkeys(names)}
     result = run_bench(pairs, chunkers)
-    if args.plot:
-        plot(result, args.plot)
+    if chart is not None:
+        plot(result, chart)
     if args.json:
         _print_json(result)
     else:
         print(f"{result['pairs']} revision pairs; R_c article-macro-averaged per language/band")
         print(format_table(result))
-        if args.plot:
-            print(f"chart written to {args.plot}")
+        if chart is not None:
+            print(f"chart written to {chart}")
     failed = any(row["failures"] for row in result["chunkers"].values())
     return EXIT_PARTIAL if failed else EXIT_OK
 
@@ -501,7 +631,10 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("old", metavar="OLD_FILE", help="the previous version (UTF-8 text)")
     measure.add_argument("new", metavar="NEW_FILE", help="the new version (UTF-8 text)")
     measure.add_argument(
-        "--chunker", choices=[*CHUNKER_NAMES, "all"], default="all", help="default: all"
+        "--chunker",
+        action="append",
+        choices=[*CHUNKER_NAMES, "all"],
+        help="repeatable; default all",
     )
     measure.add_argument(
         "--tokenizer",
@@ -575,7 +708,10 @@ def build_parser() -> argparse.ArgumentParser:
     model_option(sync_p)
     input_options(sync_p)
     sync_p.add_argument(
-        "--prune", action="store_true", help="delete documents whose files are gone"
+        "--prune",
+        action="store_true",
+        help="delete every document in the collection that this sync was not given (files "
+        "gone, or outside PATH); a file that exists but is skipped keeps its documents",
     )
     sync_p.add_argument(
         "--dry-run", action="store_true", help="print the plan; embed and write nothing"
@@ -599,7 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Embed TEXT and print the top chunks with doc_id, "
         "offsets, score and a short excerpt.",
     )
-    query_p.add_argument("text", metavar="TEXT")
+    query_p.add_argument("text", metavar="TEXT", nargs="+", help="words are joined by spaces")
     query_p.add_argument("-k", type=int, default=5, help="how many chunks (default 5)")
     store_options(query_p)
     model_option(query_p)
@@ -610,14 +746,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="switch policies: build a new generation, then switch the alias",
         description="Build the collection <alias>__<policy> with the new policy (reusing "
         "vectors by input key from the cache and the live generation), verify it, then "
-        "switch the Qdrant alias atomically. Without PATH, the folders of the last sync "
-        "into this store and collection are used.",
+        "switch the Qdrant alias atomically. Without PATH, every file and folder synced "
+        "into this store and collection is read. Reindex refuses to leave out a document "
+        "of the live collection unless --prune is given.",
     )
     reindex_p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
     reindex_p.add_argument("--policy", choices=list(POLICIES), required=True)
     store_options(reindex_p)
     model_option(reindex_p)
     input_options(reindex_p)
+    reindex_p.add_argument(
+        "--prune",
+        action="store_true",
+        help="let the new generation leave out documents of the live one that are not among "
+        "the files read (without it, reindex refuses)",
+    )
     reindex_p.add_argument(
         "--drop-old", action="store_true", help="delete the previous generation after the switch"
     )
@@ -672,6 +815,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, (ConfigError, InputError, MissingDependencyError)):
             return EXIT_USAGE
         return EXIT_BACKEND
+    except BrokenPipeError:  # the reader went away (`rechunk status | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as exc:  # a path given on the command line that cannot be used
+        if args.debug:
+            raise
+        print(f"rechunk: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,6 +1,7 @@
 """Index generations: a policy change builds a shadow collection, then switches an alias.
 
-A generation is a collection named ``<alias>__<policy id>``. Applications query
+A generation is a collection named ``<alias>__<policy id>`` (with ``__<model hash>``
+appended when that name already holds another model's vectors). Applications query
 the alias; :func:`reindex` builds the next generation beside the live one
 (reusing every vector whose input is unchanged, from the cache or from the live
 collection), verifies it, and switches the alias in one atomic request (Qdrant).
@@ -10,6 +11,7 @@ and the report names it; the application switches the collection it opens.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -34,9 +36,23 @@ class GenerationalStore(VectorStore, Protocol):
     def drop_collection(self) -> None: ...
 
 
-def generation_name(alias: str, policy_id: str) -> str:
-    """``<alias>__<policy id>``: the collection of one generation."""
-    return f"{alias}__{policy_id}"
+def generation_name(alias: str, policy_id: str, model_id: str | None = None) -> str:
+    """``<alias>__<policy id>``: the collection of one generation.
+
+    With ``model_id``, ``<alias>__<policy id>__<model hash>``: the generation of
+    that policy for a model other than the one the plain name holds.
+    """
+    if model_id is None:
+        return f"{alias}__{policy_id}"
+    return f"{alias}__{policy_id}__{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
+
+
+def _holds_other_model(store: Any, embedder: Embedder) -> bool:
+    """True when ``store``'s collection exists and holds another model's vectors."""
+    info = store.collection_info()
+    if info is None:
+        return False
+    return info.dimension != embedder.dimension or bool(info.model_ids - {embedder.model_id})
 
 
 def _aliases(store: Any) -> dict[str, str] | None:
@@ -59,7 +75,7 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
         return store
     if name in aliases:
         expected = generation_name(name, chunker.policy_id)
-        if aliases[name] != expected:
+        if aliases[name] != expected and not aliases[name].startswith(expected + "__"):
             raise ConfigError(
                 f"{name!r} points at generation {aliases[name]!r}, built with another policy "
                 f"than {chunker.policy_id}; run `rechunk reindex` to switch policies"
@@ -126,6 +142,8 @@ def reindex(
                 "replace it atomically; reindex under a new alias name"
             )
     target = generation_name(alias, chunker.policy_id)
+    if _holds_other_model(store.with_collection(target), embedder):
+        target = generation_name(alias, chunker.policy_id, embedder.model_id)
     shadow = store.with_collection(target)
     live = store.with_collection(previous) if previous and previous != target else None
     shadow.ensure_collection(embedder.dimension)

@@ -413,6 +413,7 @@ def sync(
     cache: EmbeddingCache | None = None,
     order: Order = "upsert-then-delete",
     prune: bool = False,
+    keep: Iterable[str] = (),
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
@@ -424,7 +425,8 @@ def sync(
     reader may briefly see both revisions, never neither) or
     ``"delete-then-upsert"`` (a reader may briefly see neither, never both).
     With ``prune=True`` the documents are taken as the complete set, and
-    documents in the store but not among them are deleted; without it, nothing
+    documents in the store but not among them (nor in ``keep``: say, files that
+    exist but could not be read this time) are deleted; without it, nothing
     outside the given doc_ids is touched. ``dry_run=True`` plans and counts and
     writes nothing (no vector is computed). When documents carry ``version``, a
     document older than the version in the store is skipped, never written.
@@ -494,7 +496,7 @@ def sync(
         tick("publish", index + 1, len(plans))
 
     if prune and not store_missing:
-        given = {doc.doc_id for doc in docs}
+        given = {doc.doc_id for doc in docs} | set(keep)
         for doc_id in sorted(store.doc_ids() - given):
             ids = [p.id for p in store.get_points(doc_id)]
             gone = DocumentReport(doc_id, "deleted", deleted=len(ids))

@@ -56,7 +56,9 @@ def test_sync_edit_resync(workdir: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert status["documents"] == 4 and status["stale_check"] == "passed"
     assert len(status["policies"]) == 1 and len(status["models"]) == 1
 
-    code, hits = run_json(capsys, "query", "what happens when a sync crashes", "-k", "3")
+    # unquoted words are one query (the README's example, as a shell passes it)
+    code, hits = run_json(capsys, "query", "what", "happens", "when", "a", "sync", "crashes?",
+                          "-k", "3")
     assert code == 0 and len(hits) == 3
     assert {"doc_id", "start", "end", "score", "excerpt"} <= set(hits[0])
 
@@ -190,8 +192,10 @@ def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0 and set(result["chunkers"]) == {"cdc", "fixed"}
     assert result["chunkers"]["cdc"]["control_max"] == 0.0
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert main(["bench", str(corpus)]) == 0
-    assert "en/small" in capsys.readouterr().out
+    assert main(["bench", str(corpus), "--plot", str(tmp_path / "bands")]) == 0
+    out = capsys.readouterr().out  # no suffix: the chart is bands.png, and says so
+    assert "en/small" in out and f"chart written to {tmp_path / 'bands.png'}\n" in out
+    assert (tmp_path / "bands.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_every_command_has_help() -> None:
@@ -231,3 +235,135 @@ def test_reports_carry_no_document_text(workdir: Path, capsys: pytest.CaptureFix
     words = " ".join(p.read_text() for p in (workdir / "docs").glob("*.md")).split()
     phrases = {" ".join(words[i : i + 3]) for i in range(len(words) - 2)}
     assert not [p for p in phrases if p in out]
+
+
+@pytest.fixture
+def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Five short notes in tmp_path/notes, with tmp_path as the working folder."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("alpha", "beta", "gamma", "delta", "eps"):
+        (folder / f"{name}.md").write_text(
+            f"# {name}\n\nThe note called {name} talks about {name} things.\n"
+        )
+    monkeypatch.chdir(tmp_path)
+    return folder
+
+
+def test_reindex_without_paths_never_drops_live_documents(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sync", "notes"]) == 0
+    assert main(["sync", "notes/alpha.md"]) == 0  # a later sync of one file
+    capsys.readouterr()
+    code, result = run_json(capsys, "reindex", "--policy", "recursive")
+    assert code == 0 and result["sync"]["documents"]["synced"] == 5
+    (notes / "beta.md").unlink()
+    assert main(["reindex", "--policy", "fixed"]) == 2
+    assert "beta.md" in capsys.readouterr().err
+    code, status = run_json(capsys, "status")
+    assert status["documents"] == 5 and status["aliases"]["rechunk"] == result["collection"]
+    code, pruned = run_json(capsys, "reindex", "--policy", "fixed", "--prune")
+    assert code == 0 and pruned["sync"]["documents"]["synced"] == 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sync", "notes", "--cache", "notes/alpha.md/c.sqlite"],
+        ["sync", "notes", "--store", "qdrant:notes/alpha.md/store"],
+        ["sync", "notes", "--store", "qdrant:notes/alpha.md"],
+        ["sync", "notes", "--store", "qdrant+https://host:notaport"],
+        ["sync", "notes", "--store", "chroma:notes/alpha.md"],
+        ["sync", "notes", "--cache", "notes/alpha.md", "--store", "qdrant:st"],  # not a cache
+        ["bench", "corpus.jsonl", "--plot", "notes/alpha.md/chart.png"],
+    ],
+)
+def test_unusable_paths_are_config_errors_that_create_no_store(
+    notes: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    (notes.parent / "corpus.jsonl").write_text(json.dumps({"old": "a b", "new": "a c"}) + "\n")
+    before = sorted(notes.parent.rglob("*"))
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # bench stopped before running
+    assert captured.err.startswith("rechunk: error: ") and captured.err.count("\n") == 1
+    # the cache is opened (and checked) first: at most an empty default cache is left
+    made = sorted(set(notes.parent.rglob("*")) - set(before))
+    assert [p.relative_to(notes.parent).as_posix() for p in made] in (
+        [], [".rechunk", ".rechunk/cache.sqlite"]
+    )
+
+
+def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "notes", "--store", "qdrant:lc"]) == 0
+    assert main(["sync", "notes", "--store", "qdrant:li", "--layout", "llamaindex"]) == 0
+    capsys.readouterr()
+    for store, wrong, right in (("qdrant:lc", "llamaindex", "langchain"),
+                                ("qdrant:li", "langchain", "llamaindex")):
+        for command in (["sync", "notes"], ["status"], ["query", "alpha"]):
+            assert main([*command, "--store", store, "--layout", wrong]) == 2
+            assert f"pass --layout {right}" in capsys.readouterr().err
+        code, status = run_json(capsys, "status", "--store", store, "--layout", right)
+        assert code == 0 and status["documents"] == 5
+
+
+def test_prune_keeps_unreadable_files(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "notes"]) == 0
+    capsys.readouterr()
+    (notes / "beta.md").write_bytes(b"caf\xe9\n")  # exists, but is skipped
+    (notes / "gamma.md").unlink()
+    code, report = run_json(capsys, "sync", "notes", "--prune")
+    assert code == 1
+    assert report["documents"]["deleted"] == 1  # gamma.md only
+    assert report["documents"]["skipped"] == len(report["skipped_files"]) == 1
+    code, status = run_json(capsys, "status")
+    assert sorted(status["revisions"]) == ["alpha.md", "beta.md", "delta.md", "eps.md"]
+    assert main(["sync", "notes"]) == 1
+    out = capsys.readouterr().out
+    assert "1 skipped" in out and " updated (payload only)" in out
+
+
+def test_another_model_is_a_reindex_and_query_refuses_it(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    # the packaged model under another name: another model_id, the same policy id
+    other = notes.parent / "other-model"
+    shutil.copytree(SentenceTransformerEmbedder().folder, other, copy_function=os.symlink)
+    assert main(["sync", "notes"]) == 0
+    capsys.readouterr()
+    assert main(["query", "alpha", "--model", str(other)]) == 2
+    assert "pass the --model it was synced with" in capsys.readouterr().err
+    assert main(["sync", "notes", "--model", str(other)]) == 3
+    assert "reindex" in capsys.readouterr().err
+    code, result = run_json(capsys, "reindex", "--policy", "structured", "--model", str(other))
+    assert code == 0 and result["switched"]
+    assert result["sync"]["model_id"].startswith("st/v1:other-model@")
+    code, hits = run_json(capsys, "query", "alpha", "--model", str(other), "-k", "1")
+    assert code == 0 and hits[0]["doc_id"] == "alpha.md"
+    code, again = run_json(capsys, "sync", "notes", "--model", str(other))
+    assert code == 0 and again["documents"]["unchanged"] == 5
+    assert main(["query", "alpha"]) == 2  # now the default model is the other one
+
+
+def test_read_only_commands_create_nothing(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = sorted(notes.parent.rglob("*"))
+    for args in (["status", "--store", "qdrant:notes"], ["status", "--store", "chroma:notes"],
+                 ["query", "alpha", "--store", "qdrant:missing"], ["status"]):
+        assert main(args) == 3
+        assert "no store at" in capsys.readouterr().err
+    assert sorted(notes.parent.rglob("*")) == before
+
+
+@pytest.mark.parametrize("args", [["sync", "empty"], ["sync", "notes", "--glob", "*.zzz"],
+                                  ["sync", "notes", "--glob", "*.zzz", "--prune"]])
+def test_sync_matching_nothing_warns_and_writes_nothing(
+    notes: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    (notes.parent / "empty").mkdir()
+    before = sorted(notes.parent.rglob("*"))
+    assert main(args) == 0
+    assert "no readable file matching" in capsys.readouterr().err
+    assert sorted(notes.parent.rglob("*")) == before

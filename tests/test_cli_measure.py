@@ -47,3 +47,10 @@ def test_entry_point_runs() -> None:
 def test_measure_tokenizer_option(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["measure", str(OLD), str(NEW), "--tokenizer", str(tmp_path / "nope.json")]) == 2
     assert "tokenizer file not found" in capsys.readouterr().err
+
+
+def test_measure_chunker_is_repeatable(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["measure", str(OLD), str(NEW), "--json", "--chunker", "cdc",
+                 "--chunker", "fixed"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [row["chunker"] for row in report["chunkers"]] == ["cdc", "fixed"]

@@ -180,6 +180,9 @@ def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any,
          embedder=minilm, cache=cache)
     kept = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache)
     assert store.doc_ids() == {"a", "b"} and kept.documents["deleted"] == 0
+    guarded = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm,
+                   cache=cache, prune=True, keep=["b"])
+    assert store.doc_ids() == {"a", "b"} and guarded.documents["deleted"] == 0
     pruned = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache,
                   prune=True)
     assert store.doc_ids() == {"a"} and pruned.documents["deleted"] == 1
