@@ -13,7 +13,21 @@ from rechunk import Chunk, ConfigError, RechunkError
 from rechunk.chunkers.structured import StructuredChunker
 from rechunk.tokens import resolve_tokenizer
 
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma", "omega", "river", "stone"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "theta",
+    "kappa",
+    "lambda",
+    "sigma",
+    "omega",
+    "river",
+    "stone",
+]
 
 
 def prose(rng: random.Random, sentences: int) -> str:
@@ -78,7 +92,10 @@ class TestStructured(ChunkerContract):
     def test_label_line_belongs_to_its_heading(self) -> None:
         text = "Intro words here.\n\nr[items.rule]\n## Items\n\nThe items section.\n"
         chunks = StructuredChunker().chunk(text)
-        assert texts(chunks) == ["Intro words here.", "r[items.rule]\n## Items\n\nThe items section."]
+        assert texts(chunks) == [
+            "Intro words here.",
+            "r[items.rule]\n## Items\n\nThe items section.",
+        ]
 
     def test_setext_and_rst_titles_are_sections(self) -> None:
         text = (
@@ -208,10 +225,33 @@ class TestStructured(ChunkerContract):
     @given(
         st.lists(
             st.sampled_from(
-                ["```", "```rust", "~~~", "# Title", "## Sub", "Title", "=====", "-----", "~~~~~",
-                 "| a | b |", "|---|---|", "> quote", "- item", "1. step", ".. note:: x", "r[x.y]",
-                 "", "", "Plain words here.", "今天天气很好。我们去公园散步！", "code(x); # c",
-                 "    indented line", "word " * 30, "\t", "中" * 120]
+                [
+                    "```",
+                    "```rust",
+                    "~~~",
+                    "# Title",
+                    "## Sub",
+                    "Title",
+                    "=====",
+                    "-----",
+                    "~~~~~",
+                    "| a | b |",
+                    "|---|---|",
+                    "> quote",
+                    "- item",
+                    "1. step",
+                    ".. note:: x",
+                    "r[x.y]",
+                    "",
+                    "",
+                    "Plain words here.",
+                    "今天天气很好。我们去公园散步！",
+                    "code(x); # c",
+                    "    indented line",
+                    "word " * 30,
+                    "\t",
+                    "中" * 120,
+                ]
             ),
             max_size=120,
         ).map("\n".join)
@@ -260,6 +300,26 @@ class TestStructured(ChunkerContract):
         assert 1 <= len(fresh) <= 4
         assert len(old) > 100
 
+    @pytest.mark.parametrize(
+        ("ending", "low", "high"), [("then record what it cost.", 280, 400), ("。", 60, 100)]
+    )
+    def test_paragraphs_that_end_alike_still_resynchronise(
+        self, ending: str, low: int, high: int
+    ) -> None:
+        """Every paragraph break follows the same word, so the window hashes tie; the longer
+        context breaks the tie (version 2 took the leftmost: it cut such a run like a greedy
+        splitter, and these inserts re-embedded every chunk after them, 9 and 25 chunks)."""
+        kinds = ["plan", "embed", "write"]
+        text = "\n\n".join(
+            f"Step {i} of the job: {kinds[i % 3]} batch {i * 7 % 31}, {ending}" for i in range(300)
+        )
+        chunker = StructuredChunker(min_tokens=low, max_tokens=high)
+        old = chunker.chunk(text)
+        new = chunker.chunk(text.replace("Step 150 of", "An inserted sentence. Step 150 of"))
+        old_texts = set(texts(old))
+        fresh = [c for c in new if c.text not in old_texts]
+        assert len(old) > 10 and 1 <= len(fresh) <= 3
+
     def test_small_edits_resynchronise(self) -> None:
         rng = random.Random(9)
         text = "\n\n".join(prose(rng, rng.randrange(1, 5)) for _ in range(300))
@@ -279,9 +339,11 @@ class TestStructured(ChunkerContract):
         rng = random.Random(seed)
         lo, hi = heads[target], heads[target + 1]
         cut = rng.randrange(lo + 12, hi)
-        new_text = text[:cut] + rng.choice([" new words.", "", "\n\nNew paragraph."]) + text[
-            cut + rng.randrange(0, 3) :
-        ]
+        new_text = (
+            text[:cut]
+            + rng.choice([" new words.", "", "\n\nNew paragraph."])
+            + text[cut + rng.randrange(0, 3) :]
+        )
         chunker = StructuredChunker(min_tokens=30, max_tokens=60)
         old, new = chunker.chunk(text), chunker.chunk(new_text)
         check_tiles(new_text, new)
@@ -309,7 +371,9 @@ class TestStructured(ChunkerContract):
 
         chunker = StructuredChunker()
         small = [p for p in revisions if p["band"] == "small"]
-        values = [recompute_fraction(chunker.chunk(p["old"]), chunker.chunk(p["new"])) for p in small]
+        values = [
+            recompute_fraction(chunker.chunk(p["old"]), chunker.chunk(p["new"])) for p in small
+        ]
         assert sum(values) / len(values) < 0.25
 
 

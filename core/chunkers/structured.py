@@ -28,7 +28,9 @@ BoolArray = npt.NDArray[np.bool_]
 
 # Strength of the boundary before a unit (higher wins). FORBID is never cut.
 FORBID, PIECE, WORD, CLAUSE, SENTENCE, LINE, ITEM, BLOCK, SECTION = range(9)
-_LEVEL_SHIFT = 55  # key = level << 55 | 55 bits of the content hash
+_LEVEL_SHIFT = 55  # key = level << 55 | 55 bits of the content hashes
+_WINDOW_BITS = 20  # of those: the window's hash, then the longer context's (ties)
+_CONTEXT_UNITS = 8  # units in the context that breaks ties between equal windows
 _MAX_KEY = np.int64((SECTION + 1) << _LEVEL_SHIFT)
 _NO_KEY = np.int64(-1)
 
@@ -271,10 +273,13 @@ class StructuredChunker(BaseChunker):
     right after a heading, and inside a fence or table that holds at most
     ``max_tokens`` tokens.
 
-    **The cut rule.** Each boundary's *key* is its level, then 55 bits of a
-    hash of the ``window_units`` units before it (never reaching back past the
-    start of its section); section starts and the two ends of the text have the
-    greatest key. Chunks are chosen in two steps:
+    **The cut rule.** Each boundary's *key* is its level, then 20 bits of a
+    hash of the ``window_units`` units before it, then 35 bits of a hash of the
+    (up to) 8 units before it, which break ties between boundaries that follow
+    the same word, such as paragraphs that all end alike (with the leftmost
+    winning every tie, such a run was cut like a greedy splitter). No hash
+    reaches back past the start of its section; section starts and the two ends
+    of the text have the greatest key. Chunks are chosen in two steps:
 
     1. *Anchors.* A boundary is an anchor iff its key is greater than the key
        of every other boundary less than ``min_tokens`` tokens away on either
@@ -314,7 +319,8 @@ class StructuredChunker(BaseChunker):
     kind = "structured"
     # 2: chunks are cut from the left only (1 balanced an anchor span's last two), and
     # every CJK sentence end inside a word is a boundary (1: only in words over min/4 tokens)
-    version = 2
+    # 3: ties between equal windows go to the longer context's hash, not to the leftmost
+    version = 3
 
     def __init__(
         self,
@@ -506,8 +512,9 @@ class StructuredChunker(BaseChunker):
         levels[0] = SECTION
         return levels
 
-    def _units(self, analysis: Analysis) -> tuple[Units, IntArray, U64]:
-        """Units, the level of the boundary before each unit, and each unit's hash."""
+    def _units(self, analysis: Analysis) -> tuple[Units, IntArray, U64, U64]:
+        """Units, the level of the boundary before each unit, each unit's hash, and the
+        hash of the context (up to ``_CONTEXT_UNITS`` units in its section) ending with it."""
         text = analysis.text
         codes32 = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
         word_levels = self._word_levels(analysis, codes32)
@@ -567,13 +574,22 @@ class StructuredChunker(BaseChunker):
             )
             forbidden = word_levels[word_of[inner_pieces]] == FORBID
             levels[inner_pieces] = np.where(forbidden, FORBID, inner_levels)
-        hashes = _span_hashes(codes32.astype(np.uint64) + np.uint64(1), u_starts, u_ends)
-        return units, levels, hashes
+        # each unit's hash, and the hash of the context ending with it: up to
+        # _CONTEXT_UNITS units, never reaching back past the start of its section
+        section = np.maximum.accumulate(np.where(levels == SECTION, np.arange(n), 0))
+        context_start = u_starts[np.maximum(np.arange(n) - (_CONTEXT_UNITS - 1), section)]
+        both = _span_hashes(
+            codes32.astype(np.uint64) + np.uint64(1),
+            np.concatenate((u_starts, context_start)),
+            np.concatenate((u_ends, u_ends)),
+        )
+        return units, levels, both[:n], both[n:]
 
     # -- cuts ---------------------------------------------------------------------------------
 
-    def _keys(self, levels: IntArray, hashes: U64) -> IntArray:
-        """Key of the boundary before each unit: level, then a hash of the units before it."""
+    def _keys(self, levels: IntArray, hashes: U64, context: U64) -> IntArray:
+        """Key of the boundary before each unit: level, then a hash of the units before it,
+        then (breaking ties between equal windows) a hash of the longer context before it."""
         n = len(levels)
         section = np.maximum.accumulate(np.where(levels == SECTION, np.arange(n), 0))
         window = np.zeros(n, dtype=np.uint64)
@@ -585,15 +601,20 @@ class StructuredChunker(BaseChunker):
             term[index - back < section] = 0
             window += term
             power = power * _WINDOW_BASE % (1 << 64)
-        content = (_mix(window) >> np.uint64(64 - _LEVEL_SHIFT)).astype(np.int64)
-        keys: IntArray = (levels << _LEVEL_SHIFT) | content
+        before = np.zeros(n, dtype=np.uint64)
+        before[1:] = context[:-1]
+        low = _LEVEL_SHIFT - _WINDOW_BITS
+        content = ((_mix(window) >> np.uint64(64 - _WINDOW_BITS)) << np.uint64(low)) | (
+            before >> np.uint64(64 - low)
+        )
+        keys: IntArray = (levels << _LEVEL_SHIFT) | content.astype(np.int64)
         keys[levels == SECTION] = _MAX_KEY
         return keys
 
     def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:
-        units, levels, hashes = self._units(analysis)
+        units, levels, hashes, context = self._units(analysis)
         prefix = units.prefix
-        keys = np.append(self._keys(levels, hashes), _MAX_KEY)  # boundary n: end of text
+        keys = np.append(self._keys(levels, hashes, context), _MAX_KEY)  # n: end of text
         allowed = np.append(levels >= PIECE, True)
         anchors = (_anchors(prefix, keys, self.min_tokens) & allowed) | (keys == _MAX_KEY)
         bounds = np.flatnonzero(anchors).tolist()
