@@ -338,11 +338,15 @@ class TestStructured(ChunkerContract):
         heads = [m.start() for m in re.finditer(r"(?m)^## ", text)] + [len(text)]
         rng = random.Random(seed)
         lo, hi = heads[target], heads[target + 1]
-        cut = rng.randrange(lo + 12, hi)
+        removed = rng.randrange(0, 3)
+        # the edit stays in the section's body: it never touches the blank lines around it
+        # (deleting one makes the heading text, of this section's heading or of the text
+        # before it); "## Section N\n\n" is 14 characters
+        cut = rng.randrange(lo + 14, hi - 2 - removed)
         new_text = (
             text[:cut]
             + rng.choice([" new words.", "", "\n\nNew paragraph."])
-            + text[cut + rng.randrange(0, 3) :]
+            + text[cut + removed :]
         )
         chunker = StructuredChunker(min_tokens=30, max_tokens=60)
         old, new = chunker.chunk(text), chunker.chunk(new_text)
