@@ -7,6 +7,7 @@ the SQLite cache under .rechunk/cache.sqlite and the packaged all-MiniLM-L6-v2.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ updates and never re-sends a vector that is already stored.
 
 
 def run(*args: str, cwd: Path) -> None:
-    print(f"$ rechunk {' '.join(args)}", flush=True)
+    print(f"$ rechunk {shlex.join(args)}", flush=True)
     done = subprocess.run([*RECHUNK, *args], cwd=cwd, text=True, capture_output=True)
     print(done.stdout.rstrip(), flush=True)
     if done.returncode != 0:
