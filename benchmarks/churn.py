@@ -333,6 +333,8 @@ def _measure(name: str, pairs: list[dict[str, Any]], repeat: int = REPEAT) -> di
         "first_error": failures[0]["error"] if failures else None,
         "chunks": len(chunks),
         "median_tokens": statistics.median(tokens) if tokens else None,
+        # the size of the chunk a random token sits in: what a point edit re-embeds
+        "token_weighted_mean": sum(t * t for t in tokens) / sum(tokens) if tokens else None,
         "max_tokens": max(tokens) if tokens else None,
         "over_hard_max": sum(1 for t in tokens if t > HARD_MAX),
         "token_count_mismatches": sum(1 for a, b in zip(tokens, recount) if a != b),
@@ -417,7 +419,12 @@ def _paired(results: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     ref_rc = {row["id"]: row for row in ref["pairs"] if "rc" in row}
     rng = random.Random(SEED)
-    out: dict[str, Any] = {"reference": REFERENCE, "median": ref["median_tokens"], "rows": []}
+    out: dict[str, Any] = {
+        "reference": REFERENCE,
+        "median": ref["median_tokens"],
+        "weighted": ref["token_weighted_mean"],
+        "rows": [],
+    }
     for name, r in by_name.items():
         if name == REFERENCE or r["median_tokens"] is None:
             continue
@@ -449,6 +456,7 @@ def _paired(results: list[dict[str, Any]]) -> dict[str, Any] | None:
             {
                 "name": name,
                 "median": r["median_tokens"],
+                "weighted": r["token_weighted_mean"],
                 "matched": abs(ratio - 1) <= MATCH,
                 "cells": cells,
             }
@@ -566,15 +574,19 @@ def _paired_table(paired: dict[str, Any] | None) -> list[str]:
         f"({BOOTSTRAP} resamples, seed {SEED}). Positive: the structured policy re-embeds "
         f"less. Matched: median within {MATCH:.0%} of its {paired['median']:g} tokens "
         "(smaller chunks re-embed less on their own, so only matched rows compare like "
-        "with like).",
+        "with like). Weighted tok: the mean size of the chunk a random token sits in (the "
+        "sum of squared chunk sizes over the sum of sizes), which is about what an edit at "
+        f"one point re-embeds; the reference's is {paired['weighted']:.0f}.",
         "",
-        "| chunker | median tok | matched | en all | zh all | en small | zh small |",
-        "|---|---:|:---:|---:|---:|---:|---:|",
+        "| chunker | median tok | weighted tok | matched | en all | zh all | en small "
+        "| zh small |",
+        "|---|---:|---:|:---:|---:|---:|---:|---:|",
     ]
     for row in sorted(paired["rows"], key=lambda r: (not r["matched"], r["name"])):
         c = row["cells"]
         lines.append(
-            f"| `{row['name']}` | {row['median']:g} | {'yes' if row['matched'] else 'no'} | "
+            f"| `{row['name']}` | {row['median']:g} | {row['weighted']:.0f} | "
+            f"{'yes' if row['matched'] else 'no'} | "
             f"{cell(c['en/all'])} | {cell(c['zh/all'])} | {cell(c['en/small'])} | "
             f"{cell(c['zh/small'])} |"
         )
