@@ -596,6 +596,18 @@ class ByteStoreCache:
     def __repr__(self) -> str:
         return f"ByteStoreCache({type(self._store).__name__}, namespace={self._namespace!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the lock: the store pickles as itself (an in-memory store as a
+        copy; a file store names the same folder), counters and the closed flag travel."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def store(self) -> ByteStore:
         """The wrapped ByteStore."""

@@ -39,6 +39,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.indexing import InMemoryRecordManager, index
 from langchain_core.stores import InMemoryByteStore
+from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import (
     RecursiveCharacterTextSplitter,
     TextSplitter,
@@ -176,6 +177,28 @@ def new_record_manager(request: pytest.FixtureRequest, tmp_path: Path) -> Callab
     return make
 
 
+def _index(docs: list[Document], manager: Any, store: Any, key_encoder: Any) -> dict[str, int]:
+    """``index()`` as the README shows it: incremental cleanup by ``source``."""
+    time.sleep(0.01)  # the record manager's clock must move between runs
+    return dict(
+        index(
+            docs,
+            manager,
+            store,
+            cleanup="incremental",
+            source_id_key="source",
+            key_encoder=key_encoder,
+        )
+    )
+
+
+def _memory_index(embeddings: Embeddings) -> tuple[Any, Any]:
+    """An empty ``InMemoryVectorStore`` over ``embeddings`` and its record manager."""
+    manager = InMemoryRecordManager(namespace=f"test/{uuid.uuid4()}")
+    manager.create_schema()
+    return InMemoryVectorStore(embeddings), manager
+
+
 def _run_index(
     splitter: TextSplitter,
     key_encoder: Any,
@@ -189,18 +212,10 @@ def _run_index(
     for revision in ("old", "new"):
         recorder.embedded.clear()
         docs = splitter.split_documents(_docs(pairs, revision))
-        time.sleep(0.01)  # the record manager's clock must move between runs
-        result = index(
-            docs,
-            manager,
-            store,
-            cleanup="incremental",
-            source_id_key="source",
-            key_encoder=key_encoder,
-        )
+        result = _index(docs, manager, store, key_encoder)
         embedded.append(list(recorder.embedded))
         documents.append(docs)
-        results.append(dict(result))
+        results.append(result)
     return embedded, documents, results
 
 
@@ -293,20 +308,8 @@ def test_pages_of_one_source_get_distinct_ids_and_all_reach_the_store() -> None:
     assert len(footers) == 3
     assert [d.metadata[OCCURRENCE_KEY] for d in footers] == [0, 1, 2]
     assert len({d.id for d in docs}) == len(docs)
-    pytest.importorskip("langchain_core.vectorstores")
-    from langchain_core.vectorstores import InMemoryVectorStore
-
-    store = InMemoryVectorStore(FakeEmbeddings())
-    manager = InMemoryRecordManager(namespace="pages")
-    manager.create_schema()
-    result = index(
-        docs,
-        manager,
-        store,
-        cleanup="incremental",
-        source_id_key="source",
-        key_encoder=rechunk_key_encoder,
-    )
+    store, manager = _memory_index(FakeEmbeddings())
+    result = _index(docs, manager, store, rechunk_key_encoder)
     assert result["num_added"] == len(docs) and result["num_skipped"] == 0
     assert len(store.store) == len(docs)
 
@@ -314,28 +317,13 @@ def test_pages_of_one_source_get_distinct_ids_and_all_reach_the_store() -> None:
 def test_a_metadata_change_reaches_the_store_from_the_cache() -> None:
     """A changed ACL gives new keys: index() rewrites the records, the vectors come from the
     cache, and no record keeps the old value."""
-    pytest.importorskip("langchain_core.vectorstores")
-    from langchain_core.vectorstores import InMemoryVectorStore
-
     model = FakeEmbeddings()
-    store = InMemoryVectorStore(CachedEmbeddings(model, MemoryCache()))
-    manager = InMemoryRecordManager(namespace="acl")
-    manager.create_schema()
+    store, manager = _memory_index(CachedEmbeddings(model, MemoryCache()))
     splitter = RechunkTextSplitter("recursive", target_tokens=60)
     results = []
     for acl in ("public", "private"):
         docs = splitter.create_documents([GUIDE_V1], [{"source": "guide", "acl": acl}])
-        time.sleep(0.01)  # the record manager's clock must move between runs
-        results.append(
-            index(
-                docs,
-                manager,
-                store,
-                cleanup="incremental",
-                source_id_key="source",
-                key_encoder=rechunk_key_encoder,
-            )
-        )
+        results.append(_index(docs, manager, store, rechunk_key_encoder))
     n = len(docs)
     assert results[1]["num_added"] == n and results[1]["num_deleted"] == n
     assert {r["metadata"]["acl"] for r in store.store.values()} == {"private"}
