@@ -376,7 +376,8 @@ class SQLiteCache:
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise InputError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
-        self._setup(Path(path), readonly, float(timeout), _Counters(), closed=False)
+        # absolute: a connection opened later (another thread) must not follow a chdir
+        self._setup(Path(path).absolute(), readonly, float(timeout), _Counters(), closed=False)
 
     def _setup(
         self, path: Path, readonly: bool, timeout: float, counters: _Counters, *, closed: bool

@@ -371,6 +371,22 @@ def test_two_objects_on_one_file_see_each_other(tmp_path: Path) -> None:
         assert bits(b.get_many(["k"], MODEL, 8)["k"]) == bits(vector_for("k", 8))
 
 
+def test_a_relative_path_does_not_follow_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with SQLiteCache("cache.sqlite") as cache:
+        monkeypatch.chdir(tmp_path.parent)
+        # another thread opens its own connection, after the chdir
+        worker = threading.Thread(target=cache.put_many, args=([("a", vector_for("a", 8))], MODEL))
+        worker.start()
+        worker.join()
+        assert cache.path == tmp_path / "cache.sqlite"
+        assert not (tmp_path.parent / "cache.sqlite").exists()
+    with SQLiteCache(tmp_path / "cache.sqlite", readonly=True) as again:
+        assert set(again.get_many(["a"], MODEL, 8)) == {"a"}
+
+
 def test_pickled_sqlite_cache_reopens_the_same_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
