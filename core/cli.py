@@ -478,13 +478,16 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
+    text = " ".join(args.text)
+    if not text.strip():
+        raise InputError("the query text is empty")
     embedder = _embedder(args.model)
     opened = _open(args, create=False)
     try:
         _check_collection(opened.store, embedder.model_id)
         if opened.store.collection_info() is None:
             raise StoreError(f"collection {args.collection!r} does not exist (nothing synced yet)")
-        vector = embedder.embed([" ".join(args.text)])[0]
+        vector = embedder.embed([text])[0]
         hits = opened.store.search(vector, args.k)
     finally:
         opened.close()
@@ -501,6 +504,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
         return EXIT_OK
+    if not rows:
+        print(f"no chunks: collection {args.collection!r} is empty")
     for rank, row in enumerate(rows, 1):
         print(f"{rank}. {row['doc_id']} [{row['start']}:{row['end']}] score {row['score']:.3f}")
         print(f"   {row['excerpt']}")
@@ -619,11 +624,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rechunk",
         description="Revision-aware chunking and embedding reuse: re-embed only what changed.",
     )
+    from rechunk import __version__
+
+    parser.add_argument("--version", action="version", version=f"rechunk {__version__}")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    # --debug also after the command (`rechunk sync docs --debug`); SUPPRESS keeps the
+    # value given before the command when it is not repeated after it
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     measure = sub.add_parser(
         "measure",
+        parents=[debug],
         help="edit fraction and recompute fraction R_c of a revision pair",
         description="Print the edit fraction and band of OLD -> NEW and, per chunker, "
         "the recompute fraction R_c, chunks old/new and tokens to embed vs total.",
@@ -693,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sync_p = sub.add_parser(
         "sync",
+        parents=[debug],
         help="sync a folder of documents into a vector collection",
         description="Chunk every document, embed only inputs that are new byte for byte, "
         "publish, remove stale chunks and report what it cost.",
@@ -721,6 +737,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     status_p = sub.add_parser(
         "status",
+        parents=[debug],
         help="what a collection holds",
         description="Documents, chunks, policies and models present, "
         "revisions per document, the stale-revision check and aliases.",
@@ -731,6 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     query_p = sub.add_parser(
         "query",
+        parents=[debug],
         help="search a collection",
         description="Embed TEXT and print the top chunks with doc_id, "
         "offsets, score and a short excerpt.",
@@ -743,6 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
     query_p.set_defaults(func=_cmd_query)
     reindex_p = sub.add_parser(
         "reindex",
+        parents=[debug],
         help="switch policies: build a new generation, then switch the alias",
         description="Build the collection <alias>__<policy> with the new policy (reusing "
         "vectors by input key from the cache and the live generation), verify it, then "
@@ -751,7 +770,9 @@ def build_parser() -> argparse.ArgumentParser:
         "of the live collection unless --prune is given.",
     )
     reindex_p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
-    reindex_p.add_argument("--policy", choices=list(POLICIES), required=True)
+    reindex_p.add_argument(
+        "--policy", choices=list(POLICIES), required=True, help="the new generation's policy"
+    )
     store_options(reindex_p)
     model_option(reindex_p)
     input_options(reindex_p)
@@ -769,6 +790,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench_p = sub.add_parser(
         "bench",
+        parents=[debug],
         help="R_c per chunker, language and edit band on a corpus of revision pairs",
         description="The study's Table-I view on a JSON-lines corpus (fields old, new, and "
         "optionally id, lang): R_c per chunker per language and edit band, the no-edit "

@@ -15,7 +15,8 @@ DEFAULT_GLOBS = ("*.md", "*.markdown", "*.rst", "*.txt")
 
 
 def read_text_file(path: Path) -> str:
-    """A file's text as UTF-8; invalid UTF-8 or NUL bytes are an :class:`InputError`."""
+    """A file's text as UTF-8 (without a leading byte-order mark); invalid UTF-8 or NUL
+    bytes are an :class:`InputError`."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -26,7 +27,7 @@ def read_text_file(path: Path) -> str:
         raise InputError(f"{path} is not valid UTF-8 (byte offset {exc.start})") from exc
     if "\x00" in text:
         raise InputError(f"{path} contains NUL bytes; is it a binary file?")
-    return text
+    return text.removeprefix("\ufeff")  # a byte-order mark is encoding, not text
 
 
 @dataclass

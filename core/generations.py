@@ -76,9 +76,12 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     if name in aliases:
         expected = generation_name(name, chunker.policy_id)
         if aliases[name] != expected and not aliases[name].startswith(expected + "__"):
+            live = aliases[name][len(name) + 2 :]  # "<alias>__<policy id>[__<model hash>]"
             raise ConfigError(
-                f"{name!r} points at generation {aliases[name]!r}, built with another policy "
-                f"than {chunker.policy_id}; run `rechunk reindex` to switch policies"
+                f"{name!r} points at generation {aliases[name]!r}, built with policy "
+                f"{live.split('__')[0]}, not {chunker.policy_id}: sync with the policy it was "
+                f"built with (--policy {live.split('-')[0]}), or run `rechunk reindex "
+                f"--policy {chunker.policy_id.split('-')[0]}` to switch policies"
             )
         store.ensure_collection(dimension)
         return store

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from rechunk.cli import main
+from rechunk.errors import ConfigError
+from rechunk.files import read_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
@@ -176,6 +178,21 @@ def test_exit_codes(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as usage:
         main(["sync"])
     assert usage.value.code == 2
+    assert main(["query", " "]) == 2
+    assert "query text is empty" in capsys.readouterr().err
+    # --debug works before or after the command: the error is raised, not summarised
+    for args in (["--debug", "sync", "no-such-folder"], ["sync", "no-such-folder", "--debug"]):
+        with pytest.raises(ConfigError, match="no such file"):
+            main(args)
+    with pytest.raises(SystemExit) as version:
+        main(["--version"])
+    assert version.value.code == 0 and capsys.readouterr().out.startswith("rechunk ")
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
+    (tmp_path / "bom.md").write_bytes("\ufeff# Title\n\nBody.\n".encode())
+    files = read_documents([str(tmp_path)], ["*.md"])
+    assert [d.text for d in files.documents] == ["# Title\n\nBody.\n"]
 
 
 def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,7 +227,8 @@ def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["sync", "docs", "--policy", "recursive"]) == 0
     capsys.readouterr()
     assert main(["sync", "docs", "--policy", "fixed"]) == 2  # a policy change is a reindex
-    assert "rechunk reindex" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--policy recursive" in err and "rechunk reindex --policy fixed" in err
     code, result = run_json(capsys, "reindex", "--policy", "fixed")  # folders from the last sync
     assert code == 0 and result["switched"]
     assert result["collection"].startswith("rechunk__fixed-")
