@@ -46,14 +46,20 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 import numpy as np
 
 from rechunk.errors import ConfigError, StoreError
-from rechunk.store import RESERVED_METADATA_KEYS, Distance, PointPayload, PointWrite
+from rechunk.store import (
+    RESERVED_METADATA_KEYS,
+    Distance,
+    PointPayload,
+    PointWrite,
+    StoredPoint,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -218,6 +224,24 @@ def check_doc_id(doc_id: object) -> str:
     if type(doc_id) is not str or not doc_id:
         raise ConfigError(f"doc_id must be a non-empty str, got {doc_id!r}")
     return doc_id
+
+
+def check_doc_ids(doc_ids: object) -> list[str]:
+    """A sequence of doc_ids (:func:`check_doc_id` each), without repeats, in order."""
+    if isinstance(doc_ids, str) or not isinstance(doc_ids, Sequence):
+        raise ConfigError(f"doc_ids must be a sequence of str, got {doc_ids!r}")
+    return list(dict.fromkeys(check_doc_id(d) for d in doc_ids))
+
+
+def by_doc(points: Iterable[StoredPoint], doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
+    """``points`` grouped per doc_id (every one of ``doc_ids`` a key), each group ordered by
+    (ordinal, id) as :meth:`VectorStore.get_points` returns it."""
+    out: dict[str, list[StoredPoint]] = {doc_id: [] for doc_id in doc_ids}
+    for point in points:
+        out[point.payload.doc_id].append(point)
+    for group in out.values():
+        group.sort(key=lambda p: (p.payload.ordinal, p.id))
+    return out
 
 
 def check_point_id(point_id: object) -> str:

@@ -24,10 +24,12 @@ from rechunk.adapters._layout import (
     PreparedWrite,
     StoreBase,
     batches,
+    by_doc,
     check_dimension,
     check_dimensions,
     check_distance,
     check_doc_id,
+    check_doc_ids,
     check_ids,
     check_k,
     check_query_vector,
@@ -313,17 +315,24 @@ class ChromaStore(StoreBase["ClientAPI"]):
     def get_points(self, doc_id: str) -> list[StoredPoint]:
         """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
         doc_id = check_doc_id(doc_id)
+        return self.get_points_many([doc_id])[doc_id]
+
+    def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
+        """:meth:`get_points` of each doc_id: one filtered read per ``batch_size`` ids."""
+        ids = check_doc_ids(doc_ids)
         collection = self._require()
         points: list[StoredPoint] = []
         with self._errors("read points from"):
-            for page in self._pages(
-                collection, where={"doc_id": doc_id}, include=["metadatas", "documents"]
-            ):
-                points.extend(
-                    self._decode(i, d, m)
-                    for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
-                )
-        return sorted(points, key=lambda p: (p.payload.ordinal, p.id))
+            for chunk in batches(ids, self._batch_size):
+                where = {"doc_id": {"$in": list(chunk)}}
+                for page in self._pages(
+                    collection, where=where, include=["metadatas", "documents"]
+                ):
+                    points.extend(
+                        self._decode(i, d, m)
+                        for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
+                    )
+        return by_doc(points, ids)
 
     def get_vectors(
         self, input_keys: Sequence[str], model_id: str

@@ -24,10 +24,12 @@ from rechunk.adapters._layout import (
     Layout,
     StoreBase,
     batches,
+    by_doc,
     check_dimension,
     check_dimensions,
     check_distance,
     check_doc_id,
+    check_doc_ids,
     check_ids,
     check_k,
     check_query_vector,
@@ -325,13 +327,14 @@ class QdrantStore(StoreBase["QdrantClient"]):
         *,
         payload: bool | models.PayloadSelectorInclude = True,
         vectors: bool | list[str] = False,
+        page: int | None = None,
     ) -> Iterator[models.Record]:
         offset: Any = None
         while True:
             records, offset = self._client.scroll(
                 self._collection,
                 scroll_filter=condition,
-                limit=self._batch_size,
+                limit=page or self._batch_size,
                 offset=offset,
                 with_payload=payload,
                 with_vectors=vectors,
@@ -350,17 +353,43 @@ class QdrantStore(StoreBase["QdrantClient"]):
     def get_points(self, doc_id: str) -> list[StoredPoint]:
         """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
         doc_id = check_doc_id(doc_id)
+        return self.get_points_many([doc_id])[doc_id]
+
+    def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
+        """:meth:`get_points` of each doc_id: a filtered scroll per ``4 * batch_size`` ids,
+        in pages of ``32 * batch_size`` points (embedded Qdrant scans the whole collection
+        for every page, so few large pages are what makes a sync of many documents fast)."""
+        ids = check_doc_ids(doc_ids)
         self._require()
-        condition = models.Filter(must=[self._match("doc_id", doc_id)])
+        points: list[StoredPoint] = []
         with self._errors("read points from"):
-            records = list(self._scroll(condition))
-        points = [self._decode(r.id, r.payload) for r in records]
-        return sorted(points, key=lambda p: (p.payload.ordinal, p.id))
+            for chunk in batches(ids, 4 * self._batch_size):
+                match = models.MatchAny(any=list(chunk))
+                condition = models.Filter(
+                    must=[models.FieldCondition(key=self._path("doc_id"), match=match)]
+                )
+                records = self._scroll(condition, page=32 * self._batch_size)
+                points.extend(self._decode(r.id, r.payload) for r in records)
+        return by_doc(points, ids)
+
+    def _is_embedded(self) -> bool:
+        """Whether the client is embedded Qdrant (a folder or ``":memory:"``), which has no
+        payload index, so that every filter scans the collection."""
+        options = getattr(self._client, "init_options", None)
+        if not isinstance(options, dict):
+            return False
+        return options.get("path") is not None or options.get("location") == ":memory:"
 
     def get_vectors(
         self, input_keys: Sequence[str], model_id: str
     ) -> dict[str, npt.NDArray[np.float32]]:
-        """One float32 vector per input key stored by ``model_id`` (any doc); others left out."""
+        """One float32 vector per input key stored by ``model_id`` (any doc); others left out.
+
+        Read as :meth:`get_points_many` reads: ``4 * batch_size`` keys per scroll, pages
+        of ``32 * batch_size`` points (vectors included). In embedded Qdrant, which checks
+        every point against every key of a filter, keys numbering 1/32 of the collection
+        or more are read in one pass over the model's points instead.
+        """
         if isinstance(input_keys, str) or not all(type(k) is str for k in input_keys):
             raise ConfigError("input_keys must be a sequence of str")
         if type(model_id) is not str or not model_id:
@@ -370,21 +399,38 @@ class QdrantStore(StoreBase["QdrantClient"]):
             return {}
         vectors = self._require()
         selector = models.PayloadSelectorInclude(include=[self._path("input_key")])
+        wanted: bool | list[str] = True if vectors.name is None else [vectors.name]
+        by_model = self._match("model_id", model_id)
         found: dict[str, npt.NDArray[np.float32]] = {}
         with self._errors("read vectors from"):
-            for chunk in batches(keys, self._batch_size):
-                condition = models.Filter(
-                    must=[
-                        models.FieldCondition(
-                            key=self._path("input_key"), match=models.MatchAny(any=list(chunk))
-                        ),
-                        self._match("model_id", model_id),
-                    ]
+            if (
+                self._is_embedded()
+                and 32 * len(keys) >= self._client.count(self._collection, exact=True).count
+            ):
+                # one pass costs about what key filters for 1/32 of the points cost
+                # (benchmarks/store_reads.py)
+                scans = [models.Filter(must=[by_model])]
+            else:
+                scans = [
+                    models.Filter(
+                        must=[
+                            models.FieldCondition(
+                                key=self._path("input_key"),
+                                match=models.MatchAny(any=list(chunk)),
+                            ),
+                            by_model,
+                        ]
+                    )
+                    for chunk in batches(keys, 4 * self._batch_size)
+                ]
+            asked = set(keys)
+            for condition in scans:
+                records = self._scroll(
+                    condition, payload=selector, vectors=wanted, page=32 * self._batch_size
                 )
-                wanted: bool | list[str] = True if vectors.name is None else [vectors.name]
-                for record in self._scroll(condition, payload=selector, vectors=wanted):
+                for record in records:
                     key = self._field(record.payload, "input_key")
-                    if isinstance(key, str) and key not in found:
+                    if key in asked and key not in found:
                         vector: Any = record.vector
                         if isinstance(vector, dict):
                             vector = vector.get(vectors.name or "")

@@ -423,8 +423,7 @@ def collection_status(store: Any) -> dict[str, Any]:
     models: Counter[str] = Counter()
     revisions: dict[str, list[str]] = {}
     chunks = 0
-    for doc_id in sorted(store.doc_ids()):
-        points = store.get_points(doc_id)
+    for doc_id, points in store.get_points_many(sorted(store.doc_ids())).items():
         chunks += len(points)
         policies.update(p.payload.policy for p in points)
         models.update(p.payload.model_id for p in points)

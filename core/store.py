@@ -116,6 +116,12 @@ class VectorStore(Protocol):
         """All points of ``doc_id`` (any revision), payloads without vectors."""
         ...
 
+    def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
+        """:meth:`get_points` of each of ``doc_ids`` (a key per id, ``[]`` when it has
+        none), read in a few requests: a store without a payload index (embedded Qdrant)
+        scans its collection once per request, so a sync reads all its documents at once."""
+        ...
+
     def get_vectors(
         self, input_keys: Sequence[str], model_id: str
     ) -> dict[str, npt.NDArray[np.float32]]:

@@ -250,9 +250,9 @@ def _plan(
     chunks: list[Chunk],
     chunker: Chunker,
     model_id: str,
-    store: VectorStore | None,
+    stored: list[StoredPoint],
 ) -> _Plan:
-    existing = {p.id: p for p in store.get_points(doc.doc_id)} if store is not None else {}
+    existing = {p.id: p for p in stored}
     report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
     plan = _Plan(doc, chunks, [], [], existing, [], {}, [], report)
     newest = max(
@@ -389,9 +389,9 @@ def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order:
             store.delete(plan.delete)
 
 
-def _verify(plan: _Plan, store: VectorStore) -> int:
-    """Points of the document that are not exactly the new revision's (0 when all is well)."""
-    points = store.get_points(plan.doc.doc_id)
+def _verify(plan: _Plan, points: list[StoredPoint]) -> int:
+    """Points of the document, as re-read after publishing, that are not exactly the new
+    revision's (0 when all is well)."""
     expected = set(plan.ids)
     stale = sum(1 for p in points if p.payload.revision != plan.doc.revision)
     missing = expected - {p.id for p in points}
@@ -457,9 +457,13 @@ def sync(
         tick("chunk", i + 1, len(docs))
 
     plans = []
+    t0 = time.perf_counter()
+    # every document's points in a few reads (embedded Qdrant scans per read)
+    stored = {} if store_missing else store.get_points_many([doc.doc_id for doc in docs])
+    seconds["plan"] += time.perf_counter() - t0
     for i, (doc, chunks) in enumerate(chunked):
         t0 = time.perf_counter()
-        plans.append(_plan(doc, chunks, chunker, model_id, None if store_missing else store))
+        plans.append(_plan(doc, chunks, chunker, model_id, stored.get(doc.doc_id, [])))
         seconds["plan"] += time.perf_counter() - t0
         tick("plan", i + 1, len(chunked))
     active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
@@ -497,8 +501,9 @@ def sync(
 
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | set(keep)
-        for doc_id in sorted(store.doc_ids() - given):
-            ids = [p.id for p in store.get_points(doc_id)]
+        gone_ids = sorted(store.doc_ids() - given)
+        for doc_id, points in store.get_points_many(gone_ids).items():
+            ids = [p.id for p in points]
             gone = DocumentReport(doc_id, "deleted", deleted=len(ids))
             report.per_document.append(gone)
             report.documents["deleted"] += 1
@@ -520,7 +525,8 @@ def sync(
         # unchanged documents were proven exact by their plan; re-read what was published
         t0 = time.perf_counter()
         published = [p for p in plans if p.report.status in ("new", "changed")]
-        report.stale_points = sum(_verify(p, store) for p in published)
+        reread = store.get_points_many([p.doc.doc_id for p in published])
+        report.stale_points = sum(_verify(p, reread[p.doc.doc_id]) for p in published)
         report.stale_check = "passed" if report.stale_points == 0 else "failed"
         seconds["verify"] += time.perf_counter() - t0
     log.info(

@@ -208,6 +208,7 @@ class StoreContract:
     def test_missing_collection_is_a_store_error(self, store: VectorStore) -> None:
         calls: list[Callable[[], object]] = [
             lambda: store.get_points("a.md"),
+            lambda: store.get_points_many(["a.md"]),
             lambda: store.write([PointWrite(new_id(), payload(0), unit(0))]),
             lambda: store.write([PointWrite(new_id(), payload(0), None)]),
             lambda: store.get_vectors(["key"], MODEL),
@@ -252,6 +253,15 @@ class StoreContract:
         assert all(type(p.payload.metadata) is dict for p in got)
         assert ready.get_points("b.md") == [StoredPoint(i, p) for i, p in b]
         assert ready.get_points("nothing.md") == []
+        assert ready.get_points_many(["nothing.md", "b.md", "a.md", "b.md"]) == {
+            "nothing.md": [],
+            "b.md": ready.get_points("b.md"),
+            "a.md": got,
+        }
+        assert ready.get_points_many([]) == {}
+        for bad in ("a.md", ["a.md", ""], [None]):
+            with pytest.raises(ConfigError):
+                ready.get_points_many(bad)  # type: ignore[arg-type]
         info = ready.collection_info()
         assert info is not None and info.points == 4 and info.model_ids == {MODEL}
 
@@ -262,9 +272,20 @@ class StoreContract:
         written += [(new_id(), payload(i, doc_id=f"d{i}.md")) for i in range(7)]
         store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
         assert store.get_points("a.md") == [StoredPoint(i, p) for i, p in written[:10]]
+        many = store.get_points_many([f"d{i}.md" for i in range(7)] + ["a.md"])
+        assert many["a.md"] == store.get_points("a.md")  # ids span several requests
+        assert [many[f"d{i}.md"] for i in range(7)] == [[StoredPoint(i, p)] for i, p in written[10:]]
         assert store.doc_ids() == {"a.md"} | {f"d{i}.md" for i in range(7)}
         keys = [p.input_key for _, p in written]
         assert set(store.get_vectors(keys, MODEL)) == set(keys)
+        # few keys for the collection's size (keyed reads), and many (one pass over it)
+        more = [(new_id(), payload(i, doc_id="e.md", text=f"text {i}")) for i in range(60)]
+        store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(more)])
+        keys = [p.input_key for _, p in more]
+        for asked in (keys[:1], keys[:40]):
+            got = store.get_vectors([*asked, "no-such-key"], MODEL)
+            assert set(got) == set(asked) and {v.shape for v in got.values()} == {(DIM,)}
+            assert store.get_vectors(asked, "another-model") == {}
         store.delete([i for i, _ in written[:8]])
         assert [p.id for p in store.get_points("a.md")] == [i for i, _ in written[8:10]]
 

@@ -143,6 +143,22 @@ def test_both_orders_end_in_the_same_state(make_store: StoreFactory, minilm: Any
     assert snapshot(store) == snapshot(reference)
 
 
+def test_a_sync_reads_all_its_documents_at_once(make_store: StoreFactory, minilm: Any,
+                                                chunker: Any) -> None:
+    """Embedded Qdrant scans the collection per read: reads must not grow with documents."""
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    docs = [Document(f"d{i}.md", f"# Note {i}\n\n{NOTES}") for i in range(12)]
+    sync(docs, store, chunker=chunker, embedder=minilm, cache=cache)
+    counting = FaultyStore(store)
+    edited = [Document(d.doc_id, d.text + "\n\nOne more line.") for d in docs[:6]]
+    report = sync(edited + docs[6:9], counting, chunker=chunker, embedder=minilm, cache=cache,
+                  prune=True)
+    assert report.documents["changed"] == 6 and report.documents["deleted"] == 3
+    assert "get_points" not in counting.calls
+    assert counting.calls.count("get_points_many") == 3  # plan, prune, verify
+
+
 def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
                                         chunker: Any) -> None:
     """Fail the k-th store call of a revision's sync, for every k; a re-run repairs it."""
@@ -158,7 +174,7 @@ def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
     counting = FaultyStore(probe)
     sync(docs_v2, counting, chunker=chunker, embedder=minilm, cache=cache)
     calls = len(counting.calls)
-    assert {"write", "delete", "get_points"} <= set(counting.calls)
+    assert {"write", "delete", "get_points_many"} <= set(counting.calls)
 
     for k, order in itertools.product(range(calls), ("upsert-then-delete", "delete-then-upsert")):
         store = fresh(make_store("langchain"), minilm)
