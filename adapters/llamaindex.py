@@ -18,7 +18,11 @@ but the model only sees the chunks whose text is new, and unchanged chunks come
 back under the same node ids.
 
 Node fields set by :class:`RechunkNodeParser` (input: a ``Document`` or node
-whose ``node_id`` is the ref doc id):
+whose ``node_id`` is the ref doc id). Give documents stable ids: a LlamaIndex
+``Document`` gets a random ``id_`` unless one is passed (``Document(id_=...)``,
+or ``SimpleDirectoryReader(..., filename_as_id=True)``), and then every node id
+changes on every load, so a docstore or vector store keeps nothing across runs
+(the cache still reuses vectors, which are keyed by text):
 
 * ``id_`` = ``rechunk.identity.point_id(ref_doc_id, rechunk_input_key,
   rechunk_occurrence)``: a UUIDv5 that depends on no position;
