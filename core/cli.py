@@ -335,9 +335,15 @@ def _open_cache(path: str, *, dry_run: bool = False) -> Any:
 
 def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     """Warn that no readable file matched, and list the files skipped."""
+    pruning = (
+        " (--prune deletes nothing when no file matched: a wrong path must not empty the "
+        "collection; to empty it on purpose, drop the collection)"
+        if args.prune
+        else ""
+    )
     print(
         f"rechunk: warning: no readable file matching {' '.join(args.glob)} under "
-        f"{' '.join(args.paths)}; nothing was written",
+        f"{' '.join(args.paths)}; nothing was written{pruning}",
         file=sys.stderr,
     )
     for doc_id, reason in files.skipped:

@@ -383,5 +383,7 @@ def test_sync_matching_nothing_warns_and_writes_nothing(
     (notes.parent / "empty").mkdir()
     before = sorted(notes.parent.rglob("*"))
     assert main(args) == 0
-    assert "no readable file matching" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no readable file matching" in err
+    assert ("drop the collection" in err) == ("--prune" in args)
     assert sorted(notes.parent.rglob("*")) == before
