@@ -112,24 +112,30 @@ def run_bench(
 
 
 def format_table(result: Mapping[str, Any]) -> str:
-    """A plain-text table: one row per chunker, one column per language/band cell."""
-    columns = [f"{lang}/{band}" for lang in result["languages"] for band in (*BANDS, "all")]
-    header = f"{'chunker':<14}" + "".join(f"{c:>14}" for c in columns) + f"{'control':>9}"
-    lines = [header]
-    for name, row in result["chunkers"].items():
-        cells = []
-        for column in columns:
-            cell = row["cells"][column]
-            value = cell["recompute_fraction"]
-            cells.append(f"{'-' if value is None else f'{value:.1%}'} (n={cell['n']})")
-        failures = f"  failures: {len(row['failures'])}" if row["failures"] else ""
-        lines.append(
-            f"{name:<14}"
-            + "".join(f"{c:>14}" for c in cells)
-            + f"{row['control_max']:>9.1%}"
-            + failures
-        )
-    return "\n".join(lines)
+    """Plain-text tables, one per language: a row per chunker, a column per edit band."""
+    columns = (*BANDS, "all")
+    lines: list[str] = []
+    for lang in result["languages"]:
+        title = "no language given" if lang == "?" else lang
+        lines += [
+            f"R_c, {title}",
+            f"{'chunker':<14}" + "".join(f"{c:>14}" for c in columns) + f"{'control':>9}",
+        ]
+        for name, row in result["chunkers"].items():
+            cells = []
+            for band in columns:
+                cell = row["cells"][f"{lang}/{band}"]
+                value = cell["recompute_fraction"]
+                cells.append(f"{'-' if value is None else f'{value:.1%}'} (n={cell['n']})")
+            failures = f"  failures: {len(row['failures'])}" if row["failures"] else ""
+            lines.append(
+                f"{name:<14}"
+                + "".join(f"{c:>14}" for c in cells)
+                + f"{row['control_max']:>9.1%}"
+                + failures
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 def plot(result: Mapping[str, Any], path: str | Path) -> None:

@@ -211,7 +211,8 @@ def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["bench", str(corpus), "--plot", str(tmp_path / "bands")]) == 0
     out = capsys.readouterr().out  # no suffix: the chart is bands.png, and says so
-    assert "en/small" in out and f"chart written to {tmp_path / 'bands.png'}\n" in out
+    assert "R_c, en\n" in out and f"chart written to {tmp_path / 'bands.png'}\n" in out
+    assert max(len(line) for line in out.splitlines()) <= 100  # fits a terminal
     assert (tmp_path / "bands.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
