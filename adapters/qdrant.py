@@ -430,7 +430,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 )
                 for record in records:
                     key = self._field(record.payload, "input_key")
-                    if key in asked and key not in found:
+                    if isinstance(key, str) and key in asked and key not in found:
                         vector: Any = record.vector
                         if isinstance(vector, dict):
                             vector = vector.get(vectors.name or "")
