@@ -222,16 +222,25 @@ class ChromaStore(StoreBase["ClientAPI"]):
         layout = metadata.get(LAYOUT_KEY)
         return _Config(dimension, distance, layout if isinstance(layout, str) else None)
 
+    def _check_layout(self, config: _Config) -> None:
+        if config.layout not in (None, self._layout):
+            raise StoreError(
+                f"Chroma collection {self._collection!r} was written with layout="
+                f"{config.layout!r}, not {self._layout!r}"
+            )
+
     def collection_info(self) -> CollectionInfo | None:
         """Dimension, distance, record count and the model_ids of up to 256 sampled records.
 
         ``None`` when the collection does not exist. ``dimension`` is 0 for a
-        collection rechunk did not create that holds no record yet.
+        collection rechunk did not create that holds no record yet. A collection
+        rechunk wrote with the other layout raises StoreError.
         """
         collection = self._open()
         if collection is None:
             return None
         config = self._config(collection)
+        self._check_layout(config)
         with self._errors("count the records of"):
             points = collection.count()
             sample = collection.get(limit=_MODEL_SAMPLE, include=["metadatas"])
@@ -259,11 +268,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 f"not the {dimension}-dimensional {distance} vectors asked for; "
                 f"use another collection for another model or distance"
             )
-        if config.layout not in (None, self._layout):
-            raise StoreError(
-                f"Chroma collection {self._collection!r} was written with layout="
-                f"{config.layout!r}, not {self._layout!r}"
-            )
+        self._check_layout(config)
         metadata = dict(collection.metadata or {})
         if metadata.get(DIMENSION_KEY) != dimension or metadata.get(LAYOUT_KEY) != self._layout:
             kept = {k: v for k, v in metadata.items() if not k.startswith("hnsw:")}

@@ -314,12 +314,14 @@ def test_unusable_paths_are_config_errors_that_create_no_store(
     )
 
 
-def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sync", "notes", "--store", "qdrant:lc"]) == 0
-    assert main(["sync", "notes", "--store", "qdrant:li", "--layout", "llamaindex"]) == 0
+@pytest.mark.parametrize("kind", ["qdrant", "chroma"])
+def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str],
+                                  kind: str) -> None:
+    assert main(["sync", "notes", "--store", f"{kind}:lc"]) == 0
+    assert main(["sync", "notes", "--store", f"{kind}:li", "--layout", "llamaindex"]) == 0
     capsys.readouterr()
-    for store, wrong, right in (("qdrant:lc", "llamaindex", "langchain"),
-                                ("qdrant:li", "langchain", "llamaindex")):
+    for store, wrong, right in ((f"{kind}:lc", "llamaindex", "langchain"),
+                                (f"{kind}:li", "langchain", "llamaindex")):
         for command in (["sync", "notes"], ["status"], ["query", "alpha"]):
             assert main([*command, "--store", store, "--layout", wrong]) == 2
             assert f"pass --layout {right}" in capsys.readouterr().err
