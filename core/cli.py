@@ -819,6 +819,15 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+_PATH_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -845,11 +854,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`rechunk status | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    except OSError as exc:  # a path given on the command line that cannot be used
+    except OSError as exc:
         if args.debug:
             raise
         print(f"rechunk: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        # a path given on the command line that cannot be used is the caller's to fix;
+        # anything else (a full disk, an I/O error) is the machine's
+        return EXIT_USAGE if isinstance(exc, _PATH_ERRORS) else EXIT_BACKEND
 
 
 if __name__ == "__main__":  # pragma: no cover
