@@ -52,6 +52,17 @@ FACTORIES: Final[dict[str, Any]] = {
     "recursive": RecursiveChunker,
     "fixed": FixedChunker,
 }
+#: Parameters of LangChain's and LlamaIndex's splitters that users carry over by habit.
+_SPLITTER_PARAMETERS: Final = frozenset(
+    {"chunk_size", "chunk_overlap", "add_start_index", "length_function", "separators",
+     "separator", "keep_separator", "strip_whitespace", "paragraph_separator"}
+)  # fmt: skip
+_SIZES: Final = {
+    "fixed": "max_tokens",
+    "recursive": "target_tokens",
+    "cdc": "min_tokens and max_tokens",
+    "structured": "min_tokens and max_tokens",
+}
 #: Hash domain of the cache entry that records a model's vector length.
 DIMENSION_DOMAIN: Final = "rechunk/adapter-dimension/v1"
 #: Appended to a model id to key its query vectors apart from its document vectors.
@@ -86,11 +97,20 @@ def make_chunker(
             f"policy must be one of {', '.join(map(repr, FACTORIES))} or a rechunk Chunker, "
             f"got {policy!r}"
         )
+    foreign = sorted(set(params) & _SPLITTER_PARAMETERS)
+    if foreign:
+        raise ConfigError(
+            f"{', '.join(foreign)}: a parameter of the framework's own splitters, not of "
+            f"rechunk's {policy!r} chunker. Sizes are in tokens: {_SIZES[policy]}. There is "
+            "no overlap (with overlap, every chunk's input would depend on its neighbours), "
+            "and offsets are always in the metadata"
+        )
     try:
         chunker: Chunker = FACTORIES[policy](tokenizer=tokenizer, **params)
     except TypeError as exc:
         raise ConfigError(f"bad parameters for the {policy!r} chunker: {exc}") from exc
     return chunker
+
 
 
 def default_model_id(chunker: Chunker) -> str:

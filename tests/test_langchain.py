@@ -409,6 +409,11 @@ def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
         RechunkTextSplitter("semantic")
     with pytest.raises(ConfigError):
         RechunkTextSplitter("fixed", max_tokns=5)
+    # LangChain habits get an answer, not a TypeError
+    with pytest.raises(ConfigError, match=r"chunk_overlap, chunk_size.*min_tokens and max_tokens"):
+        RechunkTextSplitter(chunk_size=300, chunk_overlap=30)
+    with pytest.raises(ConfigError, match=r"add_start_index.*always in the metadata"):
+        RechunkTextSplitter("recursive", add_start_index=True)
     with pytest.raises(ConfigError):
         RechunkTextSplitter("cdc", min_tokens=10, max_tokens=5)
     with pytest.raises(ConfigError):

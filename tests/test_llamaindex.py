@@ -306,6 +306,8 @@ def test_parser_refuses_bad_configuration_and_input() -> None:
         RechunkNodeParser("semantic")
     with pytest.raises(ConfigError):
         RechunkNodeParser("fixed", max_tokns=3)
+    with pytest.raises(ConfigError, match=r"chunk_size.*in tokens: max_tokens"):
+        RechunkNodeParser("fixed", chunk_size=512)  # SentenceSplitter's habit
     with pytest.raises(ConfigError):
         RechunkNodeParser("fixed", id_func=lambda i, doc: str(i))
     with pytest.raises(ConfigError):
