@@ -104,6 +104,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
 
 STATE_DIR = Path(".rechunk")
 DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
+MANIFEST = STATE_DIR / "manifest.json"  # the roots each store and collection was synced from
 DEFAULT_COLLECTION = "rechunk"
 
 
@@ -188,17 +189,25 @@ def _interactive(args: argparse.Namespace) -> bool:
 # -- sync ---------------------------------------------------------------------------------
 
 
-def _load_roots(args: argparse.Namespace) -> dict[str, list[str]] | None:
+def _read_manifest() -> dict[str, Any]:
+    """The manifest of earlier syncs (``{}`` when there is none or it is unreadable)."""
+    try:
+        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def _recorded_roots(manifest: dict[str, Any], args: argparse.Namespace) -> dict[str, list[str]]:
     """The files and folders (with their globs) synced into this store and collection."""
     try:
-        manifest = json.loads((STATE_DIR / "manifest.json").read_text(encoding="utf-8"))
         entry = manifest[f"{args.store} {args.collection}"]
         roots = entry["roots"]
         if isinstance(roots, list):  # the earlier format: the last sync's roots only
             return {str(root): list(entry["globs"]) for root in roots}
         return {str(root): list(globs) for root, globs in roots.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    except (KeyError, TypeError, AttributeError):
+        return {}
 
 
 def _record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) -> None:
@@ -207,27 +216,23 @@ def _record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) 
     Roots accumulate over syncs (the latest last); ``replace`` keeps only these,
     after a sync or reindex that made the collection hold exactly their documents.
     """
-    manifest_path = STATE_DIR / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        manifest = {}
-    recorded = {} if replace else (_load_roots(args) or {})
+    manifest = _read_manifest()
+    recorded = {} if replace else _recorded_roots(manifest, args)
     for root in roots:
         recorded.pop(root, None)
         recorded[root] = list(args.glob)
     manifest[f"{args.store} {args.collection}"] = {"roots": recorded}
     STATE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = manifest_path.with_suffix(".tmp")
+    tmp = MANIFEST.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    tmp.replace(manifest_path)
+    tmp.replace(MANIFEST)
 
 
 def _read_recorded(args: argparse.Namespace) -> Any:
     """The documents under every recorded root; a later sync's file wins a shared doc_id."""
     from rechunk.files import FileSet, read_documents
 
-    roots = _load_roots(args)
+    roots = _recorded_roots(_read_manifest(), args)
     if not roots:
         raise ConfigError(
             "no PATH given and no earlier `rechunk sync` recorded for this store and "
