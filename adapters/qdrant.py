@@ -318,8 +318,14 @@ class QdrantStore(StoreBase["QdrantClient"]):
             return inner.get(field) if isinstance(inner, dict) else None
         return payload.get(field)
 
-    def _match(self, field: str, value: str) -> models.FieldCondition:
-        return models.FieldCondition(key=self._path(field), match=models.MatchValue(value=value))
+    def _match(self, field: str, value: str | Sequence[str]) -> models.FieldCondition:
+        """``field`` equals ``value``, or (a sequence) any of its values."""
+        match: models.MatchValue | models.MatchAny = (
+            models.MatchValue(value=value)
+            if isinstance(value, str)
+            else models.MatchAny(any=list(value))
+        )
+        return models.FieldCondition(key=self._path(field), match=match)
 
     def _scroll(
         self,
@@ -364,10 +370,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         points: list[StoredPoint] = []
         with self._errors("read points from"):
             for chunk in batches(ids, 4 * self._batch_size):
-                match = models.MatchAny(any=list(chunk))
-                condition = models.Filter(
-                    must=[models.FieldCondition(key=self._path("doc_id"), match=match)]
-                )
+                condition = models.Filter(must=[self._match("doc_id", chunk)])
                 records = self._scroll(condition, page=32 * self._batch_size)
                 points.extend(self._decode(r.id, r.payload) for r in records)
         return by_doc(points, ids)
@@ -412,15 +415,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 scans = [models.Filter(must=[by_model])]
             else:
                 scans = [
-                    models.Filter(
-                        must=[
-                            models.FieldCondition(
-                                key=self._path("input_key"),
-                                match=models.MatchAny(any=list(chunk)),
-                            ),
-                            by_model,
-                        ]
-                    )
+                    models.Filter(must=[self._match("input_key", chunk), by_model])
                     for chunk in batches(keys, 4 * self._batch_size)
                 ]
             asked = set(keys)
