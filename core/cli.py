@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -338,6 +338,45 @@ def _open_cache(path: str, *, dry_run: bool = False) -> Any:
         raise ConfigError(f"--cache {path}: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _cache_and_store(
+    args: argparse.Namespace, *, dry_run: bool = False
+) -> Iterator[tuple[Any, Any]]:
+    """``--cache`` and ``--store`` (collection checked), both closed on the way out.
+
+    The cache opens first, so that a bad ``--cache`` creates nothing in the store. If
+    the store then fails to open, or its collection is refused, the cache file (and
+    folder) this call created is removed again: a failed first run leaves no state.
+    """
+    path = Path(args.cache)
+    created = [p for p in (path.parent, path) if not p.exists()]
+    cache = _open_cache(args.cache, dry_run=dry_run)
+    try:
+        opened = _open(args, create=not dry_run, dry_run=dry_run)
+        try:
+            _check_collection(opened.store)
+        except BaseException:
+            opened.close()
+            raise
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        for made in reversed(created):
+            with contextlib.suppress(OSError):
+                if made.is_dir():
+                    made.rmdir()  # only when empty
+                else:
+                    for suffix in ("", "-wal", "-shm", "-journal"):
+                        Path(f"{made}{suffix}").unlink(missing_ok=True)
+        raise
+    try:
+        yield cache, opened
+    finally:
+        opened.close()
+        if cache is not None:
+            cache.close()
+
+
 def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     """Warn that no readable file matched, and list the files skipped."""
     pruning = (
@@ -367,12 +406,8 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     skipped = {doc_id for doc_id, _ in files.skipped}
     embedder = _embedder(args.model)
     chunker = policy_for(embedder, args.policy)
-    # the cache is checked before anything is created in the store
-    cache = _open_cache(args.cache, dry_run=args.dry_run)
-    opened = _open(args, create=not args.dry_run, dry_run=args.dry_run)
-    try:
+    with _cache_and_store(args, dry_run=args.dry_run) as (cache, opened):
         store = opened.store
-        _check_collection(store)
         if not args.dry_run:
             from rechunk.generations import open_live
 
@@ -404,10 +439,6 @@ def _cmd_sync(args: argparse.Namespace) -> int:
             unlisted = len(store.doc_ids() - {doc.doc_id for doc in files.documents} - skipped)
         if not args.dry_run:
             _record_roots(args, files.roots, replace=args.prune)
-    finally:
-        opened.close()
-        if cache is not None:
-            cache.close()
     report.documents["skipped"] += len(files.skipped)
     if args.json:
         data = report.to_dict()
@@ -532,10 +563,7 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
         raise ConfigError("no readable file matched: nothing to reindex")
     embedder = _embedder(args.model)
     chunker = policy_for(embedder, args.policy)
-    cache = _open_cache(args.cache)
-    opened = _open(args)
-    try:
-        _check_collection(opened.store)
+    with _cache_and_store(args) as (cache, opened):
         if opened.store.collection_info() is not None and not args.prune:
             missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
             if missing:
@@ -548,9 +576,6 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
             files.documents, opened.store, chunker, embedder, cache=cache, drop_old=args.drop_old
         )
         _record_roots(args, files.roots, replace=bool(args.paths))
-    finally:
-        opened.close()
-        cache.close()
     if args.json:
         data = result.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]

@@ -294,11 +294,13 @@ def test_reindex_without_paths_never_drops_live_documents(
         ["sync", "notes", "--store", "qdrant:notes/alpha.md"],
         ["sync", "notes", "--store", "qdrant+https://host:notaport"],
         ["sync", "notes", "--store", "chroma:notes/alpha.md"],
+        ["sync", "notes", "--store", "http://localhost:6333"],  # no such scheme
+        ["reindex", "notes", "--policy", "fixed", "--store", "qdrant:notes/alpha.md"],
         ["sync", "notes", "--cache", "notes/alpha.md", "--store", "qdrant:st"],  # not a cache
         ["bench", "corpus.jsonl", "--plot", "notes/alpha.md/chart.png"],
     ],
 )
-def test_unusable_paths_are_config_errors_that_create_no_store(
+def test_unusable_paths_are_config_errors_that_leave_nothing_behind(
     notes: Path, capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
     (notes.parent / "corpus.jsonl").write_text(json.dumps({"old": "a b", "new": "a c"}) + "\n")
@@ -307,11 +309,8 @@ def test_unusable_paths_are_config_errors_that_create_no_store(
     captured = capsys.readouterr()
     assert captured.out == ""  # bench stopped before running
     assert captured.err.startswith("rechunk: error: ") and captured.err.count("\n") == 1
-    # the cache is opened (and checked) first: at most an empty default cache is left
-    made = sorted(set(notes.parent.rglob("*")) - set(before))
-    assert [p.relative_to(notes.parent).as_posix() for p in made] in (
-        [], [".rechunk", ".rechunk/cache.sqlite"]
-    )
+    # the cache is opened (and checked) first, and removed again when the store fails
+    assert sorted(notes.parent.rglob("*")) == before
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "chroma"])
@@ -327,6 +326,11 @@ def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str
             assert f"pass --layout {right}" in capsys.readouterr().err
         code, status = run_json(capsys, "status", "--store", store, "--layout", right)
         assert code == 0 and status["documents"] == 5
+    # a refused sync keeps no cache it had to create
+    fresh = notes.parent / "fresh" / "cache.sqlite"
+    assert main(["sync", "notes", "--store", f"{kind}:lc", "--layout", "llamaindex",
+                 "--cache", str(fresh)]) == 2
+    assert not fresh.parent.exists()
 
 
 def test_prune_keeps_unreadable_files(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
