@@ -44,7 +44,6 @@ encode it silently, since it could not tell such a string from a real one.
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,7 +51,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
 import numpy as np
 
-from rechunk.errors import ConfigError, StoreError
+from rechunk.document import json_problem
+from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
     Distance,
@@ -193,6 +193,17 @@ class StoreBase(Generic[ClientT]):
     def with_collection(self: StoreT, name: str) -> StoreT:
         """A store on another collection (or alias) of the same client and layout."""
         return type(self)(self._client, name, self._layout, batch_size=self._batch_size)
+
+    #: whether metadata values must be flat (Chroma: no None, dict or mixed list)
+    _flat = False
+
+    def check_metadata(self, doc_id: str, metadata: Mapping[str, Any]) -> None:
+        """Raise InputError when this store cannot hold ``metadata`` on the points of
+        ``doc_id`` (no I/O): a sync checks every document before it writes anything."""
+        try:
+            check_metadata(metadata, f"document {doc_id!r}", self._layout, flat=self._flat)
+        except (ConfigError, StoreError) as exc:
+            raise InputError(str(exc)) from None
 
 
 def check_dimension(dimension: object) -> int:
@@ -339,30 +350,9 @@ def _check_payload(payload: object, point_id: str) -> PointPayload:
 
 def _check_json(value: object, where: str) -> None:
     """Raise ConfigError unless ``value`` is a JSON value that reads back unchanged."""
-    if value is None or type(value) in (str, bool):
-        return
-    if type(value) is int:
-        if not -_INT64 <= value < _INT64:
-            raise ConfigError(f"{where}: int {value} does not fit in 64 bits")
-        return
-    if type(value) is float:
-        if not math.isfinite(value):
-            raise ConfigError(f"{where}: {value} is not a JSON number")
-        return
-    if type(value) is list:
-        for i, item in enumerate(value):
-            _check_json(item, f"{where}[{i}]")
-        return
-    if type(value) is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise ConfigError(f"{where}: nested key {key!r} is not a str")
-            _check_json(item, f"{where}[{key!r}]")
-        return
-    raise ConfigError(
-        f"{where}: a {type(value).__name__} is not a JSON value (use str, int, float, bool, "
-        f"None, list or dict), so it could not be read back unchanged"
-    )
+    problem = json_problem(value, where)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _flat_list(value: list[Any]) -> bool:
@@ -371,15 +361,14 @@ def _flat_list(value: list[Any]) -> bool:
     return len(kinds) == 1 and kinds <= {str, int, float, bool}
 
 
-def check_metadata(
-    metadata: Mapping[str, Any], point_id: str, layout: Layout, *, flat: bool
-) -> None:
-    """Check document metadata: reserved keys and non-JSON values -> ConfigError;
-    with ``flat`` (Chroma) a None or dict value, or a list Chroma cannot hold -> StoreError."""
+def check_metadata(metadata: Mapping[str, Any], owner: str, layout: Layout, *, flat: bool) -> None:
+    """Check the metadata of ``owner`` (``"point ID"``, ``"document 'ID'"``): reserved
+    keys and non-JSON values -> ConfigError; with ``flat`` (Chroma) a None or dict
+    value, or a list Chroma cannot hold -> StoreError."""
     for key, value in metadata.items():
-        where = f"point {point_id}: metadata {key!r}"
+        where = f"{owner}: metadata {key!r}"
         if type(key) is not str or not key:
-            raise ConfigError(f"point {point_id}: metadata keys must be non-empty str, got {key!r}")
+            raise ConfigError(f"{owner}: metadata keys must be non-empty str, got {key!r}")
         if key in RESERVED_METADATA_KEYS:
             raise ConfigError(
                 f"{where} is reserved for rechunk's own payload "
@@ -426,7 +415,7 @@ def prepare_writes(
             raise ConfigError(f"point {point_id} appears twice in one write")
         seen.add(point_id)
         payload = _check_payload(point.payload, point_id)
-        check_metadata(payload.metadata, point_id, layout, flat=flat)
+        check_metadata(payload.metadata, f"point {point_id}", layout, flat=flat)
         vector = None
         if point.vector is not None:
             vector = check_vector(point.vector, f"the vector of point {point_id}")

@@ -156,6 +156,8 @@ class ChromaStore(StoreBase["ClientAPI"]):
     swap by renames leaves a moment with no collection under the live name.
     """
 
+    _flat = True  # Chroma metadata: str, int, float, bool or a flat list of one of them
+
     # -- errors ----------------------------------------------------------------------------
 
     @contextmanager

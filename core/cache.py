@@ -169,6 +169,8 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
             raise InputError(f"item {index}: vector must be a float32 ndarray, got {kind}")
         if vector.ndim != 1 or vector.shape[0] == 0:
             raise InputError(f"item {index}: vector must be 1-D and non-empty, got {vector.shape}")
+        if not np.isfinite(vector).all():
+            raise InputError(f"item {index}: vector holds NaN or infinite values")
         blob = vector.astype(_DTYPE, copy=False).tobytes()
         rows.append((key, int(vector.shape[0]), zlib.crc32(blob), blob))
     return rows

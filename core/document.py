@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +10,52 @@ from typing import Any
 from rechunk.errors import InputError
 from rechunk.identity import text_revision
 
-__all__ = ["Document"]
+__all__ = ["Document", "json_problem"]
+
+_INT64 = 1 << 63
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def json_problem(value: object, where: str) -> str | None:
+    """Why ``value`` is not a JSON value that every store reads back unchanged, or None.
+
+    Allowed: None, bool, str (valid UTF-8: no lone surrogate), int within 64 bits,
+    finite float, list, and dict with non-empty str keys, nested any depth.
+    """
+    if value is None or type(value) is bool:
+        return None
+    if type(value) is str:
+        return None if _utf8(value) else f"{where}: str holds a lone surrogate"
+    if type(value) is int:
+        fits = -_INT64 <= value < _INT64
+        return None if fits else f"{where}: int {value} does not fit in 64 bits"
+    if type(value) is float:
+        return None if math.isfinite(value) else f"{where}: {value} is not a JSON number"
+    if type(value) is list:
+        for i, item in enumerate(value):
+            problem = json_problem(item, f"{where}[{i}]")
+            if problem:
+                return problem
+        return None
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str or not key or not _utf8(key):
+                return f"{where}: key {key!r} is not a non-empty str"
+            problem = json_problem(item, f"{where}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    return (
+        f"{where}: a {type(value).__name__} is not a JSON value (use str, int, float, bool, "
+        f"None, list or dict), so it could not be read back unchanged"
+    )
 
 
 @dataclass(frozen=True)
@@ -32,20 +77,26 @@ class Document:
     def __post_init__(self) -> None:
         if not isinstance(self.doc_id, str) or not self.doc_id:
             raise InputError("Document.doc_id must be a non-empty str")
+        if not _utf8(self.doc_id):
+            raise InputError(f"Document.doc_id {self.doc_id!r} holds a lone surrogate")
         if not isinstance(self.text, str):
             raise InputError(f"Document {self.doc_id!r}: text must be a str")
         if self.revision is None:
-            object.__setattr__(self, "revision", text_revision(self.text))
-        elif not isinstance(self.revision, str) or not self.revision:
+            try:
+                object.__setattr__(self, "revision", text_revision(self.text))
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"Document {self.doc_id!r}: text holds a lone surrogate at offset {exc.start}"
+                ) from None
+        elif not isinstance(self.revision, str) or not self.revision or not _utf8(self.revision):
             raise InputError(f"Document {self.doc_id!r}: revision must be a non-empty str")
-        if self.version is not None and (type(self.version) is not int or self.version < 0):
+        if self.version is not None and (
+            type(self.version) is not int or not 0 <= self.version < _INT64
+        ):
             raise InputError(f"Document {self.doc_id!r}: version must be a non-negative int")
         if self.metadata is not None:
             if not isinstance(self.metadata, Mapping):
                 raise InputError(f"Document {self.doc_id!r}: metadata must be a mapping")
-            try:
-                json.dumps(dict(self.metadata), allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise InputError(
-                    f"Document {self.doc_id!r}: metadata is not JSON-serialisable ({exc})"
-                ) from exc
+            problem = json_problem(dict(self.metadata), f"Document {self.doc_id!r}: metadata")
+            if problem:
+                raise InputError(problem)

@@ -128,6 +128,11 @@ class VectorStore(Protocol):
         """Vectors already stored under these input keys by ``model_id`` (any doc)."""
         ...
 
+    def check_metadata(self, doc_id: str, metadata: Mapping[str, Any]) -> None:
+        """Raise ``InputError`` when this store cannot hold ``metadata`` on the points of
+        ``doc_id``; no I/O. A sync checks every document with it before it writes anything."""
+        ...
+
     def write(self, points: Sequence[PointWrite]) -> None:
         """Upsert points with vectors; update only the payload where ``vector`` is None."""
         ...

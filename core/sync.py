@@ -134,7 +134,16 @@ class _Plan:
 
 
 def _check_documents(documents: Iterable[Document]) -> list[Document]:
-    docs = list(documents)
+    if isinstance(documents, (str, bytes, Document)) or documents is None:
+        raise InputError(
+            f"sync takes an iterable of rechunk.Document, not {type(documents).__name__}"
+        )
+    try:
+        docs = list(documents)
+    except TypeError:
+        raise InputError(
+            f"sync takes an iterable of rechunk.Document, not {type(documents).__name__}"
+        ) from None
     seen: set[str] = set()
     for doc in docs:
         if not isinstance(doc, Document):
@@ -337,13 +346,7 @@ def _vectors(
             batch = missing[start : start + EMBED_BATCH]
             t0 = time.perf_counter()
             texts = [wanted[k] for k in batch]
-            vectors = np.asarray(embedder.embed(texts))
-            if vectors.shape != (len(texts), dimension) or not np.isfinite(vectors).all():
-                raise EmbeddingError(
-                    f"{model_id} returned shape {vectors.shape} for {len(texts)} inputs; "
-                    f"expected ({len(texts)}, {dimension}) finite values"
-                )
-            vectors = vectors.astype(np.float32, copy=False)
+            vectors = _as_float32(embedder.embed(texts), len(texts), dimension, model_id)
             for i, key in enumerate(batch):
                 found[key], source[key] = vectors[i], "embed"
             seconds["embed"] += time.perf_counter() - t0
@@ -368,6 +371,26 @@ def _vectors(
         rep.tokens_embedded = sum(tokens[k] for k in embedded)
         rep.reindexed_bytes = sum(len(plan.needs_vector[k].encode("utf-8")) for k in embedded)
     return found
+
+
+def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector:
+    """The embedder's output for ``n`` inputs as finite float32 rows, or EmbeddingError
+    (checked after the cast: a float64 too large for float32 would cache infinities)."""
+    expected = f"expected ({n}, {dimension}) finite real numbers"
+    try:
+        raw = np.asarray(output)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"{raw.dtype} values")
+        with np.errstate(over="ignore"):  # overflow becomes inf, refused below
+            vectors = raw.astype(np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{model_id} returned unusable output ({exc}); {expected}") from None
+    if vectors.shape != (n, dimension) or not np.isfinite(vectors).all():
+        raise EmbeddingError(
+            f"{model_id} returned shape {vectors.shape} for {n} inputs; {expected} "
+            "(within float32 range)"
+        )
+    return vectors
 
 
 def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order: Order) -> None:
@@ -427,9 +450,13 @@ def sync(
     With ``prune=True`` the documents are taken as the complete set, and
     documents in the store but not among them (nor in ``keep``: say, files that
     exist but could not be read this time) are deleted; without it, nothing
-    outside the given doc_ids is touched. ``dry_run=True`` plans and counts and
-    writes nothing (no vector is computed). When documents carry ``version``, a
-    document older than the version in the store is skipped, never written.
+    outside the given doc_ids is touched; ``prune=True`` with no documents is an
+    InputError (an empty folder or a spent generator must not empty the
+    collection). Every document's metadata is checked against the store
+    (:meth:`VectorStore.check_metadata`) before anything is written.
+    ``dry_run=True`` plans and counts and writes nothing (no vector is computed).
+    When documents carry ``version``, a document older than the version in the
+    store is skipped, never written.
     ``reuse_from`` names further collections (same model) whose vectors may be
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
@@ -438,6 +465,19 @@ def sync(
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
     docs = _check_documents(documents)
+    if isinstance(keep, (str, bytes)):
+        raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
+    kept = set(keep)
+    if any(not isinstance(doc_id, str) for doc_id in kept):
+        raise InputError("keep takes doc_ids (str)")
+    if prune and not docs:
+        raise InputError(
+            "prune=True with no documents would delete every document of the collection "
+            "(an empty folder or a spent generator?); to empty it on purpose, delete its "
+            "points or drop it"
+        )
+    for doc in docs:
+        store.check_metadata(doc.doc_id, doc.metadata or {})
     raw_embedder, cache = _split_embedder(embedder, cache)
     check_compatible(chunker, raw_embedder)
     model_id = raw_embedder.model_id
@@ -500,7 +540,7 @@ def sync(
         tick("publish", index + 1, len(plans))
 
     if prune and not store_missing:
-        given = {doc.doc_id for doc in docs} | set(keep)
+        given = {doc.doc_id for doc in docs} | kept
         gone_ids = sorted(store.doc_ids() - given)
         for doc_id, points in store.get_points_many(gone_ids).items():
             ids = [p.id for p in points]

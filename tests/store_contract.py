@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
+from rechunk.errors import ConfigError, InputError, StoreError, StoreUnavailableError
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
     CollectionInfo,
@@ -424,10 +424,13 @@ class StoreContract:
     ) -> None:
         point = PointWrite(new_id(), payload(0, metadata={key: "mine"}), unit(0))
         if layout == "llamaindex":
+            with pytest.raises(InputError, match=f"document 'a.md': metadata '{key}'"):
+                ready.check_metadata("a.md", {key: "mine"})  # what a sync asks first
             with pytest.raises(ConfigError, match=key):
                 ready.write([point])
             assert ready.get_points("a.md") == []
         else:
+            ready.check_metadata("a.md", {key: "mine"})
             ready.write([point])
             assert ready.get_points("a.md") == [StoredPoint(point.id, point.payload)]
 
@@ -450,6 +453,8 @@ class StoreContract:
     )
     def test_non_json_metadata_is_refused(self, ready: VectorStore, value: object) -> None:
         bad = payload(1, metadata={"value": value})
+        with pytest.raises(InputError, match="value"):
+            ready.check_metadata("a.md", {"value": value})
         with pytest.raises(ConfigError, match="value"):
             ready.write(
                 [PointWrite(new_id(), payload(0), unit(0)), PointWrite(new_id(), bad, unit(1))]
@@ -475,9 +480,12 @@ class StoreContract:
         """Nested stores keep any JSON; flat ones (Chroma) non-empty lists of one scalar type."""
         point = PointWrite(new_id(), payload(0, metadata={"value": value, "plain": 1}), unit(0))
         if self.nested_metadata or flat_ok:
+            ready.check_metadata("a.md", {"value": value})
             ready.write([point])
             assert ready.get_points("a.md") == [StoredPoint(point.id, point.payload)]
         else:
+            with pytest.raises(InputError, match="value"):
+                ready.check_metadata("a.md", {"value": value})
             with pytest.raises(StoreError, match="value") as exc:
                 ready.write([PointWrite(new_id(), payload(1), unit(1)), point])
             assert not isinstance(exc.value, StoreUnavailableError)

@@ -116,6 +116,7 @@ class CacheContract:
             ("k", np.ones(4, dtype=np.float64)),
             ("k", np.ones((2, 2), dtype=np.float32)),
             ("k", np.ones(0, dtype=np.float32)),
+            ("k", np.array([1.0, np.inf, 0.0, 0.0], dtype=np.float32)),
             ("k", [1.0, 2.0]),
             (1, np.ones(4, dtype=np.float32)),
             ("only-a-key",),

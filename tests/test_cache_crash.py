@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 import sqlite3
 import subprocess
@@ -11,6 +10,7 @@ import time
 import zlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,8 +26,12 @@ _VECTOR = """
 import hashlib, numpy as np
 def vector(key, dim):
     raw = hashlib.blake2b(key.encode(), digest_size=64).digest() * (dim // 16)
-    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    # hash bytes as numbers in [-1, 1) (read as floats they could be NaN, which a cache refuses)
+    return (np.frombuffer(raw, dtype="<u4") / 2.0**31 - 1.0).astype(np.float32)
 """
+
+_WRITERS: dict[str, Any] = {}
+exec(_VECTOR, _WRITERS)  # the writers' own vector function, for checking what they stored
 
 # Writes batches of BATCH fresh keys (and every third time rewrites an older batch of
 # the same run) in a loop until killed; prints "ready" once the cache is open.
@@ -66,7 +70,7 @@ with SQLiteCache(path) as cache:
 
 def expected_bytes(key: str, dim: int = DIM) -> bytes:
     """The little-endian float32 bytes every writer stores under ``key`` (dim % 16 == 0)."""
-    return hashlib.blake2b(key.encode(), digest_size=64).digest() * (dim // 16)
+    return bytes(_WRITERS["vector"](key, dim).astype("<f4").tobytes())
 
 
 def _raw_rows(path: Path) -> list[tuple[str, str, int, int, bytes]]:

@@ -6,10 +6,11 @@ import itertools
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from chroma_server import running_chroma
 from sync_helpers import FaultyStore, InjectedFault, RecordingEmbedder, snapshot
@@ -17,6 +18,7 @@ from sync_helpers import FaultyStore, InjectedFault, RecordingEmbedder, snapshot
 from rechunk import (
     ConfigError,
     Document,
+    EmbeddingError,
     InputError,
     MemoryCache,
     RecursiveChunker,
@@ -247,11 +249,85 @@ def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunke
         (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store,
                                    chunker=RecursiveChunker(198, tokenizer=len, hard_max_tokens=254),
                                    embedder=minilm)),
+        (InputError, lambda: sync(None, store, chunker=chunker,  # type: ignore[arg-type]
+                                  embedder=minilm)),
+        # one str is not a set of doc_ids: it would have kept "g"'s characters, not "g"
+        (InputError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                  embedder=minilm, prune=True, keep="g")),
+        # an empty folder or a spent generator must not empty the collection
+        (InputError, lambda: sync(iter([]), store, chunker=chunker, embedder=minilm,
+                                  prune=True)),
     ]
     for error, call in bad_calls:
         with pytest.raises(error):
             call()
         assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [{"tags": ("a", "b")}, {"n": 2**70}, {"path": "caf\udce9.md"}, {"nested": {1: "x"}}, {"": 1}],
+)
+def test_metadata_no_store_can_read_back_is_refused_by_document(metadata: dict[str, Any]) -> None:
+    with pytest.raises(InputError, match="Document 'b'"):
+        Document("b", NOTES, metadata=metadata)
+
+
+def test_lone_surrogates_are_input_errors() -> None:
+    with pytest.raises(InputError, match="lone surrogate"):
+        Document("caf\udce9.md", NOTES)
+    with pytest.raises(InputError, match="lone surrogate at offset 3"):
+        Document("b", "caf\udce9")
+
+
+def test_metadata_the_store_cannot_hold_is_refused_before_any_write(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
+    """Checked for every document before the first write, and in a dry run too: an
+    earlier document of the same sync is not rewritten."""
+    store = fresh(make_store("llamaindex"), minilm)
+    cache = MemoryCache()
+    sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache)
+    before = snapshot(store)
+    bad: list[dict[str, Any]] = [{"document_id": "x"}]  # the llamaindex layout's own key
+    if isinstance(store, ChromaStore):
+        bad += [{"owner": None}, {"tags": []}, {"nested": {"a": 1}}, {"chroma:x": 1}]
+    for metadata in bad:
+        for dry_run in (False, True):
+            with pytest.raises(InputError, match="document 'b'"):
+                sync([Document("a", GUIDE_V1), Document("b", NOTES, metadata=metadata)], store,
+                     chunker=chunker, embedder=minilm, cache=cache, dry_run=dry_run)
+            assert snapshot(store) == before
+
+
+class Overflowing(RecordingEmbedder):
+    """Finite float64 output too large for float32."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return np.asarray(super().embed(texts), dtype=np.float64) * 1e300
+
+
+class Ragged(RecordingEmbedder):
+    def embed(self, texts: Sequence[str]) -> Any:
+        rows = [list(map(float, row)) for row in super().embed(texts)]
+        return [rows[0][:-1], *rows[1:]]
+
+
+@pytest.mark.parametrize("broken", [Overflowing, Ragged])
+def test_unusable_model_output_is_refused_and_never_cached(
+    broken: type[RecordingEmbedder], minilm: Any, chunker: Any
+) -> None:
+    from qdrant_client import QdrantClient
+
+    store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
+    cache = MemoryCache()
+    with pytest.raises(EmbeddingError, match="finite real numbers"):
+        sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=broken(minilm),
+             cache=cache)
+    assert store.doc_ids() == set() and cache.stats().entries == 0
+    # nothing poisoned: the real model then fills the collection
+    report = sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm, cache=cache)
+    assert report.inputs["from_cache"] == 0 and report.stale_check == "passed"
 
 
 def test_incompatible_collections_are_refused(make_store: StoreFactory, minilm: Any,
@@ -293,3 +369,4 @@ def test_report_and_logs_carry_no_text(make_store: StoreFactory, minilm: Any, ch
     phrases = {" ".join(words[i : i + 3]) for i in range(len(words) - 2)}
     leaked = [p for p in phrases if p in dumped]
     assert not leaked, leaked[:5]
+
