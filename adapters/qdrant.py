@@ -9,9 +9,11 @@ LlamaIndex's own Qdrant vector store reads it directly (see
 from __future__ import annotations
 
 import os
+import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -63,6 +65,20 @@ _MODEL_SAMPLE: Final = 256
 #: Payload fields rechunk filters on, each given a keyword index (Qdrant server; local mode
 #: has none): a server in strict mode refuses filters on fields without one.
 _INDEXED: Final = ("doc_id", "input_key", "model_id")
+
+
+#: one lock per embedded client: Qdrant's local mode is not thread-safe (two threads
+#: writing through one client left points holding another point's vector)
+_CLIENT_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_CLIENT_LOCKS_GUARD = threading.Lock()
+
+
+def _client_lock(client: Any) -> threading.RLock:
+    with _CLIENT_LOCKS_GUARD:
+        lock = _CLIENT_LOCKS.get(client)
+        if lock is None:
+            lock = _CLIENT_LOCKS[client] = threading.RLock()
+        return lock
 
 
 def _lock_error(path: object, exc: BaseException) -> StoreUnavailableError:
@@ -152,13 +168,17 @@ class QdrantStore(StoreBase["QdrantClient"]):
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
-        """Turn client exceptions into StoreError / StoreUnavailableError."""
-        try:
-            yield
-        except RechunkError:
-            raise
-        except Exception as exc:
-            raise self._translate(exc, action) from exc
+        """Hold the client's lock (embedded Qdrant: requests through one client run one at
+        a time, from any thread) and turn client exceptions into StoreError /
+        StoreUnavailableError."""
+        lock = _client_lock(self._client) if self._is_embedded() else nullcontext()
+        with lock:
+            try:
+                yield
+            except RechunkError:
+                raise
+            except Exception as exc:
+                raise self._translate(exc, action) from exc
 
     def _translate(self, exc: Exception, action: str) -> StoreError:
         if isinstance(exc, RuntimeError) and _LOCK_TEXT in str(exc):
@@ -561,7 +581,9 @@ class QdrantStore(StoreBase["QdrantClient"]):
         """
         alias = self._collection
         aliases = self.aliases()
-        if alias not in aliases and self._client.collection_exists(alias):
+        with self._errors("read"):
+            is_collection = alias not in aliases and self._client.collection_exists(alias)
+        if is_collection:
             raise StoreError(
                 f"{alias!r} is a collection, not an alias, so it cannot be switched; "
                 "sync into a new alias name (rechunk sync creates one) or rename it"

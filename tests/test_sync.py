@@ -370,3 +370,60 @@ def test_report_and_logs_carry_no_text(make_store: StoreFactory, minilm: Any, ch
     leaked = [p for p in phrases if p in dumped]
     assert not leaked, leaked[:5]
 
+
+def _numbered(doc: int, edited: bool) -> Document:
+    """A document of distinct paragraphs (each chunk's text, and vector, is its own)."""
+    notes = [f"Document {doc}, note {j}: the sync job keeps this paragraph while its text "
+             f"stays the same{' (edited)' if edited and j % 3 == 0 else ''}." for j in range(36)]
+    return Document(f"d{doc}", "\n\n".join(notes))
+
+
+@pytest.fixture(scope="module")
+def numbered_cache(minilm: Any, chunker: Any) -> MemoryCache:
+    """The vectors of both revisions of 12 numbered documents, embedded once."""
+    from qdrant_client import QdrantClient
+
+    cache = MemoryCache()
+    scratch = fresh(QdrantStore(QdrantClient(":memory:"), "scratch"), minilm)
+    for edited in (False, True):
+        sync([_numbered(i, edited) for i in range(12)], scratch, chunker=chunker,
+             embedder=minilm, cache=cache)
+    return cache
+
+
+@pytest.mark.parametrize("make_store", ["qdrant-memory", "qdrant-path", "chroma-persistent"],
+                         indirect=True)
+def test_threads_syncing_through_one_client_keep_every_vector_right(
+    make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache
+) -> None:
+    """Embedded Qdrant is not thread-safe: unserialised, two syncs through one client left
+    points holding another chunk's vector, which later syncs reported as unchanged."""
+    import threading
+
+    store = fresh(make_store("langchain"), minilm)
+    sync([_numbered(i, False) for i in range(12)], store, chunker=chunker, embedder=minilm,
+         cache=numbered_cache)
+    edited = [_numbered(i, True) for i in range(12)]
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            sync(edited, store, chunker=chunker, embedder=minilm, cache=numbered_cache)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    points = [p for doc in edited for p in store.get_points(doc.doc_id)]
+    keys = [p.payload.input_key for p in points]
+    stored = store.get_vectors(keys, minilm.model_id)
+    made = numbered_cache.get_many(keys, minilm.model_id, minilm.dimension)
+    for key in keys:
+        want = made[key] / np.linalg.norm(made[key])
+        assert float(np.dot(stored[key] / np.linalg.norm(stored[key]), want)) > 0.9999, key
+    again = sync(edited, store, chunker=chunker, embedder=minilm, cache=numbered_cache)
+    assert again.documents["unchanged"] == 12 and again.stale_check == "passed"
