@@ -8,6 +8,7 @@ import unicodedata
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from steadlith._legacy_wire import V1_WORD_PERSON
 from steadlith.chunk.cdc import RABIN_BASE
 from steadlith.chunk.params import CDCParams
@@ -111,7 +112,7 @@ class CDCChunker(BaseChunker):
             memo[(paragraph_before, word)] = int.from_bytes(digest, "big")
         return [memo[key] for key in keys]
 
-    def _units(self, analysis: Analysis) -> tuple[Units, IntArray]:
+    def _units(self, analysis: Analysis) -> tuple[Units, npt.NDArray[np.uint64]]:
         """Units (words, or pieces of over-heavy words) and their rolling-hash symbols."""
         limit = self._params.max_tokens
         splits: dict[int, list[tuple[int, int]]] = {}

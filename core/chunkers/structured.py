@@ -83,7 +83,8 @@ def _table(chars: str) -> BoolArray:
 
 def _in(codes: npt.NDArray[np.uint32], table: BoolArray) -> BoolArray:
     """``codes[i]`` is one of the table's characters (vectorised; beyond the BMP: no)."""
-    return table[np.minimum(codes, 0xFFFF)] & (codes < 0xFFFF)
+    found: BoolArray = table[np.minimum(codes, 0xFFFF)] & (codes < 0xFFFF)
+    return found
 
 
 _SENTENCE_ENDERS = _table(".!?。！？")
