@@ -187,6 +187,9 @@ def test_exit_codes(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as version:
         main(["--version"])
     assert version.value.code == 0 and capsys.readouterr().out.startswith("rechunk ")
+    module = subprocess.run([sys.executable, "-m", "rechunk", "--version"], text=True,
+                            capture_output=True)
+    assert module.returncode == 0 and module.stdout.startswith("rechunk ")
 
 
 def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
