@@ -528,6 +528,11 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     # -- generations -----------------------------------------------------------------------
 
+    def collections(self) -> list[str]:
+        """The names of every collection of the client's database."""
+        with self._errors("list the collections of"):
+            return [c.name for c in self._client.list_collections()]
+
     def drop_collection(self) -> None:
         """Delete the collection and every record in it."""
         with self._errors("drop"):

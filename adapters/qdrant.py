@@ -569,6 +569,11 @@ class QdrantStore(StoreBase["QdrantClient"]):
             described = self._client.get_aliases().aliases
         return {a.alias_name: a.collection_name for a in described}
 
+    def collections(self) -> list[str]:
+        """The names of every collection of the client's Qdrant (aliases not included)."""
+        with self._errors("list the collections of"):
+            return [c.name for c in self._client.get_collections().collections]
+
     def is_alias(self) -> bool:
         """True when this store's name is an alias rather than a collection."""
         return self._collection in self.aliases()

@@ -486,6 +486,9 @@ def collection_status(store: Any) -> dict[str, Any]:
     aliases = getattr(store, "aliases", None)
     if callable(aliases):
         status["aliases"] = aliases()
+    from rechunk.generations import generations
+
+    status["generations"] = generations(store)
     return status
 
 
@@ -510,6 +513,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if "aliases" in status:
         print(
             "aliases: " + (", ".join(f"{a} -> {c}" for a, c in status["aliases"].items()) or "none")
+        )
+    if status["generations"]:
+        live = set(status.get("aliases", {}).values())
+        print(
+            "generations: "
+            + ", ".join(f"{g} (live)" if g in live else g for g in status["generations"])
         )
     print(
         f"stale check: {status['stale_check']}"
@@ -599,12 +608,25 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
         else:
             print(
                 f"  alias         none (this store has no aliases): point your application "
-                f"at collection {result.collection!r}"
+                f"at collection {result.collection!r}, and later rechunk commands with "
+                f"--collection {result.collection}"
             )
+            if args.drop_old:
+                print(
+                    f"  --drop-old    has no effect without aliases: {result.previous} was kept; "
+                    "drop it once no reader uses it"
+                )
         if result.dropped:
             print(f"  dropped       {result.dropped}")
-        elif result.previous and result.previous != result.collection:
+        elif result.kept_for:
+            print(
+                f"  kept          {result.previous}: alias(es) {', '.join(result.kept_for)} "
+                "still point at it"
+            )
+        elif result.switched and result.previous:
             print(f"  kept          {result.previous} (drop it with --drop-old next time)")
+        for name in result.leftovers_dropped:
+            print(f"  dropped       {name} (an older generation no alias pointed at)")
         for doc_id, reason in files.skipped:
             print(f"  skipped       {doc_id}: {reason}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK

@@ -12,28 +12,43 @@ and the report names it; the application switches the collection it opens.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rechunk.cache import EmbeddingCache
 from rechunk.chunk import Chunker
 from rechunk.document import Document
 from rechunk.embedding import Embedder
-from rechunk.errors import ConfigError, StoreError
+from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.store import VectorStore
-from rechunk.sync import SyncReport, sync
+from rechunk.sync import SyncReport, _check_documents, _split_embedder, check_compatible, sync
 
-__all__ = ["GenerationalStore", "ReindexReport", "generation_name", "open_live", "reindex"]
+__all__ = [
+    "GenerationalStore",
+    "ReindexReport",
+    "generation_name",
+    "generations",
+    "open_live",
+    "reindex",
+]
 
 
 @runtime_checkable
 class GenerationalStore(VectorStore, Protocol):
-    """A store that can open other collections of its client and drop them."""
+    """A store that can open other collections of its client, list them and drop them."""
 
     def with_collection(self, name: str) -> GenerationalStore: ...
 
+    def collections(self) -> list[str]: ...
+
     def drop_collection(self) -> None: ...
+
+
+#: what generation_name() and a twin's letter append to an alias (policy ids are
+#: ``<kind>-<12 hex>``): so that "docs" never claims "docs__x"'s generations
+_GENERATION_SUFFIX = r"__[A-Za-z][A-Za-z0-9.]*-[0-9a-f]{12}(?:__[0-9a-f]{8})?(?:__[b-z])?"
 
 
 def generation_name(alias: str, policy_id: str, model_id: str | None = None) -> str:
@@ -45,6 +60,16 @@ def generation_name(alias: str, policy_id: str, model_id: str | None = None) -> 
     if model_id is None:
         return f"{alias}__{policy_id}"
     return f"{alias}__{policy_id}__{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
+
+
+def generations(store: Any) -> list[str]:
+    """The generation collections of the name ``store`` is opened on, sorted (none when
+    the store cannot list its collections)."""
+    collections = getattr(store, "collections", None)
+    if not callable(collections):
+        return []
+    pattern = re.compile(re.escape(store.collection) + _GENERATION_SUFFIX)
+    return sorted(name for name in collections() if pattern.fullmatch(name))
 
 
 def _holds_other_model(store: Any, embedder: Embedder) -> bool:
@@ -66,7 +91,9 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     On a store with aliases (Qdrant), a name that does not exist yet becomes an
     alias of a new generation ``<name>__<policy>``, so that a later policy change
     can switch it atomically; an alias whose generation holds another policy is
-    refused (that change is a :func:`reindex`). A plain collection is used as it is.
+    refused (that change is a :func:`reindex`). A plain collection, and an alias
+    the application made (pointing at a collection not named ``<name>__...``), are
+    used as they are.
     """
     aliases = _aliases(store)
     name = store.collection
@@ -75,7 +102,8 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
         return store
     if name in aliases:
         expected = generation_name(name, chunker.policy_id)
-        if aliases[name] != expected and not aliases[name].startswith(expected + "__"):
+        ours = aliases[name].startswith(f"{name}__")  # else an alias the application manages
+        if ours and not (aliases[name] == expected or aliases[name].startswith(expected + "__")):
             live = aliases[name][len(name) + 2 :]  # "<alias>__<policy id>[__<model hash>]"
             raise ConfigError(
                 f"{name!r} points at generation {aliases[name]!r}, built with policy "
@@ -96,7 +124,13 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
 
 @dataclass
 class ReindexReport:
-    """What :func:`reindex` did: the generation built, the switch, and its sync report."""
+    """What :func:`reindex` did: the generation built, the switch, and its sync report.
+
+    ``dropped`` is the previous generation when ``drop_old`` deleted it; ``kept_for``
+    names the other aliases that still point at it (it is then kept);
+    ``leftovers_dropped`` the older generations of this alias, pointed at by no
+    alias, that ``drop_old`` deleted too.
+    """
 
     alias: str
     previous: str | None
@@ -104,9 +138,38 @@ class ReindexReport:
     switched: bool
     dropped: str | None
     sync: SyncReport
+    kept_for: list[str] = field(default_factory=list)
+    leftovers_dropped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _in_use(store: Any, name: str, aliases: dict[str, str] | None) -> bool:
+    """Whether readers may use collection ``name``: an alias points at it or, on a store
+    without aliases (Chroma), it exists (applications open collections by name)."""
+    if aliases is not None:
+        return name in aliases.values()
+    return store.with_collection(name).collection_info() is not None
+
+
+def _free_generation(
+    store: Any, base: str, previous: str | None, aliases: dict[str, str] | None,
+    embedder: Embedder,
+) -> str:
+    """``base``, else ``base__b``, ``base__c``, ...: the first name that is not the live
+    generation, not in use and holds no other model's vectors. A reindex never writes
+    into a collection readers use (rebuilding the live policy builds a twin)."""
+    for suffix in ("", *(f"__{letter}" for letter in "bcdefghijklmnopqrstuvwxyz")):
+        name = base + suffix
+        if name == previous or _in_use(store, name, aliases):
+            continue
+        if not _holds_other_model(store.with_collection(name), embedder):
+            return name
+    raise StoreError(
+        f"every generation name {base}[__b ... __z] is live, in use or holds another model; "
+        "drop old generations (reindex --drop-old) first"
+    )
 
 
 def reindex(
@@ -119,18 +182,28 @@ def reindex(
     cache: EmbeddingCache | None = None,
     drop_old: bool = False,
 ) -> ReindexReport:
-    """Build the generation of ``chunker`` for ``documents`` and make it live.
+    """Build a new generation of ``chunker`` for ``documents`` and make it live.
 
     ``store`` is opened on the alias (Qdrant) or on the live collection (Chroma);
     ``alias`` names another one on the same client instead.
     The documents are the complete set: the new generation holds exactly them.
-    The previous generation is kept unless ``drop_old`` is set (then it is
-    deleted after the switch). If building or verifying fails, the live
+    It is built in a collection no reader uses: ``<alias>__<policy id>``, or a twin
+    of it (``__b``, ``__c`` ...) when that one is live or in use (Chroma: exists).
+    The previous generation is kept unless ``drop_old`` is set: then it is deleted
+    after the switch unless another alias still points at it, and so is every
+    older generation of this alias that no alias points at. Bad input raises
+    before anything is created; if building or verifying fails, the live
     generation is untouched and queries never see the partial one.
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
-    docs = list(documents)
+    docs = _check_documents(documents)
+    if not docs:
+        raise InputError("reindex takes the complete set of documents, and got none")
+    raw_embedder, _ = _split_embedder(embedder, cache)
+    check_compatible(chunker, raw_embedder)
+    for doc in docs:
+        store.check_metadata(doc.doc_id, doc.metadata or {})
     if alias is not None:
         store = store.with_collection(alias)
     alias = store.collection
@@ -144,11 +217,12 @@ def reindex(
                 f"{alias!r} is a plain Qdrant collection, not an alias, so no generation can "
                 "replace it atomically; reindex under a new alias name"
             )
-    target = generation_name(alias, chunker.policy_id)
-    if _holds_other_model(store.with_collection(target), embedder):
-        target = generation_name(alias, chunker.policy_id, embedder.model_id)
+    base = generation_name(alias, chunker.policy_id)
+    if _holds_other_model(store.with_collection(base), embedder):
+        base = generation_name(alias, chunker.policy_id, embedder.model_id)
+    target = _free_generation(store, base, previous, aliases, embedder)
     shadow = store.with_collection(target)
-    live = store.with_collection(previous) if previous and previous != target else None
+    live = store.with_collection(previous) if previous else None
     shadow.ensure_collection(embedder.dimension)
     report = sync(
         docs,
@@ -166,12 +240,20 @@ def reindex(
             f"generation {target!r} failed verification ({len(held ^ wanted)} documents "
             f"differ, stale check {report.stale_check}); the live index was not switched"
         )
-    switched = False
-    if aliases is not None and previous != target:
-        store.switch_alias(target)
-        switched = True
-    dropped = None
-    if drop_old and switched and live is not None:
-        live.drop_collection()
-        dropped = previous
-    return ReindexReport(alias, previous, target, switched, dropped, report)
+    result = ReindexReport(alias, previous, target, False, None, report)
+    if aliases is None:
+        return result  # Chroma: the application switches the collection it opens
+    store.switch_alias(target)
+    result.switched = True
+    if drop_old:
+        aliases = store.aliases()
+        if live is not None:
+            result.kept_for = sorted(a for a, c in aliases.items() if c == previous)
+            if not result.kept_for:
+                live.drop_collection()
+                result.dropped = previous
+        for name in generations(store):
+            if name != target and name not in aliases.values():
+                store.with_collection(name).drop_collection()
+                result.leftovers_dropped.append(name)
+    return result

@@ -239,8 +239,21 @@ def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> N
     code, status = run_json(capsys, "status")
     assert status["aliases"]["rechunk"] == result["collection"]
     assert list(status["policies"]) == [result["sync"]["policy"]]
+    assert status["generations"] == sorted([result["previous"], result["collection"]])
+    assert main(["status"]) == 0
+    assert f"{result['collection']} (live)" in capsys.readouterr().out
     code, again = run_json(capsys, "sync", "docs", "--policy", "fixed")
     assert code == 0 and again["documents"]["unchanged"] == 4
+
+
+def test_reindex_on_chroma_says_what_to_switch(notes: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "notes", "--store", "chroma:st"]) == 0
+    capsys.readouterr()
+    assert main(["reindex", "--policy", "fixed", "--store", "chroma:st", "--drop-old"]) == 0
+    out = capsys.readouterr().out
+    assert "--collection rechunk__fixed-" in out
+    assert "--drop-old    has no effect without aliases: rechunk was kept" in out
 
 
 def test_reports_carry_no_document_text(workdir: Path, capsys: pytest.CaptureFixture[str],

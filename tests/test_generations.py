@@ -7,12 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sync_helpers import FaultyStore, InjectedFault, RecordingEmbedder
+from sync_helpers import FaultyStore, InjectedFault, RecordingEmbedder, snapshot
 
-from rechunk import ConfigError, Document, MemoryCache, StoreError, policy_for, reindex, sync
+from rechunk import (
+    ConfigError,
+    Document,
+    InputError,
+    MemoryCache,
+    StoreError,
+    policy_for,
+    reindex,
+    sync,
+)
 from rechunk.adapters.chroma import ChromaStore
 from rechunk.adapters.qdrant import QdrantStore
-from rechunk.generations import generation_name, open_live
+from rechunk.generations import generation_name, generations, open_live
 
 DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 
@@ -111,3 +120,117 @@ def test_chroma_builds_the_generation_without_switching(tmp_path: Path, minilm: 
     assert new.doc_ids() == {d.doc_id for d in documents}
     assert {p.payload.policy for p in store.get_points(documents[0].doc_id)} == {
         policy.policy_id}
+
+
+def _add_alias(store: QdrantStore, alias: str, collection: str) -> None:
+    """An alias the application made itself, with the Qdrant client."""
+    from qdrant_client import models
+
+    store.client.update_collection_aliases(change_aliases_operations=[
+        models.CreateAliasOperation(
+            create_alias=models.CreateAlias(collection_name=collection, alias_name=alias))])
+
+
+def _live(qdrant: Any, minilm: Any, documents: list[Document], cache: MemoryCache,
+          kind: str = "recursive") -> Any:
+    policy = policy_for(minilm, kind)
+    sync(documents, open_live(qdrant, policy, minilm.dimension), chunker=policy,
+         embedder=minilm, cache=cache)
+    return policy
+
+
+def test_bad_input_creates_no_generation(qdrant: Any, minilm: Any,
+                                         documents: list[Document]) -> None:
+    cache = MemoryCache()
+    _live(qdrant, minilm, documents, cache)
+    before = (qdrant.collections(), qdrant.aliases())
+    fixed = policy_for(minilm, "fixed")
+    for docs in ([], [*documents, Document("blank.md", "  \n ")],
+                 [Document("a.md", "text", metadata={"document_id": "x"})]):
+        store = QdrantStore(qdrant.client, "docs", "llamaindex") if docs and docs[0].metadata \
+            else qdrant
+        with pytest.raises(InputError):
+            reindex(docs, store, fixed, minilm, cache=cache)
+        assert (qdrant.collections(), qdrant.aliases()) == before
+
+
+def test_rebuilding_the_live_policy_builds_a_twin(qdrant: Any, minilm: Any,
+                                                  documents: list[Document]) -> None:
+    """Reindexing with the policy already live never writes into the live generation: an
+    interrupted rebuild leaves readers on the complete old one."""
+    cache = MemoryCache()
+    policy = _live(qdrant, minilm, documents, cache)
+    live = generation_name("docs", policy.policy_id)
+    edited = [Document(d.doc_id, d.text + "\n\nAn edit.\n") for d in documents]
+    before = snapshot(qdrant)
+
+    class FailingWrites(FaultyStore):
+        def with_collection(self, name: str) -> Any:
+            inner = self.inner.with_collection(name)
+            return FaultyStore(inner, fail_at=4) if name != live else inner
+
+    with pytest.raises(InjectedFault):
+        reindex(edited, FailingWrites(qdrant), policy, minilm, cache=cache)
+    assert qdrant.aliases() == {"docs": live} and snapshot(qdrant) == before
+    result = reindex(edited, qdrant, policy, minilm, cache=cache)
+    assert (result.previous, result.collection) == (live, f"{live}__b")
+    assert qdrant.aliases() == {"docs": f"{live}__b"}
+    assert result.sync.inputs["embedded"] == 0  # the interrupted run cached the edited tails
+    back = reindex(documents, qdrant, policy, minilm, cache=cache)
+    assert back.collection == live and back.sync.inputs["embedded"] == 0
+
+
+def test_drop_old_keeps_what_another_alias_uses_and_clears_leftovers(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
+    cache = MemoryCache()
+    first = _live(qdrant, minilm, documents, cache)
+    pinned = generation_name("docs", first.policy_id)
+    _add_alias(qdrant, "docs_stable", pinned)  # a reader pinned to the first generation
+    cdc = reindex(documents, qdrant, policy_for(minilm, "cdc"), minilm, cache=cache,
+                  drop_old=True)
+    assert cdc.dropped is None and cdc.kept_for == ["docs_stable"]
+    assert qdrant.with_collection("docs_stable").doc_ids() == {d.doc_id for d in documents}
+    # an interrupted --drop-old (switched, not dropped) leaves the cdc generation behind;
+    # the next reindex with drop_old clears every generation no alias points at
+    fixed = reindex(documents, qdrant, policy_for(minilm, "fixed"), minilm, cache=cache)
+    assert fixed.dropped is None and fixed.leftovers_dropped == []
+    structured = reindex(documents, qdrant, policy_for(minilm, "structured"), minilm,
+                         cache=cache, drop_old=True)
+    assert structured.dropped == fixed.collection
+    assert structured.leftovers_dropped == [cdc.collection]
+    assert sorted(qdrant.collections()) == sorted([pinned, structured.collection])
+    assert generations(qdrant) == sorted([pinned, structured.collection])
+
+
+def test_an_alias_the_application_made_is_used_as_it_is(qdrant: Any, minilm: Any,
+                                                        documents: list[Document]) -> None:
+    policy = policy_for(minilm, "recursive")
+    versioned = qdrant.with_collection("docs_v1")
+    versioned.ensure_collection(minilm.dimension)
+    _add_alias(qdrant, "docs", "docs_v1")
+    live = open_live(qdrant, policy, minilm.dimension)
+    report = sync(documents, live, chunker=policy, embedder=minilm)
+    assert report.stale_check == "passed" and versioned.doc_ids() == {d.doc_id for d in documents}
+    assert qdrant.aliases() == {"docs": "docs_v1"}
+
+
+def test_chroma_never_rewrites_an_existing_collection(tmp_path: Path, minilm: Any,
+                                                      documents: list[Document]) -> None:
+    """Without aliases any existing collection may be what the application reads."""
+    import chromadb
+
+    store = ChromaStore(chromadb.PersistentClient(path=str(tmp_path)), "docs")
+    cache = MemoryCache()
+    policy = policy_for(minilm, "recursive")
+    sync(documents, open_live(store, policy, minilm.dimension), chunker=policy, embedder=minilm,
+         cache=cache)
+    fixed = policy_for(minilm, "fixed")
+    first = reindex(documents, store, fixed, minilm, cache=cache)
+    app = store.with_collection(first.collection)  # the application switched to it ...
+    sync([Document("extra.md", "Only in the application's collection.")], app, chunker=fixed,
+         embedder=minilm, cache=cache)
+    held = snapshot(app)
+    second = reindex(documents, store, fixed, minilm, cache=cache)  # ... a stale name again
+    assert second.collection == f"{first.collection}__b" and snapshot(app) == held
+    assert generations(store) == [first.collection, second.collection]
