@@ -30,7 +30,7 @@ from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, EmbeddingError, InputError, StoreError
 from rechunk.identity import input_key, point_id
-from rechunk.measure import recompute_fraction
+from rechunk.measure import atoms, recompute_fraction
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
     PointPayload,
@@ -54,7 +54,14 @@ Vector = npt.NDArray[np.float32]
 
 @dataclass
 class DocumentReport:
-    """What a sync did to one document. Ids, counts and sizes only: never text."""
+    """What a sync did to one document. Ids, counts and sizes only: never text.
+
+    ``kept`` points were left as they were (only in an unchanged document);
+    ``updated`` points kept their text, hence their vector, and got a new payload
+    (the new revision, a new position); ``added`` and ``deleted`` points were
+    written with a vector or removed. Input counts are this document's own: an
+    input it shares with another document of the same sync counts in both.
+    """
 
     doc_id: str
     status: Literal["new", "changed", "unchanged", "skipped", "deleted"]
@@ -79,13 +86,19 @@ class DocumentReport:
 class SyncReport:
     """The report of one :func:`sync` run (JSON-serialisable via :meth:`to_dict`).
 
-    ``recompute_fraction`` is R_c over the documents that had a previous
-    version in the store (token-weighted over their distinct new inputs); new
+    ``inputs`` and ``tokens_embedded`` count each distinct input once (what the
+    model was asked for), also when several documents of the sync share it;
+    ``tokens_total`` is the tokens of every distinct input of the synced
+    documents. A :class:`DocumentReport` counts its own document's inputs.
+    ``recompute_fraction`` is R_c over the changed documents (token-weighted over
+    their distinct new inputs): the share that the stored revision did not have,
+    which a sync must embed unless the cache or the collection holds it; new
     documents are counted in ``documents["new"]`` and cost their full size.
-    ``reindex_amplification`` is bytes of embedding inputs embedded for changed
-    documents per changed source byte (line-level diff of the stored and the
-    new inputs). ``stale_points`` counts points of a synced document that carry
-    another revision after the sync (the check queries the store): it must be 0.
+    ``reindex_amplification`` is the bytes of the inputs embedded for changed
+    documents per byte of edit atoms added or removed (words, CJK characters,
+    punctuation; whitespace is no edit). ``stale_points`` counts points of a
+    synced document that carry another revision after the sync (the check
+    queries the store): it must be 0.
     """
 
     collection: str
@@ -241,16 +254,23 @@ def _payload(
 
 
 def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
-    """UTF-8 bytes of the new inputs' lines that the old inputs do not have."""
+    """UTF-8 bytes of the edit atoms (words, CJK characters, punctuation marks, as
+    :func:`~rechunk.measure.edit_fraction` counts them) that the new inputs add or the
+    stored ones lose. Whitespace is no edit. A line diff first, then an atom diff inside
+    each block of lines that differs, so a long paragraph costs only its changed words."""
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     changed = 0
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "insert"):
-            changed += sum(len(line.encode("utf-8")) + 1 for line in new_lines[j1:j2])
-        elif tag == "delete":
-            changed += 1  # a pure deletion still changed the document
+    for tag, i1, i2, j1, j2 in lines.get_opcodes():
+        if tag == "equal":
+            continue
+        before, after = atoms("\n".join(old_lines[i1:i2])), atoms("\n".join(new_lines[j1:j2]))
+        inner = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        for kind, a1, a2, b1, b2 in inner.get_opcodes():
+            if kind != "equal":
+                changed += len("".join(before[a1:a2]).encode("utf-8"))
+                changed += len("".join(after[b1:b2]).encode("utf-8"))
     return changed
 
 
@@ -317,8 +337,9 @@ def _vectors(
     dry_run: bool,
     seconds: dict[str, float],
     progress: Progress | None,
-) -> dict[str, Vector]:
-    """Vectors for every key a plan needs: cache, then the collections, then the model."""
+) -> tuple[dict[str, Vector], dict[str, str]]:
+    """Vectors for every key a plan needs (cache, then the collections, then the model),
+    and where each came from: ``"cache"``, ``"store"`` or ``"embed"``."""
     model_id, dimension = embedder.model_id, embedder.dimension
     wanted: dict[str, str] = {}
     for plan in plans:
@@ -370,7 +391,11 @@ def _vectors(
         embedded = [k for k in plan.needs_vector if source[k] == "embed"]
         rep.tokens_embedded = sum(tokens[k] for k in embedded)
         rep.reindexed_bytes = sum(len(plan.needs_vector[k].encode("utf-8")) for k in embedded)
-    return found
+    return found, source
+
+
+#: SyncReport.inputs counter of each source of a vector
+_INPUT_COUNTER = {"cache": "from_cache", "store": "from_store", "embed": "embedded"}
 
 
 def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector:
@@ -508,7 +533,7 @@ def sync(
         tick("plan", i + 1, len(chunked))
     active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
     sources = [*([] if store_missing else [store]), *reuse_from]
-    vectors = _vectors(active, raw_embedder, cache, sources, dry_run, seconds, progress)
+    vectors, source = _vectors(active, raw_embedder, cache, sources, dry_run, seconds, progress)
 
     for index, plan in enumerate(plans):
         rep = plan.report
@@ -519,11 +544,6 @@ def sync(
         report.documents["synced"] += 1
         for name in ("kept", "updated", "added", "deleted"):
             report.chunks[name] += getattr(rep, name)
-        report.inputs["from_cache"] += rep.from_cache
-        report.inputs["from_store"] += rep.from_store
-        report.inputs["embedded"] += rep.embedded
-        report.tokens_embedded += rep.tokens_embedded
-        report.tokens_total += rep.tokens_total
         if dry_run or rep.status == "unchanged":
             continue
         t0 = time.perf_counter()
@@ -552,6 +572,19 @@ def sync(
                 t0 = time.perf_counter()
                 store.delete(ids)
                 seconds["publish"] += time.perf_counter() - t0
+
+    # totals count each distinct input once: documents of one sync may share inputs
+    tokens = {
+        key: chunk.tokens
+        for plan in plans
+        if plan.report.status != "skipped"
+        for key, chunk in zip(plan.keys, plan.chunks)
+    }
+    report.tokens_total = sum(tokens.values())
+    for key, kind in source.items():
+        report.inputs[_INPUT_COUNTER[kind]] += 1
+        if kind == "embed":
+            report.tokens_embedded += tokens[key]
 
     changed = [p.report for p in plans if p.report.status == "changed"]
     fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)

@@ -427,3 +427,36 @@ def test_threads_syncing_through_one_client_keep_every_vector_right(
         assert float(np.dot(stored[key] / np.linalg.norm(stored[key]), want)) > 0.9999, key
     again = sync(edited, store, chunker=chunker, embedder=minilm, cache=numbered_cache)
     assert again.documents["unchanged"] == 12 and again.stale_check == "passed"
+
+
+def test_totals_count_an_input_two_documents_share_once(minilm: Any, chunker: Any) -> None:
+    from qdrant_client import QdrantClient
+
+    store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
+    shared = "A page that sits in two places of the knowledge base."
+    recorder = RecordingEmbedder(minilm)
+    report = sync([Document("a", NOTES), Document("b", shared), Document("copy-of-b", shared)],
+                  store, chunker=chunker, embedder=recorder)
+    sent = recorder.embedded
+    assert len(sent) == len(set(sent)) == report.inputs["embedded"]
+    assert report.tokens_embedded == sum(minilm.count_tokens(t) for t in sent)
+    assert report.tokens_total == report.tokens_embedded  # a first sync embeds everything
+    assert sum(d.embedded for d in report.per_document) == report.inputs["embedded"] + 1
+
+
+def test_changed_bytes_count_the_edit_not_its_line(minilm: Any, chunker: Any) -> None:
+    from qdrant_client import QdrantClient
+
+    store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
+    cache = MemoryCache()
+    base = "One long paragraph on a single line, " * 12 + "and its end."
+    sync([Document("d", base)], store, chunker=chunker, embedder=minilm, cache=cache)
+    cases = [
+        (base.replace("its end", "its final end"), len("final")),  # a word inside a line
+        (base.replace("single line, ", "", 1), len("singleline,")),  # a deletion counts
+        (base.replace(" ", "  "), 0),  # whitespace is no edit
+    ]
+    for text, changed in cases:
+        report = sync([Document("d", text)], store, chunker=chunker, embedder=minilm,
+                      cache=cache, dry_run=True)
+        assert report.per_document[0].changed_bytes == changed
