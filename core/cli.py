@@ -228,6 +228,12 @@ def _record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) 
     tmp.replace(MANIFEST)
 
 
+def _synced_folders(args: argparse.Namespace) -> list[str]:
+    """The folders synced into this store and collection before: a file named directly
+    keeps the doc_id it has under one of them."""
+    return [root for root in _recorded_roots(_read_manifest(), args) if Path(root).is_dir()]
+
+
 def _read_recorded(args: argparse.Namespace) -> Any:
     """The documents under every recorded root; a later sync's file wins a shared doc_id."""
     from rechunk.files import FileSet, read_documents
@@ -240,17 +246,19 @@ def _read_recorded(args: argparse.Namespace) -> Any:
         )
     documents: dict[str, Any] = {}
     skipped: dict[str, str] = {}
+    out = FileSet(roots=list(roots))
+    folders = [root for root in roots if Path(root).is_dir()]
     for root, globs in roots.items():
         if not Path(root).exists():
             continue  # removed since: its documents count as missing below
-        files = read_documents([root], globs)
+        files = read_documents([root], globs, within=folders)
         documents.update((doc.doc_id, doc) for doc in files.documents)
         skipped.update(files.skipped)
-    return FileSet(
-        list(documents.values()),
-        [(doc_id, reason) for doc_id, reason in skipped.items() if doc_id not in documents],
-        list(roots),
-    )
+        out.empty.extend(files.empty)
+        out.unlisted.extend(files.unlisted)
+    out.documents = list(documents.values())
+    out.skipped = [(doc_id, why) for doc_id, why in skipped.items() if doc_id not in documents]
+    return out
 
 
 def _progress_bar(enabled: bool) -> Any:
@@ -392,6 +400,8 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     )
     for doc_id, reason in files.skipped:
         print(f"rechunk: skipped {doc_id}: {reason}", file=sys.stderr)
+    for doc_id in files.empty:
+        print(f"rechunk: empty {doc_id}", file=sys.stderr)
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
@@ -400,10 +410,9 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     from rechunk.policy import policy_for
     from rechunk.sync import sync
 
-    files = read_documents(args.paths, args.glob)
+    files = read_documents(args.paths, args.glob, within=_synced_folders(args))
     if not files.documents:
         return _nothing_matched(args, files)
-    skipped = {doc_id for doc_id, _ in files.skipped}
     embedder = _embedder(args.model)
     chunker = policy_for(embedder, args.policy)
     with _cache_and_store(args, dry_run=args.dry_run) as (cache, opened):
@@ -412,6 +421,10 @@ def _cmd_sync(args: argparse.Namespace) -> int:
             from rechunk.generations import open_live
 
             store = open_live(store, chunker, embedder.dimension)
+        # files that exist but were not read (unreadable, or in a folder that could not
+        # be listed) keep their documents; an empty file's are pruned like a deleted one's
+        stored = store.doc_ids() if store.collection_info() is not None else set()
+        keep = {doc_id for doc_id in stored if files.covers(doc_id)}
         with _progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}
 
@@ -429,26 +442,34 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                 embedder=embedder,
                 cache=cache,
                 prune=args.prune,
-                # a file that exists but was skipped (unreadable) keeps its documents
-                keep=skipped,
+                keep=keep,
                 dry_run=args.dry_run,
                 progress=progress,
             )
         unlisted = 0
-        if not args.prune and store.collection_info() is not None:
-            unlisted = len(store.doc_ids() - {doc.doc_id for doc in files.documents} - skipped)
+        if not args.prune:
+            unlisted = len(stored - {doc.doc_id for doc in files.documents} - keep)
         if not args.dry_run:
             _record_roots(args, files.roots, replace=args.prune)
     report.documents["skipped"] += len(files.skipped)
     if args.json:
         data = report.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
+        data["empty_files"] = files.empty
         data["documents"]["not_given"] = unlisted
         data["model_loaded"] = embedder.loaded
         _print_json(data)
     else:
         _sync_summary(report, files.skipped, unlisted)
+        _empty_note(files.empty, args.prune)
     return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _empty_note(empty: list[str], prune: bool) -> None:
+    """Say what happens to the documents of empty files (not an error: exit code 0)."""
+    for doc_id in empty:
+        fate = "its chunks were deleted" if prune else "its chunks stay until a sync with --prune"
+        print(f"  empty         {doc_id}: {fate}")
 
 
 # -- status and query ---------------------------------------------------------------------
@@ -567,7 +588,10 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     from rechunk.generations import reindex
     from rechunk.policy import policy_for
 
-    files = read_documents(args.paths, args.glob) if args.paths else _read_recorded(args)
+    if args.paths:
+        files = read_documents(args.paths, args.glob, within=_synced_folders(args))
+    else:
+        files = _read_recorded(args)
     if not files.documents:
         raise ConfigError("no readable file matched: nothing to reindex")
     embedder = _embedder(args.model)
@@ -784,7 +808,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--prune",
         action="store_true",
         help="delete every document in the collection that this sync was not given (files "
-        "gone, or outside PATH); a file that exists but is skipped keeps its documents",
+        "gone or empty, or outside PATH); a file that exists but could not be read, or lies "
+        "in a folder that could not be listed, keeps its documents",
     )
     sync_p.add_argument(
         "--dry-run", action="store_true", help="print the plan; embed and write nothing"

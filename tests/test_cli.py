@@ -198,6 +198,60 @@ def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
     assert [d.text for d in files.documents] == ["# Title\n\nBody.\n"]
 
 
+def test_one_file_reached_twice_is_one_document(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.md").write_text("alpha")
+    (docs / "sub" / "b.md").write_text("beta")
+    (docs / "link.md").symlink_to(docs / "sub" / "b.md")
+    files = read_documents([docs, docs / "a.md", tmp_path / "docs"], ["*.md"])
+    assert sorted(d.doc_id for d in files.documents) == ["a.md", "sub/b.md"]
+    # a file named directly keeps the doc_id it has under a folder synced before
+    alone = read_documents([docs / "sub" / "b.md"], ["*.md"], within=[docs])
+    assert [d.doc_id for d in alone.documents] == ["sub/b.md"]
+
+
+def test_unusable_names_and_patterns(tmp_path: Path) -> None:
+    (tmp_path / "ok.md").write_text("fine")
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.md"), "wb") as f:
+        f.write(b"text")  # a name that is not UTF-8: skipped, not fatal
+    files = read_documents([tmp_path], ["*.md"])
+    assert [d.doc_id for d in files.documents] == ["ok.md"]
+    assert files.skipped[0][0] == "caf\\udce9.md" and "surrogate" in files.skipped[0][1]
+    (tmp_path / "blank.md").write_text(" \n")
+    assert read_documents([tmp_path], ["*.md"]).empty == ["blank.md"]
+    for pattern in ("/tmp/*.md", ""):
+        with pytest.raises(ConfigError, match="--glob"):
+            read_documents([tmp_path], [pattern])
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_a_folder_that_cannot_be_listed_is_skipped(tmp_path: Path) -> None:
+    """rglob passes over a folder it cannot list in silence; its documents must count as
+    skipped (kept by --prune), not as deleted. Root reads anything, so the check runs
+    without the capabilities that let it."""
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "l.md").write_text("lemon")
+    (tmp_path / "a.md").write_text("apple")
+    (tmp_path / "locked").chmod(0)
+    script = (
+        "import json, sys; from rechunk.files import read_documents; "
+        "f = read_documents([sys.argv[1]], ['*.md']); "
+        "print(json.dumps([[d.doc_id for d in f.documents], f.skipped, f.unlisted, "
+        "f.covers('locked/l.md')]))"
+    )
+    drop = "-dac_override,-dac_read_search"
+    run = subprocess.run(
+        ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", sys.executable, "-c",
+         script, str(tmp_path)], capture_output=True, text=True)
+    (tmp_path / "locked").chmod(0o755)
+    if run.returncode != 0 and "setpriv" in run.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {run.stderr.strip()}")
+    documents, skipped, unlisted, covered = json.loads(run.stdout)
+    assert documents == ["a.md"] and unlisted == ["locked/"] and covered
+    assert skipped[0][0] == "locked/" and "Permission denied" in skipped[0][1]
+
+
 def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     revisions = ROOT / "examples" / "revisions"
     corpus = tmp_path / "corpus.jsonl"
@@ -410,3 +464,19 @@ def test_sync_matching_nothing_warns_and_writes_nothing(
     assert "no readable file matching" in err
     assert ("drop the collection" in err) == ("--prune" in args)
     assert sorted(notes.parent.rglob("*")) == before
+
+
+def test_emptied_and_directly_named_files(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "notes"]) == 0
+    capsys.readouterr()
+    # a file named directly is the document it is under the folder synced before
+    code, again = run_json(capsys, "sync", "notes/alpha.md")
+    assert code == 0 and again["documents"]["unchanged"] == 1 and again["documents"]["new"] == 0
+    # emptying a file is an edit, not a failure: kept until --prune, then deleted
+    (notes / "beta.md").write_text("\n")
+    code, kept = run_json(capsys, "sync", "notes")
+    assert code == 0 and kept["empty_files"] == ["beta.md"] and kept["documents"]["deleted"] == 0
+    code, pruned = run_json(capsys, "sync", "notes", "--prune")
+    assert code == 0 and pruned["documents"]["deleted"] == 1
+    code, status = run_json(capsys, "status")
+    assert status["documents"] == 4
