@@ -1,6 +1,6 @@
 """The ``rechunk`` command line.
 
-Exit codes: 0 ok, 1 partial failure (some files skipped), 2 usage or
+Exit codes: 0 ok, 1 partial failure (a file or folder skipped), 2 usage or
 configuration error, 3 store or embedder error. Errors print one line; the
 traceback only with ``--debug``.
 """
