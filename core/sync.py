@@ -147,16 +147,14 @@ class _Plan:
 
 
 def _check_documents(documents: Iterable[Document]) -> list[Document]:
+    kind = type(documents).__name__
+    wrong = InputError(f"sync takes an iterable of rechunk.Document, not {kind}")
     if isinstance(documents, (str, bytes, Document)) or documents is None:
-        raise InputError(
-            f"sync takes an iterable of rechunk.Document, not {type(documents).__name__}"
-        )
+        raise wrong
     try:
         docs = list(documents)
     except TypeError:
-        raise InputError(
-            f"sync takes an iterable of rechunk.Document, not {type(documents).__name__}"
-        ) from None
+        raise wrong from None
     seen: set[str] = set()
     for doc in docs:
         if not isinstance(doc, Document):
