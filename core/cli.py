@@ -468,7 +468,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
 def _empty_note(empty: list[str], prune: bool) -> None:
     """Say what happens to the documents of empty files (not an error: exit code 0)."""
     for doc_id in empty:
-        fate = "its chunks were deleted" if prune else "its chunks stay until a sync with --prune"
+        fate = "its chunks are pruned" if prune else "its chunks stay until a sync with --prune"
         print(f"  empty         {doc_id}: {fate}")
 
 
