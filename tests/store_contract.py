@@ -177,6 +177,7 @@ class StoreContract:
         assert info == CollectionInfo(store.collection, DIM, "cosine", 0, frozenset())
         assert store.ensure_collection(DIM, "cosine") == info
         assert store.collection_info() == info
+        assert store.collection in store.collections()  # type: ignore[attr-defined]
 
     @pytest.mark.parametrize("distance", DISTANCES)
     def test_ensure_collection_with_each_distance(self, store: VectorStore, distance: Any) -> None:
