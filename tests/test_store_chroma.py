@@ -58,7 +58,7 @@ def _never_embed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma's default embedding function would download a model: make any use fail loudly."""
     from chromadb.utils import embedding_functions
 
-    def refuse(*args: Any, **kwargs: Any) -> Any:
+    def refuse(self: Any, input: Any) -> Any:  # the signature Chroma checks
         raise AssertionError("Chroma's default embedding function was called")
 
     monkeypatch.setattr(embedding_functions.DefaultEmbeddingFunction, "__call__", refuse)
