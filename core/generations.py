@@ -185,7 +185,8 @@ def reindex(
     """Build a new generation of ``chunker`` for ``documents`` and make it live.
 
     ``store`` is opened on the alias (Qdrant) or on the live collection (Chroma);
-    ``alias`` names another one on the same client instead.
+    ``alias`` names another one on the same client instead (a plain collection
+    reindexed under a new alias lends the new generation its vectors).
     The documents are the complete set: the new generation holds exactly them.
     It is built in a collection no reader uses: ``<alias>__<policy id>``, or a twin
     of it (``__b``, ``__c`` ...) when that one is live or in use (Chroma: exists).
@@ -204,6 +205,8 @@ def reindex(
     check_compatible(chunker, raw_embedder)
     for doc in docs:
         store.check_metadata(doc.doc_id, doc.metadata or {})
+    # a plain collection reindexed under a new alias lends its vectors to the new generation
+    origin = store if alias is not None and alias != store.collection else None
     if alias is not None:
         store = store.with_collection(alias)
     alias = store.collection
@@ -215,7 +218,8 @@ def reindex(
         if previous is None and store.collection_info() is not None:
             raise StoreError(
                 f"{alias!r} is a plain Qdrant collection, not an alias, so no generation can "
-                "replace it atomically; reindex under a new alias name"
+                "replace it atomically; reindex under a new alias name (alias=...): the new "
+                "generation reuses its vectors"
             )
     base = generation_name(alias, chunker.policy_id)
     if _holds_other_model(store.with_collection(base), embedder):
@@ -223,15 +227,11 @@ def reindex(
     target = _free_generation(store, base, previous, aliases, embedder)
     shadow = store.with_collection(target)
     live = store.with_collection(previous) if previous else None
+    lenders = [s for s in (live, origin) if s is not None and s.collection_info() is not None]
     shadow.ensure_collection(embedder.dimension)
     report = sync(
-        docs,
-        shadow,
-        chunker=chunker,
-        embedder=embedder,
-        cache=cache,
-        prune=True,
-        reuse_from=[live] if live is not None else [],
+        docs, shadow, chunker=chunker, embedder=embedder, cache=cache, prune=True,
+        reuse_from=lenders,
     )
     held = shadow.doc_ids()
     wanted = {doc.doc_id for doc in docs}

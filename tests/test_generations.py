@@ -105,6 +105,19 @@ def test_plain_collection_cannot_be_switched(qdrant: Any, minilm: Any,
         reindex(documents, qdrant, policy_for(minilm, "fixed"), minilm)
 
 
+def test_a_plain_collection_lends_its_vectors_to_a_new_alias(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
+    policy = policy_for(minilm, "recursive")
+    qdrant.ensure_collection(minilm.dimension)  # a plain collection, as older tools make
+    sync(documents, qdrant, chunker=policy, embedder=minilm)
+    recorder = RecordingEmbedder(minilm)
+    result = reindex(documents, qdrant, policy, recorder, alias="docs_live")
+    assert result.switched and qdrant.aliases() == {"docs_live": result.collection}
+    assert recorder.calls == [] and result.sync.inputs["from_store"] > 0
+    assert qdrant.doc_ids() == {d.doc_id for d in documents}  # the plain one is untouched
+
+
 def test_chroma_builds_the_generation_without_switching(tmp_path: Path, minilm: Any,
                                                         documents: list[Document]) -> None:
     import chromadb
