@@ -23,7 +23,7 @@ from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.store import VectorStore
-from rechunk.sync import SyncReport, _check_documents, _split_embedder, check_compatible, sync
+from rechunk.sync import SyncReport, _check_inputs, sync
 
 __all__ = [
     "GenerationalStore",
@@ -198,13 +198,9 @@ def reindex(
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
-    docs = _check_documents(documents)
+    docs, _, _ = _check_inputs(documents, store, chunker, embedder, cache)
     if not docs:
         raise InputError("reindex takes the complete set of documents, and got none")
-    raw_embedder, _ = _split_embedder(embedder, cache)
-    check_compatible(chunker, raw_embedder)
-    for doc in docs:
-        store.check_metadata(doc.doc_id, doc.metadata or {})
     # a plain collection reindexed under a new alias lends its vectors to the new generation
     origin = store if alias is not None and alias != store.collection else None
     if alias is not None:

@@ -207,6 +207,24 @@ def check_compatible(chunker: Chunker, embedder: Embedder) -> None:
             )
 
 
+def _check_inputs(
+    documents: Iterable[Document],
+    store: VectorStore,
+    chunker: Chunker,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+) -> tuple[list[Document], Embedder, EmbeddingCache | None]:
+    """What a sync (or a reindex) checks before any I/O: the documents, their metadata
+    against the store, the embedder/cache pair and the chunker's fit to the model.
+    Returns the documents, the raw embedder and the cache."""
+    docs = _check_documents(documents)
+    for doc in docs:
+        store.check_metadata(doc.doc_id, doc.metadata or {})
+    raw_embedder, cache = _split_embedder(embedder, cache)
+    check_compatible(chunker, raw_embedder)
+    return docs, raw_embedder, cache
+
+
 def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) -> bool:
     """Refuse an incompatible collection; True when it is missing (allowed for a dry run)."""
     info = store.collection_info()
@@ -487,7 +505,7 @@ def sync(
     """
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
-    docs = _check_documents(documents)
+    docs, raw_embedder, cache = _check_inputs(documents, store, chunker, embedder, cache)
     if isinstance(keep, (str, bytes)):
         raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
     kept = set(keep)
@@ -499,10 +517,6 @@ def sync(
             "(an empty folder or a spent generator?); to empty it on purpose, delete its "
             "points or drop it"
         )
-    for doc in docs:
-        store.check_metadata(doc.doc_id, doc.metadata or {})
-    raw_embedder, cache = _split_embedder(embedder, cache)
-    check_compatible(chunker, raw_embedder)
     model_id = raw_embedder.model_id
     report = SyncReport(store.collection, chunker.policy_id, model_id, order, dry_run)
     seconds = report.seconds
