@@ -422,8 +422,10 @@ def _cmd_sync(args: argparse.Namespace) -> int:
 
             store = open_live(store, chunker, embedder.dimension)
         # files that exist but were not read (unreadable, or in a folder that could not
-        # be listed) keep their documents; an empty file's are pruned like a deleted one's
-        stored = store.doc_ids() if store.collection_info() is not None else set()
+        # be listed) keep their documents; an empty file's are pruned like a deleted one's.
+        # The stored ids are read only when needed (embedded Qdrant scans for them).
+        needed = not args.prune or bool(files.skipped)
+        stored = store.doc_ids() if needed and store.collection_info() is not None else set()
         keep = {doc_id for doc_id in stored if files.covers(doc_id)}
         with _progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}
