@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rechunk.chunk import Chunker
 from rechunk.errors import (
@@ -198,14 +198,26 @@ def _read_manifest() -> dict[str, Any]:
     return manifest if isinstance(manifest, dict) else {}
 
 
-def _recorded_roots(manifest: dict[str, Any], args: argparse.Namespace) -> dict[str, list[str]]:
-    """The files and folders (with their globs) synced into this store and collection."""
+class _Source(NamedTuple):
+    """How a recorded file or folder was read: its globs, and whether ``.gitignore`` applied."""
+
+    globs: list[str]
+    gitignore: bool = True
+
+
+def _recorded_roots(manifest: dict[str, Any], args: argparse.Namespace) -> dict[str, _Source]:
+    """The files and folders (with how they were read) synced into this store and collection."""
     try:
         entry = manifest[f"{args.store} {args.collection}"]
         roots = entry["roots"]
-        if isinstance(roots, list):  # the earlier format: the last sync's roots only
-            return {str(root): list(entry["globs"]) for root in roots}
-        return {str(root): list(globs) for root, globs in roots.items()}
+        if isinstance(roots, list):  # the first format: the last sync's roots only
+            return {str(root): _Source(list(entry["globs"])) for root in roots}
+        return {
+            str(root): _Source(list(how))  # the second format: root -> globs
+            if isinstance(how, list)
+            else _Source(list(how["globs"]), bool(how["gitignore"]))
+            for root, how in roots.items()
+        }
     except (KeyError, TypeError, AttributeError):
         return {}
 
@@ -220,8 +232,10 @@ def _record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) 
     recorded = {} if replace else _recorded_roots(manifest, args)
     for root in roots:
         recorded.pop(root, None)
-        recorded[root] = list(args.glob)
-    manifest[f"{args.store} {args.collection}"] = {"roots": recorded}
+        recorded[root] = _Source(list(args.glob), not args.no_ignore)
+    manifest[f"{args.store} {args.collection}"] = {
+        "roots": {root: how._asdict() for root, how in recorded.items()}
+    }
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = MANIFEST.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
@@ -232,6 +246,41 @@ def _synced_folders(args: argparse.Namespace) -> list[str]:
     """The folders synced into this store and collection before: a file named directly
     keeps the doc_id it has under one of them."""
     return [root for root in _recorded_roots(_read_manifest(), args) if Path(root).is_dir()]
+
+
+def _read_paths(args: argparse.Namespace) -> Any:
+    """The documents under the paths given, read as the options say."""
+    from rechunk.files import read_documents
+
+    return read_documents(
+        args.paths, args.glob, within=_synced_folders(args), gitignore=not args.no_ignore
+    )
+
+
+def _file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
+    """What file discovery left out, as (name, text) rows: files skipped, empty files (with
+    what happens to their documents, unless ``prune`` is None), what .gitignore excluded,
+    and links to folders not followed."""
+    rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
+    for doc_id in files.empty:
+        if prune is None:
+            rows.append(("empty", doc_id))
+        else:
+            fate = "its chunks are pruned" if prune else "its chunks stay until a sync with --prune"
+            rows.append(("empty", f"{doc_id}: {fate}"))
+    if files.ignored:
+        rows.append(
+            (
+                "ignored",
+                f"{files.ignored} matching file(s) excluded by .gitignore "
+                "(--no-ignore reads them)",
+            )
+        )
+    rows.extend(
+        ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
+        for link in files.links
+    )
+    return rows
 
 
 def _read_recorded(args: argparse.Namespace) -> Any:
@@ -248,14 +297,16 @@ def _read_recorded(args: argparse.Namespace) -> Any:
     skipped: dict[str, str] = {}
     out = FileSet(roots=list(roots))
     folders = [root for root in roots if Path(root).is_dir()]
-    for root, globs in roots.items():
+    for root, how in roots.items():
         if not Path(root).exists():
             continue  # removed since: its documents count as missing below
-        files = read_documents([root], globs, within=folders)
+        files = read_documents([root], how.globs, within=folders, gitignore=how.gitignore)
         documents.update((doc.doc_id, doc) for doc in files.documents)
         skipped.update(files.skipped)
         out.empty.extend(files.empty)
         out.unlisted.extend(files.unlisted)
+        out.ignored += files.ignored
+        out.links.extend(files.links)
     out.documents = list(documents.values())
     out.skipped = [(doc_id, why) for doc_id, why in skipped.items() if doc_id not in documents]
     return out
@@ -272,7 +323,7 @@ def _progress_bar(enabled: bool) -> Any:
     )
 
 
-def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) -> None:
+def _sync_summary(report: Any, unlisted: int, notes: list[tuple[str, str]]) -> None:
     d, c, i = report.documents, report.chunks, report.inputs
     rows = []
     docs = (
@@ -319,10 +370,8 @@ def _sync_summary(report: Any, skipped: list[tuple[str, str]], unlisted: int) ->
     rows.append(("model", report.model_id.split(";")[0]))
     title = f"rechunk sync -> {report.collection}"
     print(title + (" (dry run: nothing was written)" if report.dry_run else ""))
-    for name, value in rows:
+    for name, value in [*rows, *notes]:
         print(f"  {name:<14}{value}")
-    for doc_id, reason in skipped:
-        print(f"  skipped       {doc_id}: {reason}")
     if report.dry_run:
         print("plan:")
         for doc in report.per_document:
@@ -398,19 +447,16 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
         f"{' '.join(args.paths)}; nothing was written{pruning}",
         file=sys.stderr,
     )
-    for doc_id, reason in files.skipped:
-        print(f"rechunk: skipped {doc_id}: {reason}", file=sys.stderr)
-    for doc_id in files.empty:
-        print(f"rechunk: empty {doc_id}", file=sys.stderr)
+    for name, text in _file_notes(files):
+        print(f"rechunk: {name} {text}", file=sys.stderr)
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
 def _cmd_sync(args: argparse.Namespace) -> int:
-    from rechunk.files import read_documents
     from rechunk.policy import policy_for
     from rechunk.sync import sync
 
-    files = read_documents(args.paths, args.glob, within=_synced_folders(args))
+    files = _read_paths(args)
     if not files.documents:
         return _nothing_matched(args, files)
     embedder = _embedder(args.model)
@@ -458,20 +504,14 @@ def _cmd_sync(args: argparse.Namespace) -> int:
         data = report.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
         data["empty_files"] = files.empty
+        data["ignored_files"] = files.ignored
+        data["links_not_followed"] = files.links
         data["documents"]["not_given"] = unlisted
         data["model_loaded"] = embedder.loaded
         _print_json(data)
     else:
-        _sync_summary(report, files.skipped, unlisted)
-        _empty_note(files.empty, args.prune)
+        _sync_summary(report, unlisted, _file_notes(files, args.prune))
     return EXIT_PARTIAL if files.skipped else EXIT_OK
-
-
-def _empty_note(empty: list[str], prune: bool) -> None:
-    """Say what happens to the documents of empty files (not an error: exit code 0)."""
-    for doc_id in empty:
-        fate = "its chunks are pruned" if prune else "its chunks stay until a sync with --prune"
-        print(f"  empty         {doc_id}: {fate}")
 
 
 # -- status and query ---------------------------------------------------------------------
@@ -586,13 +626,19 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_reindex(args: argparse.Namespace) -> int:
-    from rechunk.files import read_documents
     from rechunk.generations import reindex
     from rechunk.policy import policy_for
 
     if args.paths:
-        files = read_documents(args.paths, args.glob, within=_synced_folders(args))
+        files = _read_paths(args)
     else:
+        from rechunk.files import DEFAULT_GLOBS
+
+        if args.glob != list(DEFAULT_GLOBS) or args.no_ignore:
+            raise ConfigError(
+                "--glob and --no-ignore apply to the PATHs given; without PATH, every "
+                "recorded file and folder is read as it was synced"
+            )
         files = _read_recorded(args)
     if not files.documents:
         raise ConfigError("no readable file matched: nothing to reindex")
@@ -610,10 +656,13 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
         result = reindex(
             files.documents, opened.store, chunker, embedder, cache=cache, drop_old=args.drop_old
         )
-        _record_roots(args, files.roots, replace=bool(args.paths))
+        if args.paths:  # without, the recorded roots (and how each is read) stay as they are
+            _record_roots(args, files.roots, replace=True)
     if args.json:
         data = result.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
+        data["ignored_files"] = files.ignored
+        data["links_not_followed"] = files.links
         _print_json(data)
     else:
         report = result.sync
@@ -653,8 +702,8 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
             print(f"  kept          {result.previous} (drop it with --drop-old next time)")
         for name in result.leftovers_dropped:
             print(f"  dropped       {name} (an older generation no alias pointed at)")
-        for doc_id, reason in files.skipped:
-            print(f"  skipped       {doc_id}: {reason}")
+        for name, text in _file_notes(files):
+            print(f"  {name:<14}{text}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
@@ -778,6 +827,13 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             metavar="PATTERN",
             help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
+        )
+        p.add_argument(
+            "--no-ignore",
+            action="store_true",
+            help="also read files that .gitignore excludes (by default the .gitignore files "
+            "of each folder, and of the folders above it up to the top of its git "
+            "repository, apply; hidden files and folders are never read)",
         )
 
     def model_option(p: argparse.ArgumentParser) -> None:
