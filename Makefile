@@ -38,6 +38,11 @@ pytest:
 
 test: install lint typecheck pytest
 
+# every benchmark, each rewriting its section of docs/benchmarks.md (run on an idle machine)
 bench: install
 	$(BIN)/python benchmarks/churn.py
 	$(BIN)/python benchmarks/cache.py
+	$(BIN)/python benchmarks/sync.py
+	$(BIN)/python benchmarks/retrieval.py
+	$(BIN)/python benchmarks/store_reads.py
+	$(BIN)/python benchmarks/memory.py
