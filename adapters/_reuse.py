@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rechunk.cache import EmbeddingCache
+from rechunk.cache import EmbeddingCache, record_dimension, recorded_dimension
 from rechunk.cached_embedder import EmbedStats, StatsCounter
 from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 from rechunk.errors import ConfigError, EmbeddingError, InputError
-from rechunk.identity import hash_fields, input_key
+from rechunk.identity import input_key
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -63,8 +63,6 @@ _SIZES: Final = {
     "cdc": "min_tokens and max_tokens",
     "structured": "min_tokens and max_tokens",
 }
-#: Hash domain of the cache entry that records a model's vector length.
-DIMENSION_DOMAIN: Final = "rechunk/adapter-dimension/v1"
 #: Appended to a model id to key its query vectors apart from its document vectors.
 QUERY_SUFFIX: Final = "#query"
 
@@ -226,7 +224,6 @@ class Reuse:
         self.cache = cache
         self.model_id = model_id
         self.dimension = dimension
-        self._record_key = hash_fields(DIMENSION_DOMAIN, (model_id,))
         self._recorded = False
         self._stats = StatsCounter()
 
@@ -239,12 +236,8 @@ class Reuse:
 
     def _known_dimension(self) -> int | None:
         if self.dimension is None:
-            record = self.cache.get_many([self._record_key], self.model_id, 1).get(self._record_key)
-            if record is not None:
-                value = float(record[0])
-                if value.is_integer() and value >= 1:
-                    self.dimension = int(value)
-                    self._recorded = True
+            self.dimension = recorded_dimension(self.cache, self.model_id)
+            self._recorded = self.dimension is not None
         return self.dimension
 
     def plan(self, texts: Sequence[str]) -> Plan:
@@ -291,8 +284,7 @@ class Reuse:
         if not getattr(self.cache, "readonly", False):  # SQLiteCache(readonly=True): reuse only
             self.cache.put_many(zip(keys, rows), self.model_id)
             if not self._recorded:
-                record = np.array([dimension], dtype=np.float32)
-                self.cache.put_many([(self._record_key, record)], self.model_id)
+                record_dimension(self.cache, self.model_id, dimension)
                 self._recorded = True
         self.dimension = dimension
         plan.found.update(zip(keys, rows))

@@ -146,8 +146,8 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any]:
     """A copy of ``metadata`` after checking it is a JSON object with ``str`` keys.
 
     Values must be JSON-serialisable (tuples are, as lists): non-finite floats,
-    sets, bytes, dates and other objects raise :class:`~rechunk.InputError`
-    naming the key.
+    sets, bytes, dates and other objects, and strings holding a lone surrogate
+    (not valid UTF-8), raise :class:`~rechunk.InputError` naming the key.
     """
     if metadata is None:
         return {}
@@ -157,7 +157,12 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any]:
         if not isinstance(key, str):
             raise InputError(f"{where}: metadata key {key!r} is not a str")
         try:
-            json.dumps(value, allow_nan=False, sort_keys=True)
+            json.dumps({key: value}, allow_nan=False, sort_keys=True, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise InputError(
+                f"{where}: metadata[{key!r}] holds a lone surrogate (not valid UTF-8), which no "
+                "store can hold"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise InputError(
                 f"{where}: metadata[{key!r}] is not JSON-serialisable "
@@ -318,6 +323,12 @@ class RechunkTextSplitter(TextSplitter):
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """One ``Document`` per chunk (source id: ``metadata["source"]``, else ``Document.id``)."""
         docs = list(documents)
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, Document):
+                raise InputError(
+                    f"document {i} is a {type(doc).__name__}, not a LangChain Document (for "
+                    "plain strings use split_text or create_documents)"
+                )
         metas = [
             check_metadata(doc.metadata, f"document {doc.id or i}") for i, doc in enumerate(docs)
         ]
@@ -366,7 +377,7 @@ def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any
     The metadata that counts is everything but :data:`METADATA_KEYS` and a
     ``source`` equal to ``source``. Without any, the id is the plain point id;
     with some, a UUIDv5 of that id and the metadata's canonical JSON (sorted
-    keys; a value JSON cannot encode enters as its ``repr``).
+    keys), so ``metadata`` must pass :func:`check_metadata`.
     """
     base = point_id(source, key, occurrence)
     extra = {
@@ -376,9 +387,7 @@ def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any
     }
     if not extra:
         return base
-    canonical = json.dumps(
-        extra, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr
-    )
+    canonical = json.dumps(extra, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return str(uuid.uuid5(POINT_NAMESPACE, hash_fields(_RECORD_DOMAIN, (base, canonical))))
 
 
@@ -399,8 +408,10 @@ def rechunk_key_encoder(document: Document) -> str:
     gives the chunk a new key: ``index()`` writes it again and cleanup removes
     the old record, and with :class:`CachedEmbeddings` its vector comes from the
     cache. A UUID string suits every store (Qdrant rejects other string ids).
+    Metadata the splitter would refuse (not JSON, a lone surrogate) is an
+    :class:`~rechunk.InputError` here too, never a key that changes between runs.
     """
-    metadata = document.metadata or {}
+    metadata = check_metadata(document.metadata, "document")  # what the splitter refuses too
     source = metadata.get(SOURCE_ID_KEY)
     if source is None:
         source = metadata.get("source", "")
@@ -483,7 +494,9 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
     * A cache opened read-only (``SQLiteCache(path, readonly=True)``) is read
       and never written: misses are embedded every time.
     * :attr:`stats` counts inputs, hits, misses (distinct texts per call) and
-      inputs sent to the model (documents and queries together).
+      inputs sent to the model, for documents and for cached queries (a query
+      with ``cache_queries=False`` goes straight to the underlying and is not
+      counted).
     """
 
     def __init__(

@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.errors import CacheError, InputError
+from rechunk.identity import hash_fields
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -52,6 +53,8 @@ __all__ = [
     "MemoryCache",
     "SQLiteCache",
     "encode_items",
+    "record_dimension",
+    "recorded_dimension",
 ]
 
 #: Version of the SQLite layout written by this code. A file with a higher
@@ -214,6 +217,39 @@ class _Counters:
 
 
 # --------------------------------------------------------------------------- memory
+
+
+#: Hash domain of the entry that records the length of a model's vectors in a cache (the
+#: LangChain and LlamaIndex adapters wrote it first, hence its name).
+DIMENSION_DOMAIN = "rechunk/adapter-dimension/v1"
+
+
+def _dimension_key(model_id: str) -> str:
+    return hash_fields(DIMENSION_DOMAIN, (model_id,))
+
+
+def record_dimension(cache: EmbeddingCache, model_id: str, dimension: int) -> None:
+    """Note in ``cache`` that ``model_id``'s vectors have ``dimension`` values.
+
+    A reader that does not know the dimension (an adapter wrapping a framework's
+    embeddings) needs it before it can look anything up: every writer records it,
+    so vectors written by ``sync`` are found by the adapters' first call too. The
+    record is a one-value vector under a reserved key (one entry per model in
+    :meth:`~EmbeddingCache.stats`).
+    """
+    _check_dimension(dimension)
+    record = np.array([dimension], dtype=np.float32)
+    cache.put_many([(_dimension_key(model_id), record)], model_id)
+
+
+def recorded_dimension(cache: EmbeddingCache, model_id: str) -> int | None:
+    """The dimension :func:`record_dimension` noted for ``model_id``, or None."""
+    key = _dimension_key(model_id)
+    record = cache.get_many([key], model_id, 1).get(key)
+    if record is None:
+        return None
+    value = float(record[0])
+    return int(value) if value.is_integer() and value >= 1 else None
 
 
 class MemoryCache:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.cache import EmbeddingCache
+from rechunk.cache import EmbeddingCache, record_dimension
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, EmbeddingError, InputError
 from rechunk.identity import input_key
@@ -123,6 +123,7 @@ class CachedEmbedder:
         self._embedder = embedder
         self._cache = cache
         self._readonly = bool(getattr(cache, "readonly", False))
+        self._recorded = False
         self._model_id = model_id
         self._dimension = dimension
         self._max_input_tokens: int | None = embedder.max_input_tokens
@@ -190,6 +191,9 @@ class CachedEmbedder:
             batch_keys = [key_of[text] for text in batch]
             if not self._readonly:
                 self._cache.put_many(zip(batch_keys, fresh), self._model_id)
+                if not self._recorded:  # for adapters over the same cache that are not told
+                    record_dimension(self._cache, self._model_id, self._dimension)
+                    self._recorded = True
             vectors.update(zip(batch_keys, fresh))
         for row, text in enumerate(texts):
             out[row] = vectors[key_of[text]]

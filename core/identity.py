@@ -13,6 +13,8 @@ import hashlib
 import uuid
 from collections.abc import Iterable
 
+from rechunk.errors import InputError
+
 __all__ = [
     "POINT_NAMESPACE",
     "hash_fields",
@@ -49,7 +51,13 @@ def input_key(model_id: str, text: str) -> str:
         raise ValueError("model_id must be a non-empty string")
     if not isinstance(text, str):
         raise TypeError("text must be a str")
-    return hash_fields(INPUT_KEY_DOMAIN, (model_id, text))
+    try:
+        return hash_fields(INPUT_KEY_DOMAIN, (model_id, text))
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"text holds a lone surrogate at character {exc.start} (not valid UTF-8), so it "
+            "has no byte-exact input key"
+        ) from None
 
 
 def text_revision(text: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.cache import EmbeddingCache
+from rechunk.cache import EmbeddingCache, record_dimension
 from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker
 from rechunk.document import Document
@@ -391,6 +391,8 @@ def _vectors(
                 # each batch is cached at once, so an interrupted sync keeps its work; only
                 # the model's own output is cached (a collection may normalise vectors)
                 cache.put_many([(k, found[k]) for k in batch], model_id)
+                if start == 0:  # so that an adapter that is not told it finds them too
+                    record_dimension(cache, model_id, dimension)
             if progress is not None:
                 progress("embed", min(start + EMBED_BATCH, len(missing)), len(missing))
     for plan in plans:

@@ -272,7 +272,8 @@ def test_readonly_cache_is_read_not_written(tmp_path: Path) -> None:
     with SQLiteCache(path, readonly=True) as cache:
         cached = CachedEmbedder(inner, cache)
         assert cached.embed(["old", "new"]).shape == (2, 16)
-        assert inner.batches == [["new"]] and cache.stats().entries == 1
+        # one vector, and the record of the model's dimension (for the adapters)
+        assert inner.batches == [["new"]] and cache.stats().entries == 2
 
 
 def test_keys_are_input_keys_of_the_model() -> None:

@@ -402,6 +402,15 @@ def test_bad_source_and_inputs() -> None:
     # as in LangChain: an empty metadatas list means none; tuples are JSON (lists)
     assert splitter.create_documents([GUIDE_V1], []) == splitter.create_documents([GUIDE_V1])
     assert splitter.create_documents([GUIDE_V1], [{"box": (1, 2)}])[0].metadata["box"] == (1, 2)
+    with pytest.raises(InputError, match="not a LangChain Document"):
+        splitter.split_documents(["a plain string"])  # type: ignore[list-item]
+    # a name decoded with os.fsdecode from bytes that are not UTF-8 holds a lone surrogate
+    with pytest.raises(InputError, match="surrogate"):
+        splitter.create_documents([GUIDE_V1], [{"source": "caf\udce9.md"}])
+    cached = CachedEmbeddings(FakeEmbeddings(), MemoryCache())
+    with pytest.raises(InputError, match="surrogate"):
+        cached.embed_documents(["fine", "caf\udce9"])
+    assert cached.underlying.calls == []  # type: ignore[attr-defined]
 
 
 def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
@@ -496,11 +505,12 @@ def test_key_encoder_hashes_only_what_decides_the_input() -> None:
     assert rechunk_key_encoder(foreign) != rechunk_key_encoder(
         Document(page_content="plain text", metadata={"source": "a.md", "page": 4})
     )
-    # metadata JSON cannot encode still keys deterministically (by repr)
-    dated = Document(
-        page_content="plain text", metadata={"source": "a.md", "when": date(2024, 1, 1)}
-    )
-    assert rechunk_key_encoder(dated) == rechunk_key_encoder(dated.model_copy())
+    # metadata the splitter refuses is refused here too (as LangChain's default encoders
+    # do): a repr would key a set or an object differently in every process
+    for bad in ({"when": date(2024, 1, 1)}, {"tags": {"a", "b"}}, {"n": {1: "x", "y": 2}},
+                {"name": "caf\udce9.md"}):
+        with pytest.raises(InputError, match="metadata"):
+            rechunk_key_encoder(Document(page_content="plain text", metadata=bad))
     with pytest.raises(InputError):
         rechunk_key_encoder(Document(page_content="x", metadata={OCCURRENCE_KEY: "1"}))
 
@@ -561,6 +571,25 @@ def test_dimension_is_recorded_in_the_cache(tmp_path: Path) -> None:
         again = CachedEmbeddings(fake, cache)  # a new process: nothing given, nothing probed
         assert again.embed_documents(["y", "x"]) == vectors[::-1]
         assert fake.calls == [] and again.dimension == 12
+
+
+def test_vectors_written_by_rechunk_itself_are_found_on_the_first_call() -> None:
+    """sync and CachedEmbedder record the dimension too, so an adapter that is not told
+    it can look their vectors up at once."""
+    fake = FakeEmbeddings(dim=12)
+
+    class Same:  # a rechunk Embedder giving the same vectors as `fake`
+        model_id, dimension, max_input_tokens = "shared-model", 12, None
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            return np.asarray([fake.vector(t) for t in texts], dtype=np.float32)
+
+    cache = MemoryCache()
+    rechunk.CachedEmbedder(Same(), cache).embed(["alpha", "beta"])
+    adapter = CachedEmbeddings(fake, cache, model_id="shared-model")
+    expected = Same().embed(["beta", "alpha"]).tolist()  # the float32 vectors cached
+    assert adapter.embed_documents(["beta", "alpha"]) == expected
+    assert fake.calls == [] and adapter.dimension == 12
 
 
 def test_a_read_only_cache_is_used_but_never_written(tmp_path: Path) -> None:
