@@ -269,13 +269,9 @@ def _file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
             fate = "its chunks are pruned" if prune else "its chunks stay until a sync with --prune"
             rows.append(("empty", f"{doc_id}: {fate}"))
     if files.ignored:
-        rows.append(
-            (
-                "ignored",
-                f"{files.ignored} matching file(s) excluded by .gitignore "
-                "(--no-ignore reads them)",
-            )
-        )
+        folders = sum(name.endswith("/") for name in files.ignored)
+        counts = f"{len(files.ignored) - folders} matching file(s) and {folders} folder(s)"
+        rows.append(("ignored", f"{counts} excluded by .gitignore (--no-ignore reads them)"))
     rows.extend(
         ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
         for link in files.links
@@ -504,7 +500,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
         data = report.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
         data["empty_files"] = files.empty
-        data["ignored_files"] = files.ignored
+        data["ignored"] = files.ignored
         data["links_not_followed"] = files.links
         data["documents"]["not_given"] = unlisted
         data["model_loaded"] = embedder.loaded
@@ -661,7 +657,7 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     if args.json:
         data = result.to_dict()
         data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
-        data["ignored_files"] = files.ignored
+        data["ignored"] = files.ignored
         data["links_not_followed"] = files.links
         _print_json(data)
     else:
@@ -826,7 +822,8 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             default=None,
             metavar="PATTERN",
-            help="file pattern, repeatable (default: *.md *.markdown *.rst *.txt)",
+            help="file pattern, repeatable; git's wildcards, matched at any depth (default: "
+            "*.md *.markdown *.rst *.txt)",
         )
         p.add_argument(
             "--no-ignore",

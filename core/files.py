@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pathspec import GitIgnoreSpec
-
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
+from rechunk.ignore import IgnoreRules, wildmatch
 
 __all__ = ["DEFAULT_GLOBS", "FileSet", "read_documents", "read_text_file"]
 
@@ -40,8 +40,9 @@ class FileSet:
     ``skipped``: ``(doc_id, reason)`` of files that could not be read, and of folders
     that could not be listed (shown as ``folder/``). ``unlisted``: the doc_id prefix
     of each such folder (``""`` for a whole root). ``empty``: doc_ids of empty or
-    blank files. ``ignored``: how many matching files ``.gitignore`` files excluded.
-    ``links``: symbolic links to folders, which are not followed (shown as ``link/``).
+    blank files. ``ignored``: the folders (shown as ``folder/``) and the matching files
+    that ``.gitignore`` files excluded. ``links``: symbolic links to folders, which are
+    not followed (shown as ``link/``).
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -49,7 +50,7 @@ class FileSet:
     roots: list[str] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)
     unlisted: list[str] = field(default_factory=list)
-    ignored: int = 0
+    ignored: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
 
     def covers(self, doc_id: str) -> bool:
@@ -60,133 +61,65 @@ class FileSet:
         )
 
 
-def _check_globs(globs: Sequence[str]) -> None:
+def _globs_regex(globs: Sequence[str]) -> re.Pattern[str]:
+    """One regex for the relative paths that ``globs`` match at any depth (git's wildcard
+    syntax, as in .gitignore: ``*`` and ``?`` stop at ``/``, ``**/`` spans folders)."""
+    parts = []
     for pattern in globs:
         if not pattern or Path(pattern).is_absolute():
             raise ConfigError(
                 f"--glob {pattern!r}: a pattern is a file name pattern relative to each folder "
                 "(such as '*.md' or 'guides/*.rst')"
             )
-
-
-class _GitIgnore:
-    """Which paths under a folder the ``.gitignore`` files exclude, by git's rules.
-
-    The files in the folder and below apply, and so do those of the folders above it
-    up to the top of its git repository (the nearest folder holding ``.git``). The
-    deepest file with a line matching a path decides (its last matching line: a
-    ``!pattern`` takes a path back in), so a folder's own ``.gitignore`` overrides
-    its parents'. An excluded folder is not entered, so nothing under it comes back;
-    the folder itself is read even if the files above it exclude it (it was named).
-    """
-
-    def __init__(self, root: Path) -> None:
-        self._root = root
-        self._specs: dict[tuple[str, ...], GitIgnoreSpec | None] = {}
-        self._above: list[tuple[tuple[str, ...], GitIgnoreSpec]] = []  # nearest first
-        real = root.resolve()
-        if (real / ".git").exists():
-            return
-        above: list[tuple[tuple[str, ...], GitIgnoreSpec]] = []
-        for folder in real.parents:
-            spec = _load_gitignore(folder)
-            if spec is not None:
-                above.append((real.relative_to(folder).parts, spec))
-            if (folder / ".git").exists():
-                self._above = above
-                break
-        # outside a repository the .gitignore files above the folder do not apply, and
-        # a folder named on purpose is read even where they exclude it as a whole
-        if self.ignores((), folder=True):
-            self._above = []
-
-    def _spec(self, parts: tuple[str, ...]) -> GitIgnoreSpec | None:
-        if parts not in self._specs:
-            self._specs[parts] = _load_gitignore(self._root.joinpath(*parts))
-        return self._specs[parts]
-
-    def ignores(self, parts: tuple[str, ...], folder: bool) -> bool:
-        """Whether the path ``parts`` (relative to the root) is excluded."""
-        tail = "/" if folder else ""
-        for depth in range(len(parts) - 1, -1, -1):
-            spec = self._spec(parts[:depth])
-            if spec is not None:
-                verdict = spec.check_file("/".join(parts[depth:]) + tail).include
-                if verdict is not None:
-                    return verdict
-        for prefix, spec in self._above:
-            verdict = spec.check_file("/".join(prefix + parts) + tail).include
-            if verdict is not None:
-                return verdict
-        return False
-
-
-def _load_gitignore(folder: Path) -> GitIgnoreSpec | None:
-    try:
-        lines = (folder / ".gitignore").read_text("utf-8", "surrogateescape").splitlines()
-    except OSError:
-        return None  # none, or unreadable: git passes over it too
-    return GitIgnoreSpec.from_lines(lines)
+        regex = wildmatch("**/" + pattern)
+        if regex is None:
+            raise ConfigError(f"--glob {pattern!r}: an unclosed [ or a trailing backslash")
+        parts.append(f"(?:{regex.pattern})")
+    return re.compile("|".join(parts), re.S)
 
 
 @dataclass
 class _Found:
     files: list[Path]
     unreadable: list[tuple[Path, str]]
-    ignored: int
-    links: list[Path]
+    ignored: list[tuple[Path, str]]  # (path, "/" for a folder, else "")
+    links: list[tuple[Path, str]]
 
 
-def _candidates(root: Path, globs: Sequence[str], gitignore: bool) -> _Found:
-    """Matching files under ``root``, leaving out hidden files and folders, what the
-    ``.gitignore`` files exclude (when ``gitignore``) and what lies behind a symbolic
-    link to a folder; with the folders that could not be listed, with why, how many
-    matching files ``.gitignore`` excluded, and the links to folders not followed."""
-    matched: set[Path] = set()
-    try:
-        for pattern in globs:
-            matched.update(root.rglob(pattern))
-    except (NotImplementedError, ValueError) as exc:
-        raise ConfigError(f"--glob: {exc}") from None
-    ignore = _GitIgnore(root) if gitignore else None
-    # walk the folders rglob may enter, so that a folder it cannot list is found (rglob
-    # passes over it in silence: its documents must count as skipped, not deleted)
-    unreadable: list[tuple[Path, str]] = []
-    entered: set[Path] = set()
-    excluded: set[Path] = set()
-    links: list[Path] = []
+def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
+    """Matching files under ``root`` in one walk that enters no hidden folder, no folder
+    ``.gitignore`` excludes (when ``gitignore``) and no symbolic link to a folder; with the
+    folders that could not be listed (with why), the folders and matching files
+    ``.gitignore`` excluded, and the links to folders not followed."""
+    matches = globs.fullmatch
+    rules = IgnoreRules(root) if gitignore else None
+    found = _Found([], [], [], [])
 
     def failed(exc: OSError) -> None:
-        unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
+        found.unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
 
-    for folder, subfolders, _files in os.walk(root, onerror=failed):
+    for folder, subfolders, names in os.walk(root, onerror=failed):
         here = Path(folder)
-        entered.add(here)
         parts = here.relative_to(root).parts
         kept = []
-        for name in subfolders:
+        for name in sorted(subfolders):
             if name.startswith("."):
                 continue
-            if ignore is not None and ignore.ignores((*parts, name), folder=True):
-                excluded.add(here / name)
+            if rules is not None and rules.ignores((*parts, name), folder=True):
+                found.ignored.append((here / name, "/"))
             elif os.path.islink(here / name):
-                links.append(here / name)
+                found.links.append((here / name, "/"))
             else:
                 kept.append(name)
         subfolders[:] = kept
-    files: list[Path] = []
-    ignored = 0
-    for path in matched:
-        if path.name.startswith(".") or not path.is_file():
-            continue
-        if path.parent in entered:
-            if ignore is not None and ignore.ignores(path.relative_to(root).parts, folder=False):
-                ignored += 1
-            else:
-                files.append(path)
-        elif any(parent in excluded for parent in path.parents):
-            ignored += 1
-    return _Found(sorted(files), unreadable, ignored, sorted(links))
+        for name in sorted(names):
+            if name.startswith(".") or not matches("/".join((*parts, name))):
+                continue
+            if rules is not None and rules.ignores((*parts, name), folder=False):
+                found.ignored.append((here / name, ""))
+            elif (here / name).is_file():  # not a dangling link, a pipe or a socket
+                found.files.append(here / name)
+    return found
 
 
 def _printable(doc_id: str) -> str:
@@ -212,23 +145,28 @@ def read_documents(
     so is a folder that cannot be listed; an empty or blank file is listed in
     ``empty``; hidden files and folders are ignored, and so is what the ``.gitignore``
     files of a folder (and of the folders above it, up to the top of its git
-    repository) exclude, unless ``gitignore`` is False. A file named directly is read
-    whatever ``.gitignore`` says. Symbolic links to folders are not followed.
+    repository) exclude, unless ``gitignore`` is False (see :mod:`rechunk.ignore`).
+    A file or folder named directly is read whatever ``.gitignore`` says. Symbolic
+    links to folders are not followed. ``globs`` use git's wildcard syntax and match
+    at any depth (``*.md``; ``guides/*.rst``; ``docs/**/*.md``).
     """
-    _check_globs(globs)
+    pattern = _globs_regex(globs)
     homes = [Path(folder).resolve() for folder in within]
     out = FileSet()
     by_id: dict[str, Path] = {}
     read: set[Path] = set()
+    left_out: set[Path] = set()
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
-            found = _candidates(root, globs, gitignore)
+            found = _candidates(root, pattern, gitignore)
             files = [(p, p.relative_to(root).as_posix()) for p in found.files]
-            out.ignored += found.ignored
-            out.links.extend(
-                f"{_printable(link.relative_to(root).as_posix())}/" for link in found.links
-            )
+            for listed, entries in ((out.ignored, found.ignored), (out.links, found.links)):
+                for path, suffix in entries:
+                    entry = path.parent.resolve() / path.name  # once, however often reached
+                    if entry not in left_out:
+                        left_out.add(entry)
+                        listed.append(_printable(path.relative_to(root).as_posix()) + suffix)
             for folder, why in found.unreadable:
                 prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
                 out.unlisted.append(prefix)

@@ -1,0 +1,219 @@
+"""File discovery for `rechunk sync FOLDER`: globs, .gitignore rules (checked against the
+git binary where it is installed), links, and what is reported as left out."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rechunk.errors import ConfigError
+from rechunk.files import FileSet, read_documents
+from rechunk.ignore import wildmatch
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="needs the git binary as the oracle")
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def ids(files: FileSet) -> list[str]:
+    return sorted(d.doc_id for d in files.documents)
+
+
+def git_reads(repo: Path, home: Path) -> list[str]:
+    """The files git would add in a new repository at ``repo`` (hidden ones left out)."""
+    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "--others", "--exclude-standard", "-z"],
+        check=True, capture_output=True, env=env,
+    ).stdout  # fmt: skip
+    names = [os.fsdecode(name) for name in listed.split(b"\0") if name]
+    return sorted(n for n in names if not any(part.startswith(".") for part in n.split("/")))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("*.md", "a.md", True),
+        ("*.md", "docs/a.md", False),  # "*" stops at "/"
+        ("docs/*.md", "docs/a.md", True),
+        ("**/a.md", "x/y/a.md", True),
+        ("**/a.md", "a.md", True),
+        ("a/**/b", "a/b", True),
+        ("a/**/b", "a/x/y/b", True),
+        ("a/**", "a/x/y", True),
+        ("a/**", "a", False),
+        ("a**b", "a/b", False),  # "**" not between slashes is "*"
+        ("?.md", "a.md", True),
+        ("?.md", "/.md", False),
+        ("[ab].md", "b.md", True),
+        ("[!ab].md", "c.md", True),
+        ("[^ab].md", "a.md", False),
+        ("[]].md", "].md", True),
+        ("[a-c].md", "b.md", True),
+        ("[z-a].md", "b.md", False),  # a reversed range matches nothing
+        ("[[:digit:]].md", "7.md", True),
+        ("[[:upper:]].md", "a.md", False),
+        ("[a/].md", "/.md", False),  # a bracket never matches "/"
+        ("\\*.md", "*.md", True),
+        ("\\*.md", "a.md", False),
+    ],
+)
+def test_wildmatch(pattern: str, path: str, expected: bool) -> None:
+    regex = wildmatch(pattern)
+    assert regex is not None and bool(regex.fullmatch(path)) == expected
+
+
+@pytest.mark.parametrize("pattern", ["[ab", "a\\", "[[:nope:]]", "[a\\"])
+def test_patterns_git_cannot_use_match_nothing(pattern: str) -> None:
+    assert wildmatch(pattern) is None
+
+
+def test_rules_of_each_folder(tmp_path: Path) -> None:
+    """Patterns relative to their file, folder patterns, negation, a deeper file
+    overriding a shallower one; --no-ignore reads everything."""
+    tree(tmp_path, {
+        ".gitignore": "node_modules/\n/build\ndraft-*.md\n!draft-keep.md\n",
+        "guide.md": "g", "draft-1.md": "d", "draft-keep.md": "k",
+        "node_modules/pkg/README.md": "vendor", "build/out.md": "built",
+        "sub/build/kept.md": "an anchored pattern applies at its own level only",
+        "sub/.gitignore": "!draft-2.md\nlocal.md\n", "sub/draft-2.md": "d2",
+        "sub/local.md": "l", "sub/draft-3.md": "d3",
+    })  # fmt: skip
+    files = read_documents([tmp_path], ["*.md"])
+    assert ids(files) == ["draft-keep.md", "guide.md", "sub/build/kept.md", "sub/draft-2.md"]
+    # excluded folders are not entered (nor counted inside); excluded files are listed
+    assert sorted(files.ignored) == [
+        "build/", "draft-1.md", "node_modules/", "sub/draft-3.md", "sub/local.md"
+    ]
+    everything = read_documents([tmp_path], ["*.md"], gitignore=False)
+    assert len(everything.documents) == 9 and everything.ignored == []
+    # a file named directly is read whatever .gitignore says
+    assert ids(read_documents([tmp_path / "build" / "out.md"], ["*.md"])) == ["out.md"]
+
+
+def test_rules_above_the_folder_apply_up_to_the_repository_top(tmp_path: Path) -> None:
+    tree(tmp_path, {
+        ".gitignore": "*.md\n",  # above the repository: never applies
+        "repo/.gitignore": "site/\n*.draft.md\ndocs/_build/\n",
+        "repo/docs/index.md": "i", "repo/docs/x.draft.md": "s", "repo/docs/_build/x.md": "x",
+        "repo/site/page.md": "p", "repo/site/y.draft.md": "y",
+    })  # fmt: skip
+    docs = tmp_path / "repo" / "docs"
+    assert ids(read_documents([docs], ["*.md"])) == ["_build/x.md", "index.md", "x.draft.md"]
+    (tmp_path / "repo" / ".git").mkdir()  # now repo/ is the top of a repository
+    files = read_documents([docs], ["*.md"])
+    assert ids(files) == ["index.md"] and sorted(files.ignored) == ["_build/", "x.draft.md"]
+    # a folder named on purpose is read though excluded, and the rules still apply in it
+    site = read_documents([tmp_path / "repo" / "site"], ["*.md"])
+    assert ids(site) == ["page.md"] and site.ignored == ["y.draft.md"]
+
+
+def test_a_repository_inside_starts_afresh(tmp_path: Path) -> None:
+    tree(tmp_path, {
+        ".gitignore": "*.txt\nnotes/\n", "a.md": "a",
+        "lib/.git/HEAD": "a submodule's or a nested clone's own repository",
+        "lib/guide.txt": "g", "lib/notes/n.md": "n", "lib/.gitignore": "old.md\n",
+        "lib/old.md": "o",
+    })  # fmt: skip
+    (tmp_path / ".git").mkdir()
+    outer = read_documents([tmp_path], ["*.md", "*.txt"])
+    inner = read_documents([tmp_path / "lib"], ["*.md", "*.txt"])
+    assert ids(outer) == ["a.md", "lib/guide.txt", "lib/notes/n.md"]
+    assert ids(inner) == ["guide.txt", "notes/n.md"]
+
+
+def test_odd_gitignore_files(tmp_path: Path) -> None:
+    """A byte-order mark, CRLF, escaped and trailing spaces, lines git cannot use, and a
+    .gitignore that is a symbolic link (git does not follow it)."""
+    (tmp_path / ".gitignore").write_bytes(
+        "\ufeffa.md\r\n[unclosed\r\nb.md\\\n\\#c.md\nd.md   \ne.md\\ \n".encode()
+    )
+    for name in ("a.md", "b.md", "#c.md", "d.md", "e.md ", "f.md"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "g.md").write_text("g")
+    (tmp_path / "sub" / ".gitignore").symlink_to(tmp_path / "rules")
+    (tmp_path / "rules").write_text("g.md\n")
+    assert ids(read_documents([tmp_path], ["*.md", "*.md "])) == ["b.md", "f.md", "sub/g.md"]
+
+
+IDIOMS = {
+    "everything but Markdown": "*\n!*/\n!*.md\n",
+    "only Markdown under docs": "docs/**\n!docs/**/\n!docs/**/*.md\n",
+    "a folder's content, then the folder back": "a/*\n!a\n",
+    "a folder, then its content back": "a\n!a/**\n",
+    "nested negation of a folder": "*.draft.md\n",
+}
+
+
+@needs_git
+@pytest.mark.parametrize("idiom", sorted(IDIOMS))
+def test_idioms_read_what_git_reads(tmp_path: Path, idiom: str) -> None:
+    repo = tree(tmp_path / "repo", {
+        ".gitignore": IDIOMS[idiom], "a.md": "a", "x.txt": "x", "a/docs/y.md": "y",
+        "docs/d.md": "d", "docs/api/e.md": "e", "docs/api/f.txt": "f", "b/x.draft.md": "x",
+        "b/ok.md": "ok", "b/.gitignore": "!x.draft.md\n" if idiom.startswith("nested") else "",
+    })  # fmt: skip
+    expected = git_reads(repo, tmp_path)
+    assert ids(read_documents([repo], ["*"])) == expected
+
+
+@needs_git
+def test_random_trees_read_what_git_reads(tmp_path: Path) -> None:
+    """Random trees and rules, checked against git (seeded: the same trees every run)."""
+    folders = ["a", "b", "docs", "build", "a/b", "a/docs", "docs/a", "build/a", "a/b/c"]
+    names = ["x.md", "a.md", "b.md", "build.md", "keep.md", "y.txt.md"]
+    patterns = ["a", "/a", "a/", "docs", "docs/", "/build/", "*.md", "x.md", "/x.md", "a/x.md",
+                "a/b", "a/b/", "**/b", "**/b/x.md", "a/**", "a/**/x.md", "docs/*", "docs/*/",
+                "*/x.md", "build/**/*.md", "b*", "k*.md", "[ab].md", "?.md", "*", "*/", "**",
+                "/a/*", "**/a/**"]  # fmt: skip
+    rng = random.Random(11)
+    for trial in range(60):
+        spec = {
+            f"{folder}/{name}".lstrip("/"): "t"
+            for folder in ["", *rng.sample(folders, rng.randint(2, 6))]
+            for name in rng.sample(names, rng.randint(1, 3))
+        }
+        holders = sorted({str(Path(path).parent) for path in spec})
+        for holder in rng.sample(holders, min(len(holders), rng.randint(1, 3))):
+            rules = [("!" if rng.random() < 0.4 else "") + rng.choice(patterns)
+                     for _ in range(rng.randint(1, 4))]  # fmt: skip
+            spec[f"{holder}/.gitignore".removeprefix("./")] = "\n".join(rules) + "\n"
+        repo = tree(tmp_path / f"t{trial}", spec)
+        assert ids(read_documents([repo], ["*.md"])) == [
+            n for n in git_reads(repo, tmp_path) if n.endswith(".md")
+        ], spec
+
+
+def test_globs_use_git_wildcards(tmp_path: Path) -> None:
+    tree(tmp_path, {"a.md": "a", "docs/b.md": "b", "docs/api/c.md": "c", "guides/d.rst": "d",
+                    "x/guides/e.rst": "e"})  # fmt: skip
+    assert ids(read_documents([tmp_path], ["guides/*.rst"])) == ["guides/d.rst", "x/guides/e.rst"]
+    assert ids(read_documents([tmp_path], ["docs/**/*.md"])) == ["docs/api/c.md", "docs/b.md"]
+    assert len(read_documents([tmp_path], ["**"]).documents) == 5
+    for pattern in ("[unclosed", "trailing\\", "/abs/*.md", ""):
+        with pytest.raises(ConfigError, match="--glob"):
+            read_documents([tmp_path], [pattern])
+
+
+def test_links_to_folders_are_reported_once(tmp_path: Path) -> None:
+    tree(tmp_path, {"docs/a.md": "a", "docs/x.draft.md": "x", "docs/.gitignore": "*.draft.md\n",
+                    "elsewhere/b.md": "b"})  # fmt: skip
+    (tmp_path / "docs" / "more").symlink_to(tmp_path / "elsewhere")
+    files = read_documents([tmp_path / "docs", tmp_path / "docs"], ["*.md"])
+    assert ids(files) == ["a.md"] and files.links == ["more/"]
+    assert files.ignored == ["x.draft.md"]
