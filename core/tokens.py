@@ -8,7 +8,9 @@ default all-MiniLM-L6-v2) the tokens of a whitespace-joined string are exactly
 the sum of the tokens of its words, so these counts are the model's exact
 counts; such a counter reports ``additive = True``. For any other tokenizer the
 chunkers re-count every finished chunk with :meth:`TokenCounter.count_many` and
-split any chunk over the hard maximum, so the guarantee holds either way.
+split any chunk over the chunker's own bound (``max_tokens`` or
+``target_tokens``, never above the hard maximum), so the guarantee holds either
+way.
 
 Counts exclude special tokens.
 """

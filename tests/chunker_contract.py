@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +22,23 @@ ALPHABET = st.sampled_from(
 )
 TEXTS = st.lists(ALPHABET, max_size=400).map("".join)
 LONG_TEXTS = st.lists(ALPHABET, min_size=300, max_size=2500).map("".join)
+# the same, with long runs of characters that are several tokens each
+HEAVY_TEXTS = st.lists(
+    st.one_of(ALPHABET, st.sampled_from(["中文" * 40, "😀" * 30, "😀😀😀 ", "字。" * 25])),
+    min_size=50,
+    max_size=600,
+).map("".join)
+_HEAVY_CHAR = re.compile("[\u3001-\u9fff\uff00-\uffef\U0001f000-\U0001faff]")
+
+
+def heavy_tokens(text: str) -> int:
+    """3 tokens per CJK character or emoji, 1 per other word (tiktoken on CJK, roughly)."""
+    return 3 * len(_HEAVY_CHAR.findall(text)) + len(_HEAVY_CHAR.sub(" ", text).split())
+
+
+def utf8_tokens(text: str) -> int:
+    """One token per UTF-8 byte, whitespace included: 1-4 per character, not additive."""
+    return len(text.encode("utf-8"))
 
 
 def exact_tokens(text: str) -> int:
@@ -109,6 +128,28 @@ class ChunkerContract:
         chunks = chunker.chunk(text)
         check_tiles(text, chunks)
         assert all(c.tokens <= chunker.hard_max_tokens for c in chunks)
+
+    @given(HEAVY_TEXTS, st.sampled_from([heavy_tokens, utf8_tokens]))
+    def test_several_tokens_per_character_keep_the_bound(
+        self, text: str, count: Callable[[str], int]
+    ) -> None:
+        """A callable counter giving one character several tokens keeps the promised bound."""
+        chunker = self.make(tokenizer=count, **self.small_params())
+        chunks = chunker.chunk(text)
+        check_tiles(text, chunks)
+        assert self.make(tokenizer=count, **self.small_params()).chunk(text) == chunks
+        for c in chunks:
+            assert c.tokens == count(c.text)
+            assert c.tokens <= self.small_limit(), (c.tokens, c.text)
+
+    def test_characters_of_several_default_tokens_are_counted(self) -> None:
+        """BERT splits a Hangul syllable into jamo: several tokens at one offset."""
+        text = "가각간,갈감." * 200  # one word of many pre-tokens, each several tokens
+        chunks = self.make(**self.small_params()).chunk(text)
+        check_tiles(text, chunks)
+        for c in chunks:
+            assert c.tokens == exact_tokens(c.text)
+            assert c.tokens <= self.small_limit()
 
     # -- identity --------------------------------------------------------------------------
 

@@ -89,7 +89,7 @@ def test_non_additive_tokenizer_is_recounted() -> None:
     text = "the quick brown fox jumps over the lazy dog. " * 30
     for c in chunker.chunk(text):
         assert c.tokens == counter.count_many([c.text])[0]
-        assert c.tokens <= 24
+        assert c.tokens <= 20  # max_tokens, not only the hard maximum
 
 
 # Characters around every rule of BERT's piece split: ASCII and Unicode punctuation,

@@ -5,7 +5,8 @@ distinct word is counted once by the tokenizer. A chunker then works on *units*:
 words, or pieces of words where a word must be cut (a run of unspaced Chinese,
 a word longer than the window). It chooses the units at which chunks start;
 :meth:`BaseChunker._finish` turns those into :class:`~rechunk.Chunk` objects
-whose spans tile the text, and enforces the hard maximum.
+whose spans tile the text, and (re-counting where the sums may be inexact)
+enforces the chunker's own bound, never above the hard maximum.
 """
 
 from __future__ import annotations
@@ -135,6 +136,13 @@ def pre_token_pieces(
     A pre-token holding more than ``limit`` tokens is cut further at token starts
     every ``limit`` tokens; then ``exact`` is False (the pieces may tokenize
     differently on their own).
+
+    Each token start normally stands for one token. Where it does not (the
+    counter gives ``word`` more tokens than it has token starts: several tokens
+    of one character, as byte-level BPE gives an emoji, or a ``str -> int``
+    counter, whose starts are at most one per character), the text from each
+    start to the next is counted and pieces are filled by those weights
+    instead, so that a piece's tokens are not undercounted several times over.
     """
     token_starts = counter.token_starts(word)
     if not token_starts:
@@ -145,6 +153,8 @@ def pre_token_pieces(
             pre.append([offset, 1, k])
         else:
             pre[-1][1] += 1
+    if counter.count_many([word])[0] != len(token_starts):
+        return _weighted_pieces(counter, word, limit, token_starts, pre)
     pieces: list[tuple[int, int]] = []
     exact = True
     for offset, tokens, k in pre:
@@ -154,6 +164,45 @@ def pre_token_pieces(
         exact = False
         for j in range(k, k + tokens, limit):
             pieces.append((token_starts[j][0], min(limit, k + tokens - j)))
+    return [(0, pieces[0][1]), *pieces[1:]], exact
+
+
+def _weighted_pieces(
+    counter: TokenCounter,
+    word: str,
+    limit: int,
+    token_starts: list[tuple[int, bool]],
+    pre: list[list[int]],
+) -> tuple[list[tuple[int, int]], bool]:
+    """:func:`pre_token_pieces` where token starts are not one token each.
+
+    A pre-token weighs its own count; one over ``limit`` is cut greedily at token
+    starts, each start weighing the count of the text up to the next one (at
+    least 1). A piece is one start at least, so a single start heavier than
+    ``limit`` is a piece of its own (and the chunk holding it is re-counted).
+    """
+    offsets = [offset for offset, _ in token_starts]
+    ends = [*offsets[1:], len(word)]
+    pre_texts = [word[offset : ends[k + tokens - 1]] for offset, tokens, k in pre]
+    pre_counts = counter.count_many(pre_texts)
+    heavy = [i for i, count in enumerate(pre_counts) if count > limit]
+    spans = [(offsets[j], ends[j]) for i in heavy for j in range(pre[i][2], pre[i][2] + pre[i][1])]
+    weights = iter(counter.count_many([word[a:b] for a, b in spans]))
+    pieces: list[tuple[int, int]] = []
+    exact = True
+    for (offset, tokens, k), count in zip(pre, pre_counts):
+        if count <= limit:
+            pieces.append((offset, count))
+            continue
+        exact = False
+        start, total = offsets[k], 0
+        for j in range(k, k + tokens):
+            weight = max(1, next(weights))
+            if total and total + weight > limit:
+                pieces.append((start, total))
+                start, total = offsets[j], 0
+            total += weight
+        pieces.append((start, total))
     return [(0, pieces[0][1]), *pieces[1:]], exact
 
 
@@ -295,11 +344,20 @@ class BaseChunker(ABC):
 
     @property
     def _recount_limit(self) -> int:
-        """The most tokens a re-counted chunk may hold before it is split again."""
+        """The most tokens a re-counted chunk may hold before it is split again.
+
+        A subclass returns the bound its docstring promises (``max_tokens``,
+        ``target_tokens``); the hard maximum is the fallback for one that does not.
+        """
         return self._hard_max
 
     def _recount(self, text: str, chunks: list[Chunk]) -> list[Chunk]:
         """Exact counts where the sums may be inexact; split what exceeds the limit.
+
+        The sums decide boundaries, but with a counter that is not additive (or
+        pieces cut inside a pre-token) a chunk may hold more tokens than they
+        say; each such chunk is cut near its middle until it fits
+        :attr:`_recount_limit`. Only the offending chunk changes.
 
         A chunk of a single character is never split (no tokenizer gives one
         character more tokens than any sensible limit).

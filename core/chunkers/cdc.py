@@ -50,7 +50,11 @@ class CDCChunker(BaseChunker):
     the tokenizer's pre-tokens (for BERT tokenizers each CJK character and each
     punctuation mark is one), and a pre-token still heavier into token pieces of
     ``max_tokens``; the pieces are then units of the same rolling hash.
-    Spans are projected back onto the source, so they tile it.
+    Spans are projected back onto the source, so they tile it. No chunk exceeds
+    ``max_tokens``: where the summed counts are not exact (a tokenizer that is
+    not additive, or a piece cut inside a pre-token) the finished chunks are
+    re-counted and any chunk over ``max_tokens`` is split near its middle at a
+    word start until it fits.
     """
 
     kind = "cdc"
@@ -99,6 +103,11 @@ class CDCChunker(BaseChunker):
             "primary_mask_bits": p.primary_mask_bits,
             "backup_mask_bits": p.backup_mask_bits,
         }
+
+    @property
+    def _recount_limit(self) -> int:
+        """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
+        return self.max_tokens
 
     def _symbols_of(self, keys: list[tuple[bool, str]]) -> list[int]:
         """steadlith's symbol of each (blank line before, word), memoised per distinct key."""

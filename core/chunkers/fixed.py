@@ -22,8 +22,10 @@ class FixedChunker(BaseChunker):
 
     Windows are filled word by word and cut at the first token of a word; a word
     longer than the window on its own is cut at its pre-token starts (then at
-    token starts). No overlap: the study found 10-20% overlap re-embedded as much
-    and retrieved less.
+    token starts). With a tokenizer whose counts do not add up over words (or a
+    word cut inside a pre-token) every chunk is re-counted, and one over
+    ``max_tokens`` is cut near its middle at a word start until it fits. No
+    overlap: the study found 10-20% overlap re-embedded as much and retrieved less.
     """
 
     kind = "fixed"
@@ -38,6 +40,11 @@ class FixedChunker(BaseChunker):
     @property
     def params(self) -> dict[str, int]:
         return {"max_tokens": self.max_tokens, "hard_max_tokens": self.hard_max_tokens}
+
+    @property
+    def _recount_limit(self) -> int:
+        """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
+        return self.max_tokens
 
     def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:
         limit = self.max_tokens

@@ -42,6 +42,10 @@ class RecursiveChunker(BaseChunker):
     with or without it), then into token windows. At each level the pieces are
     packed greedily while they fit; a piece too large for the target is split at
     the next level on its own, so it also stops the packing from cascading.
+    No chunk exceeds ``target_tokens``: where the summed counts are not exact (a
+    tokenizer that is not additive, or a piece cut inside a pre-token) the
+    finished chunks are re-counted and any chunk over ``target_tokens`` is split
+    near its middle at a word start until it fits.
     """
 
     kind = "recursive"
@@ -56,6 +60,11 @@ class RecursiveChunker(BaseChunker):
     @property
     def params(self) -> dict[str, int]:
         return {"target_tokens": self.target_tokens, "hard_max_tokens": self.hard_max_tokens}
+
+    @property
+    def _recount_limit(self) -> int:
+        """Re-counted chunks keep to ``target_tokens``, not only to the hard maximum."""
+        return self.target_tokens
 
     def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:
         units, levels = self._units(analysis)
