@@ -257,6 +257,16 @@ def _read_paths(args: argparse.Namespace) -> Any:
     )
 
 
+def _file_fields(files: Any) -> dict[str, Any]:
+    """What file discovery left out, for --json reports."""
+    return {
+        "skipped_files": [{"doc_id": d, "reason": r} for d, r in files.skipped],
+        "empty_files": files.empty,
+        "ignored": files.ignored,
+        "links_not_followed": files.links,
+    }
+
+
 def _file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore excluded,
@@ -445,6 +455,8 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     )
     for name, text in _file_notes(files):
         print(f"rechunk: {name} {text}", file=sys.stderr)
+    if args.json:  # a reader of stdout gets an answer too
+        _print_json({"nothing_matched": True, "written": False, **_file_fields(files)})
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
@@ -497,11 +509,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
             _record_roots(args, files.roots, replace=args.prune)
     report.documents["skipped"] += len(files.skipped)
     if args.json:
-        data = report.to_dict()
-        data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
-        data["empty_files"] = files.empty
-        data["ignored"] = files.ignored
-        data["links_not_followed"] = files.links
+        data = {**report.to_dict(), **_file_fields(files)}
         data["documents"]["not_given"] = unlisted
         data["model_loaded"] = embedder.loaded
         _print_json(data)
@@ -655,11 +663,7 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
             _record_roots(args, files.roots, replace=True)
     if args.json:
-        data = result.to_dict()
-        data["skipped_files"] = [{"doc_id": d, "reason": r} for d, r in files.skipped]
-        data["ignored"] = files.ignored
-        data["links_not_followed"] = files.links
-        _print_json(data)
+        _print_json({**result.to_dict(), **_file_fields(files)})
     else:
         report = result.sync
         print(f"rechunk reindex -> {result.collection} ({report.policy})")

@@ -243,6 +243,8 @@ def test_sync_and_reindex_follow_gitignore(notes: Path,
     # when every match is excluded, the warning says so, and nothing is written
     assert main(["sync", "notes", "--glob", "wip.md"]) == 0
     assert "excluded by .gitignore" in capsys.readouterr().err
+    code, nothing = run_json(capsys, "sync", "notes", "--glob", "wip.md")
+    assert code == 0 and nothing["nothing_matched"] and nothing["ignored"] == ["drafts/"]
 
 
 def test_reindex_reads_roots_recorded_by_earlier_versions(
