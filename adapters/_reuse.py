@@ -207,6 +207,23 @@ def _batches(missing: list[str], batch_size: int | None) -> Iterator[list[str]]:
         yield missing[start : start + size]
 
 
+def check_texts(texts: object) -> list[str]:
+    """``texts`` as a list; :class:`~rechunk.InputError` for a single ``str`` or for an item
+    that is not a ``str`` (named by its position)."""
+    if isinstance(texts, (str, bytes)):
+        raise InputError("texts must be a list of str, not a single str")
+    try:
+        items: list[object] = list(texts)  # type: ignore[call-overload]
+    except TypeError:
+        raise InputError(f"texts must be a list of str, got {type(texts).__name__}") from None
+    strings = []
+    for index, text in enumerate(items):
+        if not isinstance(text, str):
+            raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        strings.append(text)
+    return strings
+
+
 class Reuse:
     """Reuse by input key for one model identity over an EmbeddingCache.
 
@@ -242,12 +259,7 @@ class Reuse:
 
     def plan(self, texts: Sequence[str]) -> Plan:
         """Keys of ``texts``, the cached vectors among them, and the distinct misses."""
-        if isinstance(texts, (str, bytes)):
-            raise InputError("texts must be a list of str, not a single str")
-        items = list(texts)
-        for index, text in enumerate(items):
-            if not isinstance(text, str):
-                raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        items = check_texts(texts)
         key_of = {text: input_key(self.model_id, text) for text in dict.fromkeys(items)}
         dimension = self._known_dimension() if key_of else self.dimension
         found: dict[str, npt.NDArray[np.float32]] = {}

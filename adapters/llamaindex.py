@@ -49,6 +49,7 @@ says. LLMs still see the document's metadata: only rechunk's keys are added to
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -65,6 +66,7 @@ from rechunk.adapters._reuse import (
     check_cache_queries,
     check_dimension,
     check_model_id,
+    check_texts,
     default_model_id,
     keyed_chunks,
     make_chunker,
@@ -83,6 +85,7 @@ from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.node_parser.interface import NodeParser  # noqa: E402
 from llama_index.core.node_parser.node_utils import default_id_func  # noqa: E402
 from llama_index.core.schema import (  # noqa: E402
+    BaseComponent,
     BaseNode,
     Document,
     MetadataMode,
@@ -108,6 +111,95 @@ METADATA_KEYS: Final = (POLICY_KEY, MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY,
 
 _CUSTOM: Final = "custom"
 _TEXT_TEMPLATE: Final[str] = TextNode.model_fields["text_template"].default
+#: BaseEmbedding's bound on ``embed_batch_size``.
+_MAX_BATCH: Final[int] = 2048
+#: Fields that describe what was built at construction (assigning them raises ConfigError).
+_PARSER_FIXED: Final = frozenset({"policy", "params", "policy_id"})
+_EMBEDDING_FIXED: Final = frozenset({"model_name"})
+_PICKLING: Final = "cannot be pickled (as IngestionPipeline(num_workers=...) needs)"
+
+
+def _check_count(name: str, value: object, most: int | None = None) -> None:
+    """:class:`~rechunk.ConfigError` unless ``value`` is an ``int`` from 1 (to ``most``)."""
+    if type(value) is not int or value < 1 or (most is not None and value > most):
+        bound = f"from 1 to {most}" if most is not None else "of at least 1"
+        raise ConfigError(f"{name} must be an int {bound}, got {value!r}")
+
+
+def _checked(name: str, value: Any) -> Any:
+    """``value`` for the field ``name`` of either class, checked as its constructor checks it.
+
+    ``callback_manager=None`` becomes a new ``CallbackManager([])`` (as in LlamaIndex);
+    fields without a check pass unchanged.
+    """
+    if name == "callback_manager":
+        if value is None:
+            return CallbackManager([])
+        if not isinstance(value, CallbackManager):
+            raise ConfigError(
+                f"callback_manager must be a LlamaIndex CallbackManager or None, "
+                f"got {type(value).__name__}"
+            )
+    elif name in ("include_metadata", "include_prev_next_rel") and type(value) is not bool:
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    elif name == "id_func" and callable(value) and value is not default_id_func:
+        raise ConfigError("RechunkNodeParser sets content-addressed node ids; it takes no id_func")
+    elif name == "model_id" and check_model_id(value) is None:
+        raise ConfigError("model_id must be a non-empty str, got None")
+    elif name == "embed_batch_size":
+        _check_count(name, value, _MAX_BATCH)
+    elif name == "num_workers" and value is not None:
+        _check_count(name, value)
+    elif name == "dimension":
+        check_dimension(value)
+    elif name == "cache_queries":
+        check_cache_queries(value)
+    return value
+
+
+def _check_kept(state: Mapping[str, Any], owner: str, parts: Mapping[str, str]) -> None:
+    """:class:`~rechunk.ConfigError` when LlamaIndex's pickle ``state`` left out a private part.
+
+    ``BaseComponent.__getstate__`` drops each private attribute it cannot pickle (with
+    a logged warning) and the copy then lacks it; ``parts`` maps the private
+    attributes that must travel to what the error calls them.
+    """
+    kept = state.get("__pydantic_private__") or {}
+    lost = [what for name, what in parts.items() if name not in kept]
+    if lost:
+        raise ConfigError(f"{owner} {_PICKLING}: {' and '.join(lost)} cannot be pickled")
+
+
+class _ComponentState:
+    """A LlamaIndex component's pickle state, taken once; it unpickles as the component.
+
+    ``lost`` names the private attributes the copy would miss: those the state
+    leaves out (LlamaIndex cannot pickle them) when the component's ``__init__``
+    cannot take its fields, so that LlamaIndex's ``__setstate__``, which first
+    tries ``__init__(**fields)``, falls back to the state without them.
+    """
+
+    def __init__(self, component: BaseComponent) -> None:
+        self.kind = type(component)
+        self.state: dict[str, Any] = component.__getstate__()
+        kept = self.state.get("__pydantic_private__") or {}
+        dropped = [name for name in component.__pydantic_private__ or {} if name not in kept]
+        try:
+            inspect.signature(self.kind.__init__).bind(component, **self.state["__dict__"])
+        except TypeError:
+            self.lost = dropped
+        else:
+            self.lost = []
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _restore, (self.kind, self.state)
+
+
+def _restore(kind: type[BaseComponent], state: dict[str, Any]) -> BaseComponent:
+    """A component from its pickle state, as pickle rebuilds one (``__new__``, ``__setstate__``)."""
+    component = kind.__new__(kind)
+    component.__setstate__(state)
+    return component
 
 
 class RechunkNodeParser(NodeParser):
@@ -124,6 +216,14 @@ class RechunkNodeParser(NodeParser):
     tokenizer's identity, ``"tokenizer:<identity>"``); pass your embedding
     model's rechunk ``model_id`` to make ``rechunk_input_key`` equal rechunk's
     cache keys.
+
+    ``policy``, ``params`` and ``policy_id`` describe the chunker, built once:
+    assigning them raises :class:`~rechunk.ConfigError` (construct a new parser).
+    ``model_id``, ``include_metadata``, ``include_prev_next_rel`` and
+    ``callback_manager`` may be assigned (checked as in the constructor) and take
+    effect on the next call. Pickling (``IngestionPipeline.run(num_workers=...)``)
+    needs a picklable tokenizer: a lambda or local function raises
+    :class:`~rechunk.ConfigError` when pickled; pass a module-level function.
 
     Contracts: see the module docstring for ids, offsets, relationships and
     metadata. Offsets are restored after LlamaIndex's own post-processing
@@ -161,9 +261,10 @@ class RechunkNodeParser(NodeParser):
         id_func: Any = None,
         **chunker_params: Any,
     ) -> None:
-        if callable(id_func) and id_func is not default_id_func:
+        _checked("id_func", id_func)
+        if params is not None and not isinstance(params, Mapping):
             raise ConfigError(
-                "RechunkNodeParser sets content-addressed node ids; it takes no id_func"
+                f"params must be a mapping of the chunker's parameters, got {type(params).__name__}"
             )
         merged = {**(params or {}), **chunker_params}
         chunker = make_chunker(policy, tokenizer, merged, receiver="the node parser")
@@ -181,10 +282,29 @@ class RechunkNodeParser(NodeParser):
             "policy_id": chunker.policy_id,
             "include_metadata": include_metadata,
             "include_prev_next_rel": include_prev_next_rel,
-            "callback_manager": callback_manager or CallbackManager([]),
+            "callback_manager": callback_manager,
         }
-        super().__init__(**fields)
+        super().__init__(**{name: _checked(name, value) for name, value in fields.items()})
         self._chunker = chunker
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign a field, checked as in the constructor; the chunker's fields are refused."""
+        if name in _PARSER_FIXED:
+            raise ConfigError(
+                f"{name} describes the chunker, which is built once: construct a new "
+                "RechunkNodeParser(...) instead of assigning it"
+            )
+        super().__setattr__(name, _checked(name, value))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """LlamaIndex's pickle state, refused when it would lose the chunker."""
+        state: dict[str, Any] = super().__getstate__()
+        what = (
+            f"its chunker {type(self._chunker).__name__} (a tokenizer given as a lambda or a "
+            "local function cannot be: pass a module-level function)"
+        )
+        _check_kept(state, "RechunkNodeParser", {"_chunker": what})
+        return state
 
     @classmethod
     def class_name(cls) -> str:
@@ -300,7 +420,9 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
 
     Contracts:
 
-    * ``get_text_embedding_batch`` (behind the pipeline's ``__call__``) takes
+    * ``get_text_embedding_batch`` (behind the pipeline's ``__call__``) checks
+      that every text is a ``str`` (else :class:`~rechunk.InputError` naming its
+      position, before anything is looked up or embedded), then takes
       ``embed_batch_size`` texts at a time (its progress bar counts these
       batches); each batch de-duplicates its texts, looks each up under
       ``input_key(model_id, text)`` and sends only misses to
@@ -319,13 +441,21 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
       ``num_workers`` at a time when set), as in LlamaIndex.
     * Callbacks and instrumentation: this object reports no ``EMBEDDING`` event
       of its own; only the underlying's calls do, for the texts it really
-      embeds. A ``TokenCountingHandler`` therefore counts model tokens, and a
-      cache hit counts nothing. (LlamaIndex's own ``embeddings_cache`` and
-      ``rate_limiter`` are not used here: give them to the underlying.)
+      embeds. Its ``callback_manager`` is the underlying's: the one passed here
+      (default: the underlying's own), or one assigned later (as
+      ``VectorStoreIndex(callback_manager=...)`` and ``Settings`` do), is given
+      to the underlying too. A ``TokenCountingHandler`` therefore counts model
+      tokens, and a cache hit counts nothing. (LlamaIndex's own
+      ``embeddings_cache`` and ``rate_limiter`` are not used here: give them to
+      the underlying.)
+    * Fields assigned after construction are checked as the constructor checks
+      them; ``model_name`` (the model id) cannot be assigned.
     * Pickling (``IngestionPipeline.run(num_workers=...)`` sends transformations
       to worker processes): the underlying and the cache travel with it, and
       one that cannot be pickled raises :class:`~rechunk.ConfigError` instead of
-      leaving a broken copy. An ``SQLiteCache`` reopens its file in each
+      leaving a broken copy. That includes an underlying with private attributes
+      LlamaIndex cannot pickle (it leaves them out) when its ``__init__`` cannot
+      take its fields to rebuild them. An ``SQLiteCache`` reopens its file in each
       worker, so all processes share it; a ``MemoryCache`` copy keeps what a
       worker writes in that worker. A worker's :attr:`stats` stay in the worker.
     * A cache opened read-only (``SQLiteCache(path, readonly=True)``) is read
@@ -347,6 +477,7 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
         dimension: int | None = None,
         cache_queries: bool = False,
         embed_batch_size: int = 256,
+        num_workers: int | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if not isinstance(underlying, BaseEmbedding):
@@ -355,18 +486,33 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
             )
         check_cache(cache, "MemoryCache, SQLiteCache, ...")
         model_id = check_model_id(model_id) or derive_model_id(underlying)
-        check_dimension(dimension)
-        check_cache_queries(cache_queries)
         fields: dict[str, Any] = {  # this class's pydantic fields and BaseEmbedding's
             "model_name": model_id,
             "embed_batch_size": embed_batch_size,
+            "num_workers": num_workers,
             "dimension": dimension,
             "cache_queries": cache_queries,
-            "callback_manager": callback_manager or CallbackManager([]),
+            "callback_manager": (
+                underlying.callback_manager if callback_manager is None else callback_manager
+            ),
         }
-        super().__init__(**fields)
+        super().__init__(**{name: _checked(name, value) for name, value in fields.items()})
         self._underlying = underlying
         self._reuse = DocumentsAndQueries(cache, model_id, dimension)
+        underlying.callback_manager = self.callback_manager
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assign a field, checked as in the constructor; ``callback_manager`` also goes to
+        the underlying (as ``VectorStoreIndex`` and ``Settings`` assign one)."""
+        if name in _EMBEDDING_FIXED:
+            raise ConfigError(
+                f"{name} is the model id in every key: construct a new CachedEmbedding(...) "
+                "instead of assigning it"
+            )
+        value = _checked(name, value)
+        if name == "callback_manager":
+            self._underlying.callback_manager = value
+        super().__setattr__(name, value)
 
     @classmethod
     def class_name(cls) -> str:
@@ -389,20 +535,26 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        """LlamaIndex's pickle state, refused when it would lose the underlying or the cache."""
+        """LlamaIndex's pickle state, refused when the copy would lack the underlying, its
+        private attributes or the cache.
+
+        The underlying's own state is taken once, checked and pickled as it is.
+        """
         state: dict[str, Any] = super().__getstate__()
-        kept = state.get("__pydantic_private__") or {}
-        parts = {"_underlying": ("underlying", self._underlying), "_reuse": ("cache", self.cache)}
-        lost = [
-            f"its {what} {type(part).__name__}"
-            for name, (what, part) in parts.items()
-            if name not in kept
-        ]
-        if lost:
+        parts = {
+            "_underlying": f"its underlying {type(self._underlying).__name__}",
+            "_reuse": f"its cache {type(self.cache).__name__}",
+        }
+        _check_kept(state, "CachedEmbedding", parts)
+        underlying = _ComponentState(self._underlying)
+        if underlying.lost:
             raise ConfigError(
-                "CachedEmbedding cannot be pickled (as IngestionPipeline(num_workers=...) "
-                f"needs): {' and '.join(lost)} cannot be pickled"
+                f"CachedEmbedding {_PICKLING}: {parts['_underlying']} would lose its private "
+                f"attribute(s) {', '.join(underlying.lost)} (LlamaIndex leaves out what it "
+                "cannot pickle, and this model's __init__ cannot rebuild it from its fields): "
+                "make them picklable, or create them in an __init__ that takes the fields"
             )
+        state["__pydantic_private__"]["_underlying"] = underlying
         return state
 
     # -- LlamaIndex's entry points -----------------------------------------------------------
@@ -413,6 +565,7 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
         self, texts: list[str], show_progress: bool = False, **kwargs: Any
     ) -> list[Embedding]:
         """Vectors of ``texts``, ``embed_batch_size`` at a time; only misses reach the model."""
+        texts = check_texts(texts)
         size = self.embed_batch_size
         batches = range(0, len(texts), size)
         vectors: list[Embedding] = []
@@ -424,6 +577,7 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
         self, texts: list[str], show_progress: bool = False, **kwargs: Any
     ) -> list[Embedding]:
         """Async :meth:`get_text_embedding_batch`; batches run concurrently."""
+        texts = check_texts(texts)
         size = self.embed_batch_size
         starts = range(0, len(texts), size)
         jobs = [self._aget_text_embeddings(texts[start : start + size]) for start in starts]

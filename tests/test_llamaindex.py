@@ -162,6 +162,50 @@ class PicklableMiniLM(BaseEmbedding):
         return self._get_query_embedding(query)
 
 
+class ClientEmbedding(FakeEmbedding):
+    """Takes its client in ``__init__`` (as examples/llamaindex_pipeline.py's model does)."""
+
+    _client: Any = PrivateAttr()
+
+    def __init__(self, client: Any) -> None:
+        super().__init__()
+        self._client = client
+
+
+class LockedEmbedding(FakeEmbedding):
+    """Creates its unpicklable lock in an ``__init__`` that takes its fields, as LlamaIndex's
+    API embeddings create their clients."""
+
+    _lock: Any = PrivateAttr()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._lock = threading.Lock()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            return super()._get_text_embeddings(texts)
+
+
+class ConcurrentEmbedding(FakeEmbedding):
+    """Records how many of its async calls run at once."""
+
+    _running: int = PrivateAttr(default=0)
+    _peak: int = PrivateAttr(default=0)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self._running += 1
+        self._peak = max(self._peak, self._running)
+        await asyncio.sleep(0.01)
+        self._running -= 1
+        return [self.vector(t) for t in texts]
+
+
+def _word_count(text: str) -> int:
+    """A tokenizer defined at module level, so it pickles (by name)."""
+    return len(text.split())
+
+
 @pytest.fixture(scope="module")
 def memo(minilm: Any) -> Memo:
     return Memo(minilm)
@@ -320,6 +364,47 @@ def test_parser_refuses_bad_configuration_and_input() -> None:
     data["policy_id"] = "fixed-000000000000"
     with pytest.raises(ConfigError, match="policy_id"):
         RechunkNodeParser.from_dict(data)
+    with pytest.raises(ConfigError, match="params must be a mapping"):
+        RechunkNodeParser("fixed", params=[("max_tokens", 9)])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="callback_manager"):
+        RechunkNodeParser("fixed", callback_manager=1)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="include_metadata"):
+        RechunkNodeParser("fixed", include_metadata="no")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="include_prev_next_rel"):
+        RechunkNodeParser("fixed", include_prev_next_rel=1)  # type: ignore[arg-type]
+
+
+def test_parser_fields_are_checked_and_the_chunkers_cannot_be_reassigned() -> None:
+    parser = RechunkNodeParser("fixed", max_tokens=300)
+    doc = Document(text=GUIDE_V1, id_="g")
+    before = parser.to_dict()
+    ids = [n.id_ for n in parser.get_nodes_from_documents([doc])]
+    for name, value in [("policy", "cdc"), ("params", {"max_tokens": 30}), ("policy_id", "x")]:
+        with pytest.raises(ConfigError, match=r"construct a new RechunkNodeParser"):
+            setattr(parser, name, value)
+    bad = {"model_id": "", "include_metadata": "no", "callback_manager": 1, "id_func": len}
+    for name, value in bad.items():
+        with pytest.raises(ConfigError, match=name):
+            setattr(parser, name, value)
+    assert parser.to_dict() == before
+    assert [n.id_ for n in parser.get_nodes_from_documents([doc])] == ids
+    parser.model_id = "my-model"  # read on every call: keys and ids follow it
+    nodes = parser.get_nodes_from_documents([doc])
+    keys = [input_key("my-model", n.text) for n in nodes]
+    assert [n.metadata[INPUT_KEY_KEY] for n in nodes] == keys
+    assert [n.id_ for n in nodes] != ids and parser.to_dict()["model_id"] == "my-model"
+
+
+def test_parser_pickles_a_module_level_tokenizer_and_refuses_a_lambda() -> None:
+    doc = Document(text=GUIDE_V1, id_="g")
+    parser = RechunkNodeParser("recursive", _word_count, target_tokens=40)
+    copied = pickle.loads(pickle.dumps(parser))
+    assert [n.id_ for n in copied.get_nodes_from_documents([doc])] == [
+        n.id_ for n in parser.get_nodes_from_documents([doc])
+    ]
+    lambda_parser = RechunkNodeParser("recursive", lambda text: len(text.split()), target_tokens=40)
+    with pytest.raises(ConfigError, match="pass a module-level function"):
+        pickle.dumps(lambda_parser)
 
 
 # --------------------------------------------------------------------------- CachedEmbedding
@@ -352,10 +437,48 @@ def test_model_identity_and_configuration() -> None:
         CachedEmbedding(FakeEmbedding(), {})
     with pytest.raises(ConfigError):
         CachedEmbedding(FakeEmbedding(), cache, dimension=-1)
+    for name, value in [
+        ("embed_batch_size", True),
+        ("embed_batch_size", "8"),
+        ("embed_batch_size", 0),
+        ("embed_batch_size", 4096),
+        ("num_workers", 0),
+        ("num_workers", True),
+        ("callback_manager", 1),
+    ]:
+        with pytest.raises(ConfigError, match=name):
+            CachedEmbedding(FakeEmbedding(), cache, **{name: value})
+    cached = CachedEmbedding(FakeEmbedding(), cache)
+    for name, value in [("embed_batch_size", 0), ("num_workers", "2"), ("model_name", "other")]:
+        with pytest.raises(ConfigError, match=name):
+            setattr(cached, name, value)
+    assert (cached.embed_batch_size, cached.num_workers) == (256, None)
+    assert cached.model_name == cached.model_id
     CachedEmbedding(FakeEmbedding(model_name="m1"), cache).get_text_embedding("a")
     other = FakeEmbedding(model_name="m2")
     CachedEmbedding(other, cache).get_text_embedding("a")
     assert other._calls == [["a"]]
+
+
+def test_a_bad_text_anywhere_changes_nothing() -> None:
+    fake, cache = FakeEmbedding(), MemoryCache()
+    cached = CachedEmbedding(fake, cache, embed_batch_size=2)
+    texts: list[Any] = ["a", "b", "c", None]
+    with pytest.raises(InputError, match="text 3 is a NoneType"):
+        cached.get_text_embedding_batch(texts)
+    with pytest.raises(InputError, match="text 3 is a NoneType"):
+        asyncio.run(cached.aget_text_embedding_batch(texts))
+    assert fake._calls == fake._async_calls == []
+    assert cache.stats().writes == 0 and cached.stats.inputs == 0
+
+
+def test_num_workers_bounds_the_concurrent_async_batches() -> None:
+    texts = [f"text {i}" for i in range(6)]
+    for num_workers, peak in [(2, 2), (None, 6)]:
+        model = ConcurrentEmbedding()
+        cached = CachedEmbedding(model, MemoryCache(), embed_batch_size=1, num_workers=num_workers)
+        vectors = asyncio.run(cached.aget_text_embedding_batch(texts))
+        assert len(vectors) == 6 and model._peak == peak
 
 
 def test_dimension_is_recorded_in_the_cache(tmp_path: Path) -> None:
@@ -444,6 +567,44 @@ def test_an_unpicklable_cache_is_refused_when_pickling() -> None:
     cached.get_text_embedding("a")
     with pytest.raises(ConfigError, match=r"its cache LockedCache cannot be pickled"):
         pickle.dumps(cached)
+
+
+def test_an_underlying_that_would_lose_private_state_is_refused_when_pickling() -> None:
+    cached = CachedEmbedding(ClientEmbedding(threading.Lock()), MemoryCache())
+    with pytest.raises(ConfigError, match=r"ClientEmbedding would lose .*_client"):
+        pickle.dumps(cached)
+    assert len(cached.get_text_embedding("a")) == 8  # the original is untouched
+    # LlamaIndex rebuilds a model through an __init__ that takes its fields: that copy works
+    copy = pickle.loads(pickle.dumps(CachedEmbedding(LockedEmbedding(), MemoryCache())))
+    copy.get_text_embedding("b")
+    assert copy.underlying._calls == [["b"]]  # through the lock its __init__ created again
+
+
+def test_token_counting_handler_counts_the_models_tokens_for_misses_only() -> None:
+    from llama_index.core import VectorStoreIndex
+
+    def counting() -> tuple[TokenCountingHandler, CallbackManager]:
+        counter = TokenCountingHandler(tokenizer=str.split)
+        return counter, CallbackManager([counter])
+
+    counter, manager = counting()
+    fake = FakeEmbedding()
+    cached = CachedEmbedding(fake, MemoryCache(), embed_batch_size=2, callback_manager=manager)
+    cached.get_text_embedding_batch(["one two", "three", "one two"])
+    assert counter.total_embedding_token_count == 3  # each miss once, the repeat a hit
+    asyncio.run(cached.aget_text_embedding_batch(["three", "four five six"]))
+    assert counter.total_embedding_token_count == 6  # only the new text
+    # assigned after construction, as VectorStoreIndex(callback_manager=...) and Settings do
+    counter, manager = counting()
+    nodes = [TextNode(text="seven eight", id_="n1"), TextNode(text="three", id_="n2")]
+    VectorStoreIndex(nodes, embed_model=cached, callback_manager=manager)
+    assert counter.total_embedding_token_count == 2
+    assert cached.callback_manager is fake.callback_manager is manager
+    # by default the underlying keeps its own callback manager
+    counter, manager = counting()
+    own = CachedEmbedding(FakeEmbedding(callback_manager=manager), MemoryCache())
+    own.get_text_embedding("a b")
+    assert counter.total_embedding_token_count == 2
 
 
 @pytest.mark.slow
