@@ -122,7 +122,12 @@ _FIELDS: Final = (
 _STR_FIELDS: Final = ("doc_id", "revision", "policy", "input_key", "model_id")
 _INT_FIELDS: Final = ("ordinal", "start", "end", "tokens")
 _INT64: Final = 2**63
-_CHROMA_RESERVED_PREFIX: Final = "chroma:"
+#: Key prefixes Chroma refuses in metadata (its own keys, and its filter operators).
+_CHROMA_RESERVED_PREFIXES: Final = ("chroma:", "$", "#")
+#: The most metadata values (a list counts each item) one Chroma record may hold. Past
+#: 5,461 (chromadb 1.5 here) its compaction fails and leaves the collection unwritable
+#: for good; the margin leaves room for rechunk's own fields.
+CHROMA_MAX_VALUES: Final = 5000
 
 T = TypeVar("T")
 
@@ -364,7 +369,16 @@ def _flat_list(value: list[Any]) -> bool:
 def check_metadata(metadata: Mapping[str, Any], owner: str, layout: Layout, *, flat: bool) -> None:
     """Check the metadata of ``owner`` (``"point ID"``, ``"document 'ID'"``): reserved
     keys and non-JSON values -> ConfigError; with ``flat`` (Chroma) a None or dict
-    value, or a list Chroma cannot hold -> StoreError."""
+    value, a list Chroma cannot hold, a key Chroma reserves, or more values than
+    :data:`CHROMA_MAX_VALUES` -> StoreError."""
+    if flat:
+        values = sum(len(v) if type(v) is list else 1 for v in metadata.values())
+        if values > CHROMA_MAX_VALUES:
+            raise StoreError(
+                f"{owner}: metadata holds {values} values (a list counts each item); Chroma "
+                f"takes at most about {CHROMA_MAX_VALUES} in one record (more leaves the "
+                "collection unwritable): store long lists as a JSON string yourself"
+            )
     for key, value in metadata.items():
         where = f"{owner}: metadata {key!r}"
         if type(key) is not str or not key:
@@ -381,8 +395,11 @@ def check_metadata(metadata: Mapping[str, Any], owner: str, layout: Layout, *, f
             )
         _check_json(value, where)
         if flat:
-            if key.startswith(_CHROMA_RESERVED_PREFIX):
-                raise StoreError(f"{where}: Chroma reserves keys starting with 'chroma:'")
+            if key.startswith(_CHROMA_RESERVED_PREFIXES):
+                raise StoreError(
+                    f"{where}: Chroma reserves keys starting with "
+                    f"{', '.join(map(repr, _CHROMA_RESERVED_PREFIXES))}; rename it"
+                )
             if value is None or type(value) is dict or (
                 type(value) is list and not _flat_list(value)
             ):

@@ -11,6 +11,7 @@ default embedding model is never downloaded.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -59,6 +60,11 @@ _FROM_CHROMA: Final = {value: key for key, value in _TO_CHROMA.items()}
 DIMENSION_KEY: Final = "rechunk:dimension"
 LAYOUT_KEY: Final = "rechunk:layout"
 _MODEL_SAMPLE: Final = 256
+#: The most bytes one write request should carry (estimated: text, metadata as JSON and
+#: the vector as JSON numbers). A Chroma server refuses large bodies ("Payload too
+#: large"), and a sync that fails there would fail the same way on every re-run.
+MAX_REQUEST_BYTES: Final = 8 << 20
+_BYTES_PER_NUMBER: Final = 24  # a float32 written out as JSON, with its separator
 
 
 def http_client(
@@ -105,7 +111,8 @@ class ChromaStore(StoreBase["ClientAPI"]):
     stored, so that ``langchain_chroma.Chroma(client=..., collection_name=...)``
     or ``llama_index``'s ``ChromaVectorStore(chroma_collection=...)`` reads the
     collection. Requests carry at most ``batch_size`` records (and never more
-    than the client's ``get_max_batch_size()``).
+    than the client's ``get_max_batch_size()``); a write request also carries at
+    most about :data:`MAX_REQUEST_BYTES` (a server refuses larger bodies).
 
     Contracts:
 
@@ -325,12 +332,14 @@ class ChromaStore(StoreBase["ClientAPI"]):
         return self.get_points_many([doc_id])[doc_id]
 
     def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
-        """:meth:`get_points` of each doc_id: one filtered read per ``batch_size`` ids."""
+        """:meth:`get_points` of each doc_id: one filtered read per ``batch_size`` ids (at
+        most the client's ``get_max_batch_size()``)."""
         ids = check_doc_ids(doc_ids)
         collection = self._require()
         points: list[StoredPoint] = []
+        size = self._max_batch()  # SQLite limits the values of one $in filter too
         with self._errors("read points from"):
-            for chunk in batches(ids, self._batch_size):
+            for chunk in batches(ids, size):
                 where = {"doc_id": {"$in": list(chunk)}}
                 for page in self._pages(
                     collection, where=where, include=["metadatas", "documents"]
@@ -354,8 +363,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
             return {}
         collection = self._require()
         found: dict[str, npt.NDArray[np.float32]] = {}
+        size = self._max_batch()
         with self._errors("read vectors from"):
-            for chunk in batches(keys, self._batch_size):
+            for chunk in batches(keys, size):
                 where = {"$and": [{"input_key": {"$in": list(chunk)}}, {"model_id": model_id}]}
                 for page in self._pages(
                     collection, where=where, include=["embeddings", "metadatas"]
@@ -368,14 +378,15 @@ class ChromaStore(StoreBase["ClientAPI"]):
         return found
 
     def doc_ids(self) -> set[str]:
-        """Every doc_id that has at least one record (reads every record's metadata)."""
+        """Every doc_id that has at least one rechunk record (reads every record's metadata;
+        a record another tool wrote, with a ``doc_id`` of its own, is not counted)."""
         collection = self._require()
         found: set[str] = set()
         with self._errors("read doc ids from"):
             for page in self._pages(collection, include=["metadatas"]):
                 for metadata in page["metadatas"] or []:
                     doc_id = (metadata or {}).get("doc_id")
-                    if isinstance(doc_id, str):
+                    if isinstance(doc_id, str) and isinstance(metadata.get("input_key"), str):
                         found.add(doc_id)
         return found
 
@@ -434,13 +445,13 @@ class ChromaStore(StoreBase["ClientAPI"]):
                     f"collection {self._collection!r}: {shown}; write them with a vector; "
                     f"nothing was written"
                 )
-            for chunk in batches(upserts, size):
-                records = [self._record(w, current) for w in chunk]
+            records = [(w, *self._record(w, current)) for w in upserts]
+            for chunk in _requests(records, size, config.dimension):
                 collection.upsert(
-                    ids=[w.id for w in chunk],
-                    embeddings=np.stack([w.vector for w in chunk if w.vector is not None]),
-                    metadatas=[metadata for _, metadata in records],
-                    documents=[document for document, _ in records],
+                    ids=[w.id for w, _, _ in chunk],
+                    embeddings=np.stack([w.vector for w, _, _ in chunk if w.vector is not None]),
+                    metadatas=[metadata for _, _, metadata in chunk],
+                    documents=[document for _, document, _ in chunk],
                 )
             self._update(collection, updates, current, size)
 
@@ -475,25 +486,25 @@ class ChromaStore(StoreBase["ClientAPI"]):
         size: int,
     ) -> None:
         """Payload-only updates: metadata (stale keys set to None, which Chroma deletes)."""
-        same_text: list[tuple[str, dict[str, Any]]] = []
-        new_text: list[tuple[str, dict[str, Any], str]] = []
+        same_text: list[tuple[str, str, dict[str, Any]]] = []
+        new_text: list[tuple[str, str, dict[str, Any]]] = []
         for write in updates:
             document, metadata = self._record(write, current)
             if document == current[write.id][0]:
-                same_text.append((write.id, metadata))
+                same_text.append((write.id, "", metadata))
             else:
-                new_text.append((write.id, metadata, document))
-        for chunk in batches(same_text, size):
-            collection.update(ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk])
-        for text_chunk in batches(new_text, size):
+                new_text.append((write.id, document, metadata))
+        for chunk in _requests(same_text, size):
+            collection.update(ids=[i for i, _, _ in chunk], metadatas=[m for _, _, m in chunk])
+        for text_chunk in _requests(new_text, size):
             self._update_documents(collection, text_chunk)
 
     def _update_documents(
-        self, collection: Collection, chunk: Sequence[tuple[str, dict[str, Any], str]]
+        self, collection: Collection, chunk: Sequence[tuple[str, str, dict[str, Any]]]
     ) -> None:
         ids = [i for i, _, _ in chunk]
-        metadatas: Any = [m for _, m, _ in chunk]
-        documents = [d for _, _, d in chunk]
+        metadatas: Any = [m for _, _, m in chunk]
+        documents = [d for _, d, _ in chunk]
         low_level = _low_level_update(collection)
         if low_level is not None:
             low_level(
@@ -537,6 +548,26 @@ class ChromaStore(StoreBase["ClientAPI"]):
         """Delete the collection and every record in it."""
         with self._errors("drop"):
             self._client.delete_collection(self._collection)
+
+
+def _requests(
+    records: Sequence[tuple[Any, str, dict[str, Any]]], size: int, dimension: int = 0
+) -> Iterator[Sequence[tuple[Any, str, dict[str, Any]]]]:
+    """``(write or id, document, metadata)`` records in consecutive requests of at most
+    ``size`` records and (but for a single record) :data:`MAX_REQUEST_BYTES` bytes."""
+    start, total = 0, 0
+    for i, (_, document, metadata) in enumerate(records):
+        weight = (
+            len(document.encode("utf-8", "replace"))
+            + len(json.dumps(metadata, ensure_ascii=False).encode("utf-8", "replace"))
+            + dimension * _BYTES_PER_NUMBER
+        )
+        if i > start and (i - start == size or total + weight > MAX_REQUEST_BYTES):
+            yield records[start:i]
+            start, total = i, 0
+        total += weight
+    if start < len(records):
+        yield records[start:]
 
 
 def _low_level_update(collection: Collection) -> Callable[..., Any] | None:

@@ -260,20 +260,33 @@ class QdrantStore(StoreBase["QdrantClient"]):
             return None
         with self._errors("count the points of"):
             points = self._client.count(self._collection, exact=True).count
-            records, _ = self._client.scroll(
-                self._collection,
-                limit=_MODEL_SAMPLE,
-                with_payload=models.PayloadSelectorInclude(include=[self._path("model_id")]),
-                with_vectors=False,
-            )
-        model_ids = {self._field(r.payload, "model_id") for r in records}
+            model_ids = self._sampled_model_ids()
+            other: Layout = "llamaindex" if self._layout == "langchain" else "langchain"
+            if points and not model_ids:
+                written_in = QdrantStore(self._client, self._collection, other)
+                if written_in._sampled_model_ids():
+                    raise StoreError(
+                        f"Qdrant collection {self._collection!r} holds rechunk points in the "
+                        f"{other} layout, not {self._layout}: a collection keeps one layout"
+                    )
         return CollectionInfo(
             name=self._collection,
             dimension=vectors.dimension,
             distance=vectors.distance,
             points=points,
-            model_ids=frozenset(m for m in model_ids if isinstance(m, str)),
+            model_ids=model_ids,
         )
+
+    def _sampled_model_ids(self) -> frozenset[str]:
+        """The model_ids of up to ``_MODEL_SAMPLE`` points, read in this store's layout."""
+        records, _ = self._client.scroll(
+            self._collection,
+            limit=_MODEL_SAMPLE,
+            with_payload=models.PayloadSelectorInclude(include=[self._path("model_id")]),
+            with_vectors=False,
+        )
+        model_ids = {self._field(r.payload, "model_id") for r in records}
+        return frozenset(m for m in model_ids if isinstance(m, str))
 
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
         """Create the collection, or check that the existing one has this dimension and distance."""
@@ -454,14 +467,17 @@ class QdrantStore(StoreBase["QdrantClient"]):
         return found
 
     def doc_ids(self) -> set[str]:
-        """Every doc_id that has at least one point."""
+        """Every doc_id that has at least one rechunk point (a point another tool wrote,
+        such as a LlamaIndex node with a ``doc_id`` of its own, is not counted)."""
         self._require()
-        selector = models.PayloadSelectorInclude(include=[self._path("doc_id")])
+        fields = [self._path("doc_id"), self._path("input_key")]
+        selector = models.PayloadSelectorInclude(include=fields)
         with self._errors("read doc ids from"):
-            values = {
-                self._field(r.payload, "doc_id") for r in self._scroll(None, payload=selector)
+            pairs = {
+                (self._field(r.payload, "doc_id"), self._field(r.payload, "input_key"))
+                for r in self._scroll(None, payload=selector)
             }
-        return {v for v in values if isinstance(v, str)}
+        return {doc for doc, key in pairs if isinstance(doc, str) and isinstance(key, str)}
 
     def search(
         self, vector: npt.NDArray[np.float32], k: int = 5

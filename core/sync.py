@@ -235,6 +235,11 @@ def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) 
             f"collection {store.collection!r} does not exist; "
             "call store.ensure_collection(embedder.dimension) first"
         )
+    if info.dimension == 0:  # a Chroma collection made elsewhere, with no vector yet
+        raise StoreError(
+            f"collection {info.name!r} records no dimension yet; call "
+            "store.ensure_collection(embedder.dimension) first"
+        )
     if info.dimension != embedder.dimension:
         raise StoreError(
             f"collection {info.name!r} holds {info.dimension}-dimensional vectors but "
@@ -290,6 +295,12 @@ def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     return changed
 
 
+def _same_types(stored: PointPayload, new: PointPayload) -> bool:
+    """Whether two equal payloads' metadata also agree in type: Python finds ``1 == True ==
+    1.0``, but a store filters on the type (``where={"public": True}`` misses a 1)."""
+    return json.dumps(stored.metadata, sort_keys=True) == json.dumps(new.metadata, sort_keys=True)
+
+
 def _plan(
     doc: Document,
     chunks: list[Chunk],
@@ -321,7 +332,7 @@ def _plan(
             plan.writes.append(PointWrite(pid, payload, None))
             plan.needs_vector.setdefault(key, chunk.text)
             report.added += 1
-        elif current.payload != payload:
+        elif current.payload != payload or not _same_types(current.payload, payload):
             plan.writes.append(PointWrite(pid, payload, None))
             report.updated += 1
         else:

@@ -31,6 +31,7 @@ from store_contract import (
     unit,
 )
 
+import rechunk
 from rechunk.errors import ConfigError, StoreError, StoreUnavailableError, TransientError
 from rechunk.store import PointPayload, PointWrite, StoredPoint
 
@@ -143,9 +144,11 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
     store = ChromaStore(persistent, name)
     store.ensure_collection(DIM)
     raw = persistent.get_collection(name, embedding_function=None)
-    raw.add(ids=[new_id()], embeddings=[unit(0)], metadatas=[{"x": 1}], documents=["?"])
+    raw.add(ids=[new_id()], embeddings=[unit(0)], metadatas=[{"doc_id": "theirs"}],
+            documents=["?"])
     with pytest.raises(StoreError, match="not a rechunk point"):
         store.search(unit(0))
+    assert store.doc_ids() == set()  # so that a prune never asks for its records
 
 
 def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
@@ -156,6 +159,16 @@ def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
     store = ChromaStore(persistent, name)
     assert store.collection_info() is not None
     assert store.collection_info().dimension == 0  # type: ignore[union-attr]
+
+    class Ones:  # the smallest rechunk Embedder
+        model_id, dimension, max_input_tokens = "ones", DIM, None
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), DIM), dtype=np.float32)
+
+    with pytest.raises(StoreError, match="records no dimension yet"):
+        rechunk.sync([rechunk.Document("a", "Some text.")], store,
+                     chunker=rechunk.FixedChunker(max_tokens=50), embedder=Ones())
     with pytest.raises(StoreError, match="cosine"):
         store.ensure_collection(DIM)
     info = store.ensure_collection(DIM, "dot")
@@ -324,3 +337,17 @@ def test_vectors_are_float32(persistent: Any) -> None:
     store.write([PointWrite(new_id(), payload(0), raw)])
     got = store.get_vectors([payload(0).input_key], MODEL)[payload(0).input_key]
     assert got.dtype == np.float32 and got.tobytes() == raw.tobytes()
+
+
+def test_write_requests_are_capped_in_records_and_bytes() -> None:
+    """A Chroma server refuses large bodies: a sync of big metadata must not fail there on
+    every run (a single record larger than the cap still goes alone)."""
+    from rechunk.adapters.chroma import MAX_REQUEST_BYTES, _requests
+
+    third = [(i, "x" * (MAX_REQUEST_BYTES // 3), {}) for i in range(7)]
+    assert [len(request) for request in _requests(third, 100)] == [2, 2, 2, 1]
+    assert [len(request) for request in _requests(third, 1)] == [1] * 7
+    huge = [(0, "", {"acl": "u" * 2 * MAX_REQUEST_BYTES}), (1, "", {})]
+    assert [len(request) for request in _requests(huge, 100)] == [1, 1]
+    vectors = [(i, "", {}) for i in range(10)]  # 384 numbers as JSON, about 9 KB each
+    assert [len(r) for r in _requests(vectors, 4, dimension=384)] == [4, 4, 2]

@@ -225,12 +225,15 @@ def test_closed_client_is_a_store_error(tmp_path: Path) -> None:
 def test_foreign_points_are_reported(client: QdrantClient) -> None:
     store = QdrantStore(client, "docs")
     store.ensure_collection(DIM)
+    # a LangChain document whose metadata has a doc_id of its own
+    foreign = {"page_content": "t", "metadata": {"doc_id": "theirs"}}
     client.upsert(
         "docs",
-        points=[models.PointStruct(id=new_id(), vector=unit(0).tolist(), payload={"x": 1})],
+        points=[models.PointStruct(id=new_id(), vector=unit(0).tolist(), payload=foreign)],
     )
     with pytest.raises(StoreError, match="not a rechunk point"):
         store.search(unit(0))
+    assert store.doc_ids() == set()  # so that a prune never asks for its points
 
 
 def test_collection_with_other_vector_names_is_refused(client: QdrantClient) -> None:
@@ -461,3 +464,17 @@ def test_every_filtered_field_is_indexed_also_on_a_foreign_collection(layout: La
     assert sorted(f for c, f in client.indexed if c == "new") == sorted(
         prefix + f for f in ("doc_id", "input_key", "model_id")
     )
+
+
+def test_layout_mismatch_is_refused(client: QdrantClient) -> None:
+    """Writing a collection in the other layout would rewrite its points in another format
+    (the same ids), and every document would look new."""
+    store = QdrantStore(client, "docs", "langchain")
+    store.ensure_collection(DIM)
+    store.write([PointWrite(new_id(), payload(0), unit(0))])
+    other = QdrantStore(client, "docs", "llamaindex")
+    with pytest.raises(StoreError, match="langchain layout, not llamaindex"):
+        other.ensure_collection(DIM)
+    with pytest.raises(StoreError, match="keeps one layout"):
+        other.collection_info()
+    assert store.collection_info() is not None  # its own layout reads it as before

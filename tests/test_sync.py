@@ -294,13 +294,28 @@ def test_metadata_the_store_cannot_hold_is_refused_before_any_write(
     before = snapshot(store)
     bad: list[dict[str, Any]] = [{"document_id": "x"}]  # the llamaindex layout's own key
     if isinstance(store, ChromaStore):
-        bad += [{"owner": None}, {"tags": []}, {"nested": {"a": 1}}, {"chroma:x": 1}]
+        bad += [{"owner": None}, {"tags": []}, {"nested": {"a": 1}}, {"chroma:x": 1},
+                {"$and": 1}, {"#x": 1}, {"pages": list(range(5462))},
+                {f"k{i}": i for i in range(5462)}]  # past 5,461 Chroma breaks for good
     for metadata in bad:
         for dry_run in (False, True):
             with pytest.raises(InputError, match="document 'b'"):
                 sync([Document("a", GUIDE_V1), Document("b", NOTES, metadata=metadata)], store,
                      chunker=chunker, embedder=minilm, cache=cache, dry_run=dry_run)
             assert snapshot(store) == before
+
+
+def test_a_change_of_metadata_type_is_written(make_store: StoreFactory, minilm: Any,
+                                              chunker: Any) -> None:
+    """1 == True == 1.0 in Python, but a store filters by type: sync compares types too."""
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    for value in (1, True, 1.0, 1):
+        report = sync([Document("a", NOTES, metadata={"public": value})], store,
+                      chunker=chunker, embedder=minilm, cache=cache)
+        stored = [p.payload.metadata["public"] for p in store.get_points("a")]
+        assert stored and all(type(v) is type(value) and v == value for v in stored)
+    assert report.chunks["updated"] == len(stored) and report.inputs["embedded"] == 0
 
 
 class Overflowing(RecordingEmbedder):
