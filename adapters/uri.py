@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -25,12 +26,15 @@ from urllib.parse import urlsplit
 
 from rechunk._optional import require
 from rechunk.adapters._layout import Layout, check_layout
-from rechunk.errors import ConfigError, StoreError
+from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
 
 __all__ = ["DEFAULT_STORE", "OpenStore", "open_store", "store_exists"]
 
 DEFAULT_STORE = "qdrant:.rechunk/qdrant"
 SCHEMES = ("qdrant:", "qdrant+http://", "qdrant+https://", "chroma:", "chroma+http://")
+#: How long a server may take to answer the first request before the CLI gives up (the
+#: clients themselves wait much longer, or, Chroma's, for ever).
+PROBE_SECONDS = 10.0
 #: The file an embedded store writes into its folder when it is first opened.
 _MARKERS = {"qdrant:": "meta.json", "chroma:": "chroma.sqlite3"}
 
@@ -93,11 +97,14 @@ def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
 
     if uri.startswith("qdrant+"):
         url = uri[len("qdrant+") :]
-        _host_port(uri, required_port=False)
+        host, port = _host_port(uri, required_port=False)
+        key = os.environ.get("QDRANT_API_KEY")
+        _probe(uri, host, port or 6333, "/", {"api-key": key} if key else {})
+        # the client checks the server's version in a thread of its own and warns in two
+        # lines when it cannot; the request that follows reports that failure in one
+        warnings.filterwarnings("ignore", message="Failed to obtain server version")
         try:
-            client = qdrant_client.QdrantClient(
-                url=url, api_key=os.environ.get("QDRANT_API_KEY") or None, timeout=10
-            )
+            client = qdrant_client.QdrantClient(url=url, api_key=key or None, timeout=10)
         except ValueError as exc:  # urllib3's LocationParseError among them
             raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from exc
         return OpenStore(uri, "qdrant", QdrantStore(client, collection, layout=layout), client)
@@ -110,16 +117,33 @@ def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
 
 def _host_port(uri: str, *, required_port: bool) -> tuple[str, int | None]:
     """The host and port of a server URI; ConfigError when either is missing or invalid."""
-    parts = urlsplit(uri.split("+", 1)[1])
     try:
+        parts = urlsplit(uri.split("+", 1)[1])
         port = parts.port
-    except ValueError as exc:
-        raise ConfigError(f"store URI {uri!r} has an invalid port: {exc}") from exc
+    except ValueError as exc:  # a bad port, or a bracket that is not closed
+        raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from exc
     if not parts.hostname:
         raise ConfigError(f"store URI {uri!r} has no host")
     if required_port and not port:
         raise ConfigError(f"store URI {uri!r} needs a host and a port")
     return parts.hostname, port
+
+
+def _probe(uri: str, host: str, port: int, path: str, headers: dict[str, str]) -> None:
+    """StoreUnavailableError when the server accepts no request within PROBE_SECONDS; any
+    answer (an error status included) or a refused connection is left to the client."""
+    import httpx
+
+    scheme = "https" if "+https://" in uri else "http"
+    netloc = f"[{host}]" if ":" in host else host
+    try:
+        httpx.get(f"{scheme}://{netloc}:{port}{path}", headers=headers, timeout=PROBE_SECONDS)
+    except httpx.TimeoutException:
+        raise StoreUnavailableError(
+            f"the server at {uri} did not answer within {PROBE_SECONDS:g} s"
+        ) from None
+    except httpx.HTTPError:
+        return
 
 
 def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStore:
@@ -129,6 +153,7 @@ def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
     if uri.startswith("chroma+http://"):
         host, port = _host_port(uri, required_port=True)
         assert port is not None
+        _probe(uri, host, port, "/api/v2/heartbeat", {})
         client = http_client(host, port)
     else:
         client = chromadb.PersistentClient(path=_folder(uri, create))

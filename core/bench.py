@@ -1,9 +1,11 @@
 """The study's Table-I view: R_c per chunker, language and edit band on revision pairs.
 
 A corpus is a JSON-lines file with one revision pair per line: ``old`` and
-``new`` (required), ``id`` and ``lang`` (optional; ``lang`` defaults to
-``"?"``). The edit band is computed from the texts with :func:`edit_fraction`.
-R_c is article-macro-averaged: the mean of the per-pair values.
+``new`` (required), ``id`` and ``lang`` (optional strings; ids must differ;
+``lang`` defaults to ``"?"``). The edit band is computed from the texts with
+:func:`edit_fraction`. R_c is article-macro-averaged: the mean of the per-pair
+values. The no-edit control chunks each old text a second time and takes R_c of
+that against the first: any chunker that is not deterministic shows above 0.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ ChunkFn = Callable[[str], Sequence[Chunk]]
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Revision pairs from a JSON-lines file (see the module docstring)."""
     pairs = []
+    first_line: dict[str, int] = {}
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        # lines end at "\n" only: U+2028 and the like are text inside a JSON string
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read corpus {path}: {exc}") from exc
     for number, line in enumerate(lines, 1):
@@ -47,6 +51,15 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
             raise InputError(f"{path}:{number}: each line needs string fields 'old' and 'new'")
         row.setdefault("id", f"line-{number}")
         row.setdefault("lang", "?")
+        for field in ("id", "lang"):
+            if not isinstance(row[field], str):
+                raise InputError(f"{path}:{number}: {field!r} must be a string, got {row[field]!r}")
+        if row["id"] in first_line:
+            raise InputError(
+                f"{path}:{number}: id {row['id']!r} is also the id of line "
+                f"{first_line[row['id']]}; every pair needs its own"
+            )
+        first_line[row["id"]] = number
         pairs.append(row)
     if not pairs:
         raise InputError(f"{path} holds no revision pairs")
@@ -79,12 +92,13 @@ def run_bench(
                 t0 = time.perf_counter()
                 old, new = list(chunk(pair["old"])), list(chunk(pair["new"]))
                 seconds += time.perf_counter() - t0
+                again = list(chunk(pair["old"]))  # the control: the same text, chunked again
             except Exception as exc:  # a failure is a result of the benchmark
                 failures.append({"id": str(pair["id"]), "error": f"{type(exc).__name__}: {exc}"})
                 continue
             nbytes += len(pair["old"].encode("utf-8")) + len(pair["new"].encode("utf-8"))
             values[pair["id"]] = recompute_fraction(old, new)
-            control = max(control, recompute_fraction(old, old))
+            control = max(control, recompute_fraction(old, again))
             tokens.extend(c.tokens for c in new)
         cells: dict[str, dict[str, Any]] = {}
         for lang in langs:

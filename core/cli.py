@@ -544,6 +544,7 @@ def collection_status(store: Any) -> dict[str, Any]:
         "distance": info.distance,
         "documents": len(revisions),
         "chunks": chunks,
+        "other_points": info.points - chunks,  # written by another tool
         "policies": dict(policies),
         "models": dict(models),
         "revisions": revisions,
@@ -573,6 +574,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"collection {status['collection']}: {status['documents']} documents, "
         f"{status['chunks']} chunks ({status['dimension']}-d, {status['distance']})"
     )
+    if status["other_points"]:
+        print(
+            f"other points: {status['other_points']} not written by rechunk (another tool's); "
+            "query refuses a collection that holds them"
+        )
     for name in ("policies", "models"):
         print(f"{name}: " + ", ".join(f"{k} ({v} chunks)" for k, v in status[name].items()))
     for doc_id, revs in status["revisions"].items():
@@ -598,14 +604,25 @@ def _cmd_query(args: argparse.Namespace) -> int:
     text = " ".join(args.text)
     if not text.strip():
         raise InputError("the query text is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the terminal passed that are not UTF-8
+        raise InputError("the query text is not valid UTF-8; check the terminal") from None
     embedder = _embedder(args.model)
+    tokens = embedder.count_tokens(text) + embedder.special_tokens
+    if tokens > embedder.max_input_tokens:
+        raise InputError(
+            f"the query has {tokens} tokens, but the model reads at most "
+            f"{embedder.max_input_tokens}: shorten it"
+        )
     opened = _open(args, create=False)
     try:
         _check_collection(opened.store, embedder.model_id)
-        if opened.store.collection_info() is None:
+        info = opened.store.collection_info()
+        if info is None:
             raise StoreError(f"collection {args.collection!r} does not exist (nothing synced yet)")
         vector = embedder.embed([text])[0]
-        hits = opened.store.search(vector, args.k)
+        hits = opened.store.search(vector, max(1, min(args.k, info.points)))
     finally:
         opened.close()
     rows = [
@@ -707,9 +724,18 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
+_CHART_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _chart_path(name: str) -> Path:
     """Where ``--plot`` writes (a name without suffix gets .png), checked writable up front."""
     path = Path(name)
+    if path.name in ("", ".", ".."):
+        raise ConfigError(f"--plot {name!r}: give a file name, such as bands.png")
+    if path.suffix and path.suffix.lower() not in _CHART_SUFFIXES:
+        raise ConfigError(
+            f"--plot {name!r}: a chart is written as {', '.join(_CHART_SUFFIXES)} (by the suffix)"
+        )
     if not path.suffix:
         path = path.with_name(path.name + ".png")
     existed = path.exists()
@@ -964,6 +990,16 @@ _PATH_ERRORS = (
 )
 
 
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """An error as one line: a server's answer quoted in it (an HTML page, a JSON body)
+    is cut at its first line break and at ``limit`` characters (--debug shows it all)."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    line = lines[0]
+    if len(lines) > 1 or len(line) > limit:
+        line = line[:limit].rstrip() + " [...] (--debug shows all)"
+    return line
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -981,7 +1017,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RechunkError as exc:
         if args.debug:
             raise
-        print(f"rechunk: error: {exc}", file=sys.stderr)
+        print(f"rechunk: error: {_one_line(exc)}", file=sys.stderr)
         if isinstance(exc, (StoreError, EmbeddingError, CacheError)):
             return EXIT_BACKEND
         if isinstance(exc, (ConfigError, InputError, MissingDependencyError)):
@@ -993,7 +1029,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if args.debug:
             raise
-        print(f"rechunk: error: {exc}", file=sys.stderr)
+        print(f"rechunk: error: {_one_line(exc)}", file=sys.stderr)
         # a path given on the command line that cannot be used is the caller's to fix;
         # anything else (a full disk, an I/O error) is the machine's
         return EXIT_USAGE if isinstance(exc, _PATH_ERRORS) else EXIT_BACKEND

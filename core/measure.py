@@ -31,14 +31,27 @@ def atoms(text: str) -> list[str]:
 def edit_fraction(old_text: str, new_text: str) -> float:
     """(atoms removed + atoms added) / (old atoms + new atoms).
 
-    Atoms are compared with ``difflib.SequenceMatcher(autojunk=False)``. Two
-    empty texts give 0.0.
+    Atoms are compared with ``difflib.SequenceMatcher(autojunk=False)``, after the
+    atoms the two texts share at their start and end are set aside (equal texts cost
+    no diff at all). Two empty texts give 0.0. The diff grows with the product of
+    the lengths between the first and the last change.
     """
     a, b = atoms(old_text), atoms(new_text)
     if not a and not b:
         return 0.0
+    if a == b:
+        return 0.0
+    shortest = min(len(a), len(b))
+    head = 0
+    while head < shortest and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
     changed = 0
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False
+    )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
             changed += (i2 - i1) + (j2 - j1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
@@ -9,13 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rechunk.cli import main
-from rechunk.errors import ConfigError
+from rechunk.errors import ConfigError, InputError
 from rechunk.files import read_documents
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,6 +194,76 @@ def test_exit_codes(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert module.returncode == 0 and module.stdout.startswith("rechunk ")
 
 
+def test_servers_that_hang_or_answer_html_fail_in_one_line(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+    import threading
+
+    import rechunk.adapters.uri as uri
+
+    monkeypatch.setattr(uri, "PROBE_SECONDS", 0.5)
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never answers
+    html = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HTMLEverywhere)
+    threading.Thread(target=html.serve_forever, daemon=True).start()
+    try:
+        for scheme in ("qdrant+http", "chroma+http"):
+            started = time.monotonic()
+            store = f"{scheme}://127.0.0.1:{silent.getsockname()[1]}"
+            assert main(["status", "--store", store]) == 3
+            assert "did not answer within 0.5 s" in capsys.readouterr().err
+            assert time.monotonic() - started < 10
+            assert main(["status", "--store", f"{scheme}://127.0.0.1:{html.server_port}"]) == 3
+            err = capsys.readouterr().err
+            assert len(err.splitlines()) == 1 and err.startswith("rechunk: error: ")
+    finally:
+        html.shutdown()
+        silent.close()
+    assert main(["status", "--store", "qdrant+http://[::1"]) == 2  # not a URL
+    assert "not a valid URL" in capsys.readouterr().err
+
+
+class HTMLEverywhere(http.server.BaseHTTPRequestHandler):
+    """A web server where a vector store was expected: an HTML page for every request."""
+
+    def _page(self) -> None:
+        body = b"<!DOCTYPE html>\n<html>\n<body>\n<p>Not a vector store</p>\n</body>\n</html>\n"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _page
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_query_and_status_limits(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sync", "docs"]) == 0
+    capsys.readouterr()
+    assert main(["query", "caf\udce9"]) == 2  # a byte the terminal could not decode
+    assert "not valid UTF-8" in capsys.readouterr().err
+    assert main(["query", *["word"] * 300]) == 2
+    assert "shorten it" in capsys.readouterr().err
+    code, hits = run_json(capsys, "query", "sync", "-k", str(2**63 - 1))
+    code, status = run_json(capsys, "status")
+    assert code == 0 and len(hits) == status["chunks"] and status["other_points"] == 0
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(workdir / ".rechunk" / "qdrant"))
+    target = client.get_aliases().aliases[0].collection_name if client.get_aliases().aliases \
+        else "rechunk"
+    client.upsert(target, [models.PointStruct(id=str(uuid.uuid4()), vector=[0.1] * 384,
+                                              payload={"page_content": "x", "metadata": {}})])
+    client.close()
+    code, status = run_json(capsys, "status")
+    assert status["other_points"] == 1
+    assert main(["status"]) == 0
+    assert "1 not written by rechunk" in capsys.readouterr().out
+
+
 def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
     (tmp_path / "bom.md").write_bytes("\ufeff# Title\n\nBody.\n".encode())
     files = read_documents([str(tmp_path)], ["*.md"])
@@ -309,6 +381,32 @@ def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "R_c, en\n" in out and f"chart written to {tmp_path / 'bands.png'}\n" in out
     assert max(len(line) for line in out.splitlines()) <= 100  # fits a terminal
     assert (tmp_path / "bands.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_corpus_and_control(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rechunk import Chunk
+    from rechunk.bench import load_pairs, run_bench
+
+    calls = iter(range(10**6))
+
+    def unstable(text: str) -> list[Chunk]:  # cuts differently on every call
+        return [Chunk(0, len(text), f"{text} #{next(calls)}", 3)]
+
+    result = run_bench([{"id": "a", "lang": "en", "old": "x", "new": "x"}], {"u": unstable})
+    assert result["chunkers"]["u"]["control_max"] == 1.0  # the old text chunked again
+    corpus = tmp_path / "c.jsonl"
+    line = {"old": "a\u2028b", "new": "a\u2028c", "id": "p", "lang": "zh"}
+    corpus.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert [p["new"] for p in load_pairs(corpus)] == ["a\u2028c"]  # not split at U+2028
+    for bad, message in [({"id": "p"}, "also the id of line 1"), ({"lang": None}, "'lang'"),
+                         ({"id": ["x"]}, "'id'")]:
+        corpus.write_text(json.dumps(line) + "\n" + json.dumps({**line, **bad}) + "\n")
+        with pytest.raises(InputError, match=message):
+            load_pairs(corpus)
+    corpus.write_text(json.dumps(line) + "\n")
+    for plot in ("/", ".", str(tmp_path / "chart.xyz")):
+        assert main(["bench", str(corpus), "--chunker", "fixed", "--plot", plot]) == 2
+        assert "--plot" in capsys.readouterr().err
 
 
 def test_every_command_has_help() -> None:
