@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from typing import Any
@@ -46,6 +47,7 @@ _MUL = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
 _MUL_INV = pow(_MUL, -1, 1 << 64)
 _WINDOW_BASE = 0xD6E8FEB86659FD93
 _BLOCK = 1 << 16
+_POWER_STEP = 1 << 10
 
 
 def _mix(x: U64) -> U64:
@@ -58,16 +60,27 @@ def _mix(x: U64) -> U64:
     return out
 
 
+def _powers(base: int, n: int) -> U64:
+    """``base**0 .. base**(n-1)`` modulo 2**64."""
+    out = np.full(n, base, dtype=np.uint64)
+    out[0] = 1
+    return np.cumprod(out, dtype=np.uint64)
+
+
+@functools.lru_cache(maxsize=4)
+def _low_powers(base: int) -> U64:
+    """``base**0 .. base**(_POWER_STEP - 1)``, computed once per base."""
+    table = _powers(base, _POWER_STEP)
+    table.flags.writeable = False
+    return table
+
+
 def _powers_at(base: int, exponents: IntArray) -> U64:
-    """``base**e`` modulo 2**64 for each non-negative exponent ``e`` (square and multiply)."""
-    out = np.ones(len(exponents), dtype=np.uint64)
-    rest = exponents.astype(np.uint64)
-    square = base
-    while rest.any():
-        odd = (rest & np.uint64(1)).astype(np.bool_)
-        out[odd] *= np.uint64(square)
-        rest >>= np.uint64(1)
-        square = square * square % (1 << 64)
+    """``base**e`` modulo 2**64 for each non-negative exponent ``e``, from two short tables
+    (``e = q * _POWER_STEP + r``), not one as long as the text."""
+    step = pow(base, _POWER_STEP, 1 << 64)
+    high = _powers(step, int(exponents.max(initial=0)) // _POWER_STEP + 1)
+    out: U64 = high[exponents // _POWER_STEP] * _low_powers(base)[exponents % _POWER_STEP]
     return out
 
 
