@@ -64,6 +64,9 @@ _MODEL_SAMPLE: Final = 256
 #: the vector as JSON numbers). A Chroma server refuses large bodies ("Payload too
 #: large"), and a sync that fails there would fail the same way on every re-run.
 MAX_REQUEST_BYTES: Final = 8 << 20
+#: How long one request to a Chroma server may wait for its answer (Chroma's default: for
+#: ever).
+REQUEST_SECONDS = 300.0
 _BYTES_PER_NUMBER: Final = 24  # a float32 written out as JSON, with its separator
 
 
@@ -79,6 +82,9 @@ def http_client(
 
     Chroma's ``HttpClient`` contacts the server as it is created and raises a
     ``ValueError`` when it cannot; this turns that into rechunk's retry-safe error.
+    Its requests wait for an answer for ever; this client's give up after
+    :data:`REQUEST_SECONDS` (connecting: 10 s), so a server that stops answering
+    mid-sync is a :class:`StoreUnavailableError`, not a hang.
     """
     kwargs: dict[str, Any] = {"host": host, "port": port, "ssl": ssl}
     if headers is not None:
@@ -86,13 +92,19 @@ def http_client(
     if settings is not None:
         kwargs["settings"] = settings
     try:
-        return chromadb.HttpClient(**kwargs)
+        client = chromadb.HttpClient(**kwargs)
     except Exception as exc:
         if is_unreachable(exc):
             raise StoreUnavailableError(
                 f"cannot reach the Chroma server at {host}:{port}: {exc}"
             ) from exc
         raise StoreError(f"cannot connect to the Chroma server at {host}:{port}: {exc}") from exc
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client) and session.timeout.read is None:
+        session.timeout = httpx.Timeout(REQUEST_SECONDS, connect=10.0)
+    return client
 
 
 @dataclass(frozen=True)

@@ -351,3 +351,22 @@ def test_write_requests_are_capped_in_records_and_bytes() -> None:
     assert [len(request) for request in _requests(huge, 100)] == [1, 1]
     vectors = [(i, "", {}) for i in range(10)]  # 384 numbers as JSON, about 9 KB each
     assert [len(r) for r in _requests(vectors, 4, dimension=384)] == [4, 4, 2]
+
+
+def test_a_server_that_stops_answering_is_unavailable_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    monkeypatch.setattr(chroma_adapter, "REQUEST_SECONDS", 1.0)
+    with running_chroma(tmp_path / "data") as running:
+        client = http_client("127.0.0.1", running.port,
+                             settings=Settings(anonymized_telemetry=False))
+        store = ChromaStore(client, "docs")
+        store.ensure_collection(DIM)
+        running.process.send_signal(signal.SIGSTOP)  # alive, but answers nothing
+        try:
+            with pytest.raises(StoreUnavailableError):
+                store.collection_info()
+        finally:
+            running.process.send_signal(signal.SIGCONT)
