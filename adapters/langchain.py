@@ -59,12 +59,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import struct
 import threading
 import uuid
 import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -87,7 +88,8 @@ from rechunk.adapters._reuse import (
     keyed_chunks,
     make_chunker,
 )
-from rechunk.cache import CacheStats, EmbeddingCache, encode_items
+from rechunk.cache import CacheStats, EmbeddingCache, check_keys, encode_items
+from rechunk.cache import check_model_id as check_entry_model_id
 from rechunk.chunk import Chunk, Chunker
 from rechunk.errors import CacheError, ConfigError, InputError
 from rechunk.identity import POINT_NAMESPACE, hash_fields, input_key, point_id, text_revision
@@ -573,6 +575,7 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
 _MAGIC: Final = b"RCV1"
 _HEADER: Final = struct.Struct("<4sIII")  # magic, dimension, crc32 of the vector, len(model_id)
 _MODEL_DOMAIN: Final = "rechunk/bytestore-model/v1"
+_STORE_KEY: Final = re.compile(r"[0-9A-Za-z_.\-]+")
 
 
 class ByteStoreCache:
@@ -588,8 +591,10 @@ class ByteStoreCache:
     ``get_many(keys, model_id, dimension)`` returns only entries whose stored
     model id and dimension equal the ones asked for and whose checksum holds;
     anything else is a miss (a damaged entry also counts in ``stats().corrupt``).
-    ``put_many`` validates every item before writing any, then writes them in
-    one ``mset``. ``stats().entries`` counts the keys under ``namespace``.
+    ``put_many`` validates every item before writing any (keys: letters, digits,
+    ``_``, ``.`` and ``-``, which every store can hold), then writes them in one
+    ``mset``; a store's own failure is a :class:`~rechunk.errors.CacheError`.
+    ``stats().entries`` counts the keys under ``namespace``.
     """
 
     def __init__(self, store: ByteStore, namespace: str = "rechunk/") -> None:
@@ -631,9 +636,26 @@ class ByteStoreCache:
             raise CacheError("the cache is closed")
 
     def _prefix(self, model_id: str) -> str:
-        if not isinstance(model_id, str) or not model_id:
-            raise InputError("model_id must be a non-empty string")
+        check_entry_model_id(model_id)
         return f"{self._namespace}{hash_fields(_MODEL_DOMAIN, (model_id,))[:32]}/"
+
+    @staticmethod
+    def _check_store_keys(keys: Sequence[str]) -> None:
+        """Keys a file-backed store can hold, checked before any I/O."""
+        for key in keys:
+            if not _STORE_KEY.fullmatch(key) or key in (".", ".."):
+                raise InputError(
+                    f"key {key!r}: a ByteStoreCache key is made of letters, digits, '_', "
+                    "'.' and '-' (rechunk's input keys are hex)"
+                )
+
+    def _store_call(self, action: str, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except Exception as exc:
+            raise CacheError(
+                f"{type(self._store).__name__} failed to {action}: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def get_many(
         self, keys: Sequence[str], model_id: str, dimension: int
@@ -643,15 +665,11 @@ class ByteStoreCache:
         prefix = self._prefix(model_id)
         if type(dimension) is not int or dimension <= 0:
             raise InputError(f"dimension must be a positive int, got {dimension!r}")
-        if isinstance(keys, (str, bytes)):
-            raise InputError("keys must be a sequence of str, not a single str")
-        wanted = list(dict.fromkeys(keys))
-        for key in wanted:
-            if not isinstance(key, str):
-                raise InputError(f"every key must be a str, got {type(key).__name__}")
+        wanted = check_keys(keys)
+        self._check_store_keys(wanted)
         if not wanted:
             return {}
-        values = self._store.mget([prefix + key for key in wanted])
+        values = self._store_call("read", lambda: self._store.mget([prefix + k for k in wanted]))
         found: dict[str, npt.NDArray[np.float32]] = {}
         corrupt = 0
         model = model_id.encode("utf-8")
@@ -673,12 +691,14 @@ class ByteStoreCache:
         self._check_open()
         prefix = self._prefix(model_id)
         model = model_id.encode("utf-8")
+        rows = encode_items(items)
+        self._check_store_keys([key for key, _, _, _ in rows])
         pairs = [
             (prefix + key, _HEADER.pack(_MAGIC, dimension, checksum, len(model)) + model + data)
-            for key, dimension, checksum, data in encode_items(items)
+            for key, dimension, checksum, data in rows
         ]
         if pairs:
-            self._store.mset(pairs)
+            self._store_call("write", lambda: self._store.mset(pairs))
         with self._lock:
             self._writes += len(pairs)
         return len(pairs)
@@ -686,7 +706,9 @@ class ByteStoreCache:
     def stats(self) -> CacheStats:
         """Hits, misses, writes and corrupt entries of this object; entries under the namespace."""
         self._check_open()
-        entries = sum(1 for _ in self._store.yield_keys(prefix=self._namespace))
+        entries = self._store_call(
+            "list", lambda: sum(1 for _ in self._store.yield_keys(prefix=self._namespace))
+        )
         with self._lock:
             return CacheStats(self._hits, self._misses, self._writes, entries, self._corrupt)
 

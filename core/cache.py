@@ -52,6 +52,8 @@ __all__ = [
     "EmbeddingCache",
     "MemoryCache",
     "SQLiteCache",
+    "check_keys",
+    "check_model_id",
     "encode_items",
     "record_dimension",
     "recorded_dimension",
@@ -129,9 +131,19 @@ class EmbeddingCache(Protocol):
 # --------------------------------------------------------------------------- validation
 
 
-def _check_model_id(model_id: object) -> str:
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_model_id(model_id: object) -> str:
     if not isinstance(model_id, str) or not model_id:
         raise InputError("model_id must be a non-empty string")
+    if not _utf8(model_id):
+        raise InputError("model_id holds a lone surrogate (not valid UTF-8)")
     return model_id
 
 
@@ -141,14 +153,16 @@ def _check_dimension(dimension: object) -> int:
     return dimension
 
 
-def _check_keys(keys: Sequence[str]) -> list[str]:
+def check_keys(keys: Sequence[str]) -> list[str]:
     """Distinct keys in first-seen order; every key must be a str."""
-    if isinstance(keys, (str, bytes)):
-        raise InputError("keys must be a sequence of str, not a single str")
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+        raise InputError(f"keys must be a sequence of str, got {type(keys).__name__}")
     seen: dict[str, None] = {}
     for key in keys:
         if not isinstance(key, str):
             raise InputError(f"every key must be a str, got {type(key).__name__}")
+        if not _utf8(key):
+            raise InputError(f"key {key!r} holds a lone surrogate (not valid UTF-8)")
         seen[key] = None
     return list(seen)
 
@@ -159,6 +173,8 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
     The blob is the vector as little-endian float32 bytes; every backend stores
     these rows (an invalid item raises :class:`InputError` before any is returned).
     """
+    if not isinstance(items, Iterable):
+        raise InputError(f"items must be (key, vector) pairs, got {type(items).__name__}")
     rows: list[tuple[str, int, int, bytes]] = []
     for index, item in enumerate(items):
         try:
@@ -167,6 +183,8 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
             raise InputError(f"item {index} is not a (key, vector) pair") from None
         if not isinstance(key, str):
             raise InputError(f"item {index}: key must be a str, got {type(key).__name__}")
+        if not _utf8(key):
+            raise InputError(f"item {index}: key holds a lone surrogate (not valid UTF-8)")
         if not isinstance(vector, np.ndarray) or vector.dtype != np.float32:
             kind = getattr(vector, "dtype", type(vector).__name__)
             raise InputError(f"item {index}: vector must be a float32 ndarray, got {kind}")
@@ -180,8 +198,14 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
 
 
 def _intact(blob: bytes, dimension: int, checksum: int) -> bool:
-    """Whether ``blob`` holds ``dimension`` float32 values matching ``checksum``."""
-    return len(blob) == dimension * 4 and zlib.crc32(blob) == checksum
+    """Whether ``blob`` holds ``dimension`` float32 values matching ``checksum`` (a damaged
+    file may hand back NULL or text where the bytes were)."""
+    return (
+        isinstance(blob, bytes)
+        and len(blob) == dimension * 4
+        and isinstance(checksum, int)
+        and zlib.crc32(blob) == checksum
+    )
 
 
 def _rows(keys: list[str], block: npt.NDArray[np.float32]) -> dict[str, Vector]:
@@ -273,9 +297,9 @@ class MemoryCache:
 
     def get_many(self, keys: Sequence[str], model_id: str, dimension: int) -> dict[str, Vector]:
         """Vectors of ``keys`` stored under exactly ``model_id`` and ``dimension``."""
-        _check_model_id(model_id)
+        check_model_id(model_id)
         _check_dimension(dimension)
-        wanted = _check_keys(keys)
+        wanted = check_keys(keys)
         with self._lock:
             self._check_open()
             stored = [(key, self._data.get((model_id, key))) for key in wanted]
@@ -288,7 +312,7 @@ class MemoryCache:
 
     def put_many(self, items: Iterable[tuple[str, Vector]], model_id: str) -> int:
         """Store ``(key, vector)`` pairs under ``model_id``, all or nothing."""
-        _check_model_id(model_id)
+        check_model_id(model_id)
         rows = encode_items(items)
         copies = []
         for key, _, _, blob in rows:
@@ -305,6 +329,7 @@ class MemoryCache:
     def stats(self) -> CacheStats:
         """Counters of this cache; ``entries`` is the number of entries held."""
         with self._lock:
+            self._check_open()
             entries = len(self._data)
         return self._counters.snapshot(entries)
 
@@ -316,6 +341,7 @@ class MemoryCache:
 
     def __len__(self) -> int:
         with self._lock:
+            self._check_open()
             return len(self._data)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -481,7 +507,7 @@ class SQLiteCache:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             if not self.readonly:
                 conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeError) as exc:  # UnicodeError: a damaged schema page
             raise CacheError(f"cannot open cache {self.path}: {exc}") from exc
         return conn
 
@@ -514,7 +540,7 @@ class SQLiteCache:
             if str(mode).lower() != "wal" and not self.readonly:
                 self._set_wal(conn)
             self._check_truncation(conn)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeError) as exc:  # damaged bytes, or text
             raise CacheError(f"cannot read cache {self.path}: {exc}; left untouched") from exc
 
     @staticmethod
@@ -624,9 +650,9 @@ class SQLiteCache:
         Looks keys up ``LOOKUP_CHUNK`` at a time with ``WHERE key IN (...)``,
         all in one read transaction (a consistent snapshot).
         """
-        _check_model_id(model_id)
+        check_model_id(model_id)
         _check_dimension(dimension)
-        wanted = _check_keys(keys)
+        wanted = check_keys(keys)
         found_keys: list[str] = []
         blobs: list[bytes] = []
         corrupt = 0
@@ -636,8 +662,12 @@ class SQLiteCache:
                     conn.execute("BEGIN")
                     for start in range(0, len(wanted), LOOKUP_CHUNK):
                         chunk = wanted[start : start + LOOKUP_CHUNK]
+                        asked = set(chunk)
                         rows = conn.execute(_lookup_sql(len(chunk)), (model_id, *chunk))
                         for key, dim, checksum, blob in rows:
+                            if key not in asked:  # a damaged index: never another's row
+                                corrupt += 1
+                                continue
                             if dim != dimension:
                                 continue
                             if _intact(blob, dim, checksum):
@@ -659,7 +689,7 @@ class SQLiteCache:
         """Store ``(key, vector)`` pairs under ``model_id`` in one transaction."""
         if self.readonly:
             raise CacheError(f"cache {self.path} was opened read-only")
-        _check_model_id(model_id)
+        check_model_id(model_id)
         rows = encode_items(items)
         if not rows:
             return 0

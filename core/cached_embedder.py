@@ -227,4 +227,5 @@ class CachedEmbedder:
         self._stats.add(
             inputs_embedded=len(batch), tokens_embedded=tokens, seconds_embedding=elapsed
         )
-        return result
+        own: npt.NDArray[np.float32] = result.copy()  # an embedder may reuse its buffer
+        return own

@@ -119,6 +119,7 @@ class CacheContract:
             ("k", np.array([1.0, np.inf, 0.0, 0.0], dtype=np.float32)),
             ("k", [1.0, 2.0]),
             (1, np.ones(4, dtype=np.float32)),
+            ("caf\udce9", np.ones(4, dtype=np.float32)),  # a lone surrogate: not UTF-8
             ("only-a-key",),
         ],
     )
@@ -138,6 +139,11 @@ class CacheContract:
             cache.get_many(["a"], MODEL, 0)
         with pytest.raises(InputError):
             cache.get_many(["a"], MODEL, True)
+        for keys, model in ((None, MODEL), (["caf\udce9"], MODEL), (["a"], "m\udce9")):
+            with pytest.raises(InputError):
+                cache.get_many(keys, model, 4)  # type: ignore[arg-type]
+        with pytest.raises(InputError):
+            cache.put_many(None, MODEL)  # type: ignore[arg-type]
 
     def test_closed_cache_refuses(self, cache: EmbeddingCache) -> None:
         cache.close()
@@ -145,6 +151,8 @@ class CacheContract:
             cache.get_many(["a"], MODEL, 4)
         with pytest.raises(CacheError):
             cache.put_many([("a", np.ones(4, dtype=np.float32))], MODEL)
+        with pytest.raises(CacheError):
+            cache.stats()
 
     def test_pickled_copy_keeps_entries_and_counters(self, cache: EmbeddingCache) -> None:
         cache.put_many([(k, vector_for(k, 8)) for k in "ab"], MODEL)
@@ -354,6 +362,40 @@ def test_corrupt_entry_is_a_counted_miss(tmp_path: Path) -> None:
         assert cache.stats().corrupt == 2
         cache.put_many([("k1", vector_for("k1", 8))], MODEL)  # a rewrite repairs it
         assert bits(cache.get_many(["k1"], MODEL, 8)["k1"]) == bits(vector_for("k1", 8))
+    conn = sqlite3.connect(path)  # damage that leaves text or NULL where bytes were
+    conn.execute("UPDATE vectors SET vector = 'text' WHERE key = 'k0'")
+    conn.execute("UPDATE vectors SET checksum = 'x' WHERE key = 'k1'")
+    conn.commit()
+    conn.close()
+    with SQLiteCache(path) as cache:
+        assert cache.get_many(["k0", "k1"], MODEL, 8) == {} and cache.stats().corrupt == 2
+
+
+def test_a_damaged_index_never_serves_another_keys_row(tmp_path: Path) -> None:
+    """One flipped bit in a stored key: that row must not come back under a key nobody asked
+    for (the crc covers the vector bytes only)."""
+    path = tmp_path / "cache.sqlite"
+    keys = [input_key(MODEL, f"t{i}") for i in range(300)]
+    with SQLiteCache(path) as cache:
+        cache.put_many([(k, vector_for(k, 16)) for k in keys], MODEL)
+    data = bytearray(path.read_bytes())
+    where = [i for i in range(len(data)) if data.startswith(keys[25].encode(), i)]
+    data[where[1]] ^= 0x08  # in the second copy: the table's row, not the index's
+    path.write_bytes(bytes(data))
+    with SQLiteCache(path) as cache:
+        got = cache.get_many(keys, MODEL, 16)
+    assert set(got) <= set(keys) and all(bits(v) == bits(vector_for(k, 16)) for k, v in got.items())
+
+
+def test_a_damaged_schema_page_is_a_cache_error(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=1, dim=4)
+    data = bytearray(path.read_bytes())
+    name = b"sqlite_autoindex_rechunk_schema_1"
+    data[data.find(name) + len("sqlite_autoindex_r")] = 0xC5  # not UTF-8 any more
+    path.write_bytes(bytes(data))
+    with pytest.raises(CacheError, match="cannot open"):
+        SQLiteCache(path)
 
 
 def test_empty_file_becomes_a_cache(tmp_path: Path) -> None:

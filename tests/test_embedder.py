@@ -223,6 +223,27 @@ class CountingHashEmbedder(HashEmbedder):
         return len(text.split())
 
 
+class BufferReusingEmbedder(HashEmbedder):
+    """Returns one array it overwrites on every call, as some batch embedders do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = np.zeros((0, 16), dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        fresh = super().embed(texts)
+        if self.buffer.shape != fresh.shape:
+            self.buffer = np.empty_like(fresh)
+        self.buffer[:] = fresh
+        return self.buffer
+
+
+def test_an_embedder_that_reuses_its_output_buffer() -> None:
+    texts = [f"text {i}" for i in range(5)]
+    cached = CachedEmbedder(BufferReusingEmbedder(), MemoryCache(), batch_size=1)
+    assert (cached.embed(texts) == HashEmbedder().embed(texts)).all()
+
+
 def test_cached_embedder_batches_misses_and_counts() -> None:
     inner = CountingHashEmbedder()
     cached = CachedEmbedder(inner, MemoryCache(), batch_size=2)

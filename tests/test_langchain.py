@@ -710,6 +710,20 @@ class TestByteStoreCache(CacheContract):
         cache.close()
 
 
+def test_byte_store_keys_a_file_store_cannot_hold_write_nothing(tmp_path: Path) -> None:
+    from langchain_classic.storage import LocalFileStore
+
+    store = LocalFileStore(tmp_path / "store")
+    cache = ByteStoreCache(store)
+    good = (input_key("m", "t"), np.ones(4, dtype=np.float32))
+    for bad in ("a b", "..", "", "x/../../y"):
+        with pytest.raises(InputError, match="ByteStoreCache key"):
+            cache.put_many([good, (bad, np.ones(4, dtype=np.float32))], "m")
+        with pytest.raises(InputError):
+            cache.get_many([bad], "m", 4)
+    assert list(store.yield_keys()) == [] and cache.stats().writes == 0
+
+
 def test_byte_store_keys_suit_file_stores_and_values_are_checked() -> None:
     store = InMemoryByteStore()
     cache = ByteStoreCache(store)
