@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1000,6 +1001,14 @@ def _one_line(exc: BaseException, limit: int = 400) -> str:
     return line
 
 
+def _report_error(exc: BaseException, debug: bool) -> None:
+    """One line on stderr; with --debug the whole traceback (the exit code stays the same)."""
+    if debug:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    else:
+        print(f"rechunk: error: {_one_line(exc)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -1015,9 +1024,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("rechunk: interrupted; the next run repairs anything left half-done", file=sys.stderr)
         return 130
     except RechunkError as exc:
-        if args.debug:
-            raise
-        print(f"rechunk: error: {_one_line(exc)}", file=sys.stderr)
+        _report_error(exc, args.debug)
         if isinstance(exc, (StoreError, EmbeddingError, CacheError)):
             return EXIT_BACKEND
         if isinstance(exc, (ConfigError, InputError, MissingDependencyError)):
@@ -1027,9 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
     except OSError as exc:
-        if args.debug:
-            raise
-        print(f"rechunk: error: {_one_line(exc)}", file=sys.stderr)
+        _report_error(exc, args.debug)
         # a path given on the command line that cannot be used is the caller's to fix;
         # anything else (a full disk, an I/O error) is the machine's
         return EXIT_USAGE if isinstance(exc, _PATH_ERRORS) else EXIT_BACKEND

