@@ -122,12 +122,16 @@ class SentenceTransformerEmbedder:
     (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``) and ``tokenizer.json`` /
     ``vocab.txt`` (name and content hash of each, computed once per object);
     ``modes`` lists the pooling modes (``mean``, ``cls``, ...); ``norm`` says
-    whether a Normalize module follows. Any change to weights, tokenizer,
-    pooling, normalisation or window changes the id.
+    whether a Normalize module follows; a model whose
+    ``config_sentence_transformers.json`` names a default prompt (placed before
+    every input, as e5-style models do) gets ``;prompt=`` + a hash of it. Any
+    change to weights, tokenizer, pooling, normalisation, window or default
+    prompt changes the id.
 
     ``max_input_tokens`` is the model's ``max_seq_length`` (256 for MiniLM) and
     counts the special tokens; :meth:`count_tokens` counts content tokens only,
-    and :attr:`special_tokens` (2 for BERT) is what the model adds. An input
+    and :attr:`special_tokens` (2 for BERT, plus the default prompt's tokens)
+    is what the model adds. An input
     whose content tokens + special tokens exceed the window makes
     :meth:`embed` raise :class:`~rechunk.errors.EmbeddingError` before anything
     runs: nothing is ever truncated silently.
@@ -282,10 +286,25 @@ class SentenceTransformerEmbedder:
     def model_id(self) -> str:
         """Stable identity of everything that shapes the vectors (recipe in the class docstring)."""
         pooling = "+".join(self._pooling_modes) or "none"
+        prompt = ""
+        if self._default_prompt:
+            prompt = ";prompt=" + hash_fields("rechunk/st-prompt/v1", (self._default_prompt,))[:16]
         return (
             f"{_MODEL_ID_VERSION}:{self._name}@{self._weights_identity};"
-            f"pool={pooling};norm={int(self._normalize)};max={self.max_input_tokens}"
+            f"pool={pooling};norm={int(self._normalize)};max={self.max_input_tokens}{prompt}"
         )
+
+    @cached_property
+    def _default_prompt(self) -> str:
+        """The prompt sentence-transformers puts before every input, or ``""``."""
+        config = _read_json(self._folder / "config_sentence_transformers.json")
+        if not isinstance(config, dict):
+            return ""
+        name, prompts = config.get("default_prompt_name"), config.get("prompts")
+        if isinstance(name, str) and isinstance(prompts, dict):
+            prompt = prompts.get(name)
+            return prompt if isinstance(prompt, str) else ""
+        return ""
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
@@ -306,9 +325,13 @@ class SentenceTransformerEmbedder:
 
     @cached_property
     def special_tokens(self) -> int:
-        """Number of special tokens the model adds to one input (2 for BERT: [CLS], [SEP])."""
+        """Tokens the model adds to one input: its special tokens (2 for BERT: [CLS], [SEP])
+        and its default prompt's, which sentence-transformers puts before every input."""
         with_specials = len(self.tokenizer.encode("a").ids)
-        return with_specials - len(self.tokenizer.encode("a", add_special_tokens=False).ids)
+        special = with_specials - len(self.tokenizer.encode("a", add_special_tokens=False).ids)
+        if self._default_prompt:
+            special += self.count_tokens(self._default_prompt)
+        return special
 
     def count_tokens(self, text: str) -> int:
         """Content tokens of ``text`` under the model's tokenizer (no special tokens)."""
@@ -320,12 +343,17 @@ class SentenceTransformerEmbedder:
 
     def _check_lengths(self, texts: list[str]) -> None:
         limit = self.max_input_tokens
-        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        prompt = self._default_prompt  # counted with each text, as the model will see them
+        prompt_tokens = self.count_tokens(prompt) if prompt else 0
+        encodings = self.tokenizer.encode_batch(
+            [prompt + text for text in texts], add_special_tokens=False
+        )
         for index, encoding in enumerate(encodings):
-            count = len(encoding.ids)
+            count = len(encoding.ids) - prompt_tokens
             if count + self.special_tokens > limit:
+                added = "special and prompt" if prompt else "special"
                 raise EmbeddingError(
-                    f"input {index} has {count} tokens (+{self.special_tokens} special) but "
+                    f"input {index} has {count} tokens (+{self.special_tokens} {added}) but "
                     f"model {self._name} reads at most {limit}; split it (nothing was embedded)"
                 )
 

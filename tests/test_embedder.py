@@ -173,6 +173,32 @@ def test_model_id_is_stable_and_documented_fields_change_it(tmp_path: Path) -> N
 
 
 @needs_minilm
+def test_a_default_prompt_is_in_the_id_and_the_length_check(tmp_path: Path) -> None:
+    """e5-style models put a prompt before every input: it shapes the vectors and takes
+    room in the window, so it changes the id and counts against the length."""
+    import rechunk
+
+    plain = tmp_path / "plain" / "minilm"
+    shutil.copytree(SentenceTransformerEmbedder().folder, plain, copy_function=os.symlink)
+    prompted = tmp_path / "prompted" / "minilm"
+    shutil.copytree(plain, prompted, symlinks=True)
+    config_path = prompted / "config_sentence_transformers.json"
+    config = json.loads(config_path.read_text())
+    config_path.unlink()
+    config.update(prompts={"passage": "passage: " * 10}, default_prompt_name="passage")
+    config_path.write_text(json.dumps(config))
+    a, b = SentenceTransformerEmbedder(plain), SentenceTransformerEmbedder(prompted)
+    assert ";prompt=" in b.model_id and b.model_id.split(";prompt=")[0] == a.model_id
+    assert b.special_tokens == a.special_tokens + b.count_tokens("passage: " * 10)
+    text = "word " * 240  # fits 256 alone, not after the prompt
+    assert a.count_tokens(text) + a.special_tokens <= 256
+    with pytest.raises(EmbeddingError, match="special and prompt"):
+        b.embed([text])
+    sized = rechunk.policy_for(b, "fixed")  # chunks leave room for the prompt
+    assert sized.hard_max_tokens <= 256 - b.special_tokens
+
+
+@needs_minilm
 def test_bad_configuration_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="never downloads"):
         SentenceTransformerEmbedder("sentence-transformers/all-mpnet-base-v2")
