@@ -594,7 +594,10 @@ class ByteStoreCache:
     ``put_many`` validates every item before writing any (keys: letters, digits,
     ``_``, ``.`` and ``-``, which every store can hold), then writes them in one
     ``mset``; a store's own failure is a :class:`~rechunk.errors.CacheError`.
-    ``stats().entries`` counts the keys under ``namespace``.
+    ``stats().entries`` counts the keys under ``namespace``. A store that does not
+    write atomically (``LocalFileStore``) can be read half-written while another
+    process writes the same key: that read is a miss counted in ``corrupt``, never
+    a wrong vector.
     """
 
     def __init__(self, store: ByteStore, namespace: str = "rechunk/") -> None:
