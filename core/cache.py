@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.errors import CacheError, InputError
-from rechunk.identity import hash_fields
+from rechunk.identity import hash_fields, is_utf8
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -131,18 +131,10 @@ class EmbeddingCache(Protocol):
 # --------------------------------------------------------------------------- validation
 
 
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def check_model_id(model_id: object) -> str:
     if not isinstance(model_id, str) or not model_id:
         raise InputError("model_id must be a non-empty string")
-    if not _utf8(model_id):
+    if not is_utf8(model_id):
         raise InputError("model_id holds a lone surrogate (not valid UTF-8)")
     return model_id
 
@@ -161,7 +153,7 @@ def check_keys(keys: Sequence[str]) -> list[str]:
     for key in keys:
         if not isinstance(key, str):
             raise InputError(f"every key must be a str, got {type(key).__name__}")
-        if not _utf8(key):
+        if not is_utf8(key):
             raise InputError(f"key {key!r} holds a lone surrogate (not valid UTF-8)")
         seen[key] = None
     return list(seen)
@@ -183,7 +175,7 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
             raise InputError(f"item {index} is not a (key, vector) pair") from None
         if not isinstance(key, str):
             raise InputError(f"item {index}: key must be a str, got {type(key).__name__}")
-        if not _utf8(key):
+        if not is_utf8(key):
             raise InputError(f"item {index}: key holds a lone surrogate (not valid UTF-8)")
         if not isinstance(vector, np.ndarray) or vector.dtype != np.float32:
             kind = getattr(vector, "dtype", type(vector).__name__)

@@ -602,13 +602,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
+    from rechunk.identity import is_utf8
+
     text = " ".join(args.text)
     if not text.strip():
         raise InputError("the query text is empty")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # bytes the terminal passed that are not UTF-8
-        raise InputError("the query text is not valid UTF-8; check the terminal") from None
+    if not is_utf8(text):  # bytes the terminal passed that are not UTF-8
+        raise InputError("the query text is not valid UTF-8; check the terminal")
     embedder = _embedder(args.model)
     tokens = embedder.count_tokens(text) + embedder.special_tokens
     if tokens > embedder.max_input_tokens:

@@ -8,19 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rechunk.errors import InputError
-from rechunk.identity import text_revision
+from rechunk.identity import is_utf8, text_revision
 
 __all__ = ["Document", "json_problem"]
 
 _INT64 = 1 << 63
-
-
-def _utf8(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def json_problem(value: object, where: str) -> str | None:
@@ -32,7 +24,7 @@ def json_problem(value: object, where: str) -> str | None:
     if value is None or type(value) is bool:
         return None
     if type(value) is str:
-        return None if _utf8(value) else f"{where}: str holds a lone surrogate"
+        return None if is_utf8(value) else f"{where}: str holds a lone surrogate"
     if type(value) is int:
         fits = -_INT64 <= value < _INT64
         return None if fits else f"{where}: int {value} does not fit in 64 bits"
@@ -46,7 +38,7 @@ def json_problem(value: object, where: str) -> str | None:
         return None
     if type(value) is dict:
         for key, item in value.items():
-            if type(key) is not str or not key or not _utf8(key):
+            if type(key) is not str or not key or not is_utf8(key):
                 return f"{where}: key {key!r} is not a non-empty str"
             problem = json_problem(item, f"{where}[{key!r}]")
             if problem:
@@ -77,7 +69,7 @@ class Document:
     def __post_init__(self) -> None:
         if not isinstance(self.doc_id, str) or not self.doc_id:
             raise InputError("Document.doc_id must be a non-empty str")
-        if not _utf8(self.doc_id):
+        if not is_utf8(self.doc_id):
             raise InputError(f"Document.doc_id {self.doc_id!r} holds a lone surrogate")
         if not isinstance(self.text, str):
             raise InputError(f"Document {self.doc_id!r}: text must be a str")
@@ -88,7 +80,7 @@ class Document:
                 raise InputError(
                     f"Document {self.doc_id!r}: text holds a lone surrogate at offset {exc.start}"
                 ) from None
-        elif not isinstance(self.revision, str) or not self.revision or not _utf8(self.revision):
+        elif not isinstance(self.revision, str) or not self.revision or not is_utf8(self.revision):
             raise InputError(f"Document {self.doc_id!r}: revision must be a non-empty str")
         if self.version is not None and (
             type(self.version) is not int or not 0 <= self.version < _INT64

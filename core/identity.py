@@ -40,6 +40,16 @@ def hash_fields(domain: str, fields: Iterable[str | bytes]) -> str:
     return digest.hexdigest()
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (a lone surrogate, as ``os.fsdecode`` leaves for a
+    byte that is not UTF-8, does not): only such text has byte-exact keys and ids."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def input_key(model_id: str, text: str) -> str:
     """The key under which the embedding of ``text`` by ``model_id`` is stored.
 
