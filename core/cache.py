@@ -463,6 +463,14 @@ class SQLiteCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise CacheError(f"cannot create the folder of cache {self.path}: {exc}") from exc
+        if exists and not self.readonly:
+            # check on a read-only connection first: closing a read-write one checkpoints
+            # the WAL, which would rewrite a file that is then refused (a newer schema)
+            probe = self._connect(read_only=True)
+            try:
+                self._prepare(probe, check_only=True)
+            finally:
+                probe.close()
         conn = self._connect(create=not exists)
         try:
             self._prepare(conn)
@@ -485,8 +493,9 @@ class SQLiteCache:
                 f"{self.path} is not a rechunk cache (not an SQLite database); left untouched"
             )
 
-    def _connect(self, *, create: bool = False) -> sqlite3.Connection:
-        mode = "ro" if self.readonly else ("rwc" if create else "rw")
+    def _connect(self, *, create: bool = False, read_only: bool = False) -> sqlite3.Connection:
+        read_only = read_only or self.readonly
+        mode = "ro" if read_only else ("rwc" if create else "rw")
         uri = f"{self.path.resolve().as_uri()}?mode={mode}"
         try:
             conn = sqlite3.connect(
@@ -497,16 +506,22 @@ class SQLiteCache:
                 check_same_thread=False,
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-            if not self.readonly:
+            if not read_only:
                 conn.execute("PRAGMA synchronous = NORMAL")
         except (sqlite3.Error, UnicodeError) as exc:  # UnicodeError: a damaged schema page
             raise CacheError(f"cannot open cache {self.path}: {exc}") from exc
         return conn
 
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        """Check (and for a new file, create) the schema; nothing is written to a foreign file."""
+    def _prepare(self, conn: sqlite3.Connection, check_only: bool = False) -> None:
+        """Check (and for a new file, create) the schema; nothing is written to a foreign file.
+
+        ``check_only``: a read-only look before the read-write connection opens (an empty
+        database passes: the read-write pass makes it a cache).
+        """
         try:
             tables = self._tables(conn)
+            if not tables and check_only:
+                return
             if not tables:
                 if self.readonly:
                     raise CacheError(f"{self.path} is an empty database, not a rechunk cache")
@@ -529,7 +544,7 @@ class SQLiteCache:
             if row[0] < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
                 raise CacheError(f"{self.path} uses unknown old cache schema {row[0]}")
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() != "wal" and not self.readonly:
+            if str(mode).lower() != "wal" and not (self.readonly or check_only):
                 self._set_wal(conn)
             self._check_truncation(conn)
         except (sqlite3.DatabaseError, UnicodeError) as exc:  # damaged bytes, or text

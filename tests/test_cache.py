@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pickle
 import sqlite3
+import subprocess
+import sys
 import threading
 import zlib
 from collections.abc import Iterator
@@ -387,6 +389,26 @@ def test_a_damaged_index_never_serves_another_keys_row(tmp_path: Path) -> None:
     assert set(got) <= set(keys) and all(bits(v) == bits(vector_for(k, 16)) for k, v in got.items())
 
 
+def test_a_newer_file_with_a_wal_is_refused_untouched(tmp_path: Path) -> None:
+    """A newer rechunk died with its write-ahead log not yet merged: refusing the file must
+    not merge it (closing a read-write connection would)."""
+    path = tmp_path / "cache.sqlite"
+    _fill(path, n=1, dim=4)
+    newer = (
+        "import os, sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "conn.execute('UPDATE rechunk_schema SET version = version + 1')\n"
+        "os._exit(0)\n"  # no close: the WAL stays
+    )
+    subprocess.run([sys.executable, "-c", newer, str(path)], check=True)
+    wal = path.with_name(path.name + "-wal")
+    before = (path.read_bytes(), wal.read_bytes())
+    with pytest.raises(CacheError, match="newer than"):
+        SQLiteCache(path)
+    assert (path.read_bytes(), wal.read_bytes()) == before
+
+
 def test_a_damaged_schema_page_is_a_cache_error(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     _fill(path, n=1, dim=4)
@@ -394,8 +416,9 @@ def test_a_damaged_schema_page_is_a_cache_error(tmp_path: Path) -> None:
     name = b"sqlite_autoindex_rechunk_schema_1"
     data[data.find(name) + len("sqlite_autoindex_r")] = 0xC5  # not UTF-8 any more
     path.write_bytes(bytes(data))
-    with pytest.raises(CacheError, match="cannot open"):
+    with pytest.raises(CacheError, match="utf-8"):
         SQLiteCache(path)
+    assert path.read_bytes() == bytes(data)
 
 
 def test_empty_file_becomes_a_cache(tmp_path: Path) -> None:
