@@ -33,7 +33,8 @@ from rechunk.cache import EmbeddingCache, record_dimension, recorded_dimension
 from rechunk.cached_embedder import EmbedStats, StatsCounter
 from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
-from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.embedding import check_texts
+from rechunk.errors import ConfigError, EmbeddingError
 from rechunk.identity import input_key
 
 if TYPE_CHECKING:
@@ -205,23 +206,6 @@ def _batches(missing: list[str], batch_size: int | None) -> Iterator[list[str]]:
     size = batch_size or max(1, len(missing))
     for start in range(0, len(missing), size):
         yield missing[start : start + size]
-
-
-def check_texts(texts: object) -> list[str]:
-    """``texts`` as a list; :class:`~rechunk.InputError` for a single ``str`` or for an item
-    that is not a ``str`` (named by its position)."""
-    if isinstance(texts, (str, bytes)):
-        raise InputError("texts must be a list of str, not a single str")
-    try:
-        items: list[object] = list(texts)  # type: ignore[call-overload]
-    except TypeError:
-        raise InputError(f"texts must be a list of str, got {type(texts).__name__}") from None
-    strings = []
-    for index, text in enumerate(items):
-        if not isinstance(text, str):
-            raise InputError(f"text {index} is a {type(text).__name__}, not a str")
-        strings.append(text)
-    return strings
 
 
 class Reuse:

@@ -66,13 +66,13 @@ from rechunk.adapters._reuse import (
     check_cache_queries,
     check_dimension,
     check_model_id,
-    check_texts,
     default_model_id,
     keyed_chunks,
     make_chunker,
 )
 from rechunk.cache import EmbeddingCache
 from rechunk.chunk import Chunker
+from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError
 from rechunk.identity import point_id
 

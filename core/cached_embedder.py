@@ -11,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.cache import EmbeddingCache, record_dimension
-from rechunk.embedding import Embedder
-from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.embedding import Embedder, check_texts
+from rechunk.errors import ConfigError, EmbeddingError
 from rechunk.identity import input_key
 
 __all__ = ["CachedEmbedder", "EmbedStats"]
@@ -168,12 +168,7 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Vectors of ``texts`` (float32, ``(len(texts), dimension)``), embedding only misses."""
-        if isinstance(texts, (str, bytes)):
-            raise InputError("texts must be a sequence of str, not a single str")
-        texts = list(texts)
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        texts = check_texts(texts)
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
         if not texts:
             return out

@@ -5,11 +5,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from rechunk.errors import InputError
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "check_texts"]
+
+
+def check_texts(texts: object) -> list[str]:
+    """``texts`` as a list; :class:`~rechunk.errors.InputError` for a single ``str``, for
+    something that is not iterable, or for an item that is not a ``str`` (named by its
+    position). What every embedder checks before it looks up or embeds anything."""
+    if isinstance(texts, (str, bytes)):
+        raise InputError("texts must be a sequence of str, not a single str")
+    try:
+        items: list[object] = list(texts)  # type: ignore[call-overload]
+    except TypeError:
+        raise InputError(f"texts must be a sequence of str, got {type(texts).__name__}") from None
+    strings = []
+    for index, text in enumerate(items):
+        if not isinstance(text, str):
+            raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        strings.append(text)
+    return strings
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rechunk._optional import require
+from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError, EmbeddingError, InputError, MissingDependencyError
 from rechunk.identity import hash_fields
 
@@ -399,12 +400,7 @@ class SentenceTransformerEmbedder:
         Lengths are checked for every input before the model is loaded or run.
         An empty list returns shape ``(0, dimension)`` without loading anything.
         """
-        if isinstance(texts, (str, bytes)):
-            raise InputError("texts must be a sequence of str, not a single str")
-        items = list(texts)
-        for index, text in enumerate(items):
-            if not isinstance(text, str):
-                raise InputError(f"text {index} is a {type(text).__name__}, not a str")
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
         self._check_lengths(items)
