@@ -23,7 +23,7 @@ from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.store import VectorStore
-from rechunk.sync import SyncReport, _check_inputs, sync
+from rechunk.sync import SyncReport, check_inputs, sync
 
 __all__ = [
     "GenerationalStore",
@@ -198,7 +198,7 @@ def reindex(
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
-    docs, _, _ = _check_inputs(documents, store, chunker, embedder, cache)
+    docs, _, _ = check_inputs(documents, store, chunker, embedder, cache)
     if not docs:
         raise InputError("reindex takes the complete set of documents, and got none")
     # a plain collection reindexed under a new alias lends its vectors to the new generation

@@ -207,7 +207,7 @@ def check_compatible(chunker: Chunker, embedder: Embedder) -> None:
             )
 
 
-def _check_inputs(
+def check_inputs(
     documents: Iterable[Document],
     store: VectorStore,
     chunker: Chunker,
@@ -518,7 +518,7 @@ def sync(
     """
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
-    docs, raw_embedder, cache = _check_inputs(documents, store, chunker, embedder, cache)
+    docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
     if isinstance(keep, (str, bytes)):
         raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
     kept = set(keep)
