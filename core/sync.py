@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,7 @@ from rechunk.chunk import Chunk, Chunker
 from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, EmbeddingError, InputError, StoreError
-from rechunk.identity import input_key, point_id
+from rechunk.identity import input_key, point_id, text_revision
 from rechunk.measure import atoms, recompute_fraction
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
@@ -47,9 +47,13 @@ Order = Literal["upsert-then-delete", "delete-then-upsert"]
 ORDERS: tuple[Order, ...] = ("upsert-then-delete", "delete-then-upsert")
 STAGES = ("chunk", "plan", "embed", "publish", "verify")
 EMBED_BATCH = 32
+#: documents read, chunked, planned, embedded, published and verified together: a sync's
+#: memory grows with this batch and the largest document, not with the corpus
+DOC_BATCH = 256
 #: ``progress(stage, done, total)``: called as a sync advances (for progress bars)
 Progress = Callable[[str, int, int], None]
 Vector = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 @dataclass
@@ -144,6 +148,11 @@ class _Plan:
     needs_vector: dict[str, str]  # input key -> text, for points that are new
     delete: list[str]
     report: DocumentReport
+
+
+def _batches(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _check_documents(documents: Iterable[Document]) -> list[Document]:
@@ -301,6 +310,32 @@ def _same_types(stored: PointPayload, new: PointPayload) -> bool:
     return json.dumps(stored.metadata, sort_keys=True) == json.dumps(new.metadata, sort_keys=True)
 
 
+def _stored_chunks(doc: Document, stored: list[StoredPoint], policy: str) -> list[Chunk] | None:
+    """The chunks ``policy`` makes of ``doc``, read back from its stored points when they
+    prove it: their revision is this text's hash (not a caller's label) and they were cut
+    by the same policy (its id names the chunker, its parameters, its version and the
+    tokenizer), with ordinals 0..n-1 whose spans tile the text from 0 to its end. Chunkers
+    are deterministic, so these are the chunks chunking would make again; None otherwise.
+    An unchanged document of a re-sync is then planned without being chunked."""
+    if not stored or doc.revision != text_revision(doc.text):
+        return None
+    chunks: list[Chunk] = []
+    position = 0
+    for ordinal, point in enumerate(stored):  # ordered by (ordinal, id)
+        p = point.payload
+        if (
+            p.ordinal != ordinal
+            or p.start != position
+            or p.end <= p.start
+            or p.revision != doc.revision
+            or p.policy != policy
+        ):
+            return None
+        chunks.append(Chunk(p.start, p.end, p.text, p.tokens))
+        position = p.end
+    return chunks if position == len(doc.text) else None
+
+
 def _plan(
     doc: Document,
     chunks: list[Chunk],
@@ -447,23 +482,29 @@ def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector
     return vectors
 
 
-def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order: Order) -> None:
+def _publish(
+    plans: Sequence[_Plan], vectors: dict[str, Vector], store: VectorStore, order: Order
+) -> None:
+    """Publish a batch of documents' plans in few requests: every write, then every delete
+    (or the other way round); each document still sees its own order."""
     writes = [
         PointWrite(w.id, w.payload, vectors[w.payload.input_key])
         if w.id not in plan.existing
         else w
+        for plan in plans
         for w in plan.writes
     ]
+    delete = [pid for plan in plans for pid in plan.delete]
     if order == "delete-then-upsert":
-        if plan.delete:
-            store.delete(plan.delete)
+        if delete:
+            store.delete(delete)
         if writes:
             store.write(writes)
     else:
         if writes:
             store.write(writes)
-        if plan.delete:
-            store.delete(plan.delete)
+        if delete:
+            store.delete(delete)
 
 
 def _verify(plan: _Plan, points: list[StoredPoint]) -> int:
@@ -539,94 +580,109 @@ def sync(
         if progress is not None:
             progress(stage, done, total)
 
-    chunked = []
-    for i, doc in enumerate(docs):
-        t0 = time.perf_counter()
-        chunked.append((doc, chunker.chunk(doc.text)))
-        seconds["chunk"] += time.perf_counter() - t0
-        tick("chunk", i + 1, len(docs))
-
-    plans = []
-    t0 = time.perf_counter()
-    # every document's points in a few reads (embedded Qdrant scans per read)
-    stored = {} if store_missing else store.get_points_many([doc.doc_id for doc in docs])
-    seconds["plan"] += time.perf_counter() - t0
-    for i, (doc, chunks) in enumerate(chunked):
-        t0 = time.perf_counter()
-        plans.append(_plan(doc, chunks, chunker, model_id, stored.get(doc.doc_id, [])))
-        seconds["plan"] += time.perf_counter() - t0
-        tick("plan", i + 1, len(chunked))
-    active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
     sources = [*([] if store_missing else [store]), *reuse_from]
-    vectors, source = _vectors(active, raw_embedder, cache, sources, dry_run, seconds, progress)
+    tokens: dict[str, int] = {}  # every distinct input of the synced documents
+    counted: set[str] = set()  # inputs already counted in report.inputs
+    changed: list[DocumentReport] = []
+    done = embedded_before = 0
+    for batch in _batches(docs, DOC_BATCH):
+        t0 = time.perf_counter()
+        # the batch's points in one read (embedded Qdrant without its index scans per read)
+        ids = [doc.doc_id for doc in batch]
+        stored = {} if store_missing else store.get_points_many(ids)
+        seconds["plan"] += time.perf_counter() - t0
+        plans = []
+        for i, doc in enumerate(batch, done + 1):
+            old = stored.get(doc.doc_id, [])
+            chunks = _stored_chunks(doc, old, chunker.policy_id)
+            if chunks is None:
+                t0 = time.perf_counter()
+                chunks = chunker.chunk(doc.text)
+                seconds["chunk"] += time.perf_counter() - t0
+            tick("chunk", i, len(docs))
+            t0 = time.perf_counter()
+            plans.append(_plan(doc, chunks, chunker, model_id, old))
+            seconds["plan"] += time.perf_counter() - t0
+            tick("plan", i, len(docs))
+        del stored
 
-    for index, plan in enumerate(plans):
-        rep = plan.report
-        report.per_document.append(rep)
-        report.documents[rep.status] += 1
-        if rep.status == "skipped":
-            continue
-        report.documents["synced"] += 1
-        for name in ("kept", "updated", "added", "deleted"):
-            report.chunks[name] += getattr(rep, name)
-        if dry_run or rep.status == "unchanged":
+        def embed_progress(stage: str, n: int, total: int, before: int = embedded_before) -> None:
+            tick(stage, before + n, before + total)
+
+        active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
+        vectors, source = _vectors(
+            active, raw_embedder, cache, sources, dry_run, seconds, embed_progress
+        )
+        embedded_before += sum(1 for kind in source.values() if kind == "embed")
+        for plan in plans:
+            rep = plan.report
+            report.per_document.append(rep)
+            report.documents[rep.status] += 1
+            if rep.status == "skipped":
+                continue
+            report.documents["synced"] += 1
+            for name in ("kept", "updated", "added", "deleted"):
+                report.chunks[name] += getattr(rep, name)
+            for key, chunk in zip(plan.keys, plan.chunks):
+                tokens[key] = chunk.tokens
+            if rep.status == "changed":
+                changed.append(rep)
+        # inputs count once per sync, in the batch that first needed them
+        for key, kind in source.items():
+            if key not in counted:
+                counted.add(key)
+                report.inputs[_INPUT_COUNTER[kind]] += 1
+                if kind == "embed":
+                    report.tokens_embedded += tokens[key]
+        done += len(batch)
+        published = [p for p in plans if p.report.status in ("new", "changed")]
+        if dry_run or not published:
             continue
         t0 = time.perf_counter()
-        _publish(plan, vectors, store, order)
+        _publish(published, vectors, store, order)
         seconds["publish"] += time.perf_counter() - t0
-        log.info(
-            "synced doc_id=%s status=%s added=%d updated=%d deleted=%d",
-            rep.doc_id,
-            rep.status,
-            rep.added,
-            rep.updated,
-            rep.deleted,
-        )
-        tick("publish", index + 1, len(plans))
+        for plan in published:
+            rep = plan.report
+            log.info(
+                "synced doc_id=%s status=%s added=%d updated=%d deleted=%d",
+                rep.doc_id,
+                rep.status,
+                rep.added,
+                rep.updated,
+                rep.deleted,
+            )
+        tick("publish", done, len(docs))
+        # unchanged documents were proven exact by their plan; re-read what was published
+        t0 = time.perf_counter()
+        reread = store.get_points_many([p.doc.doc_id for p in published])
+        report.stale_points += sum(_verify(p, reread[p.doc.doc_id]) for p in published)
+        seconds["verify"] += time.perf_counter() - t0
 
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | kept
         gone_ids = sorted(store.doc_ids() - given)
-        for doc_id, points in store.get_points_many(gone_ids).items():
-            ids = [p.id for p in points]
-            gone = DocumentReport(doc_id, "deleted", deleted=len(ids))
-            report.per_document.append(gone)
-            report.documents["deleted"] += 1
-            report.chunks["deleted"] += len(ids)
-            if not dry_run and ids:
+        for gone_batch in _batches(gone_ids, DOC_BATCH):
+            points_of = store.get_points_many(gone_batch)
+            delete = [p.id for doc_id in gone_batch for p in points_of[doc_id]]
+            for doc_id in gone_batch:
+                n = len(points_of[doc_id])
+                report.per_document.append(DocumentReport(doc_id, "deleted", deleted=n))
+                report.documents["deleted"] += 1
+                report.chunks["deleted"] += n
+            if not dry_run and delete:
                 t0 = time.perf_counter()
-                store.delete(ids)
+                store.delete(delete)
                 seconds["publish"] += time.perf_counter() - t0
 
-    # totals count each distinct input once: documents of one sync may share inputs
-    tokens = {
-        key: chunk.tokens
-        for plan in plans
-        if plan.report.status != "skipped"
-        for key, chunk in zip(plan.keys, plan.chunks)
-    }
     report.tokens_total = sum(tokens.values())
-    for key, kind in source.items():
-        report.inputs[_INPUT_COUNTER[kind]] += 1
-        if kind == "embed":
-            report.tokens_embedded += tokens[key]
-
-    changed = [p.report for p in plans if p.report.status == "changed"]
     fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
     total = sum(r.tokens_total for r in changed)
     report.recompute_fraction = fresh / total if total else 0.0
     changed_bytes = sum(r.changed_bytes for r in changed)
     if changed_bytes:
         report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
-
     if not dry_run:
-        # unchanged documents were proven exact by their plan; re-read what was published
-        t0 = time.perf_counter()
-        published = [p for p in plans if p.report.status in ("new", "changed")]
-        reread = store.get_points_many([p.doc.doc_id for p in published])
-        report.stale_points = sum(_verify(p, reread[p.doc.doc_id]) for p in published)
         report.stale_check = "passed" if report.stale_points == 0 else "failed"
-        seconds["verify"] += time.perf_counter() - t0
     log.info(
         "sync collection=%s documents=%s tokens_embedded=%d",
         report.collection,

@@ -1,0 +1,459 @@
+"""Scale benchmark: what a sync costs as the corpus grows, beside LangChain's index().
+
+Each case runs in a fresh process, as a sync job would (a cron run, a CI step):
+open the store, sync, exit. The embedder is a fast deterministic hash embedder
+(384-d, MiniLM's tokenizer and window), so the figures are rechunk's own cost and
+the store's, not the model's. The corpus is N Markdown documents of about 4.4 KB,
+each a heading and paragraphs drawn (seeded) from the English dev revisions'
+new texts.
+
+Cases, in order, on one store per N:
+
+* ``initial``: sync every document into an empty collection;
+* ``noop``: the same documents again (nothing changed);
+* ``edit_all``: one document edited (a paragraph inserted), every document passed;
+* ``edit_one``: that document edited again, only it passed;
+* ``prune``: every document but the last 1% passed with ``prune=True``.
+
+Stores: embedded Qdrant (``qdrant:DIR``), embedded Chroma (``chroma:DIR``) and a
+Chroma server this script starts (``chroma run``, 127.0.0.1). The anchor is
+LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing through
+``langchain_qdrant`` / ``langchain_chroma`` into the same kind of store, with a
+``RecursiveCharacterTextSplitter`` (cleanup ``incremental``; ``full`` for prune).
+
+A series stops after the first N at which a case takes longer than ``--limit``
+seconds (default 600); the growth exponent b of time ~ N^b is fitted between
+consecutive sizes.
+
+    python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
+    python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _report
+
+RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
+CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
+STORES = ("qdrant", "chroma", "chroma-server")
+ANCHOR_STORES = ("qdrant", "chroma")
+DIM = 384
+DOC_BYTES = 4400
+COLLECTION = "scale"
+INSERTED = (
+    "This paragraph was inserted by the scale benchmark to stand for a small edit: "
+    "one new paragraph in the middle of one document, everything else unchanged."
+)
+
+
+# -- corpus ------------------------------------------------------------------------------
+
+
+def _paragraphs() -> list[str]:
+    pairs = _report.load_revisions()
+    out: list[str] = []
+    for pair in pairs:
+        if pair["lang"] != "en":
+            continue
+        for block in pair["new"].split("\n\n"):
+            block = block.strip()
+            if 40 <= len(block) <= 1500 and not block.startswith("```"):
+                out.append(block)
+    return sorted(set(out))
+
+
+def corpus(n: int) -> dict[str, str]:
+    """``n`` documents, doc_id -> text, the same for every process."""
+    paragraphs = _paragraphs()
+    docs: dict[str, str] = {}
+    for i in range(n):
+        rng = random.Random(i)
+        parts = [f"# Document {i}"]
+        size = len(parts[0])
+        while size < DOC_BYTES:
+            para = paragraphs[rng.randrange(len(paragraphs))]
+            parts.append(para)
+            size += len(para) + 2
+        docs[f"doc-{i:06d}.md"] = "\n\n".join(parts) + "\n"
+    return docs
+
+
+def edited(text: str, times: int) -> str:
+    parts = text.split("\n\n")
+    middle = len(parts) // 2
+    for t in range(times):
+        parts.insert(middle, f"{INSERTED} (edit {t + 1})")
+    return "\n\n".join(parts)
+
+
+# -- the fast embedder -------------------------------------------------------------------
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from the input's hash, with MiniLM's tokenizer and window."""
+
+    model_id = "bench-hash/v1"
+    dimension = DIM
+    max_input_tokens = 256
+    special_tokens = 2
+
+    def __init__(self) -> None:
+        from tokenizers import Tokenizer
+
+        from rechunk.tokens import default_tokenizer_path
+
+        tok = Tokenizer.from_file(str(default_tokenizer_path()))
+        tok.no_truncation()
+        tok.no_padding()
+        self.tokenizer = tok
+        self.calls = 0
+        self.inputs = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.inputs += len(texts)
+        return np.stack([hash_vector(t) for t in texts])
+
+
+def hash_vector(text: str) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+# -- one case in a fresh process ---------------------------------------------------------
+
+
+def _docs_for(case: str, n: int) -> tuple[dict[str, str], bool]:
+    """The documents a case passes and whether it prunes."""
+    docs = corpus(n)
+    first = next(iter(docs))
+    if case in ("edit_all", "edit_one", "prune"):
+        docs[first] = edited(docs[first], 1 if case == "edit_all" else 2)
+    if case == "edit_one":
+        return {first: docs[first]}, False
+    if case == "prune":
+        keep = n - max(1, n // 100)
+        return dict(list(docs.items())[:keep]), True
+    return docs, False
+
+
+def child_rechunk(store_uri: str, case: str, n: int) -> dict[str, Any]:
+    import rechunk
+    from rechunk.adapters.uri import open_store
+
+    docs, prune = _docs_for(case, n)
+    embedder = HashEmbedder()
+    chunker = rechunk.policy_for(embedder)
+    t0 = time.perf_counter()
+    opened = open_store(store_uri, COLLECTION)
+    store = opened.store
+    if store.collection_info() is None:
+        store.ensure_collection(DIM)
+    open_s = time.perf_counter() - t0
+    documents = [rechunk.Document(doc_id, text) for doc_id, text in docs.items()]
+    t0 = time.perf_counter()
+    report = rechunk.sync(documents, store, chunker=chunker, embedder=embedder, prune=prune)
+    sync_s = time.perf_counter() - t0
+    opened.close()
+    return {
+        "open_s": open_s,
+        "sync_s": sync_s,
+        "stages": report.seconds,
+        "embedded": report.inputs["embedded"],
+        "chunks": report.chunks,
+        "documents": report.documents,
+        "stale_check": report.stale_check,
+        "points": sum(report.chunks[k] for k in ("kept", "updated", "added")),
+    }
+
+
+def child_langchain(store_kind: str, folder: str, case: str, n: int) -> dict[str, Any]:
+    from langchain_classic.indexes import SQLRecordManager, index
+    from langchain_core.embeddings import Embeddings
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    class Hash(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [hash_vector(t).tolist() for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return hash_vector(text).tolist()
+
+    docs, prune = _docs_for(case, n)
+    t0 = time.perf_counter()
+    if store_kind == "qdrant":
+        from langchain_qdrant import QdrantVectorStore
+        from qdrant_client import QdrantClient, models
+
+        client = QdrantClient(path=os.path.join(folder, "qdrant"))
+        if not client.collection_exists(COLLECTION):
+            client.create_collection(
+                COLLECTION,
+                vectors_config=models.VectorParams(size=DIM, distance=models.Distance.COSINE),
+            )
+        vectorstore: Any = QdrantVectorStore(client, COLLECTION, embedding=Hash())
+    else:
+        import chromadb
+        from langchain_chroma import Chroma
+
+        client = chromadb.PersistentClient(
+            path=os.path.join(folder, "chroma"),
+            settings=chromadb.Settings(anonymized_telemetry=False),
+        )
+        vectorstore = Chroma(COLLECTION, embedding_function=Hash(), client=client)
+    manager = SQLRecordManager(
+        f"{store_kind}/{COLLECTION}", db_url=f"sqlite:///{folder}/records.sqlite"
+    )
+    manager.create_schema()
+    open_s = time.perf_counter() - t0
+    splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=0)
+    t0 = time.perf_counter()
+    chunks = splitter.create_documents(list(docs.values()), metadatas=[{"source": d} for d in docs])
+    result = index(
+        chunks,
+        manager,
+        vectorstore,
+        cleanup="full" if prune else "incremental",
+        source_id_key="source",
+        key_encoder="sha1",
+    )
+    sync_s = time.perf_counter() - t0
+    if store_kind == "qdrant":
+        client.close()
+    return {"open_s": open_s, "sync_s": sync_s, "result": dict(result), "points": len(chunks)}
+
+
+def child(args: argparse.Namespace) -> None:
+    spec = json.loads(args.child)
+    if spec["tool"] == "rechunk":
+        out = child_rechunk(spec["uri"], spec["case"], spec["n"])
+    else:
+        out = child_langchain(spec["store"], spec["folder"], spec["case"], spec["n"])
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(out))
+
+
+def run_case(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s", "wall_s": timeout}
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        return {"error": proc.stderr.strip().splitlines()[-1:] or ["no result"], "wall_s": wall}
+    out: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    out["wall_s"] = wall
+    return out
+
+
+@contextlib.contextmanager
+def chroma_server(path: Path) -> Iterator[str]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from chroma_server import running_chroma
+
+    with running_chroma(path) as server:
+        yield f"chroma+http://127.0.0.1:{server.port}"
+
+
+def series(
+    tool: str, store: str, sizes: Sequence[int], limit: float, work: Path
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        folder = Path(tempfile.mkdtemp(dir=work))
+        row: dict[str, Any] = {"tool": tool, "store": store, "n": n, "cases": {}}
+        try:
+            with contextlib.ExitStack() as stack:
+                if tool == "rechunk" and store == "chroma-server":
+                    uri = stack.enter_context(chroma_server(folder / "server"))
+                elif tool == "rechunk":
+                    uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{folder / store}"
+                for case in CASES:
+                    spec = (
+                        {"tool": "rechunk", "uri": uri, "case": case, "n": n}
+                        if tool == "rechunk"
+                        else {
+                            "tool": "langchain",
+                            "store": store,
+                            "folder": str(folder),
+                            "case": case,
+                            "n": n,
+                        }
+                    )
+                    result = run_case(spec, timeout=limit * 3)
+                    row["cases"][case] = result
+                    print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
+                    if "error" in result:
+                        break
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        rows.append(row)
+        slowest = max((c.get("wall_s", 0.0) for c in row["cases"].values()), default=0.0)
+        if slowest > limit or any("error" in c for c in row["cases"].values()):
+            row["stopped"] = (
+                f"a case took {slowest:.0f} s (> {limit:.0f} s) or failed; larger N not run"
+            )
+            break
+    return rows
+
+
+def _brief(r: dict[str, Any]) -> str:
+    if "error" in r:
+        return f"ERROR {r['error']}"
+    return f"wall {r['wall_s']:.1f}s open {r['open_s']:.1f}s sync {r['sync_s']:.1f}s peak {r['peak_mb']:.0f}MB"
+
+
+def exponents(rows: list[dict[str, Any]], key: str = "sync_s") -> dict[str, list[float | None]]:
+    out: dict[str, list[float | None]] = {}
+    for case in CASES:
+        vals = []
+        for a, b in zip(rows, rows[1:]):
+            ta, tb = a["cases"].get(case, {}).get(key), b["cases"].get(case, {}).get(key)
+            if ta and tb and ta > 0 and tb > 0:
+                vals.append(math.log(tb / ta) / math.log(b["n"] / a["n"]))
+            else:
+                vals.append(None)
+        out[case] = vals
+    return out
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def _s(v: float | None) -> str:
+    return "" if v is None else (f"{v:.2f}" if v < 10 else f"{v:.0f}")
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "## Scale: syncs as the corpus grows (`benchmarks/scale.py`)",
+        "",
+        f"Machine: {result['machine']}. Reproduce with `python benchmarks/scale.py` "
+        f"(whole run {result['seconds']:.0f} s; raw numbers in `benchmarks/results/scale.json`). "
+        f"1-minute load average before/after: {result['load'][0]:.2f}/{result['load'][1]:.2f}.",
+        "",
+        "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
+        "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
+        "its whole collection into memory then). Corpus: N Markdown documents of ~4.4 KB "
+        "drawn from the English dev revisions; a fast hash embedder, so the times are the "
+        "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
+        "document edited with all passed; one document only; prune 1% (`prune=True`, or "
+        '`cleanup="full"` for LangChain).',
+        "",
+        "| tool | store | N | points | initial | no-op | one edit, all passed | one doc only | prune 1% | open (no-op) | peak MB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in result["rows"]:
+        c = row["cases"]
+
+        def cell(case: str, c: dict[str, Any] = c) -> str:
+            r = c.get(case)
+            if r is None:
+                return "not run"
+            if "error" in r:
+                return "failed"
+            return _s(r["sync_s"])
+
+        points = f"{c['initial']['points']:,}" if "points" in c.get("initial", {}) else ""
+        peak = max((r.get("peak_mb", 0) for r in c.values()), default=0)
+        lines.append(
+            f"| {row['tool']} | {row['store']} | {row['n']:,} | {points} | "
+            + " | ".join(cell(k) for k in CASES)
+            + f" | {_s(c.get('noop', {}).get('open_s'))} | {peak:,.0f} |"
+        )
+    lines += [
+        "",
+        "Growth exponents b (sync time ~ N^b) between consecutive sizes:",
+        "",
+        "| tool | store | sizes | " + " | ".join(CASES) + " |",
+        "|---|---|---|" + "---:|" * len(CASES),
+    ]
+    for key, rows in result["series"].items():
+        tool, store = key.split("|")
+        exp = exponents(rows)
+        for i, (a, b) in enumerate(zip(rows, rows[1:])):
+            vals = [exp[case][i] for case in CASES]
+            lines.append(
+                f"| {tool} | {store} | {a['n']:,} -> {b['n']:,} | "
+                + " | ".join("" if v is None else f"{v:.2f}" for v in vals)
+                + " |"
+            )
+    stops = [
+        f"{r['tool']} on {r['store']} at N={r['n']:,}: {r['stopped']}"
+        for r in result["rows"]
+        if r.get("stopped")
+    ]
+    if stops:
+        lines += ["", "Series stopped: " + "; ".join(stops) + "."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,5000,20000,50000")
+    parser.add_argument("--stores", default=",".join(STORES))
+    parser.add_argument("--anchor-stores", default=",".join(ANCHOR_STORES))
+    parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
+    parser.add_argument("--quick", action="store_true", help="print only, do not write docs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args)
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    result: dict[str, Any] = {
+        "machine": _report.machine(),
+        "sizes": sizes,
+        "rows": [],
+        "series": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="rechunk-scale-") as tmp:
+        work = Path(tmp)
+        plan = [("rechunk", s) for s in args.stores.split(",") if s] + [
+            ("langchain", s) for s in args.anchor_stores.split(",") if s
+        ]
+        for tool, store in plan:
+            rows = series(tool, store, sizes, args.limit, work)
+            result["series"][f"{tool}|{store}"] = rows
+            result["rows"].extend(rows)
+    result["seconds"] = time.perf_counter() - t0
+    result["load"] = [load0, os.getloadavg()[0]]
+    markdown = to_markdown(result)
+    print(markdown)
+    if not args.quick:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        _report.write_section("scale", markdown)
+        print(f"wrote {RESULTS} and the scale section of {_report.DOCS}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
