@@ -60,6 +60,8 @@ _FROM_CHROMA: Final = {value: key for key, value in _TO_CHROMA.items()}
 DIMENSION_KEY: Final = "rechunk:dimension"
 LAYOUT_KEY: Final = "rechunk:layout"
 _MODEL_SAMPLE: Final = 256
+#: records per read request (the answers of a server stay a few MB)
+_READ_PAGE: Final = 4096
 #: The most bytes one write request should carry (estimated: text, metadata as JSON and
 #: the vector as JSON numbers). A Chroma server refuses large bodies ("Payload too
 #: large"), and a sync that fails there would fail the same way on every re-run.
@@ -321,13 +323,15 @@ class ChromaStore(StoreBase["ClientAPI"]):
     # -- reads -----------------------------------------------------------------------------
 
     def _pages(self, collection: Collection, **kwargs: Any) -> Iterator[Mapping[str, Any]]:
-        """``collection.get(**kwargs)`` page by page."""
+        """``collection.get(**kwargs)`` page by page (Chroma skips ``offset`` rows for each
+        page, so a read of the whole collection costs points^2 / page: pages are large)."""
+        size = max(self._batch_size, _READ_PAGE)
         offset = 0
         while True:
-            page = collection.get(limit=self._batch_size, offset=offset, **kwargs)
+            page = collection.get(limit=size, offset=offset, **kwargs)
             yield page
             count = len(page["ids"])
-            if count < self._batch_size:
+            if count < size:
                 return
             offset += count
 
