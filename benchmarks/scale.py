@@ -165,6 +165,8 @@ def child_rechunk(store_uri: str, case: str, n: int) -> dict[str, Any]:
     docs, prune = _docs_for(case, n)
     embedder = HashEmbedder()
     chunker = rechunk.policy_for(embedder)
+    # import the store's client library first: "open" is the store's own start
+    __import__("rechunk.adapters." + ("qdrant" if store_uri.startswith("qdrant") else "chroma"))
     t0 = time.perf_counter()
     opened = open_store(store_uri, COLLECTION)
     store = opened.store
@@ -201,11 +203,14 @@ def child_langchain(store_kind: str, folder: str, case: str, n: int) -> dict[str
             return hash_vector(text).tolist()
 
     docs, prune = _docs_for(case, n)
-    t0 = time.perf_counter()
     if store_kind == "qdrant":
         from langchain_qdrant import QdrantVectorStore
         from qdrant_client import QdrantClient, models
-
+    else:
+        import chromadb
+        from langchain_chroma import Chroma
+    t0 = time.perf_counter()
+    if store_kind == "qdrant":
         client = QdrantClient(path=os.path.join(folder, "qdrant"))
         if not client.collection_exists(COLLECTION):
             client.create_collection(
@@ -214,9 +219,6 @@ def child_langchain(store_kind: str, folder: str, case: str, n: int) -> dict[str
             )
         vectorstore: Any = QdrantVectorStore(client, COLLECTION, embedding=Hash())
     else:
-        import chromadb
-        from langchain_chroma import Chroma
-
         client = chromadb.PersistentClient(
             path=os.path.join(folder, "chroma"),
             settings=chromadb.Settings(anonymized_telemetry=False),
@@ -305,7 +307,7 @@ def series(
                             "n": n,
                         }
                     )
-                    result = run_case(spec, timeout=limit * 3)
+                    result = run_case(spec, timeout=limit)
                     row["cases"][case] = result
                     print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
                     if "error" in result:

@@ -478,3 +478,90 @@ def test_changed_bytes_count_the_edit_not_its_line(minilm: Any, chunker: Any) ->
         report = sync([Document("d", text)], store, chunker=chunker, embedder=minilm,
                       cache=cache, dry_run=True)
         assert report.per_document[0].changed_bytes == changed
+
+
+class CountingChunker:
+    """A real chunker that counts the texts it is asked to chunk."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.chunked: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def chunk(self, text: str) -> Any:
+        self.chunked.append(text)
+        return self.inner.chunk(text)
+
+
+def test_unchanged_documents_are_planned_without_chunking(make_store: StoreFactory,
+                                                          minilm: Any, chunker: Any) -> None:
+    """Stored points that tile this very text under this policy are its chunks: a re-sync
+    chunks only what changed, and ends where chunking everything would."""
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    docs = [Document("g", GUIDE_V1), Document("n", NOTES)]
+    sync(docs, store, chunker=chunker, embedder=minilm, cache=cache)
+    counting = CountingChunker(chunker)
+    report = sync(docs, store, chunker=counting, embedder=minilm, cache=cache)
+    assert counting.chunked == [] and report.documents["unchanged"] == 2
+    assert report.tokens_total == sum(c.tokens for d in docs for c in chunker.chunk(d.text))
+
+    edited = [Document("g", GUIDE_V2), docs[1]]
+    report = sync(edited, store, chunker=counting, embedder=minilm, cache=cache)
+    assert counting.chunked == [GUIDE_V2] and report.documents["changed"] == 1
+    reference = fresh(make_store("langchain"), minilm)
+    sync(edited, reference, chunker=chunker, embedder=minilm, cache=cache)
+    assert snapshot(store) == snapshot(reference)
+
+
+def test_stored_points_that_prove_nothing_are_chunked_again(make_store: StoreFactory,
+                                                            minilm: Any, chunker: Any) -> None:
+    """A caller's own revision label, another policy, or a tiling with a hole (a point
+    deleted behind rechunk's back) is no proof: the document is chunked and repaired."""
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    labelled = Document("g", GUIDE_V1, revision="v1")
+    sync([labelled, Document("n", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache)
+    counting = CountingChunker(chunker)
+    sync([labelled], store, chunker=counting, embedder=minilm, cache=cache)
+    assert counting.chunked == [GUIDE_V1]
+
+    points = store.get_points("n")
+    store.delete([points[-1].id])
+    counting.chunked.clear()
+    report = sync([Document("n", NOTES)], store, chunker=counting, embedder=minilm, cache=cache)
+    assert counting.chunked == [NOTES] and report.chunks["added"] == 1
+    assert [p.id for p in store.get_points("n")] == [p.id for p in points]
+
+    other = policy_for(minilm, "fixed")
+    counting = CountingChunker(other)
+    report = sync([Document("n", NOTES)], store, chunker=counting, embedder=minilm, cache=cache)
+    assert counting.chunked == [NOTES] and report.documents["changed"] == 1
+    assert {p.payload.policy for p in store.get_points("n")} == {other.policy_id}
+
+
+def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, chunker: Any,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync reads, publishes and verifies a batch of documents at a time (memory grows
+    with the batch), counts an input that several batches share once, and ends exact."""
+    import sys
+
+    sync_module = sys.modules["rechunk.sync"]
+
+    monkeypatch.setattr(sync_module, "DOC_BATCH", 3)
+    store = fresh(make_store("langchain"), minilm)
+    docs = [Document(f"d{i}.md", f"# Note {i}\n\n{NOTES}") for i in range(7)]
+    recorder = RecordingEmbedder(minilm)
+    counting = FaultyStore(store)
+    report = sync(docs, counting, chunker=chunker, embedder=recorder)
+    assert counting.calls.count("write") == 3 and counting.calls.count("get_points_many") == 6
+    assert len(recorder.embedded) == len(set(recorder.embedded))  # NOTES' chunks embedded once
+    assert report.inputs["embedded"] == len(recorder.embedded)
+    assert report.inputs["from_store"] == 0  # later batches reuse them, counted once
+    assert report.stale_check == "passed" and report.documents["new"] == 7
+    reference = fresh(make_store("langchain"), minilm)
+    monkeypatch.setattr(sync_module, "DOC_BATCH", 256)
+    sync(docs, reference, chunker=chunker, embedder=minilm)
+    assert snapshot(store) == snapshot(reference)
