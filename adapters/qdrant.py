@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from qdrant_client import QdrantClient
 
-__all__ = ["QdrantStore", "local_client"]
+__all__ = ["EMBEDDED_POINTS_ADVICE", "QdrantStore", "local_client"]
 
 _TO_QDRANT: Final[dict[Distance, models.Distance]] = {
     "cosine": models.Distance.COSINE,
@@ -69,6 +69,11 @@ _MODEL_SAMPLE: Final = 256
 #: has none): a server in strict mode refuses filters on fields without one.
 _INDEXED: Final = ("doc_id", "input_key", "model_id")
 
+
+#: Points past which ``rechunk status`` advises a Qdrant server over embedded Qdrant: local
+#: mode loads every point into memory when a process opens the folder (about 3.5 s and
+#: 300 MB per 10,000 points of MiniLM-sized chunks in benchmarks/scale.py).
+EMBEDDED_POINTS_ADVICE: Final = 100_000
 
 #: one lock per embedded client: Qdrant's local mode is not thread-safe (two threads
 #: writing through one client left points holding another point's vector)
@@ -318,7 +323,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         """Hold the client's lock (embedded Qdrant: requests through one client run one at
         a time, from any thread) and turn client exceptions into StoreError /
         StoreUnavailableError."""
-        lock = _client_lock(self._client) if self._is_embedded() else nullcontext()
+        lock = _client_lock(self._client) if self.is_embedded() else nullcontext()
         with lock:
             try:
                 yield
@@ -564,7 +569,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 points.extend(self._decode(r.id, r.payload) for r in records)
         return by_doc(points, ids)
 
-    def _is_embedded(self) -> bool:
+    def is_embedded(self) -> bool:
         """Whether the client is embedded Qdrant (a folder or ``":memory:"``), which has no
         payload index, so that every filter scans the collection."""
         options = getattr(self._client, "init_options", None)
@@ -575,7 +580,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
     def _index(self) -> _LocalIndex | None:
         """The embedded collection's :class:`_LocalIndex`, current (call it holding the
         client's lock); None for a server, or where the internals are not as expected."""
-        if not self._is_embedded():
+        if not self.is_embedded():
             return None
         collection = _local_collection(self._client, self._collection)
         if collection is None:
@@ -635,7 +640,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
                         found[key] = vector
                 return found
             if (
-                self._is_embedded()
+                self.is_embedded()
                 and 32 * len(keys) >= self._client.count(self._collection, exact=True).count
             ):
                 # one pass costs about what key filters for 1/32 of the points cost

@@ -551,7 +551,19 @@ def collection_status(store: Any) -> dict[str, Any]:
         "revisions": revisions,
         "stale_documents": sorted(stale),
         "stale_check": "passed" if not stale else "failed",
+        "warnings": [],
     }
+    is_embedded = getattr(store, "is_embedded", None)
+    if callable(is_embedded) and is_embedded():
+        from rechunk.adapters.qdrant import EMBEDDED_POINTS_ADVICE
+
+        if info.points > EMBEDDED_POINTS_ADVICE:
+            status["warnings"].append(
+                f"embedded Qdrant holds {info.points:,} points (more than "
+                f"{EMBEDDED_POINTS_ADVICE:,}): every process that opens the folder loads them "
+                "all into memory first; move the collection to a Qdrant server "
+                "(--store qdrant+http://HOST:6333) or a Chroma server"
+            )
     aliases = getattr(store, "aliases", None)
     if callable(aliases):
         status["aliases"] = aliases()
@@ -598,6 +610,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         f"stale check: {status['stale_check']}"
         + (f" ({', '.join(status['stale_documents'])})" if status["stale_documents"] else "")
     )
+    for warning in status["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

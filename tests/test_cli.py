@@ -265,6 +265,22 @@ def test_query_and_status_limits(workdir: Path, capsys: pytest.CaptureFixture[st
     assert "1 not written by rechunk" in capsys.readouterr().out
 
 
+def test_status_advises_a_server_past_the_embedded_size(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rechunk.adapters.qdrant as adapter
+
+    assert main(["sync", "docs"]) == 0
+    capsys.readouterr()
+    code, status = run_json(capsys, "status")
+    assert code == 0 and status["warnings"] == []
+    monkeypatch.setattr(adapter, "EMBEDDED_POINTS_ADVICE", status["chunks"] - 1)
+    code, status = run_json(capsys, "status")
+    assert code == 0 and "move the collection to a Qdrant server" in status["warnings"][0]
+    assert main(["status"]) == 0
+    assert "warning: embedded Qdrant holds" in capsys.readouterr().err
+
+
 def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
     (tmp_path / "bom.md").write_bytes("\ufeff# Title\n\nBody.\n".encode())
     files = read_documents([str(tmp_path)], ["*.md"])
