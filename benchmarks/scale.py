@@ -19,7 +19,8 @@ Stores: embedded Qdrant (``qdrant:DIR``), embedded Chroma (``chroma:DIR``) and a
 Chroma server this script starts (``chroma run``, 127.0.0.1). The anchor is
 LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing through
 ``langchain_qdrant`` / ``langchain_chroma`` into the same kind of store, with a
-``RecursiveCharacterTextSplitter`` (cleanup ``incremental``; ``full`` for prune).
+``RecursiveCharacterTextSplitter`` length-matched to rechunk's chunks (cleanup
+``incremental``; ``full`` for prune).
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
@@ -60,6 +61,9 @@ ANCHOR_STORES = ("qdrant", "chroma")
 DIM = 384
 DOC_BYTES = 4400
 COLLECTION = "scale"
+#: LangChain's chunk size, length-matched: its median chunk on this corpus is 154 MiniLM
+#: tokens, rechunk's (structured, sized for MiniLM) 155
+LANGCHAIN_CHARS = 740
 INSERTED = (
     "This paragraph was inserted by the scale benchmark to stand for a small edit: "
     "one new paragraph in the middle of one document, everything else unchanged."
@@ -177,8 +181,12 @@ def child_rechunk(store_uri: str, case: str, n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     report = rechunk.sync(documents, store, chunker=chunker, embedder=embedder, prune=prune)
     sync_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    store.doc_ids()  # the one read `rechunk sync` adds without --prune (to count the others)
+    doc_ids_s = time.perf_counter() - t0
     opened.close()
     return {
+        "doc_ids_s": doc_ids_s,
         "open_s": open_s,
         "sync_s": sync_s,
         "stages": report.seconds,
@@ -229,7 +237,7 @@ def child_langchain(store_kind: str, folder: str, case: str, n: int) -> dict[str
     )
     manager.create_schema()
     open_s = time.perf_counter() - t0
-    splitter = RecursiveCharacterTextSplitter(chunk_size=600, chunk_overlap=0)
+    splitter = RecursiveCharacterTextSplitter(chunk_size=LANGCHAIN_CHARS, chunk_overlap=0)
     t0 = time.perf_counter()
     chunks = splitter.create_documents(list(docs.values()), metadatas=[{"source": d} for d in docs])
     result = index(
@@ -367,8 +375,12 @@ def to_markdown(result: dict[str, Any]) -> str:
         "document edited with all passed; one document only; prune 1% (`prune=True`, or "
         '`cleanup="full"` for LangChain).',
         "",
-        "| tool | store | N | points | initial | no-op | one edit, all passed | one doc only | prune 1% | open (no-op) | peak MB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
+        "case's store open; `doc_ids`: the extra read `rechunk sync` makes without `--prune` "
+        "(to count the documents it was not given); peak: the largest RSS of the five processes.",
+        "",
+        "| tool | store | N | points | initial | points/s | no-op | one edit, all passed | one doc only | prune 1% | open | `doc_ids` | peak MB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
         c = row["cases"]
@@ -383,10 +395,13 @@ def to_markdown(result: dict[str, Any]) -> str:
 
         points = f"{c['initial']['points']:,}" if "points" in c.get("initial", {}) else ""
         peak = max((r.get("peak_mb", 0) for r in c.values()), default=0)
+        initial = c.get("initial", {})
+        rate = f"{initial['points'] / initial['sync_s']:,.0f}" if "sync_s" in initial else ""
+        noop = c.get("noop", {})
         lines.append(
-            f"| {row['tool']} | {row['store']} | {row['n']:,} | {points} | "
-            + " | ".join(cell(k) for k in CASES)
-            + f" | {_s(c.get('noop', {}).get('open_s'))} | {peak:,.0f} |"
+            f"| {row['tool']} | {row['store']} | {row['n']:,} | {points} | {cell('initial')} | "
+            f"{rate} | " + " | ".join(cell(k) for k in CASES[1:])
+            + f" | {_s(noop.get('open_s'))} | {_s(noop.get('doc_ids_s'))} | {peak:,.0f} |"
         )
     lines += [
         "",
@@ -405,6 +420,7 @@ def to_markdown(result: dict[str, Any]) -> str:
                 + " | ".join("" if v is None else f"{v:.2f}" for v in vals)
                 + " |"
             )
+    lines += ["", *verdict(result)]
     stops = [
         f"{r['tool']} on {r['store']} at N={r['n']:,}: {r['stopped']}"
         for r in result["rows"]
@@ -415,19 +431,76 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _case(result: dict[str, Any], tool: str, store: str, n: int, case: str) -> dict[str, Any]:
+    for row in result["rows"]:
+        if (row["tool"], row["store"], row["n"]) == (tool, store, n):
+            r: dict[str, Any] = row["cases"].get(case, {})
+            return r if "sync_s" in r else {}
+    return {}
+
+
+def verdict(result: dict[str, Any]) -> list[str]:
+    """The issue's targets, read off the table."""
+    out = ["Against the targets:", ""]
+    for store in STORES:
+        rows = result["series"].get(f"rechunk|{store}", [])
+        done = [r for r in rows if all("sync_s" in r["cases"].get(k, {}) for k in CASES)]
+        if len(done) < 2:
+            continue
+        exp = exponents(done)
+        worst = max((v for vals in exp.values() for v in vals if v is not None), default=None)
+        first, last = done[0], done[-1]
+        flat = last["cases"]["edit_one"]["sync_s"] / first["cases"]["edit_one"]["sync_s"]
+        line = (
+            f"- rechunk on {store}: largest growth exponent {worst:.2f} (target <= 1.1); one "
+            f"document only {flat:.1f}x from {first['n']:,} to {last['n']:,} documents "
+            "(target within 2x)"
+        )
+        if store in ANCHOR_STORES:
+            ns = [r["n"] for r in done]
+            both = [n for n in ns if _case(result, "langchain", store, n, "noop")]
+            if both:
+                n = max(both)
+                parts = []
+                for case, name in (("noop", "no-op"), ("edit_all", "one edit")):
+                    ours, theirs = (_case(result, t, store, n, case)["sync_s"] for t in ("rechunk", "langchain"))
+                    parts.append(f"{name} {theirs / ours:.1f}x faster than LangChain")
+                ours_i, theirs_i = (_case(result, t, store, n, "initial") for t in ("rechunk", "langchain"))
+                if ours_i and theirs_i:
+                    ratio = (ours_i["points"] / ours_i["sync_s"]) / (theirs_i["points"] / theirs_i["sync_s"])
+                    parts.append(f"initial throughput {ratio:.2f}x LangChain's (points/s)")
+                line += f"; at {n:,} documents: " + ", ".join(parts) + " (targets: 3x, 3x, >= 1x)"
+        out.append(line + ".")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,5000,20000,50000")
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--anchor-stores", default=",".join(ANCHOR_STORES))
     parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
+    parser.add_argument(
+        "--cap",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="largest N for a series; NAME is a tool, a store or tool:store (repeatable)",
+    )
+    parser.add_argument("--render", action="store_true", help="rewrite the docs from the json")
     parser.add_argument("--quick", action="store_true", help="print only, do not write docs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args)
         return 0
+    if args.render:
+        result = json.loads(RESULTS.read_text(encoding="utf-8"))
+        _report.write_section("scale", to_markdown(result))
+        print(to_markdown(result))
+        return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    caps = dict(c.split("=", 1) for c in args.cap)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     result: dict[str, Any] = {
@@ -442,9 +515,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("langchain", s) for s in args.anchor_stores.split(",") if s
         ]
         for tool, store in plan:
-            rows = series(tool, store, sizes, args.limit, work)
+            cap = min(
+                (int(caps[k]) for k in (tool, store, f"{tool}:{store}") if k in caps),
+                default=max(sizes),
+            )
+            rows = series(tool, store, [n for n in sizes if n <= cap], args.limit, work)
             result["series"][f"{tool}|{store}"] = rows
             result["rows"].extend(rows)
+            if not args.quick:  # keep what is done, in case the run is cut short
+                result["seconds"] = time.perf_counter() - t0
+                result["load"] = [load0, os.getloadavg()[0]]
+                RESULTS.parent.mkdir(parents=True, exist_ok=True)
+                RESULTS.write_text(json.dumps(result, indent=1), encoding="utf-8")
     result["seconds"] = time.perf_counter() - t0
     result["load"] = [load0, os.getloadavg()[0]]
     markdown = to_markdown(result)
