@@ -147,7 +147,20 @@ def _local_collection(client: Any, name: str) -> Any:
         return None
     if not isinstance(deleted, np.ndarray) or len(payload) != len(ids_inv):
         return None
+    tables = (getattr(collection, n, None) for n in ("ids", "vectors", "deleted_per_vector"))
+    if not all(isinstance(t, dict) for t in tables):
+        return None
     return collection
+
+
+def _detached(value: Any) -> Any:
+    """A copy of a JSON value that shares no list or dict with it (a payload held by
+    embedded Qdrant must not change when a caller changes what it was given)."""
+    if isinstance(value, dict):
+        return {k: _detached(v) if isinstance(v, (dict, list)) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_detached(v) if isinstance(v, (dict, list)) else v for v in value]
+    return value
 
 
 def _tune(collection: Any) -> None:
@@ -249,6 +262,27 @@ class _LocalIndex:
         for point_id in ids:
             self._remove(point_id)
         self._seen = self._fingerprint()
+
+    def _live(self, point_id: str) -> int | None:
+        idx = self._collection.ids.get(point_id)
+        return None if idx is None or self._collection.deleted[idx] else int(idx)
+
+    def payloads(self, ids: Sequence[str]) -> Iterator[tuple[str, Any]]:
+        """``(id, payload)`` of those of ``ids`` that exist, read in place (what local
+        mode's ``retrieve`` does, without a model object and a deep copy per point)."""
+        for point_id in ids:
+            idx = self._live(point_id)
+            if idx is not None:
+                yield point_id, _detached(self._collection.payload[idx])
+
+    def vector(self, point_id: str, name: str | None) -> npt.NDArray[np.float32] | None:
+        """The dense vector ``name`` (None: the unnamed one) of a point, as a copy."""
+        idx = self._live(point_id)
+        table = self._collection.vectors.get(name or "")
+        gone = self._collection.deleted_per_vector.get(name or "")
+        if idx is None or table is None or gone is None or gone[idx]:
+            return None
+        return np.array(table[idx], dtype=np.float32)
 
     def rechunk_docs(self) -> set[str]:
         return {doc for doc, key in self.of.values() if doc is not None and key is not None}
@@ -433,15 +467,16 @@ class QdrantStore(StoreBase["QdrantClient"]):
         """The model_ids of up to ``_MODEL_SAMPLE`` points, read in this store's layout."""
         selector = models.PayloadSelectorInclude(include=[self._path("model_id")])
         index = self._index()
-        records: Sequence[models.Record]
+        payloads: list[Any]
         if index is not None:  # a scroll sorts every point id first
             sample = list(itertools.islice(index.of, _MODEL_SAMPLE))
-            records = list(self._retrieve(sample, selector))
+            payloads = [p for _, p in index.payloads(sample)]
         else:
             records, _ = self._client.scroll(
                 self._collection, limit=_MODEL_SAMPLE, with_payload=selector, with_vectors=False
             )
-        model_ids = {self._field(r.payload, "model_id") for r in records}
+            payloads = [r.payload for r in records]
+        model_ids = {self._field(p, "model_id") for p in payloads}
         return frozenset(m for m in model_ids if isinstance(m, str))
 
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
@@ -561,7 +596,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
             index = self._index()
             if index is not None:
                 wanted = [p for d in ids for p in index.by_doc.get(d, ())]
-                points.extend(self._decode(r.id, r.payload) for r in self._retrieve(wanted))
+                points.extend(self._decode(i, p) for i, p in index.payloads(wanted))
                 return by_doc(points, ids)
             for chunk in batches(ids, 4 * self._batch_size):
                 condition = models.Filter(must=[self._match("doc_id", chunk)])
@@ -594,14 +629,6 @@ class QdrantStore(StoreBase["QdrantClient"]):
             index = tables[nested] = _LocalIndex(collection, nested)
         return index.fresh()
 
-    def _retrieve(
-        self, ids: Sequence[str], payload: Any = True, vectors: Any = False
-    ) -> Iterator[models.Record]:
-        for chunk in batches(sorted(ids), 16 * self._batch_size):
-            yield from self._client.retrieve(
-                self._collection, ids=list(chunk), with_payload=payload, with_vectors=vectors
-            )
-
     def get_vectors(
         self, input_keys: Sequence[str], model_id: str
     ) -> dict[str, npt.NDArray[np.float32]]:
@@ -627,15 +654,12 @@ class QdrantStore(StoreBase["QdrantClient"]):
         with self._errors("read vectors from"):
             index = self._index()
             if index is not None:
-                selector = models.PayloadSelectorInclude(
-                    include=[self._path("input_key"), self._path("model_id")]
-                )
                 wanted_ids = [p for k in keys for p in index.by_key.get(k, ())]
-                for record in self._retrieve(wanted_ids, selector, wanted):
-                    key = self._field(record.payload, "input_key")
-                    if self._field(record.payload, "model_id") != model_id or key in found:
+                for point_id, payload in index.payloads(wanted_ids):
+                    key = self._field(payload, "input_key")
+                    if self._field(payload, "model_id") != model_id or key in found:
                         continue
-                    vector = _vector_of(record, vectors.name)
+                    vector = index.vector(point_id, vectors.name)
                     if isinstance(key, str) and vector is not None:
                         found[key] = vector
                 return found

@@ -549,3 +549,16 @@ def test_local_client_writes_ahead(tmp_path: Path) -> None:
     store = QdrantStore(c, "docs")
     assert sum(map(len, store.get_points_many(sorted(store.doc_ids())).values())) == len(written)
     c.close()
+
+
+def test_embedded_reads_hand_out_copies(client: QdrantClient) -> None:
+    """What a read returns shares nothing with the collection embedded Qdrant holds."""
+    store = QdrantStore(client, "docs")
+    _fill(store)
+    (first, *_) = store.get_points("a.md")
+    first.payload.metadata["tags"].append("changed by the caller")
+    assert store.get_points("a.md")[0].payload.metadata["tags"] == ["x", "y"]
+    key = first.payload.input_key
+    vector = store.get_vectors([key], MODEL)[key]
+    vector[:] = 0
+    assert np.linalg.norm(store.get_vectors([key], MODEL)[key]) == pytest.approx(1.0, abs=1e-5)
