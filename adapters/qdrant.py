@@ -225,9 +225,15 @@ class _LocalIndex:
             self.of.clear()
             c = self._collection
             alive = (~c.deleted.astype(bool)).tolist()
+            fields, by_doc, by_key = self._fields, self.by_doc, self.by_key
             for point_id, payload, live in zip(c.ids_inv, c.payload, alive):
                 if live:
-                    self._add(str(point_id), *self._fields(payload))
+                    point_id = str(point_id)
+                    doc, key = self.of[point_id] = fields(payload)
+                    if doc is not None:
+                        by_doc.setdefault(doc, set()).add(point_id)
+                    if key is not None:
+                        by_key.setdefault(key, set()).add(point_id)
             self._seen = self._fingerprint()
         return self
 
