@@ -164,14 +164,26 @@ def _detached(value: Any) -> Any:
 
 
 def _tune(collection: Any) -> None:
-    """Write-ahead logging, ``synchronous=NORMAL`` for one embedded collection's SQLite
-    file (see :func:`local_client`); nothing where the file is not as expected."""
+    """Make one embedded collection of a :func:`local_client` fast to write to.
+
+    Its SQLite file gets write-ahead logging with ``synchronous=NORMAL`` (see
+    :func:`local_client`). And its dense vector arrays get room for as many points
+    again: loaded from disk they hold exactly the stored points, and qdrant-client
+    grows a full one with ``np.resize``, which took 2.4 s for 18,000 MiniLM vectors
+    here on the first point a process adds (a one-paragraph edit). One plain copy
+    does it in milliseconds; Qdrant reads only the rows of its points. Nothing is
+    changed where the collection is not as expected."""
     connection = getattr(getattr(collection, "storage", None), "storage", None)
-    if not isinstance(connection, sqlite3.Connection):
-        return
-    with contextlib.suppress(sqlite3.Error):
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
+    if isinstance(connection, sqlite3.Connection):
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+    points = len(collection.ids_inv)
+    for name, array in list(collection.vectors.items()):
+        if isinstance(array, np.ndarray) and array.ndim == 2 and array.shape[0] <= points:
+            grown = np.empty((2 * points + 1, array.shape[1]), dtype=array.dtype)
+            grown[: array.shape[0]] = array
+            collection.vectors[name] = grown
 
 
 def _vector_of(record: models.Record, name: str | None) -> npt.NDArray[np.float32] | None:
