@@ -164,24 +164,28 @@ def _detached(value: Any) -> Any:
 
 
 def _tune(collection: Any) -> None:
-    """Make one embedded collection of a :func:`local_client` fast to write to.
-
-    Its SQLite file gets write-ahead logging with ``synchronous=NORMAL`` (see
-    :func:`local_client`). And its dense vector arrays get room for as many points
-    again: loaded from disk they hold exactly the stored points, and qdrant-client
-    grows a full one with ``np.resize``, which took 2.4 s for 18,000 MiniLM vectors
-    here on the first point a process adds (a one-paragraph edit). One plain copy
-    does it in milliseconds; Qdrant reads only the rows of its points. Nothing is
-    changed where the collection is not as expected."""
+    """Write-ahead logging with ``synchronous=NORMAL`` for the SQLite file of one embedded
+    collection of a :func:`local_client`; nothing where the file is not as expected."""
     connection = getattr(getattr(collection, "storage", None), "storage", None)
     if isinstance(connection, sqlite3.Connection):
         with contextlib.suppress(sqlite3.Error):
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
-    points = len(collection.ids_inv)
+
+
+def _reserve(collection: Any, extra: int) -> None:
+    """Room in an embedded collection's dense vector arrays for ``extra`` more points.
+
+    Loaded from disk, an array holds exactly the stored points, and qdrant-client grows
+    a full one with ``np.resize``, which took 2.4 s for 18,000 MiniLM vectors here on
+    the first point a process added (a one-paragraph edit), and again at every doubling
+    of an initial sync. A plain copy into a larger array takes milliseconds; Qdrant
+    reads only the rows of its points. Grown by an eighth (at least 1,024 rows), so the
+    memory held for room stays small."""
+    need = len(collection.ids_inv) + extra + 1  # Qdrant grows when the next row is taken
     for name, array in list(collection.vectors.items()):
-        if isinstance(array, np.ndarray) and array.ndim == 2 and array.shape[0] <= points:
-            grown = np.empty((2 * points + 1, array.shape[1]), dtype=array.dtype)
+        if isinstance(array, np.ndarray) and array.ndim == 2 and array.shape[0] < need:
+            grown = np.empty((need + max(need // 8, 1024), array.shape[1]), dtype=array.dtype)
             grown[: array.shape[0]] = array
             collection.vectors[name] = grown
 
@@ -208,7 +212,7 @@ class _LocalIndex:
     """
 
     def __init__(self, collection: Any, nested: bool) -> None:
-        self._collection = collection
+        self.collection = collection
         self._nested = nested
         self.by_doc: dict[str, set[str]] = {}
         self.by_key: dict[str, set[str]] = {}
@@ -216,7 +220,7 @@ class _LocalIndex:
         self._seen: tuple[int, int] = (-1, -1)
 
     def _fingerprint(self) -> tuple[int, int]:
-        c = self._collection
+        c = self.collection
         return len(c.ids_inv), int(np.count_nonzero(c.deleted))
 
     def _fields(self, payload: Any) -> tuple[str | None, str | None]:
@@ -235,7 +239,7 @@ class _LocalIndex:
             self.by_doc.clear()
             self.by_key.clear()
             self.of.clear()
-            c = self._collection
+            c = self.collection
             alive = (~c.deleted.astype(bool)).tolist()
             fields, by_doc, by_key = self._fields, self.by_doc, self.by_key
             for point_id, payload, live in zip(c.ids_inv, c.payload, alive):
@@ -282,8 +286,8 @@ class _LocalIndex:
         self._seen = self._fingerprint()
 
     def _live(self, point_id: str) -> int | None:
-        idx = self._collection.ids.get(point_id)
-        return None if idx is None or self._collection.deleted[idx] else int(idx)
+        idx = self.collection.ids.get(point_id)
+        return None if idx is None or self.collection.deleted[idx] else int(idx)
 
     def payloads(self, ids: Sequence[str]) -> Iterator[tuple[str, Any]]:
         """``(id, payload)`` of those of ``ids`` that exist, read in place (what local
@@ -291,13 +295,13 @@ class _LocalIndex:
         for point_id in ids:
             idx = self._live(point_id)
             if idx is not None:
-                yield point_id, _detached(self._collection.payload[idx])
+                yield point_id, _detached(self.collection.payload[idx])
 
     def vector(self, point_id: str, name: str | None) -> npt.NDArray[np.float32] | None:
         """The dense vector ``name`` (None: the unnamed one) of a point, as a copy."""
         idx = self._live(point_id)
-        table = self._collection.vectors.get(name or "")
-        gone = self._collection.deleted_per_vector.get(name or "")
+        table = self.collection.vectors.get(name or "")
+        gone = self.collection.deleted_per_vector.get(name or "")
         if idx is None or table is None or gone is None or gone[idx]:
             return None
         return np.array(table[idx], dtype=np.float32)
@@ -757,6 +761,8 @@ class QdrantStore(StoreBase["QdrantClient"]):
         upserts = [w for w in prepared if w.vector is not None]
         with self._errors("write to"), self._indexed() as index:
             self._check_exist([w.id for w in updates])
+            if index is not None and self._client in _TUNED_CLIENTS:
+                _reserve(index.collection, len(upserts))
             for chunk in batches(upserts, self._batch_size):
                 self._client.upsert(
                     self._collection,
