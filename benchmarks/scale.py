@@ -488,6 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="largest N for a series; NAME is a tool, a store or tool:store (repeatable)",
     )
     parser.add_argument("--render", action="store_true", help="rewrite the docs from the json")
+    parser.add_argument(
+        "--merge", action="store_true", help="replace only the series run in the existing json"
+    )
     parser.add_argument("--quick", action="store_true", help="print only, do not write docs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -509,6 +512,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": [],
         "series": {},
     }
+    if args.merge and RESULTS.exists():
+        result = json.loads(RESULTS.read_text(encoding="utf-8"))
+        t0 -= result.get("seconds", 0.0)
     with tempfile.TemporaryDirectory(prefix="rechunk-scale-") as tmp:
         work = Path(tmp)
         plan = [("rechunk", s) for s in args.stores.split(",") if s] + [
@@ -521,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             rows = series(tool, store, [n for n in sizes if n <= cap], args.limit, work)
             result["series"][f"{tool}|{store}"] = rows
-            result["rows"].extend(rows)
+            result["rows"] = [r for rows in result["series"].values() for r in rows]
             if not args.quick:  # keep what is done, in case the run is cut short
                 result["seconds"] = time.perf_counter() - t0
                 result["load"] = [load0, os.getloadavg()[0]]
