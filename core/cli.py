@@ -173,6 +173,12 @@ def _embedder(args: argparse.Namespace) -> Any:
     )
 
 
+def _share_cache(embedder: Any, cache: Any) -> None:
+    from rechunk.integrations.uri import share_cache
+
+    share_cache(embedder, cache)
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, default=str))
 
@@ -465,6 +471,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     embedder = _embedder(args)
     chunker = policy_for(embedder, args.policy)
     with _cache_and_store(args, dry_run=args.dry_run) as (cache, opened):
+        _share_cache(embedder, cache)
         store = opened.store
         if not args.dry_run:
             from rechunk.generations import open_live
@@ -661,6 +668,7 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
     embedder = _embedder(args)
     chunker = policy_for(embedder, args.policy)
     with _cache_and_store(args) as (cache, opened):
+        _share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
             missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
             if missing:

@@ -13,6 +13,12 @@ URI                         embedder
                             an OpenAI-compatible ``/v1/embeddings`` API; the base
                             URL comes from ``embed_url`` (``--embed-url``), else
                             ``OPENAI_BASE_URL``, else OpenAI's
+``openai:MODEL?k=v&...``    the same, for a model rechunk does not know:
+                            ``tokenizer=PATH`` (a ``tokenizer.json``, a local
+                            model folder, or ``tiktoken:ENCODING``),
+                            ``window=N`` (tokens, special ones included),
+                            ``dimension=N``; ``dimensions=N`` asks OpenAI's
+                            ``text-embedding-3-*`` for shorter vectors
 ==========================  ====================================================
 
 ``PATH`` left out (or ``all-MiniLM-L6-v2``) means the all-MiniLM-L6-v2 shipped
@@ -31,7 +37,7 @@ from typing import Any
 
 from rechunk.errors import ConfigError, MissingDependencyError
 
-__all__ = ["EMBEDDER_SCHEMES", "default_embedder", "open_embedder"]
+__all__ = ["EMBEDDER_SCHEMES", "default_embedder", "open_embedder", "share_cache"]
 
 EMBEDDER_SCHEMES = ("onnx:", "st:", "openai:")
 _PACKAGED = ("", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -118,10 +124,47 @@ def open_embedder(
     if uri.startswith("st:"):
         return _torch(_local_model(uri[len("st:") :]))
     if uri.startswith("openai:"):
-        name = uri[len("openai:") :]
-        if not name:
-            raise ConfigError("openai: needs a model name, e.g. openai:text-embedding-3-small")
-        from rechunk.integrations.openai import OpenAIEmbedder
-
-        return OpenAIEmbedder(name, base_url=embed_url)
+        return _openai(uri[len("openai:") :], embed_url)
     raise ConfigError(f"unknown embedder URI {uri!r}; use one of: {', '.join(EMBEDDER_SCHEMES)}")
+
+
+_OPENAI_OPTIONS = {
+    "tokenizer": "tokenizer",
+    "window": "max_input_tokens",
+    "dimension": "dimension",
+    "dimensions": "dimensions",
+}
+
+
+def _openai(spec: str, embed_url: str | None) -> Any:
+    from urllib.parse import parse_qsl
+
+    name, _, query = spec.partition("?")
+    if not name:
+        raise ConfigError("openai: needs a model name, e.g. openai:text-embedding-3-small")
+    options: dict[str, Any] = {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError as exc:
+        raise ConfigError(f"cannot read the options of openai:{spec}: {exc}") from exc
+    for key, value in pairs:
+        if key not in _OPENAI_OPTIONS:
+            raise ConfigError(
+                f"unknown option {key!r} in openai:{spec}; use {', '.join(_OPENAI_OPTIONS)}"
+            )
+        if key == "tokenizer":
+            options["tokenizer"] = value
+            continue
+        if not value.isdigit() or int(value) <= 0:
+            raise ConfigError(f"option {key} of openai:{spec} must be a positive integer")
+        options[_OPENAI_OPTIONS[key]] = int(value)
+    from rechunk.integrations.openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(name, base_url=embed_url, **options)
+
+
+def share_cache(embedder: Any, cache: Any) -> None:
+    """Let an API embedder keep each request's vectors in ``cache`` (the sync's own) the
+    moment the request succeeds, so a sync that fails part-way re-sends none of them."""
+    if cache is not None and hasattr(embedder, "cache") and embedder.cache is None:
+        embedder.cache = cache

@@ -16,9 +16,40 @@ from rechunk.tokens import resolve_tokenizer
 # Text that exercises every boundary rule: Latin prose, Markdown structure, CJK runs,
 # full-width punctuation, odd whitespace, long unspaced runs.
 ALPHABET = st.sampled_from(
-    [*"abcdefghij", "word ", "Word. ", "end! ", "why? ", " ", "  ", "\n", "\n\n", "\t", "\r\n",
-     "\u00a0", "\u3000", "# ", "- ", "1. ", "中", "文", "字", "。", "，", "！", "？", "」",
-     "ü", "é", "😀", "https://example.org/a/b?c=d ", "-->", "`", "|", "\u200d"]
+    [
+        *"abcdefghij",
+        "word ",
+        "Word. ",
+        "end! ",
+        "why? ",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "\r\n",
+        "\u00a0",
+        "\u3000",
+        "# ",
+        "- ",
+        "1. ",
+        "中",
+        "文",
+        "字",
+        "。",
+        "，",
+        "！",
+        "？",
+        "」",
+        "ü",
+        "é",
+        "😀",
+        "https://example.org/a/b?c=d ",
+        "-->",
+        "`",
+        "|",
+        "\u200d",
+    ]
 )
 TEXTS = st.lists(ALPHABET, max_size=400).map("".join)
 LONG_TEXTS = st.lists(ALPHABET, min_size=300, max_size=2500).map("".join)

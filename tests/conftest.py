@@ -56,7 +56,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in item.iter_markers("requires"):
             for pkg in mark.args:
                 if importlib.util.find_spec(pkg) is None:
-                    item.add_marker(pytest.mark.skip(reason=f"optional package {pkg} not installed"))
+                    item.add_marker(
+                        pytest.mark.skip(reason=f"optional package {pkg} not installed")
+                    )
 
 
 @pytest.fixture(scope="session")

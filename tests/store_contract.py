@@ -275,7 +275,9 @@ class StoreContract:
         assert store.get_points("a.md") == [StoredPoint(i, p) for i, p in written[:10]]
         many = store.get_points_many([f"d{i}.md" for i in range(7)] + ["a.md"])
         assert many["a.md"] == store.get_points("a.md")  # ids span several requests
-        assert [many[f"d{i}.md"] for i in range(7)] == [[StoredPoint(i, p)] for i, p in written[10:]]
+        assert [many[f"d{i}.md"] for i in range(7)] == [
+            [StoredPoint(i, p)] for i, p in written[10:]
+        ]
         assert store.doc_ids() == {"a.md"} | {f"d{i}.md" for i in range(7)}
         keys = [p.input_key for _, p in written]
         assert set(store.get_vectors(keys, MODEL)) == set(keys)

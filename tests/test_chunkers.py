@@ -84,7 +84,9 @@ class TestRecursive(ChunkerContract):
         chunker = RecursiveChunker(target_tokens=60)
         old = chunker.chunk(block + "\n\n" + tail)
         new = chunker.chunk("Inserted. " + block + "\n\n" + tail)
-        assert {c.text for c in old if "Tail" in c.text} == {c.text for c in new if "Tail" in c.text}
+        assert {c.text for c in old if "Tail" in c.text} == {
+            c.text for c in new if "Tail" in c.text
+        }
 
 
 class TestCDC(ChunkerContract):
@@ -101,7 +103,11 @@ class TestCDC(ChunkerContract):
 
     def test_edit_resynchronises(self) -> None:
         rng = random.Random(7)
-        text = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "pi", "rho", "mu"]) + str(rng.randrange(50)) for _ in range(3000))
+        text = " ".join(
+            rng.choice(["alpha", "beta", "gamma", "delta", "pi", "rho", "mu"])
+            + str(rng.randrange(50))
+            for _ in range(3000)
+        )
         chunker = CDCChunker(min_tokens=40, max_tokens=120, window_words=16)
         old = chunker.chunk(text)
         new = chunker.chunk("inserted words here " + text)
@@ -138,12 +144,19 @@ def test_invalid_parameters_raise_config_error(factory: Any, kwargs: dict[str, A
 
 def test_same_text_same_input_whatever_the_chunker() -> None:
     paragraph = "A paragraph that every chunker keeps whole because it is short."
-    inputs = [c.chunk("\n\n" + paragraph + "\n")[0].text for c in (FixedChunker(), RecursiveChunker(), CDCChunker())]
+    inputs = [
+        c.chunk("\n\n" + paragraph + "\n")[0].text
+        for c in (FixedChunker(), RecursiveChunker(), CDCChunker())
+    ]
     assert inputs == [paragraph] * 3
 
 
-@given(st.text(alphabet=st.sampled_from(list("ab.中 \t\n\r\x0b\x0c\u3000\u00a0\u2028\x85\x1c")),
-               max_size=40))
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("ab.中 \t\n\r\x0b\x0c\u3000\u00a0\u2028\x85\x1c")),
+        max_size=40,
+    )
+)
 def test_embedding_input_rule(span: str) -> None:
     text = embedding_input(span)
     assert embedding_input(text) == text  # idempotent

@@ -31,8 +31,13 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
 
 
 def cli(*args: str, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rechunk.cli", *args], cwd=cwd, text=True,
-                          capture_output=True, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "rechunk.cli", *args],
+        cwd=cwd,
+        text=True,
+        capture_output=True,
+        **kwargs,
+    )
 
 
 @pytest.fixture
@@ -61,14 +66,14 @@ def test_sync_edit_resync(workdir: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert len(status["policies"]) == 1 and len(status["models"]) == 1
 
     # unquoted words are one query (the README's example, as a shell passes it)
-    code, hits = run_json(capsys, "query", "what", "happens", "when", "a", "sync", "crashes?",
-                          "-k", "3")
+    code, hits = run_json(
+        capsys, "query", "what", "happens", "when", "a", "sync", "crashes?", "-k", "3"
+    )
     assert code == 0 and len(hits) == 3
     assert {"doc_id", "start", "end", "score", "excerpt"} <= set(hits[0])
 
 
-def test_dry_run_prune_and_skipped_files(workdir: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_prune_and_skipped_files(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, plan = run_json(capsys, "sync", "docs", "--dry-run")
     assert code == 0 and plan["dry_run"] and plan["chunks"]["added"] > 0
     assert not (workdir / ".rechunk" / "qdrant").exists() or not any(
@@ -98,8 +103,9 @@ def test_noop_sync_loads_no_model(workdir: Path) -> None:
         "print('HEAVY=' + json.dumps(heavy), file=sys.stderr)\n"
         "raise SystemExit(code)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=workdir, text=True,
-                          capture_output=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=workdir, text=True, capture_output=True
+    )
     assert done.returncode == 0, done.stderr
     assert "HEAVY=[]" in done.stderr
     report = json.loads(done.stdout)
@@ -121,17 +127,25 @@ def test_second_process_gets_store_in_use(workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_during_embedding_is_repaired_by_next_sync(tmp_path: Path,
-                                                          sig: signal.Signals) -> None:
+def test_signal_during_embedding_is_repaired_by_next_sync(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for i in range(16):
-        body = "\n\n".join(f"Document {i}, paragraph {j}: " + " ".join(
-            f"w{(i * 31 + j * 7 + k) % 997}" for k in range(50)) for j in range(8))
+        body = "\n\n".join(
+            f"Document {i}, paragraph {j}: "
+            + " ".join(f"w{(i * 31 + j * 7 + k) % 997}" for k in range(50))
+            for j in range(8)
+        )
         (corpus / f"doc{i:02}.md").write_text(body)
-    process = subprocess.Popen([sys.executable, "-m", "rechunk.cli", "sync", "corpus"],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rechunk.cli", "sync", "corpus"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     cache = tmp_path / ".rechunk" / "cache.sqlite"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
@@ -190,8 +204,9 @@ def test_exit_codes(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as version:
         main(["--version"])
     assert version.value.code == 0 and capsys.readouterr().out.startswith("rechunk ")
-    module = subprocess.run([sys.executable, "-m", "rechunk", "--version"], text=True,
-                            capture_output=True)
+    module = subprocess.run(
+        [sys.executable, "-m", "rechunk", "--version"], text=True, capture_output=True
+    )
     assert module.returncode == 0 and module.stdout.startswith("rechunk ")
 
 
@@ -254,10 +269,21 @@ def test_query_and_status_limits(workdir: Path, capsys: pytest.CaptureFixture[st
     from qdrant_client import QdrantClient, models
 
     client = QdrantClient(path=str(workdir / ".rechunk" / "qdrant"))
-    target = client.get_aliases().aliases[0].collection_name if client.get_aliases().aliases \
+    target = (
+        client.get_aliases().aliases[0].collection_name
+        if client.get_aliases().aliases
         else "rechunk"
-    client.upsert(target, [models.PointStruct(id=str(uuid.uuid4()), vector=[0.1] * 384,
-                                              payload={"page_content": "x", "metadata": {}})])
+    )
+    client.upsert(
+        target,
+        [
+            models.PointStruct(
+                id=str(uuid.uuid4()),
+                vector=[0.1] * 384,
+                payload={"page_content": "x", "metadata": {}},
+            )
+        ],
+    )
     client.close()
     code, status = run_json(capsys, "status")
     assert status["other_points"] == 1
@@ -298,8 +324,7 @@ def test_unusable_names_and_patterns(tmp_path: Path) -> None:
             read_documents([tmp_path], [pattern])
 
 
-def test_sync_and_reindex_follow_gitignore(notes: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_sync_and_reindex_follow_gitignore(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (notes / ".gitignore").write_text("drafts/\n")
     (notes / "drafts").mkdir()
     (notes / "drafts" / "wip.md").write_text("# wip\n\nNot ready yet.\n")
@@ -353,8 +378,18 @@ def test_a_folder_that_cannot_be_listed_is_skipped(tmp_path: Path) -> None:
     )
     drop = "-dac_override,-dac_read_search"
     run = subprocess.run(
-        ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", sys.executable, "-c",
-         script, str(tmp_path)], capture_output=True, text=True)
+        [
+            "setpriv",
+            f"--inh-caps={drop}",
+            f"--bounding-set={drop}",
+            sys.executable,
+            "-c",
+            script,
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     (tmp_path / "locked").chmod(0o755)
     if run.returncode != 0 and "setpriv" in run.stderr:
         pytest.skip(f"setpriv cannot drop capabilities here: {run.stderr.strip()}")
@@ -366,13 +401,27 @@ def test_a_folder_that_cannot_be_listed_is_skipped(tmp_path: Path) -> None:
 def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     revisions = ROOT / "examples" / "revisions"
     corpus = tmp_path / "corpus.jsonl"
-    row = {"id": "guide", "lang": "en",
-           "old": (revisions / "chunking-guide.v1.md").read_text(),
-           "new": (revisions / "chunking-guide.v2.md").read_text()}
+    row = {
+        "id": "guide",
+        "lang": "en",
+        "old": (revisions / "chunking-guide.v1.md").read_text(),
+        "new": (revisions / "chunking-guide.v2.md").read_text(),
+    }
     corpus.write_text(json.dumps(row) + "\n")
     chart = tmp_path / "chart.png"
-    code = main(["bench", str(corpus), "--chunker", "cdc", "--chunker", "fixed", "--json",
-                 "--plot", str(chart)])
+    code = main(
+        [
+            "bench",
+            str(corpus),
+            "--chunker",
+            "cdc",
+            "--chunker",
+            "fixed",
+            "--json",
+            "--plot",
+            str(chart),
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and set(result["chunkers"]) == {"cdc", "fixed"}
     assert result["chunkers"]["cdc"]["control_max"] == 0.0
@@ -399,8 +448,11 @@ def test_bench_corpus_and_control(tmp_path: Path, capsys: pytest.CaptureFixture[
     line = {"old": "a\u2028b", "new": "a\u2028c", "id": "p", "lang": "zh"}
     corpus.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
     assert [p["new"] for p in load_pairs(corpus)] == ["a\u2028c"]  # not split at U+2028
-    for bad, message in [({"id": "p"}, "also the id of line 1"), ({"lang": None}, "'lang'"),
-                         ({"id": ["x"]}, "'id'")]:
+    for bad, message in [
+        ({"id": "p"}, "also the id of line 1"),
+        ({"lang": None}, "'lang'"),
+        ({"id": ["x"]}, "'id'"),
+    ]:
         corpus.write_text(json.dumps(line) + "\n" + json.dumps({**line, **bad}) + "\n")
         with pytest.raises(InputError, match=message):
             load_pairs(corpus)
@@ -412,8 +464,12 @@ def test_bench_corpus_and_control(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_every_command_has_help() -> None:
     for command in ("sync", "status", "query", "reindex", "measure", "bench"):
-        done = subprocess.run([sys.executable, "-m", "rechunk.cli", command, "--help"],
-                              text=True, capture_output=True, env={**os.environ})
+        done = subprocess.run(
+            [sys.executable, "-m", "rechunk.cli", command, "--help"],
+            text=True,
+            capture_output=True,
+            env={**os.environ},
+        )
         assert done.returncode == 0, command
         assert "usage: rechunk " + command in done.stdout
 
@@ -437,8 +493,9 @@ def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0 and again["documents"]["unchanged"] == 4
 
 
-def test_reindex_on_chroma_says_what_to_switch(notes: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_reindex_on_chroma_says_what_to_switch(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["sync", "notes", "--store", "chroma:st"]) == 0
     capsys.readouterr()
     assert main(["reindex", "--policy", "fixed", "--store", "chroma:st", "--drop-old"]) == 0
@@ -447,8 +504,9 @@ def test_reindex_on_chroma_says_what_to_switch(notes: Path,
     assert "--drop-old    has no effect without aliases: rechunk was kept" in out
 
 
-def test_reports_carry_no_document_text(workdir: Path, capsys: pytest.CaptureFixture[str],
-                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_reports_carry_no_document_text(
+    workdir: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     import logging
 
     caplog.set_level(logging.DEBUG)
@@ -521,13 +579,16 @@ def test_unusable_paths_are_config_errors_that_leave_nothing_behind(
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "chroma"])
-def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str],
-                                  kind: str) -> None:
+def test_layout_switch_is_refused(
+    notes: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
     assert main(["sync", "notes", "--store", f"{kind}:lc"]) == 0
     assert main(["sync", "notes", "--store", f"{kind}:li", "--layout", "llamaindex"]) == 0
     capsys.readouterr()
-    for store, wrong, right in ((f"{kind}:lc", "llamaindex", "langchain"),
-                                (f"{kind}:li", "langchain", "llamaindex")):
+    for store, wrong, right in (
+        (f"{kind}:lc", "llamaindex", "langchain"),
+        (f"{kind}:li", "langchain", "llamaindex"),
+    ):
         for command in (["sync", "notes"], ["status"], ["query", "alpha"]):
             assert main([*command, "--store", store, "--layout", wrong]) == 2
             assert f"pass --layout {right}" in capsys.readouterr().err
@@ -535,8 +596,21 @@ def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str
         assert code == 0 and status["documents"] == 5
     # a refused sync keeps no cache it had to create
     fresh = notes.parent / "fresh" / "cache.sqlite"
-    assert main(["sync", "notes", "--store", f"{kind}:lc", "--layout", "llamaindex",
-                 "--cache", str(fresh)]) == 2
+    assert (
+        main(
+            [
+                "sync",
+                "notes",
+                "--store",
+                f"{kind}:lc",
+                "--layout",
+                "llamaindex",
+                "--cache",
+                str(fresh),
+            ]
+        )
+        == 2
+    )
     assert not fresh.parent.exists()
 
 
@@ -582,15 +656,25 @@ def test_another_model_is_a_reindex_and_query_refuses_it(
 
 def test_read_only_commands_create_nothing(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = sorted(notes.parent.rglob("*"))
-    for args in (["status", "--store", "qdrant:notes"], ["status", "--store", "chroma:notes"],
-                 ["query", "alpha", "--store", "qdrant:missing"], ["status"]):
+    for args in (
+        ["status", "--store", "qdrant:notes"],
+        ["status", "--store", "chroma:notes"],
+        ["query", "alpha", "--store", "qdrant:missing"],
+        ["status"],
+    ):
         assert main(args) == 3
         assert "no store at" in capsys.readouterr().err
     assert sorted(notes.parent.rglob("*")) == before
 
 
-@pytest.mark.parametrize("args", [["sync", "empty"], ["sync", "notes", "--glob", "*.zzz"],
-                                  ["sync", "notes", "--glob", "*.zzz", "--prune"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sync", "empty"],
+        ["sync", "notes", "--glob", "*.zzz"],
+        ["sync", "notes", "--glob", "*.zzz", "--prune"],
+    ],
+)
 def test_sync_matching_nothing_warns_and_writes_nothing(
     notes: Path, capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:

@@ -39,8 +39,12 @@ def test_measure_rejects_invalid_utf8(tmp_path: Path, capsys) -> None:  # type: 
 
 def test_entry_point_runs() -> None:
     exe = Path(sys.executable).parent / "rechunk"
-    out = subprocess.run([str(exe), "measure", str(OLD), str(NEW), "--chunker", "fixed"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(exe), "measure", str(OLD), str(NEW), "--chunker", "fixed"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "fixed" in out.stdout
 
 
@@ -50,7 +54,9 @@ def test_measure_tokenizer_option(tmp_path: Path, capsys) -> None:  # type: igno
 
 
 def test_measure_chunker_is_repeatable(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["measure", str(OLD), str(NEW), "--json", "--chunker", "cdc",
-                 "--chunker", "fixed"]) == 0
+    assert (
+        main(["measure", str(OLD), str(NEW), "--json", "--chunker", "cdc", "--chunker", "fixed"])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert [row["chunker"] for row in report["chunkers"]] == ["cdc", "fixed"]

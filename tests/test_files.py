@@ -97,7 +97,11 @@ def test_rules_of_each_folder(tmp_path: Path) -> None:
     assert ids(files) == ["draft-keep.md", "guide.md", "sub/build/kept.md", "sub/draft-2.md"]
     # excluded folders are not entered (nor counted inside); excluded files are listed
     assert sorted(files.ignored) == [
-        "build/", "draft-1.md", "node_modules/", "sub/draft-3.md", "sub/local.md"
+        "build/",
+        "draft-1.md",
+        "node_modules/",
+        "sub/draft-3.md",
+        "sub/local.md",
     ]
     everything = read_documents([tmp_path], ["*.md"], gitignore=False)
     assert len(everything.documents) == 9 and everything.ignored == []

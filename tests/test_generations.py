@@ -40,8 +40,9 @@ def qdrant() -> Any:
     client.close()
 
 
-def test_reindex_switches_the_alias_atomically(qdrant: Any, minilm: Any,
-                                              documents: list[Document]) -> None:
+def test_reindex_switches_the_alias_atomically(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     cache = MemoryCache()
     old_policy = policy_for(minilm, "recursive")
     live = open_live(qdrant, old_policy, minilm.dimension)
@@ -63,26 +64,40 @@ def test_reindex_switches_the_alias_atomically(qdrant: Any, minilm: Any,
     # the old generation is kept until asked
     assert qdrant.with_collection(result.previous).collection_info() is not None
     other = qdrant.with_collection("unrelated")
-    again = reindex(documents, other, policy_for(minilm, "cdc"), minilm, alias="docs",
-                    cache=cache, drop_old=True)
+    again = reindex(
+        documents,
+        other,
+        policy_for(minilm, "cdc"),
+        minilm,
+        alias="docs",
+        cache=cache,
+        drop_old=True,
+    )
     assert again.dropped == result.collection
     assert qdrant.with_collection(result.collection).collection_info() is None
 
 
-def test_sync_refuses_a_policy_change_on_an_alias(qdrant: Any, minilm: Any,
-                                                  documents: list[Document]) -> None:
+def test_sync_refuses_a_policy_change_on_an_alias(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     first = policy_for(minilm, "recursive")
     open_live(qdrant, first, minilm.dimension)
     with pytest.raises(ConfigError, match="reindex"):
         open_live(qdrant, policy_for(minilm, "cdc"), minilm.dimension)
 
 
-def test_failed_reindex_leaves_the_live_generation(qdrant: Any, minilm: Any,
-                                                   documents: list[Document]) -> None:
+def test_failed_reindex_leaves_the_live_generation(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     cache = MemoryCache()
     policy = policy_for(minilm, "recursive")
-    sync(documents, open_live(qdrant, policy, minilm.dimension), chunker=policy,
-         embedder=minilm, cache=cache)
+    sync(
+        documents,
+        open_live(qdrant, policy, minilm.dimension),
+        chunker=policy,
+        embedder=minilm,
+        cache=cache,
+    )
     before = dict(qdrant.aliases())
 
     class FailingWrites(FaultyStore):
@@ -91,15 +106,14 @@ def test_failed_reindex_leaves_the_live_generation(qdrant: Any, minilm: Any,
             return FaultyStore(inner, fail_at=3) if name != before["docs"] else inner
 
     with pytest.raises(InjectedFault):
-        reindex(documents, FailingWrites(qdrant), policy_for(minilm, "fixed"), minilm,
-                cache=cache)
+        reindex(documents, FailingWrites(qdrant), policy_for(minilm, "fixed"), minilm, cache=cache)
     assert qdrant.aliases() == before
-    assert {p.payload.policy for p in qdrant.get_points(documents[0].doc_id)} == {
-        policy.policy_id}
+    assert {p.payload.policy for p in qdrant.get_points(documents[0].doc_id)} == {policy.policy_id}
 
 
-def test_plain_collection_cannot_be_switched(qdrant: Any, minilm: Any,
-                                             documents: list[Document]) -> None:
+def test_plain_collection_cannot_be_switched(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     qdrant.ensure_collection(minilm.dimension)  # "docs" is a collection, not an alias
     with pytest.raises(StoreError, match="not an alias"):
         reindex(documents, qdrant, policy_for(minilm, "fixed"), minilm)
@@ -118,57 +132,80 @@ def test_a_plain_collection_lends_its_vectors_to_a_new_alias(
     assert qdrant.doc_ids() == {d.doc_id for d in documents}  # the plain one is untouched
 
 
-def test_chroma_builds_the_generation_without_switching(tmp_path: Path, minilm: Any,
-                                                        documents: list[Document]) -> None:
+def test_chroma_builds_the_generation_without_switching(
+    tmp_path: Path, minilm: Any, documents: list[Document]
+) -> None:
     import chromadb
 
     store = ChromaStore(chromadb.PersistentClient(path=str(tmp_path)), f"c{uuid.uuid4().hex[:6]}")
     cache = MemoryCache()
     policy = policy_for(minilm, "recursive")
-    sync(documents, open_live(store, policy, minilm.dimension), chunker=policy, embedder=minilm,
-         cache=cache)
+    sync(
+        documents,
+        open_live(store, policy, minilm.dimension),
+        chunker=policy,
+        embedder=minilm,
+        cache=cache,
+    )
     result = reindex(documents, store, policy_for(minilm, "fixed"), minilm, cache=cache)
     assert not result.switched and result.previous == store.collection
     new = store.with_collection(result.collection)
     assert new.doc_ids() == {d.doc_id for d in documents}
-    assert {p.payload.policy for p in store.get_points(documents[0].doc_id)} == {
-        policy.policy_id}
+    assert {p.payload.policy for p in store.get_points(documents[0].doc_id)} == {policy.policy_id}
 
 
 def _add_alias(store: QdrantStore, alias: str, collection: str) -> None:
     """An alias the application made itself, with the Qdrant client."""
     from qdrant_client import models
 
-    store.client.update_collection_aliases(change_aliases_operations=[
-        models.CreateAliasOperation(
-            create_alias=models.CreateAlias(collection_name=collection, alias_name=alias))])
+    store.client.update_collection_aliases(
+        change_aliases_operations=[
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(collection_name=collection, alias_name=alias)
+            )
+        ]
+    )
 
 
-def _live(qdrant: Any, minilm: Any, documents: list[Document], cache: MemoryCache,
-          kind: str = "recursive") -> Any:
+def _live(
+    qdrant: Any, minilm: Any, documents: list[Document], cache: MemoryCache, kind: str = "recursive"
+) -> Any:
     policy = policy_for(minilm, kind)
-    sync(documents, open_live(qdrant, policy, minilm.dimension), chunker=policy,
-         embedder=minilm, cache=cache)
+    sync(
+        documents,
+        open_live(qdrant, policy, minilm.dimension),
+        chunker=policy,
+        embedder=minilm,
+        cache=cache,
+    )
     return policy
 
 
-def test_bad_input_creates_no_generation(qdrant: Any, minilm: Any,
-                                         documents: list[Document]) -> None:
+def test_bad_input_creates_no_generation(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     cache = MemoryCache()
     _live(qdrant, minilm, documents, cache)
     before = (qdrant.collections(), qdrant.aliases())
     fixed = policy_for(minilm, "fixed")
-    for docs in ([], [*documents, Document("blank.md", "  \n ")],
-                 [Document("a.md", "text", metadata={"document_id": "x"})]):
-        store = QdrantStore(qdrant.client, "docs", "llamaindex") if docs and docs[0].metadata \
+    for docs in (
+        [],
+        [*documents, Document("blank.md", "  \n ")],
+        [Document("a.md", "text", metadata={"document_id": "x"})],
+    ):
+        store = (
+            QdrantStore(qdrant.client, "docs", "llamaindex")
+            if docs and docs[0].metadata
             else qdrant
+        )
         with pytest.raises(InputError):
             reindex(docs, store, fixed, minilm, cache=cache)
         assert (qdrant.collections(), qdrant.aliases()) == before
 
 
-def test_rebuilding_the_live_policy_builds_a_twin(qdrant: Any, minilm: Any,
-                                                  documents: list[Document]) -> None:
+def test_rebuilding_the_live_policy_builds_a_twin(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     """Reindexing with the policy already live never writes into the live generation: an
     interrupted rebuild leaves readers on the complete old one."""
     cache = MemoryCache()
@@ -200,24 +237,25 @@ def test_drop_old_keeps_what_another_alias_uses_and_clears_leftovers(
     first = _live(qdrant, minilm, documents, cache)
     pinned = generation_name("docs", first.policy_id)
     _add_alias(qdrant, "docs_stable", pinned)  # a reader pinned to the first generation
-    cdc = reindex(documents, qdrant, policy_for(minilm, "cdc"), minilm, cache=cache,
-                  drop_old=True)
+    cdc = reindex(documents, qdrant, policy_for(minilm, "cdc"), minilm, cache=cache, drop_old=True)
     assert cdc.dropped is None and cdc.kept_for == ["docs_stable"]
     assert qdrant.with_collection("docs_stable").doc_ids() == {d.doc_id for d in documents}
     # an interrupted --drop-old (switched, not dropped) leaves the cdc generation behind;
     # the next reindex with drop_old clears every generation no alias points at
     fixed = reindex(documents, qdrant, policy_for(minilm, "fixed"), minilm, cache=cache)
     assert fixed.dropped is None and fixed.leftovers_dropped == []
-    structured = reindex(documents, qdrant, policy_for(minilm, "structured"), minilm,
-                         cache=cache, drop_old=True)
+    structured = reindex(
+        documents, qdrant, policy_for(minilm, "structured"), minilm, cache=cache, drop_old=True
+    )
     assert structured.dropped == fixed.collection
     assert structured.leftovers_dropped == [cdc.collection]
     assert sorted(qdrant.collections()) == sorted([pinned, structured.collection])
     assert generations(qdrant) == sorted([pinned, structured.collection])
 
 
-def test_an_alias_the_application_made_is_used_as_it_is(qdrant: Any, minilm: Any,
-                                                        documents: list[Document]) -> None:
+def test_an_alias_the_application_made_is_used_as_it_is(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
     policy = policy_for(minilm, "recursive")
     versioned = qdrant.with_collection("docs_v1")
     versioned.ensure_collection(minilm.dimension)
@@ -228,21 +266,32 @@ def test_an_alias_the_application_made_is_used_as_it_is(qdrant: Any, minilm: Any
     assert qdrant.aliases() == {"docs": "docs_v1"}
 
 
-def test_chroma_never_rewrites_an_existing_collection(tmp_path: Path, minilm: Any,
-                                                      documents: list[Document]) -> None:
+def test_chroma_never_rewrites_an_existing_collection(
+    tmp_path: Path, minilm: Any, documents: list[Document]
+) -> None:
     """Without aliases any existing collection may be what the application reads."""
     import chromadb
 
     store = ChromaStore(chromadb.PersistentClient(path=str(tmp_path)), "docs")
     cache = MemoryCache()
     policy = policy_for(minilm, "recursive")
-    sync(documents, open_live(store, policy, minilm.dimension), chunker=policy, embedder=minilm,
-         cache=cache)
+    sync(
+        documents,
+        open_live(store, policy, minilm.dimension),
+        chunker=policy,
+        embedder=minilm,
+        cache=cache,
+    )
     fixed = policy_for(minilm, "fixed")
     first = reindex(documents, store, fixed, minilm, cache=cache)
     app = store.with_collection(first.collection)  # the application switched to it ...
-    sync([Document("extra.md", "Only in the application's collection.")], app, chunker=fixed,
-         embedder=minilm, cache=cache)
+    sync(
+        [Document("extra.md", "Only in the application's collection.")],
+        app,
+        chunker=fixed,
+        embedder=minilm,
+        cache=cache,
+    )
     held = snapshot(app)
     second = reindex(documents, store, fixed, minilm, cache=cache)  # ... a stale name again
     assert second.collection == f"{first.collection}__b" and snapshot(app) == held

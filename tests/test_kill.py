@@ -72,8 +72,9 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.parametrize("kill_after", [1, 25])
-def test_kill_during_publish_converges(server: Any, warm_cache: Path, minilm: Any,
-                                       kill_after: int) -> None:
+def test_kill_during_publish_converges(
+    server: Any, warm_cache: Path, minilm: Any, kill_after: int
+) -> None:
     chunker = policy_for(minilm, "recursive")
     cache = SQLiteCache(warm_cache)
     reference = ChromaStore(server.client, f"ref{uuid.uuid4().hex[:6]}")
@@ -85,10 +86,12 @@ def test_kill_during_publish_converges(server: Any, warm_cache: Path, minilm: An
     store.ensure_collection(minilm.dimension)
     sync(corpus(1), store, chunker=chunker, embedder=minilm, cache=cache)
 
-    script = CHILD.format(tests=str(Path(__file__).parent), port=server.port, collection=name,
-                          cache=str(warm_cache))
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    script = CHILD.format(
+        tests=str(Path(__file__).parent), port=server.port, collection=name, cache=str(warm_cache)
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert child.stdout is not None
     killed = False
     deadline = time.monotonic() + 120

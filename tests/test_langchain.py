@@ -507,8 +507,12 @@ def test_key_encoder_hashes_only_what_decides_the_input() -> None:
     )
     # metadata the splitter refuses is refused here too (as LangChain's default encoders
     # do): a repr would key a set or an object differently in every process
-    for bad in ({"when": date(2024, 1, 1)}, {"tags": {"a", "b"}}, {"n": {1: "x", "y": 2}},
-                {"name": "caf\udce9.md"}):
+    for bad in (
+        {"when": date(2024, 1, 1)},
+        {"tags": {"a", "b"}},
+        {"n": {1: "x", "y": 2}},
+        {"name": "caf\udce9.md"},
+    ):
         with pytest.raises(InputError, match="metadata"):
             rechunk_key_encoder(Document(page_content="plain text", metadata=bad))
     with pytest.raises(InputError):

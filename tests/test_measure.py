@@ -33,20 +33,21 @@ OLD = chunks(("A", 10), ("B", 20), ("C", 30))
 
 # -- R_c ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("new", "expected"),
     [
-        (OLD, 0.0),                                                   # no edit
-        (chunks(("A", 10), ("X", 5), ("B", 20), ("C", 30)), 5 / 65),   # insertion
-        (chunks(("A", 10), ("C", 30)), 0.0),                          # deletion costs nothing
-        (chunks(("A", 10), ("B2", 25), ("C", 30)), 25 / 65),          # replacement
-        (chunks(("C", 30), ("A", 10), ("B", 20)), 0.0),               # move: same inputs
-        (chunks(("A", 10), ("A", 10), ("B", 20), ("C", 30)), 0.0),    # repeat of old text
-        (chunks(("N", 8), ("N", 8), ("A", 10)), 8 / 18),              # new duplicate counted once
-        (chunks(("X", 40)), 1.0),                                     # total rewrite
-        ([], 0.0),                                                    # new version empty
-        (chunks(("A ", 10), ("B", 20), ("C", 30)), 10 / 60),          # bytes differ: new input
-        (chunks(("AB", 30), ("C", 30)), 0.5),                         # merged chunks are new
+        (OLD, 0.0),  # no edit
+        (chunks(("A", 10), ("X", 5), ("B", 20), ("C", 30)), 5 / 65),  # insertion
+        (chunks(("A", 10), ("C", 30)), 0.0),  # deletion costs nothing
+        (chunks(("A", 10), ("B2", 25), ("C", 30)), 25 / 65),  # replacement
+        (chunks(("C", 30), ("A", 10), ("B", 20)), 0.0),  # move: same inputs
+        (chunks(("A", 10), ("A", 10), ("B", 20), ("C", 30)), 0.0),  # repeat of old text
+        (chunks(("N", 8), ("N", 8), ("A", 10)), 8 / 18),  # new duplicate counted once
+        (chunks(("X", 40)), 1.0),  # total rewrite
+        ([], 0.0),  # new version empty
+        (chunks(("A ", 10), ("B", 20), ("C", 30)), 10 / 60),  # bytes differ: new input
+        (chunks(("AB", 30), ("C", 30)), 0.5),  # merged chunks are new
     ],
 )
 def test_recompute_fraction_hand_computed(new: list[Chunk], expected: float) -> None:
@@ -75,7 +76,9 @@ def test_whitespace_only_change_costs_nothing() -> None:
     for chunker in (FixedChunker(), RecursiveChunker(), CDCChunker()):
         assert recompute_fraction(chunker.chunk(text), chunker.chunk(spaced)) in (0.0, 1.0)
     # the recursive chunker keeps paragraphs, whose inputs differ only in inner spaces
-    assert recompute_fraction(FixedChunker().chunk(text), FixedChunker().chunk(text + "\n\n")) == 0.0
+    assert (
+        recompute_fraction(FixedChunker().chunk(text), FixedChunker().chunk(text + "\n\n")) == 0.0
+    )
 
 
 def test_no_edit_control_on_every_real_pair(revisions: list[dict[str, Any]]) -> None:
@@ -87,20 +90,21 @@ def test_no_edit_control_on_every_real_pair(revisions: list[dict[str, Any]]) -> 
 
 # -- edit fraction --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
         ("a b c", "a b c", 0.0),
-        ("a b c", "a x c", 2 / 6),           # replacement: 1 removed + 1 added
-        ("a b c", "a b c d", 1 / 7),         # insertion
-        ("a b c d", "a b", 2 / 6),           # deletion
-        ("", "", 0.0),                       # two empty texts
-        ("", "a b", 1.0),                    # everything added
-        ("a  b\n\nc", "a b c", 0.0),         # whitespace is not an atom
+        ("a b c", "a x c", 2 / 6),  # replacement: 1 removed + 1 added
+        ("a b c", "a b c d", 1 / 7),  # insertion
+        ("a b c d", "a b", 2 / 6),  # deletion
+        ("", "", 0.0),  # two empty texts
+        ("", "a b", 1.0),  # everything added
+        ("a  b\n\nc", "a b c", 0.0),  # whitespace is not an atom
         ("hello, world", "hello world", 1 / 5),  # punctuation is its own atom
-        ("中文字", "中文学", 2 / 6),           # CJK: single characters
-        ("abc中文", "abc 中文", 0.0),          # Latin word then CJK characters
-        ("b c a", "a b c", 2 / 6),           # move = delete + insert
+        ("中文字", "中文学", 2 / 6),  # CJK: single characters
+        ("abc中文", "abc 中文", 0.0),  # Latin word then CJK characters
+        ("b c a", "a b c", 2 / 6),  # move = delete + insert
     ],
 )
 def test_edit_fraction_hand_computed(old: str, new: str, expected: float) -> None:
@@ -121,8 +125,15 @@ def test_edit_fraction_matches_the_study(revisions: list[dict[str, Any]]) -> Non
 
 @pytest.mark.parametrize(
     ("fraction", "band"),
-    [(0.0, "small"), (0.05, "small"), (0.0501, "medium"), (0.2, "medium"), (0.5, "large"),
-     (0.51, "extreme"), (1.0, "extreme")],
+    [
+        (0.0, "small"),
+        (0.05, "small"),
+        (0.0501, "medium"),
+        (0.2, "medium"),
+        (0.5, "large"),
+        (0.51, "extreme"),
+        (1.0, "extreme"),
+    ],
 )
 def test_edit_band(fraction: float, band: str) -> None:
     assert edit_band(fraction) == band

@@ -11,9 +11,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("langchain", "langchain_core", "langchain_text_splitters", "llama_index",
-         "qdrant_client", "chromadb", "torch", "sentence_transformers", "transformers")
-FOLDERS = {"core": "rechunk", "adapters": "rechunk.adapters", "integrations": "rechunk.integrations"}
+HEAVY = (
+    "langchain",
+    "langchain_core",
+    "langchain_text_splitters",
+    "llama_index",
+    "qdrant_client",
+    "chromadb",
+    "torch",
+    "sentence_transformers",
+    "transformers",
+)
+FOLDERS = {
+    "core": "rechunk",
+    "adapters": "rechunk.adapters",
+    "integrations": "rechunk.integrations",
+}
 
 
 def test_import_loads_no_framework(tmp_path: Path) -> None:
@@ -23,8 +36,9 @@ def test_import_loads_no_framework(tmp_path: Path) -> None:
         "rechunk.FixedChunker().chunk('warm up the tokenizer too')\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     loaded = {m.split(".")[0] for m in json.loads(out.stdout)}
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -41,9 +55,20 @@ def expected_packages() -> set[str]:
 @pytest.mark.slow
 def test_wheel_holds_every_subpackage(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(ROOT)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
     )
     wheel = next(tmp_path.glob("rechunk-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
@@ -60,7 +85,16 @@ def test_public_names() -> None:
 
     for name in rechunk.__all__:
         assert hasattr(rechunk, name), name
-    for name in ("FixedChunker", "RecursiveChunker", "CDCChunker", "Chunk", "recompute_fraction",
-                 "edit_fraction", "edit_band", "RechunkError", "ConfigError",
-                 "MissingDependencyError"):
+    for name in (
+        "FixedChunker",
+        "RecursiveChunker",
+        "CDCChunker",
+        "Chunk",
+        "recompute_fraction",
+        "edit_fraction",
+        "edit_band",
+        "RechunkError",
+        "ConfigError",
+        "MissingDependencyError",
+    ):
         assert name in rechunk.__all__

@@ -144,8 +144,7 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
     store = ChromaStore(persistent, name)
     store.ensure_collection(DIM)
     raw = persistent.get_collection(name, embedding_function=None)
-    raw.add(ids=[new_id()], embeddings=[unit(0)], metadatas=[{"doc_id": "theirs"}],
-            documents=["?"])
+    raw.add(ids=[new_id()], embeddings=[unit(0)], metadatas=[{"doc_id": "theirs"}], documents=["?"])
     with pytest.raises(StoreError, match="not a rechunk point"):
         store.search(unit(0))
     assert store.doc_ids() == set()  # so that a prune never asks for its records
@@ -167,8 +166,12 @@ def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
             return np.ones((len(texts), DIM), dtype=np.float32)
 
     with pytest.raises(StoreError, match="records no dimension yet"):
-        rechunk.sync([rechunk.Document("a", "Some text.")], store,
-                     chunker=rechunk.FixedChunker(max_tokens=50), embedder=Ones())
+        rechunk.sync(
+            [rechunk.Document("a", "Some text.")],
+            store,
+            chunker=rechunk.FixedChunker(max_tokens=50),
+            embedder=Ones(),
+        )
     with pytest.raises(StoreError, match="cosine"):
         store.ensure_collection(DIM)
     info = store.ensure_collection(DIM, "dot")
@@ -360,8 +363,9 @@ def test_a_server_that_stops_answering_is_unavailable_not_a_hang(
 
     monkeypatch.setattr(chroma_adapter, "REQUEST_SECONDS", 1.0)
     with running_chroma(tmp_path / "data") as running:
-        client = http_client("127.0.0.1", running.port,
-                             settings=Settings(anonymized_telemetry=False))
+        client = http_client(
+            "127.0.0.1", running.port, settings=Settings(anonymized_telemetry=False)
+        )
         store = ChromaStore(client, "docs")
         store.ensure_collection(DIM)
         running.process.send_signal(signal.SIGSTOP)  # alive, but answers nothing

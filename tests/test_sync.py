@@ -55,8 +55,11 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
     if kind.startswith("qdrant"):
         from qdrant_client import QdrantClient
 
-        client = QdrantClient(":memory:") if kind == "qdrant-memory" else QdrantClient(
-            path=str(tmp_path / "qdrant"))
+        client = (
+            QdrantClient(":memory:")
+            if kind == "qdrant-memory"
+            else QdrantClient(path=str(tmp_path / "qdrant"))
+        )
         clients.append(client)
 
         def factory(layout: str = "langchain") -> Any:
@@ -71,6 +74,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 
         def factory(layout: str = "langchain") -> Any:
             return ChromaStore(client, f"c{uuid.uuid4().hex[:8]}", layout=layout)
+
     yield factory
     for client in clients:
         client.close()
@@ -86,12 +90,17 @@ def fresh(store: Any, minilm: Any) -> Any:
     return store
 
 
-def test_revision_embeds_only_new_inputs(make_store: StoreFactory, minilm: Any,
-                                         chunker: Any) -> None:
+def test_revision_embeds_only_new_inputs(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     store = fresh(make_store("langchain"), minilm)
     recorder = RecordingEmbedder(minilm)
-    first = sync([Document("guide.md", GUIDE_V1), Document("notes.md", NOTES)], store,
-                 chunker=chunker, embedder=recorder)
+    first = sync(
+        [Document("guide.md", GUIDE_V1), Document("notes.md", NOTES)],
+        store,
+        chunker=chunker,
+        embedder=recorder,
+    )
     old_inputs = {c.text for c in chunker.chunk(GUIDE_V1)} | {c.text for c in chunker.chunk(NOTES)}
     assert set(recorder.embedded) == old_inputs
     assert len(recorder.embedded) == len(old_inputs)  # each distinct input once
@@ -102,8 +111,14 @@ def test_revision_embeds_only_new_inputs(make_store: StoreFactory, minilm: Any,
     new_inputs = {c.text for c in chunker.chunk(GUIDE_V2)}
     assert set(recorder.embedded) == new_inputs - old_inputs
     assert second.inputs["embedded"] == len(new_inputs - old_inputs)
-    assert second.documents == {"synced": 1, "new": 0, "changed": 1, "unchanged": 0,
-                                "skipped": 0, "deleted": 0}
+    assert second.documents == {
+        "synced": 1,
+        "new": 0,
+        "changed": 1,
+        "unchanged": 0,
+        "skipped": 0,
+        "deleted": 0,
+    }
     assert 0 < second.recompute_fraction < 1
     assert second.stale_check == "passed" and second.stale_points == 0
     points = store.get_points("guide.md")
@@ -117,8 +132,9 @@ def test_revision_embeds_only_new_inputs(make_store: StoreFactory, minilm: Any,
     assert third.chunks["added"] == third.chunks["updated"] == third.chunks["deleted"] == 0
 
 
-def test_vectors_reused_from_the_collection_and_cache(make_store: StoreFactory, minilm: Any,
-                                                      chunker: Any) -> None:
+def test_vectors_reused_from_the_collection_and_cache(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     store = fresh(make_store("langchain"), minilm)
     recorder = RecordingEmbedder(minilm)
     cache = MemoryCache()
@@ -127,8 +143,7 @@ def test_vectors_reused_from_the_collection_and_cache(make_store: StoreFactory, 
     assert recorded_dimension(cache, recorder.model_id) == recorder.dimension
     recorder.calls.clear()
     # the same text under another doc_id: every vector comes from the cache
-    report = sync([Document("b.md", NOTES)], store, chunker=chunker, embedder=recorder,
-                  cache=cache)
+    report = sync([Document("b.md", NOTES)], store, chunker=chunker, embedder=recorder, cache=cache)
     assert recorder.calls == [] and report.inputs["from_cache"] == report.chunks["added"]
     # and without a cache, from the collection itself
     report = sync([Document("c.md", NOTES)], store, chunker=chunker, embedder=recorder)
@@ -136,20 +151,23 @@ def test_vectors_reused_from_the_collection_and_cache(make_store: StoreFactory, 
 
 
 @pytest.mark.parametrize("order", ["upsert-then-delete", "delete-then-upsert"])
-def test_both_orders_end_in_the_same_state(make_store: StoreFactory, minilm: Any, chunker: Any,
-                                           order: str) -> None:
+def test_both_orders_end_in_the_same_state(
+    make_store: StoreFactory, minilm: Any, chunker: Any, order: str
+) -> None:
     cache = MemoryCache()
     reference = fresh(make_store("langchain"), minilm)
     sync([Document("g", GUIDE_V2)], reference, chunker=chunker, embedder=minilm, cache=cache)
     store = fresh(make_store("langchain"), minilm)
     sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm, cache=cache)
-    sync([Document("g", GUIDE_V2)], store, chunker=chunker, embedder=minilm, cache=cache,
-         order=order)  # type: ignore[arg-type]
+    sync(
+        [Document("g", GUIDE_V2)], store, chunker=chunker, embedder=minilm, cache=cache, order=order
+    )  # type: ignore[arg-type]
     assert snapshot(store) == snapshot(reference)
 
 
-def test_a_sync_reads_all_its_documents_at_once(make_store: StoreFactory, minilm: Any,
-                                                chunker: Any) -> None:
+def test_a_sync_reads_all_its_documents_at_once(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     """Embedded Qdrant scans the collection per read: reads must not grow with documents."""
     store = fresh(make_store("langchain"), minilm)
     cache = MemoryCache()
@@ -157,15 +175,17 @@ def test_a_sync_reads_all_its_documents_at_once(make_store: StoreFactory, minilm
     sync(docs, store, chunker=chunker, embedder=minilm, cache=cache)
     counting = FaultyStore(store)
     edited = [Document(d.doc_id, d.text + "\n\nOne more line.") for d in docs[:6]]
-    report = sync(edited + docs[6:9], counting, chunker=chunker, embedder=minilm, cache=cache,
-                  prune=True)
+    report = sync(
+        edited + docs[6:9], counting, chunker=chunker, embedder=minilm, cache=cache, prune=True
+    )
     assert report.documents["changed"] == 6 and report.documents["deleted"] == 3
     assert "get_points" not in counting.calls
     assert counting.calls.count("get_points_many") == 3  # plan, prune, verify
 
 
-def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
-                                        chunker: Any) -> None:
+def test_every_injected_fault_converges(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     """Fail the k-th store call of a revision's sync, for every k; a re-run repairs it."""
     cache = MemoryCache()
     docs_v1 = [Document("g", GUIDE_V1), Document("n", NOTES)]
@@ -185,50 +205,70 @@ def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
         store = fresh(make_store("langchain"), minilm)
         sync(docs_v1, store, chunker=chunker, embedder=minilm, cache=cache)
         with pytest.raises(InjectedFault):
-            sync(docs_v2, FaultyStore(store, fail_at=k), chunker=chunker, embedder=minilm,
-                 cache=cache, order=order)  # type: ignore[arg-type]
-        report = sync(docs_v2, store, chunker=chunker, embedder=minilm, cache=cache,
-                      order=order)  # type: ignore[arg-type]
+            sync(
+                docs_v2,
+                FaultyStore(store, fail_at=k),
+                chunker=chunker,
+                embedder=minilm,
+                cache=cache,
+                order=order,
+            )  # type: ignore[arg-type]
+        report = sync(docs_v2, store, chunker=chunker, embedder=minilm, cache=cache, order=order)  # type: ignore[arg-type]
         assert report.stale_check == "passed", (k, counting.calls[k])
         assert snapshot(store) == expected, (k, order, counting.calls[k])
 
 
-def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any,
-                                       chunker: Any) -> None:
+def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any, chunker: Any) -> None:
     store = fresh(make_store("langchain"), minilm)
     cache = MemoryCache()
-    sync([Document("a", NOTES), Document("b", GUIDE_V1)], store, chunker=chunker,
-         embedder=minilm, cache=cache)
+    sync(
+        [Document("a", NOTES), Document("b", GUIDE_V1)],
+        store,
+        chunker=chunker,
+        embedder=minilm,
+        cache=cache,
+    )
     kept = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache)
     assert store.doc_ids() == {"a", "b"} and kept.documents["deleted"] == 0
-    guarded = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm,
-                   cache=cache, prune=True, keep=["b"])
+    guarded = sync(
+        [Document("a", NOTES)],
+        store,
+        chunker=chunker,
+        embedder=minilm,
+        cache=cache,
+        prune=True,
+        keep=["b"],
+    )
     assert store.doc_ids() == {"a", "b"} and guarded.documents["deleted"] == 0
-    pruned = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache,
-                  prune=True)
+    pruned = sync(
+        [Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache, prune=True
+    )
     assert store.doc_ids() == {"a"} and pruned.documents["deleted"] == 1
 
 
-def test_revision_guard_skips_older_versions(make_store: StoreFactory, minilm: Any,
-                                             chunker: Any) -> None:
+def test_revision_guard_skips_older_versions(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     store = fresh(make_store("langchain"), minilm)
     cache = MemoryCache()
-    sync([Document("g", GUIDE_V2, version=2)], store, chunker=chunker, embedder=minilm,
-         cache=cache)
-    report = sync([Document("g", GUIDE_V1, version=1)], store, chunker=chunker,
-                  embedder=minilm, cache=cache)
+    sync([Document("g", GUIDE_V2, version=2)], store, chunker=chunker, embedder=minilm, cache=cache)
+    report = sync(
+        [Document("g", GUIDE_V1, version=1)], store, chunker=chunker, embedder=minilm, cache=cache
+    )
     assert report.documents["skipped"] == 1 and report.documents["synced"] == 0
     assert {p.payload.version for p in store.get_points("g")} == {2}
-    newer = sync([Document("g", GUIDE_V1, version=3)], store, chunker=chunker, embedder=minilm,
-                 cache=cache)
+    newer = sync(
+        [Document("g", GUIDE_V1, version=3)], store, chunker=chunker, embedder=minilm, cache=cache
+    )
     assert newer.documents["changed"] == 1
 
 
 def test_dry_run_changes_nothing(make_store: StoreFactory, minilm: Any, chunker: Any) -> None:
     store = fresh(make_store("langchain"), minilm)
     recorder = RecordingEmbedder(minilm)
-    report = sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=recorder,
-                  dry_run=True)
+    report = sync(
+        [Document("g", GUIDE_V1)], store, chunker=chunker, embedder=recorder, dry_run=True
+    )
     assert report.dry_run and report.chunks["added"] > 0 and report.inputs["embedded"] > 0
     assert recorder.calls == [] and store.doc_ids() == set()
 
@@ -239,27 +279,84 @@ def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunke
     sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm, cache=cache)
     before = snapshot(store)
     bad_calls: list[tuple[type[Exception], Callable[[], Any]]] = [
-        (InputError, lambda: sync([Document("g", GUIDE_V2), Document("g", NOTES)], store,
-                                  chunker=chunker, embedder=minilm, cache=cache)),
-        (InputError, lambda: sync([Document("x", NOTES), Document("g", " \n ")], store,
-                                  chunker=chunker, embedder=minilm, cache=cache)),
-        (InputError, lambda: sync([Document("g", NOTES, metadata={"revision": "x"})], store,
-                                  chunker=chunker, embedder=minilm, cache=cache)),
-        (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store, chunker=RecursiveChunker(),
-                                   embedder=minilm, cache=cache)),
-        (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store, chunker=chunker,
-                                   embedder=minilm, order="sideways")),  # type: ignore[arg-type]
-        (ConfigError, lambda: sync([Document("g", GUIDE_V2)], store,
-                                   chunker=RecursiveChunker(198, tokenizer=len, hard_max_tokens=254),
-                                   embedder=minilm)),
-        (InputError, lambda: sync(None, store, chunker=chunker,  # type: ignore[arg-type]
-                                  embedder=minilm)),
+        (
+            InputError,
+            lambda: sync(
+                [Document("g", GUIDE_V2), Document("g", NOTES)],
+                store,
+                chunker=chunker,
+                embedder=minilm,
+                cache=cache,
+            ),
+        ),
+        (
+            InputError,
+            lambda: sync(
+                [Document("x", NOTES), Document("g", " \n ")],
+                store,
+                chunker=chunker,
+                embedder=minilm,
+                cache=cache,
+            ),
+        ),
+        (
+            InputError,
+            lambda: sync(
+                [Document("g", NOTES, metadata={"revision": "x"})],
+                store,
+                chunker=chunker,
+                embedder=minilm,
+                cache=cache,
+            ),
+        ),
+        (
+            ConfigError,
+            lambda: sync(
+                [Document("g", GUIDE_V2)],
+                store,
+                chunker=RecursiveChunker(),
+                embedder=minilm,
+                cache=cache,
+            ),
+        ),
+        (
+            ConfigError,
+            lambda: sync(
+                [Document("g", GUIDE_V2)], store, chunker=chunker, embedder=minilm, order="sideways"
+            ),
+        ),  # type: ignore[arg-type]
+        (
+            ConfigError,
+            lambda: sync(
+                [Document("g", GUIDE_V2)],
+                store,
+                chunker=RecursiveChunker(198, tokenizer=len, hard_max_tokens=254),
+                embedder=minilm,
+            ),
+        ),
+        (
+            InputError,
+            lambda: sync(
+                None,
+                store,
+                chunker=chunker,  # type: ignore[arg-type]
+                embedder=minilm,
+            ),
+        ),
         # one str is not a set of doc_ids: it would have kept "g"'s characters, not "g"
-        (InputError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
-                                  embedder=minilm, prune=True, keep="g")),
+        (
+            InputError,
+            lambda: sync(
+                [Document("x", NOTES)],
+                store,
+                chunker=chunker,
+                embedder=minilm,
+                prune=True,
+                keep="g",
+            ),
+        ),
         # an empty folder or a spent generator must not empty the collection
-        (InputError, lambda: sync(iter([]), store, chunker=chunker, embedder=minilm,
-                                  prune=True)),
+        (InputError, lambda: sync(iter([]), store, chunker=chunker, embedder=minilm, prune=True)),
     ]
     for error, call in bad_calls:
         with pytest.raises(error):
@@ -294,25 +391,44 @@ def test_metadata_the_store_cannot_hold_is_refused_before_any_write(
     before = snapshot(store)
     bad: list[dict[str, Any]] = [{"document_id": "x"}]  # the llamaindex layout's own key
     if isinstance(store, ChromaStore):
-        bad += [{"owner": None}, {"tags": []}, {"nested": {"a": 1}}, {"chroma:x": 1},
-                {"$and": 1}, {"#x": 1}, {"pages": list(range(5462))},
-                {f"k{i}": i for i in range(5462)}]  # past 5,461 Chroma breaks for good
+        bad += [
+            {"owner": None},
+            {"tags": []},
+            {"nested": {"a": 1}},
+            {"chroma:x": 1},
+            {"$and": 1},
+            {"#x": 1},
+            {"pages": list(range(5462))},
+            {f"k{i}": i for i in range(5462)},
+        ]  # past 5,461 Chroma breaks for good
     for metadata in bad:
         for dry_run in (False, True):
             with pytest.raises(InputError, match="document 'b'"):
-                sync([Document("a", GUIDE_V1), Document("b", NOTES, metadata=metadata)], store,
-                     chunker=chunker, embedder=minilm, cache=cache, dry_run=dry_run)
+                sync(
+                    [Document("a", GUIDE_V1), Document("b", NOTES, metadata=metadata)],
+                    store,
+                    chunker=chunker,
+                    embedder=minilm,
+                    cache=cache,
+                    dry_run=dry_run,
+                )
             assert snapshot(store) == before
 
 
-def test_a_change_of_metadata_type_is_written(make_store: StoreFactory, minilm: Any,
-                                              chunker: Any) -> None:
+def test_a_change_of_metadata_type_is_written(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     """1 == True == 1.0 in Python, but a store filters by type: sync compares types too."""
     store = fresh(make_store("langchain"), minilm)
     cache = MemoryCache()
     for value in (1, True, 1.0, 1):
-        report = sync([Document("a", NOTES, metadata={"public": value})], store,
-                      chunker=chunker, embedder=minilm, cache=cache)
+        report = sync(
+            [Document("a", NOTES, metadata={"public": value})],
+            store,
+            chunker=chunker,
+            embedder=minilm,
+            cache=cache,
+        )
         stored = [p.payload.metadata["public"] for p in store.get_points("a")]
         assert stored and all(type(v) is type(value) and v == value for v in stored)
     assert report.chunks["updated"] == len(stored) and report.inputs["embedded"] == 0
@@ -340,16 +456,18 @@ def test_unusable_model_output_is_refused_and_never_cached(
     store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
     cache = MemoryCache()
     with pytest.raises(EmbeddingError, match="finite real numbers"):
-        sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=broken(minilm),
-             cache=cache)
+        sync(
+            [Document("g", GUIDE_V1)], store, chunker=chunker, embedder=broken(minilm), cache=cache
+        )
     assert store.doc_ids() == set() and cache.stats().entries == 0
     # nothing poisoned: the real model then fills the collection
     report = sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm, cache=cache)
     assert report.inputs["from_cache"] == 0 and report.stale_check == "passed"
 
 
-def test_incompatible_collections_are_refused(make_store: StoreFactory, minilm: Any,
-                                              chunker: Any) -> None:
+def test_incompatible_collections_are_refused(
+    make_store: StoreFactory, minilm: Any, chunker: Any
+) -> None:
     missing = make_store("langchain")
     with pytest.raises(StoreError, match="ensure_collection"):
         sync([Document("g", NOTES)], missing, chunker=chunker, embedder=minilm)
@@ -375,8 +493,9 @@ def test_incompatible_collections_are_refused(make_store: StoreFactory, minilm: 
     assert snapshot(other_model) == before
 
 
-def test_report_and_logs_carry_no_text(make_store: StoreFactory, minilm: Any, chunker: Any,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_report_and_logs_carry_no_text(
+    make_store: StoreFactory, minilm: Any, chunker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     store = fresh(make_store("langchain"), minilm)
     caplog.set_level(logging.DEBUG, logger="rechunk")
     sync([Document("g", GUIDE_V1)], store, chunker=chunker, embedder=minilm)
@@ -391,8 +510,11 @@ def test_report_and_logs_carry_no_text(make_store: StoreFactory, minilm: Any, ch
 
 def _numbered(doc: int, edited: bool) -> Document:
     """A document of distinct paragraphs (each chunk's text, and vector, is its own)."""
-    notes = [f"Document {doc}, note {j}: the sync job keeps this paragraph while its text "
-             f"stays the same{' (edited)' if edited and j % 3 == 0 else ''}." for j in range(36)]
+    notes = [
+        f"Document {doc}, note {j}: the sync job keeps this paragraph while its text "
+        f"stays the same{' (edited)' if edited and j % 3 == 0 else ''}."
+        for j in range(36)
+    ]
     return Document(f"d{doc}", "\n\n".join(notes))
 
 
@@ -404,13 +526,19 @@ def numbered_cache(minilm: Any, chunker: Any) -> MemoryCache:
     cache = MemoryCache()
     scratch = fresh(QdrantStore(QdrantClient(":memory:"), "scratch"), minilm)
     for edited in (False, True):
-        sync([_numbered(i, edited) for i in range(12)], scratch, chunker=chunker,
-             embedder=minilm, cache=cache)
+        sync(
+            [_numbered(i, edited) for i in range(12)],
+            scratch,
+            chunker=chunker,
+            embedder=minilm,
+            cache=cache,
+        )
     return cache
 
 
-@pytest.mark.parametrize("make_store", ["qdrant-memory", "qdrant-path", "chroma-persistent"],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "make_store", ["qdrant-memory", "qdrant-path", "chroma-persistent"], indirect=True
+)
 def test_threads_syncing_through_one_client_keep_every_vector_right(
     make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache
 ) -> None:
@@ -419,8 +547,13 @@ def test_threads_syncing_through_one_client_keep_every_vector_right(
     import threading
 
     store = fresh(make_store("langchain"), minilm)
-    sync([_numbered(i, False) for i in range(12)], store, chunker=chunker, embedder=minilm,
-         cache=numbered_cache)
+    sync(
+        [_numbered(i, False) for i in range(12)],
+        store,
+        chunker=chunker,
+        embedder=minilm,
+        cache=numbered_cache,
+    )
     edited = [_numbered(i, True) for i in range(12)]
     errors: list[BaseException] = []
 
@@ -453,8 +586,12 @@ def test_totals_count_an_input_two_documents_share_once(minilm: Any, chunker: An
     store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
     shared = "A page that sits in two places of the knowledge base."
     recorder = RecordingEmbedder(minilm)
-    report = sync([Document("a", NOTES), Document("b", shared), Document("copy-of-b", shared)],
-                  store, chunker=chunker, embedder=recorder)
+    report = sync(
+        [Document("a", NOTES), Document("b", shared), Document("copy-of-b", shared)],
+        store,
+        chunker=chunker,
+        embedder=recorder,
+    )
     sent = recorder.embedded
     assert len(sent) == len(set(sent)) == report.inputs["embedded"]
     assert report.tokens_embedded == sum(minilm.count_tokens(t) for t in sent)
@@ -475,6 +612,12 @@ def test_changed_bytes_count_the_edit_not_its_line(minilm: Any, chunker: Any) ->
         (base.replace(" ", "  "), 0),  # whitespace is no edit
     ]
     for text, changed in cases:
-        report = sync([Document("d", text)], store, chunker=chunker, embedder=minilm,
-                      cache=cache, dry_run=True)
+        report = sync(
+            [Document("d", text)],
+            store,
+            chunker=chunker,
+            embedder=minilm,
+            cache=cache,
+            dry_run=True,
+        )
         assert report.per_document[0].changed_bytes == changed

@@ -81,8 +81,10 @@ def test_non_additive_tokenizer_is_recounted() -> None:
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     from tokenizers import trainers
 
-    bpe.train_from_iterator(["the quick brown fox jumps over the lazy dog " * 50],
-                            trainer=trainers.BpeTrainer(vocab_size=300, show_progress=False))
+    bpe.train_from_iterator(
+        ["the quick brown fox jumps over the lazy dog " * 50],
+        trainer=trainers.BpeTrainer(vocab_size=300, show_progress=False),
+    )
     counter = resolve_tokenizer(bpe)
     assert not counter.additive
     chunker = FixedChunker(max_tokens=20, hard_max_tokens=24, tokenizer=bpe)
