@@ -253,7 +253,7 @@ def _export_into(folder: ModelFolder, path: Path) -> dict[str, Any]:
     if names[:2] != ["input_ids", "attention_mask"]:
         raise ConfigError(f"model {folder.folder} does not take input_ids and attention_mask")
 
-    class _Hidden(torch.nn.Module):  # type: ignore[misc]
+    class _Hidden(torch.nn.Module):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any) -> None:
             super().__init__()
             self.inner = inner
@@ -450,8 +450,9 @@ class OnnxEmbedder(ModelFolder):
             token = config.get("pad_token") if isinstance(config, dict) else None
             if isinstance(token, dict):
                 token = token.get("content")
-            if isinstance(token, str) and self.tokenizer.token_to_id(token) is not None:
-                return int(self.tokenizer.token_to_id(token))
+            found = self.tokenizer.token_to_id(token) if isinstance(token, str) else None
+            if found is not None:
+                return int(found)
         return 0
 
     def _encode(self, texts: list[str]) -> list[list[int]]:

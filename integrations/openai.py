@@ -270,13 +270,14 @@ class OpenAIEmbedder:
         ):
             if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
                 raise ConfigError(f"{name} must be a number >= 0, got {number!r}")
-        for name, value in (
+        sizes: tuple[tuple[str, int | None], ...] = (
             ("dimensions", dimensions),
             ("dimension", dimension),
             ("max_input_tokens", max_input_tokens),
-        ):
-            if value is not None and (type(value) is not int or value <= 0):
-                raise ConfigError(f"{name} must be a positive int or None, got {value!r}")
+        )
+        for name, size in sizes:
+            if size is not None and (type(size) is not int or size <= 0):
+                raise ConfigError(f"{name} must be a positive int or None, got {size!r}")
         if client is None and importlib.util.find_spec("openai") is None:
             raise MissingDependencyError("openai", "openai")
         self.model = model
@@ -444,8 +445,8 @@ class OpenAIEmbedder:
         asked = _retry_after(exc)
         if asked is not None:
             return min(asked, self.max_backoff)
-        ceiling = min(self.max_backoff, self.backoff * (2**attempt))
-        return ceiling * (0.5 + random.random() / 2)
+        ceiling = min(self.max_backoff, self.backoff * float(2**attempt))
+        return float(ceiling * (0.5 + random.random() / 2))
 
     def _request(self, texts: list[str], tokens: int) -> npt.NDArray[np.float32]:
         """One request, retried; float32 ``(len(texts), dimension)`` in input order."""
