@@ -6,12 +6,13 @@ to ``upstream``. Each request takes the next action of :attr:`FaultProxy.script`
 
 * ``"ok"``: forward and answer;
 * ``"429"``: answer 429 with ``Retry-After: retry_after`` (seconds), forward nothing;
-* ``"500"``: answer 500, forward nothing;
+* ``"500"`` / ``"400"``: answer that status, forward nothing;
 * ``"slow"``: wait ``slow_seconds``, then forward and answer;
 * ``"hang"``: wait ``hang_seconds`` (longer than the client's timeout), then close;
 * ``"drop"``: close the connection without an answer.
 
-It records every request (time, action, number of inputs) and, for each
+It records every request (time, action, number of inputs), the most requests in
+flight at once (a hung one not counted: the client gives it up) and, for each
 forwarded request the upstream answered, its inputs: :meth:`forwarded_inputs`
 is what the server embedded, the number tests compare with the inputs a sync
 needed.
@@ -47,6 +48,7 @@ class FaultProxy:
     hang_seconds: float = 3.0
     seen: list[Seen] = field(default_factory=list)
     forwarded: list[list[str]] = field(default_factory=list)
+    undelivered: list[list[str]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -80,6 +82,7 @@ class FaultProxy:
         self._handler = Handler
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        self.server.handle_error = lambda *args: None  # type: ignore[method-assign]  # dropped on purpose
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -96,6 +99,7 @@ class FaultProxy:
             self.script = list(script or [])
             self.seen.clear()
             self.forwarded.clear()
+            self.undelivered.clear()
             self.max_in_flight = 0
 
     def forwarded_inputs(self) -> list[str]:
@@ -125,10 +129,12 @@ class FaultProxy:
         with self._lock:
             action = self.script.pop(0) if self.script else "ok"
             self.seen.append(Seen(time.monotonic(), action, len(inputs)))
-            self.in_flight += 1
+            # a hung request is given up by the client after its timeout: not in flight
+            counted = action != "hang"
+            self.in_flight += counted
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if action in ("429", "500"):
+            if action in ("400", "429", "500"):
                 answer = json.dumps({"error": {"message": f"injected {action}"}}).encode()
                 handler.send_response(int(action))
                 if action == "429":
@@ -151,11 +157,15 @@ class FaultProxy:
             if status == 200:
                 with self._lock:
                     self.forwarded.append(list(inputs))
-            handler.send_response(status)
-            handler.send_header("content-type", "application/json")
-            handler.send_header("content-length", str(len(answer)))
-            handler.end_headers()
-            handler.wfile.write(answer)
+            try:
+                handler.send_response(status)
+                handler.send_header("content-type", "application/json")
+                handler.send_header("content-length", str(len(answer)))
+                handler.end_headers()
+                handler.wfile.write(answer)
+            except OSError:  # the client gave up waiting (its timeout): the server embedded
+                with self._lock:  # these inputs for nothing
+                    self.undelivered.append(list(inputs))
         finally:
             with self._lock:
-                self.in_flight -= 1
+                self.in_flight -= counted
