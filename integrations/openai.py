@@ -469,6 +469,10 @@ class OpenAIEmbedder:
                 last: Exception = exc
             except openai.APIConnectionError as exc:  # timeouts and dropped connections
                 last = exc
+            except openai.OpenAIError as exc:  # an answer the client cannot read, ...
+                raise EmbeddingError(
+                    f"the embeddings API at {self._host} failed: {type(exc).__name__}: {exc}"
+                ) from exc
             else:
                 self._add(requests=1)
                 return self._vectors(response, len(texts), tokens)
