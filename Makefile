@@ -46,3 +46,4 @@ bench: install
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/store_reads.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/embed.py

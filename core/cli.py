@@ -156,27 +156,27 @@ def _check_collection(store: Any, model_id: str | None = None) -> None:
     if others:
         raise ConfigError(
             f"collection {store.collection!r} was written by {others[0].split(';')[0]}, not "
-            f"{str(model_id).split(';')[0]}; pass the --model it was synced with"
+            f"{str(model_id).split(';')[0]}; pass the --model it was synced with "
+            "(or its --embedder)"
         )
 
 
-def _embedder(model: str | None) -> Any:
-    import importlib.util
+def _embedder(args: argparse.Namespace) -> Any:
+    """The embedder of ``--embedder`` / ``--model`` / ``--embed-url`` (see
+    :mod:`rechunk.integrations.uri`); nothing is loaded until something is embedded."""
+    from rechunk.integrations.uri import open_embedder
 
-    # find, do not import: importing sentence-transformers takes seconds, and a no-op
-    # sync must not pay for it (the model and its libraries load on the first embed)
-    if importlib.util.find_spec("sentence_transformers") is None:
-        raise MissingDependencyError("sentence-transformers", "st")
-    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+    return open_embedder(
+        getattr(args, "embedder", None),
+        model=getattr(args, "model", None),
+        embed_url=getattr(args, "embed_url", None),
+    )
 
-    if model in (None, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-        return SentenceTransformerEmbedder()
-    if not Path(str(model)).is_dir():
-        raise ConfigError(
-            f"model {model!r} is not a local sentence-transformers folder; rechunk never "
-            "downloads weights (the default is the packaged all-MiniLM-L6-v2)"
-        )
-    return SentenceTransformerEmbedder(model)
+
+def _share_cache(embedder: Any, cache: Any) -> None:
+    from rechunk.integrations.uri import share_cache
+
+    share_cache(embedder, cache)
 
 
 def _print_json(data: Any) -> None:
@@ -468,9 +468,10 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     files = _read_paths(args)
     if not files.documents:
         return _nothing_matched(args, files)
-    embedder = _embedder(args.model)
+    embedder = _embedder(args)
     chunker = policy_for(embedder, args.policy)
     with _cache_and_store(args, dry_run=args.dry_run) as (cache, opened):
+        _share_cache(embedder, cache)
         store = opened.store
         if not args.dry_run:
             from rechunk.generations import open_live
@@ -623,9 +624,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
         raise InputError("the query text is empty")
     if not is_utf8(text):  # bytes the terminal passed that are not UTF-8
         raise InputError("the query text is not valid UTF-8; check the terminal")
-    embedder = _embedder(args.model)
+    embedder = _embedder(args)
     tokens = embedder.count_tokens(text) + embedder.special_tokens
-    if tokens > embedder.max_input_tokens:
+    if embedder.max_input_tokens is not None and tokens > embedder.max_input_tokens:
         raise InputError(
             f"the query has {tokens} tokens, but the model reads at most "
             f"{embedder.max_input_tokens}: shorten it"
@@ -678,9 +679,10 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
         files = _read_recorded(args)
     if not files.documents:
         raise ConfigError("no readable file matched: nothing to reindex")
-    embedder = _embedder(args.model)
+    embedder = _embedder(args)
     chunker = policy_for(embedder, args.policy)
     with _cache_and_store(args) as (cache, opened):
+        _share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
             missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
             if missing:
@@ -880,11 +882,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     def model_option(p: argparse.ArgumentParser) -> None:
         p.add_argument(
+            "--embedder",
+            metavar="URI",
+            default=None,
+            help="onnx:[PATH] (ONNX Runtime, no torch), st:[PATH] (torch) or openai:MODEL "
+            "(an OpenAI-compatible API; key from OPENAI_API_KEY); PATH is a local "
+            "sentence-transformers folder, left out for the packaged all-MiniLM-L6-v2 "
+            "(default: onnx: where onnxruntime is installed, else st:)",
+        )
+        p.add_argument(
             "--model",
             metavar="NAME_OR_PATH",
             default=None,
-            help="sentence-transformers model folder (default: the packaged "
-            "all-MiniLM-L6-v2, loaded offline)",
+            help="a local sentence-transformers folder, run on the default backend (the "
+            "same as --embedder onnx:PATH or st:PATH)",
+        )
+        p.add_argument(
+            "--embed-url",
+            metavar="URL",
+            default=None,
+            help="base URL of the openai: embedder's API, e.g. http://127.0.0.1:7997 "
+            "(default: OPENAI_BASE_URL, else OpenAI)",
         )
 
     sync_p = sub.add_parser(

@@ -1,0 +1,549 @@
+"""A sentence-transformers model folder run by ONNX Runtime: no torch at run time.
+
+:class:`OnnxEmbedder` reads the same folder facts as the torch backend
+(:class:`~rechunk.integrations.sentence_transformers.SentenceTransformerEmbedder`:
+pooling, normalisation, window, default prompt, tokenizer) and runs the
+folder's transformer as an ONNX graph with ``onnxruntime``; pooling and
+normalisation are done in numpy as the folder's modules say. Importing this
+module imports neither onnxruntime, torch nor transformers; onnxruntime loads
+on the first :meth:`OnnxEmbedder.embed` that has something to embed.
+
+The ONNX file comes from a one-time export of the local folder
+(:func:`export_onnx`, or ``python -m rechunk.integrations.onnx export
+[FOLDER]``), which needs torch, sentence-transformers and onnx (the ``st``
+extra). It is kept in a per-user cache (:func:`onnx_cache_dir`) under a key
+hashed from the weights' identity, the model config and the export recipe:
+never downloaded, never written into a project. Every export is checked
+against the torch backend on fixed probe texts before it is kept; an export
+whose vectors differ by more than :data:`PARITY_TOLERANCE` is refused. So an
+ONNX export shares the torch backend's ``model_id`` and switching backend
+re-embeds nothing. (A quantised graph would give other vectors and would
+need an identity of its own; rechunk does not make one.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.embedding import check_texts
+from rechunk.errors import ConfigError, EmbeddingError, MissingDependencyError
+from rechunk.identity import hash_fields
+from rechunk.integrations._st_folder import ModelFolder, _file_sha256, _read_json, default_threads
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "PARITY_TOLERANCE",
+    "OnnxEmbedder",
+    "export_onnx",
+    "exported_onnx",
+    "onnx_cache_dir",
+    "onnx_export_possible",
+    "onnxruntime_installed",
+]
+
+log = logging.getLogger(__name__)
+
+#: Version of the export recipe (graph inputs/outputs, opset, checks); part of the cache key.
+EXPORT_RECIPE = "rechunk/onnx-export/v1"
+OPSET = 17
+#: Largest absolute difference allowed between an export's vectors and the torch
+#: backend's on the probe texts (unit vectors; float32 noise is ~1e-7).
+PARITY_TOLERANCE = 1e-5
+_SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")
+_SUPPORTED_POOLING = ("cls", "mean", "max", "mean_sqrt_len")
+_INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+#: Texts every export is checked on: short, long, punctuation, non-Latin scripts.
+_PROBES = (
+    "a",
+    "How a sync publishes changes: chunk, plan, embed, publish, verify.",
+    "Boundary drift, not edit size, drives most of the re-embedding cost. " * 12,
+    "修订感知的分块：只重新嵌入逐字节的新输入。",
+    "Ein Absatz auf Deutsch, mit Umlauten: äöü ß — und Zahlen 1,234.5!",
+    "def f(x):\n    return {'key': [x, x * 2]}  # code, too",
+)
+
+
+def onnx_cache_dir() -> Path:
+    """Where exported ONNX files are kept: ``$RECHUNK_CACHE_DIR/onnx``, else
+    ``$XDG_CACHE_HOME/rechunk/onnx``, else ``~/.cache/rechunk/onnx``."""
+    root = os.environ.get("RECHUNK_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "onnx"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "rechunk" / "onnx"
+
+
+def onnxruntime_installed() -> bool:
+    """Whether ``onnxruntime`` can be imported (found, not imported)."""
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def onnx_export_possible() -> bool:
+    """Whether this environment can export a folder (torch, sentence-transformers, onnx)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("torch", "sentence_transformers", "onnx")
+    )
+
+
+def _folder_of(model: str | os.PathLike[str] | ModelFolder | None) -> ModelFolder:
+    return model if isinstance(model, ModelFolder) else ModelFolder(model)
+
+
+def _check_exportable(folder: ModelFolder) -> None:
+    """ConfigError for a folder this backend cannot run exactly as sentence-transformers does."""
+    kinds = [kind for kind, _ in folder.modules]
+    others = sorted({kind for kind in kinds if kind not in _SUPPORTED_MODULES})
+    if others or kinds[:1] != ["Transformer"]:
+        raise ConfigError(
+            f"model {folder.folder} has modules {kinds}; the ONNX backend runs Transformer, "
+            "Pooling and Normalize only: use SentenceTransformerEmbedder"
+        )
+    modes = folder.pooling_modes
+    if not modes or any(mode not in _SUPPORTED_POOLING for mode in modes):
+        raise ConfigError(
+            f"model {folder.folder} pools with {modes or 'nothing'}; the ONNX backend supports "
+            f"{', '.join(_SUPPORTED_POOLING)}: use SentenceTransformerEmbedder"
+        )
+    pooling = folder.module_folder("Pooling")
+    config = _read_json(pooling / "config.json") if pooling else None
+    if folder.default_prompt and isinstance(config, dict) and config.get("include_prompt") is False:
+        raise ConfigError(
+            f"model {folder.folder} leaves its prompt out of pooling; the ONNX backend does not: "
+            "use SentenceTransformerEmbedder"
+        )
+
+
+def _export_key(folder: ModelFolder) -> str:
+    """The cache key of a folder's export: weights identity, model config and recipe."""
+    transformer = folder.module_folder("Transformer") or folder.folder
+    config = transformer / "config.json"
+    fields = [EXPORT_RECIPE, folder.weights_identity, str(OPSET)]
+    fields.append(_file_sha256(config) if config.is_file() else "no-config")
+    digest: str = hash_fields("rechunk/onnx-key/v1", fields)
+    return digest[:32]
+
+
+def _do_lower_case(folder: ModelFolder) -> bool:
+    transformer = folder.module_folder("Transformer") or folder.folder
+    for candidate in (transformer, folder.folder):
+        config = _read_json(candidate / "sentence_bert_config.json")
+        if isinstance(config, dict) and "do_lower_case" in config:
+            return bool(config["do_lower_case"])
+    return False
+
+
+def exported_onnx(
+    model: str | os.PathLike[str] | ModelFolder | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> Path | None:
+    """The folder holding ``model.onnx`` and ``export.json`` for ``model``, or None if not
+    exported yet (or exported for another model identity)."""
+    folder = _folder_of(model)
+    root = Path(cache_dir) if cache_dir is not None else onnx_cache_dir()
+    target = root / _export_key(folder)
+    meta = _read_meta(target)
+    if meta is None or meta.get("model_id") != folder.model_id:
+        return None
+    return target
+
+
+def _read_meta(target: Path) -> dict[str, Any] | None:
+    """The export's metadata, or None when the export is absent or incomplete."""
+    if not (target / "model.onnx").is_file():
+        return None
+    try:
+        meta = _read_json(target / "export.json")
+    except ConfigError:
+        return None
+    if not isinstance(meta, dict) or meta.get("recipe") != EXPORT_RECIPE:
+        return None
+    return meta
+
+
+def export_onnx(
+    model: str | os.PathLike[str] | ModelFolder | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    force: bool = False,
+) -> Path:
+    """Export a local sentence-transformers folder to ONNX once; returns the export folder.
+
+    Needs torch, sentence-transformers and onnx (``pip install rechunk[st]``). The
+    transformer is exported with dynamic batch and sequence axes (opset 17), then
+    run with onnxruntime on fixed probe texts and compared with the torch backend:
+    a largest absolute difference above :data:`PARITY_TOLERANCE` is an
+    :class:`~rechunk.errors.EmbeddingError` and nothing is kept. The file and an
+    ``export.json`` (model id, versions, the measured difference) are written into
+    a temporary folder and renamed into place, so a crash or a concurrent export
+    never leaves a half-written export. An existing export is returned as is
+    unless ``force``.
+    """
+    folder = _folder_of(model)
+    _check_exportable(folder)
+    root = Path(cache_dir) if cache_dir is not None else onnx_cache_dir()
+    target = root / _export_key(folder)
+    if not force and exported_onnx(folder, cache_dir=root) is not None:
+        return target
+    if not onnx_export_possible():
+        missing = next(
+            name
+            for name in ("torch", "sentence_transformers", "onnx")
+            if importlib.util.find_spec(name) is None
+        )
+        raise MissingDependencyError(missing.replace("_", "-"), "st")
+    if not onnxruntime_installed():
+        raise MissingDependencyError("onnxruntime", "onnx")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
+    except OSError as exc:
+        raise ConfigError(f"cannot write the ONNX cache {root}: {exc.strerror or exc}") from exc
+    try:
+        meta = _export_into(folder, work / "model.onnx")
+        (work / "export.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        if force and target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.rename(work, target)
+        except OSError:
+            if exported_onnx(folder, cache_dir=root) is None:  # not another process's export
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _export_into(folder: ModelFolder, path: Path) -> dict[str, Any]:
+    """Export ``folder``'s transformer to ``path``, check it, and return the export metadata."""
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    torch = require("torch", "st")
+    require("onnx", "st")
+    reference = SentenceTransformerEmbedder(folder.folder, threads=1)
+    st_model = reference._load()
+    transformer = st_model[0]
+    auto_model = getattr(transformer, "auto_model", None) or getattr(transformer, "model", None)
+    if auto_model is None:
+        raise ConfigError(f"cannot find the transformer model inside {folder.folder}")
+    import inspect
+
+    accepted = inspect.signature(auto_model.forward).parameters
+    names = [name for name in _INPUT_NAMES if name in accepted]
+    if names[:2] != ["input_ids", "attention_mask"]:
+        raise ConfigError(f"model {folder.folder} does not take input_ids and attention_mask")
+
+    class _Hidden(torch.nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs: Any) -> Any:
+            out = self.inner(**dict(zip(names, inputs)), return_dict=True)
+            return out.last_hidden_state
+
+    sample = torch.ones((2, 8), dtype=torch.long)
+    axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
+    log.info("exporting %s to ONNX (once) into %s", folder.folder, path.parent)
+    auto_model.eval()
+    with torch.no_grad(), warnings.catch_warnings(), _quiet_stderr():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(
+                _Hidden(auto_model),
+                tuple(sample if n != "token_type_ids" else torch.zeros_like(sample) for n in names),
+                str(path),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes=axes,
+                opset_version=OPSET,
+                do_constant_folding=True,
+                dynamo=False,
+            )
+        except Exception as exc:
+            raise EmbeddingError(f"cannot export {folder.folder} to ONNX: {exc}") from exc
+    probe = OnnxEmbedder(folder.folder, threads=1, onnx_file=path)
+    expected = reference.embed(list(_PROBES))
+    got = np.concatenate([probe.embed(list(_PROBES)), probe.embed([_PROBES[2]])])
+    expected = np.concatenate([expected, expected[2:3]])
+    diff = float(np.abs(got - expected).max())
+    cosine = float(
+        (
+            np.sum(got * expected, axis=1)
+            / (np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1))
+        ).min()
+    )
+    if not diff <= PARITY_TOLERANCE:
+        raise EmbeddingError(
+            f"the ONNX export of {folder.folder} differs from the torch backend by {diff:.2e} "
+            f"(more than {PARITY_TOLERANCE:g}); not kept: use SentenceTransformerEmbedder"
+        )
+    ort = require("onnxruntime", "onnx")
+    return {
+        "recipe": EXPORT_RECIPE,
+        "model_id": folder.model_id,
+        "source": str(folder.folder),
+        "inputs": names,
+        "opset": OPSET,
+        "torch": str(torch.__version__),
+        "onnxruntime": str(ort.__version__),
+        "probe_max_abs_diff": diff,
+        "probe_min_cosine": cosine,
+    }
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Any:
+    """Silence the exporter's C++ diagnostics (written to fd 2, outside ``warnings``)."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # pragma: no cover - no fd 2
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class OnnxEmbedder(ModelFolder):
+    """An Embedder running a local sentence-transformers folder with ONNX Runtime on CPU.
+
+    ``model``: as for
+    :class:`~rechunk.integrations.sentence_transformers.SentenceTransformerEmbedder`
+    (``None`` is the packaged all-MiniLM-L6-v2). ``model_id``, ``dimension``,
+    ``max_input_tokens``, ``tokenizer``, :attr:`special_tokens` and
+    :meth:`count_tokens` are the torch backend's, read from the same folder: the
+    export is checked to give the same vectors (see the module docstring), so a
+    collection or cache filled by one backend is reused by the other.
+
+    ``export``: what the first embed does when the folder has no export in the
+    cache yet: ``"auto"`` (default) exports it where torch, sentence-transformers
+    and onnx are installed (a one-time cost of seconds) and otherwise raises
+    :class:`~rechunk.errors.MissingDependencyError`; ``"never"`` raises
+    :class:`~rechunk.errors.ConfigError` telling how to export.
+    ``onnx_file``: run this exported graph instead of the cached export (the
+    caller vouches that it is an export of this folder).
+
+    ``threads``: onnxruntime intra-op threads (per embedder, not process-global);
+    ``None`` means :func:`~rechunk.integrations.sentence_transformers.default_threads`.
+    Inputs are embedded ``batch_size`` at a time, grouped by length so that
+    little padding is computed; an input over the window is an
+    :class:`~rechunk.errors.EmbeddingError` before anything runs.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        batch_size: int = 32,
+        threads: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        export: str = "auto",
+        onnx_file: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if type(batch_size) is not int or batch_size <= 0:
+            raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        if threads is not None and (type(threads) is not int or threads <= 0):
+            raise ConfigError(f"threads must be a positive int or None, got {threads!r}")
+        if export not in ("auto", "never"):
+            raise ConfigError(f"export must be 'auto' or 'never', got {export!r}")
+        if not onnxruntime_installed():
+            raise MissingDependencyError("onnxruntime", "onnx")
+        super().__init__(model)
+        _check_exportable(self)
+        self.batch_size = batch_size
+        self.threads = threads if threads is not None else default_threads()
+        self.export = export
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._onnx_file = Path(onnx_file) if onnx_file is not None else None
+        self._lower = _do_lower_case(self)
+        self._load_lock = threading.Lock()
+        self._session: Any = None
+        self._inputs: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder({self._name!r}, threads={self.threads})"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the ONNX session has been created; only ``embed`` creates it."""
+        return self._session is not None
+
+    @property
+    def exported(self) -> bool:
+        """Whether the folder's export is in the cache (or ``onnx_file`` was given)."""
+        if self._onnx_file is not None:
+            return self._onnx_file.is_file()
+        return exported_onnx(self, cache_dir=self._cache_dir) is not None
+
+    def _graph(self) -> Path:
+        """The ONNX file to run, exported first if allowed."""
+        if self._onnx_file is not None:
+            if not self._onnx_file.is_file():
+                raise ConfigError(f"onnx_file {self._onnx_file} does not exist")
+            return self._onnx_file
+        target = exported_onnx(self, cache_dir=self._cache_dir)
+        if target is None:
+            if self.export == "never":
+                raise ConfigError(
+                    f"model {self._name} has no ONNX export in "
+                    f"{self._cache_dir or onnx_cache_dir()}; run `python -m "
+                    f"rechunk.integrations.onnx export {self._folder}` where torch is installed"
+                )
+            target = export_onnx(self, cache_dir=self._cache_dir)
+        return target / "model.onnx"
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._session is not None:
+                return self._session
+            path = self._graph()
+            ort = require("onnxruntime", "onnx")
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(
+                    str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise EmbeddingError(f"cannot load the ONNX model {path}: {exc}") from exc
+            self._inputs = [i.name for i in session.get_inputs()]
+            unknown = set(self._inputs) - set(_INPUT_NAMES)
+            if unknown:
+                raise EmbeddingError(f"the ONNX model {path} takes unknown inputs {unknown}")
+            self._session = session
+            return session
+
+    @cached_property
+    def _pad_id(self) -> int:
+        """The id padding is filled with (masked out; it matters only to models that derive
+        positions from it, as RoBERTa does)."""
+        for name in ("tokenizer_config.json", "special_tokens_map.json"):
+            config = _read_json(self._folder / name)
+            token = config.get("pad_token") if isinstance(config, dict) else None
+            if isinstance(token, dict):
+                token = token.get("content")
+            found = self.tokenizer.token_to_id(token) if isinstance(token, str) else None
+            if found is not None:
+                return int(found)
+        return 0
+
+    def _encode(self, texts: list[str]) -> list[list[int]]:
+        prompt = self.default_prompt
+        prepared = [(prompt + t).lower() if self._lower else prompt + t for t in texts]
+        return [e.ids for e in self.tokenizer.encode_batch(prepared, add_special_tokens=True)]
+
+    def _pool(self, hidden: Any, mask: Any) -> npt.NDArray[np.float32]:
+        mask_f = mask[:, :, None].astype(np.float32)
+        counts = np.maximum(mask_f.sum(axis=1), 1e-9)
+        parts = []
+        for mode in self.pooling_modes:
+            if mode == "cls":
+                parts.append(hidden[np.arange(len(hidden)), mask.argmax(axis=1)])
+            elif mode == "max":
+                parts.append(np.where(mask_f > 0, hidden, -np.inf).max(axis=1))
+            elif mode == "mean":
+                parts.append((hidden * mask_f).sum(axis=1) / counts)
+            else:  # mean_sqrt_len
+                parts.append((hidden * mask_f).sum(axis=1) / np.sqrt(counts))
+        pooled = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        if self.normalize:
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.maximum(norms, 1e-12)
+        result: npt.NDArray[np.float32] = pooled.astype(np.float32, copy=False)
+        return result
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Float32 vectors ``(len(texts), dimension)``; over-long inputs raise EmbeddingError.
+
+        Lengths are checked for every input before the model is loaded or run.
+        An empty list returns shape ``(0, dimension)`` without loading anything.
+        """
+        items = check_texts(texts)
+        out = np.zeros((len(items), self.dimension), dtype=np.float32)
+        if not items:
+            return out
+        self.check_lengths(items)
+        session = self._load()
+        ids = self._encode(items)
+        order = sorted(range(len(items)), key=lambda i: len(ids[i]))
+        pad = self._pad_id
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = max(len(ids[i]) for i in rows)
+            input_ids = np.full((len(rows), width), pad, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                input_ids[r, : len(ids[i])] = ids[i]
+                mask[r, : len(ids[i])] = 1
+            feed = {"input_ids": input_ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(input_ids)
+            try:
+                (hidden,) = session.run(["last_hidden_state"], feed)
+            except Exception as exc:
+                raise EmbeddingError(f"model {self._name} failed to embed: {exc}") from exc
+            out[rows] = self._pool(hidden, mask)
+        return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rechunk.integrations.onnx export [FOLDER] [--force]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m rechunk.integrations.onnx",
+        description="Export a local sentence-transformers folder to ONNX once (needs torch).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    export_p = sub.add_parser("export", help="export FOLDER (default: the packaged MiniLM)")
+    export_p.add_argument("folder", nargs="?", default=None, metavar="FOLDER")
+    export_p.add_argument("--force", action="store_true", help="export again even if cached")
+    export_p.add_argument("--cache-dir", default=None, help=f"default: {onnx_cache_dir()}")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        target = export_onnx(args.folder, cache_dir=args.cache_dir, force=args.force)
+    except (ConfigError, EmbeddingError, MissingDependencyError) as exc:
+        print(f"rechunk: error: {exc}", file=sys.stderr)
+        return 2
+    meta = _read_meta(target) or {}
+    print(f"{target / 'model.onnx'}")
+    print(
+        f"  model    {meta.get('model_id', '?').split(';')[0]}\n"
+        f"  checked  max abs difference {meta.get('probe_max_abs_diff', float('nan')):.2e} "
+        "against the torch backend"
+    )
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

