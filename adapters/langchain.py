@@ -88,6 +88,15 @@ from rechunk.adapters._reuse import (
     keyed_chunks,
     make_chunker,
 )
+from rechunk.adapters._splitting import (
+    Piece,
+    build_sizing,
+    check_flag,
+    check_keep_separator,
+    check_separators,
+    check_window,
+    pieces,
+)
 from rechunk.cache import CacheStats, EmbeddingCache, check_keys, encode_items
 from rechunk.cache import check_model_id as check_entry_model_id
 from rechunk.chunk import Chunk, Chunker
@@ -200,22 +209,40 @@ class RechunkTextSplitter(TextSplitter):
     ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
     ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
     ``target_tokens``, ``min_tokens``, ``hard_max_tokens``); or a ready rechunk
-    chunker, e.g. ``RechunkTextSplitter(rechunk.policy_for(embedder, "cdc"))``,
-    which sizes chunks for the embedding model so none is truncated.
+    chunker, e.g. ``RechunkTextSplitter(rechunk.policy_for(embedder, "cdc"))``.
+
+    LangChain's own arguments are honoured (see :mod:`rechunk.adapters._splitting`):
+
+    * ``chunk_size``: the most units a chunk holds, counted by ``length_function``
+      when given, else in tokens of ``tokenizer``; the chunker is sized from it.
+      Unset, chunks are sized for the tokenizer's model when its window is known
+      (all-MiniLM-L6-v2 by default: structured 138/198 tokens, never above 254).
+      A size above a known window is a :class:`~rechunk.ConfigError`.
+    * ``chunk_overlap`` (default 0): every chunk after the first also starts with
+      up to this many units of the text before it (whole words). Overlap makes
+      an edit near a boundary change two chunks' inputs; see the README for its
+      measured cost.
+    * ``add_start_index`` (default True): write ``start_index``/``end_index``.
+    * ``strip_whitespace`` (default True) and ``keep_separator`` (default
+      ``"end"``): where the whitespace between chunks goes
+      (:func:`rechunk.adapters._splitting.pieces`).
+    * ``separators`` / ``is_separator_regex``: whitespace separators are accepted
+      (rechunk cuts between words anyway); any other raises ConfigError.
+
+    ``page_content`` is always ``source[start_index:end_index]``, the exact
+    slice (CRLF and inner whitespace as in the source), and it is what the
+    embedding model gets, so ``rechunk_input_key`` is the key of ``page_content``.
 
     ``model_id`` is the identity that enters each chunk's input key and id
     (default :func:`default_model_id`: the tokenizer's identity). Pass your
     embedding model's rechunk ``model_id`` to make ``rechunk_input_key`` equal
-    the keys of rechunk's caches and :func:`rechunk.sync`.
+    the keys of :class:`CachedEmbeddings` over the same model.
 
-    Contracts: ``split_text(text)`` returns the embedding inputs of
-    ``chunker.chunk(text)`` in order; ``create_documents`` / ``split_documents``
-    / ``transform_documents`` return one ``Document`` per chunk with
-    ``page_content`` = the embedding input, a deterministic ``id`` and the
-    metadata described in this module's docstring (the input metadata is
-    deep-copied first; the keys in :data:`METADATA_KEYS` are overwritten). Input
-    metadata that is not JSON raises :class:`~rechunk.InputError` before any
-    chunk is produced. Blank texts produce no documents.
+    Contracts: ``split_text(text)`` returns the chunks' ``page_content`` in order;
+    ``create_documents`` / ``split_documents`` / ``transform_documents`` return one
+    ``Document`` per chunk with a deterministic ``id`` and the metadata described
+    in this module's docstring (the input metadata is deep-copied first; the keys
+    in :data:`METADATA_KEYS` are overwritten). Blank texts produce no documents.
     """
 
     def __init__(
@@ -224,26 +251,48 @@ class RechunkTextSplitter(TextSplitter):
         tokenizer: Any = None,
         *,
         model_id: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
+        length_function: Callable[[str], int] | None = None,
+        keep_separator: bool | str = "end",
+        add_start_index: bool = True,
+        strip_whitespace: bool = True,
+        separators: list[str] | None = None,
+        is_separator_regex: bool = False,
         **params: Any,
     ) -> None:
-        chunker = make_chunker(policy, tokenizer, params)
-        model_id = check_model_id(model_id)
-        self._chunker = chunker
-        super().__init__(
-            chunk_size=chunker.hard_max_tokens,
-            chunk_overlap=0,
-            length_function=self._count_tokens,
-            add_start_index=False,
-            strip_whitespace=True,
+        check_separators(separators, is_separator_regex)
+        keep = check_keep_separator(keep_separator)
+        add_start = check_flag("add_start_index", add_start_index)
+        strip = check_flag("strip_whitespace", strip_whitespace)
+        sizing = build_sizing(
+            policy,
+            tokenizer,
+            params,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length_function=length_function,
+            receiver="the splitter",
         )
-        self._model_id = model_id or default_model_id(chunker)
+        model_id = check_model_id(model_id)
+        self._sizing = sizing
+        self._chunker = sizing.chunker
+        super().__init__(
+            chunk_size=sizing.limit,
+            chunk_overlap=sizing.overlap,
+            length_function=self._count_tokens,
+            keep_separator=keep,  # type: ignore[arg-type]
+            add_start_index=add_start,
+            strip_whitespace=strip,
+        )
+        self._model_id = model_id or default_model_id(self._chunker)
 
     def __repr__(self) -> str:
         return f"RechunkTextSplitter({self._chunker!r}, model_id={self.model_id!r})"
 
     def _count_tokens(self, text: str) -> int:
-        """Content tokens of ``text`` under the chunker's tokenizer (characters without one)."""
-        counter = getattr(self._chunker, "token_counter", None)
+        """Units of ``text`` as ``chunk_size`` counts them (characters without a counter)."""
+        counter = self._sizing.counter or getattr(self._chunker, "token_counter", None)
         if counter is None:
             return len(text)
         return int(counter.count_many([text])[0])
@@ -265,15 +314,18 @@ class RechunkTextSplitter(TextSplitter):
 
     @classmethod
     def from_huggingface_tokenizer(
-        cls, tokenizer: Any, policy: str = "structured", **params: Any
+        cls, tokenizer: Any, policy: str = "structured", **kwargs: Any
     ) -> RechunkTextSplitter:
-        """A splitter counting tokens with a Hugging Face (fast) tokenizer.
+        """A splitter counting tokens with a Hugging Face tokenizer, as LangChain's.
 
-        ``tokenizer`` is a ``transformers`` fast tokenizer or a
-        ``tokenizers.Tokenizer``; ``params`` go to the chunker (and ``model_id``
-        to the splitter).
+        ``tokenizer`` is a ``transformers`` tokenizer (LangChain's type) or a
+        ``tokenizers.Tokenizer``; ``kwargs`` are the splitter's (``chunk_size``,
+        ``chunk_overlap``, ``model_id``, ...) and the chunker's parameters. A
+        tokenizer loaded from a sentence-transformers folder knows its model's
+        window (all-MiniLM-L6-v2: 254 content tokens): the default sizes fit it
+        and a larger ``chunk_size`` is refused.
         """
-        return cls(policy, tokenizer, **params)
+        return cls(policy, tokenizer, **kwargs)
 
     @classmethod
     def from_tiktoken_encoder(
@@ -288,7 +340,9 @@ class RechunkTextSplitter(TextSplitter):
 
         A plain counting function reports no token offsets, so rechunk cuts an
         over-long word at evenly spaced characters and re-counts every chunk.
-        ``kwargs`` are ``policy``, ``model_id`` and the chunker's parameters.
+        ``kwargs`` are ``policy``, the splitter's arguments (``chunk_size``, ...)
+        and the chunker's parameters. The encoding tells no model window:
+        nothing is checked against one.
         """
         func = cls._tiktoken_length_function(
             encoding_name, model_name, allowed_special, disallowed_special
@@ -304,8 +358,20 @@ class RechunkTextSplitter(TextSplitter):
     # -- splitting ---------------------------------------------------------------------
 
     def split_text(self, text: str) -> list[str]:
-        """The embedding inputs of ``text``'s chunks, in order."""
-        return [chunk.text for chunk in self._chunker.chunk(text)]
+        """The chunks' texts (``page_content``), in order."""
+        return [piece.text for piece in self._pieces(text)]
+
+    def _pieces(self, text: str) -> list[Chunk]:
+        """The chunks of ``text``: ``Chunk.text == text[start:end]`` (overlap included)."""
+        found = pieces(
+            text,
+            self._chunker.chunk(text),
+            self._sizing,
+            strip_whitespace=self._strip_whitespace,
+            keep_separator=self._keep_separator,
+        )
+        check_window(found, self._sizing, "RechunkTextSplitter")
+        return [_as_chunk(piece) for piece in found]
 
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
@@ -343,7 +409,7 @@ class RechunkTextSplitter(TextSplitter):
         seen: dict[str, Counter[str]] = defaultdict(Counter)
         out: list[Document] = []
         for text, metadata, document_id in items:
-            chunks = self._chunker.chunk(text)
+            chunks = self._pieces(text)
             if chunks:
                 source = source_id_for(text, metadata, document_id)
                 out.extend(self._documents(chunks, metadata, source, seen[source]))
@@ -356,10 +422,13 @@ class RechunkTextSplitter(TextSplitter):
         out = []
         for chunk, key, occurrence in keyed_chunks(chunks, self._model_id, seen):
             fields = copy.deepcopy(metadata)
+            if self._add_start_index:
+                fields.update({START_KEY: chunk.start, END_KEY: chunk.end})
+            else:
+                fields.pop(START_KEY, None)
+                fields.pop(END_KEY, None)
             fields.update(
                 {
-                    START_KEY: chunk.start,
-                    END_KEY: chunk.end,
                     SOURCE_ID_KEY: source,
                     POLICY_KEY: policy,
                     MODEL_ID_KEY: self._model_id,
@@ -371,6 +440,10 @@ class RechunkTextSplitter(TextSplitter):
             record = record_id(source, key, occurrence, fields)
             out.append(Document(id=record, page_content=chunk.text, metadata=fields))
         return out
+
+
+def _as_chunk(piece: Piece) -> Chunk:
+    return Chunk(piece.start, piece.end, piece.text, piece.tokens)
 
 
 def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any]) -> str:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from rechunk._optional import require
@@ -68,10 +69,16 @@ from rechunk.adapters._reuse import (
     check_model_id,
     default_model_id,
     keyed_chunks,
-    make_chunker,
+)
+from rechunk.adapters._splitting import (
+    Sizing,
+    build_sizing,
+    check_separators,
+    check_window,
+    pieces,
 )
 from rechunk.cache import EmbeddingCache
-from rechunk.chunk import Chunker
+from rechunk.chunk import Chunk, Chunker
 from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError
 from rechunk.identity import point_id
@@ -114,7 +121,7 @@ _TEXT_TEMPLATE: Final[str] = TextNode.model_fields["text_template"].default
 #: BaseEmbedding's bound on ``embed_batch_size``.
 _MAX_BATCH: Final[int] = 2048
 #: Fields that describe what was built at construction (assigning them raises ConfigError).
-_PARSER_FIXED: Final = frozenset({"policy", "params", "policy_id"})
+_PARSER_FIXED: Final = frozenset({"policy", "params", "policy_id", "chunk_size", "chunk_overlap"})
 _EMBEDDING_FIXED: Final = frozenset({"model_name"})
 _PICKLING: Final = "cannot be pickled (as IngestionPipeline(num_workers=...) needs)"
 
@@ -142,8 +149,8 @@ def _checked(name: str, value: Any) -> Any:
             )
     elif name in ("include_metadata", "include_prev_next_rel") and type(value) is not bool:
         raise ConfigError(f"{name} must be True or False, got {value!r}")
-    elif name == "id_func" and callable(value) and value is not default_id_func:
-        raise ConfigError("RechunkNodeParser sets content-addressed node ids; it takes no id_func")
+    elif name == "id_func" and value is not None and not callable(value):
+        raise ConfigError(f"id_func must be a callable (i, node) -> str or None, got {value!r}")
     elif name == "model_id" and check_model_id(value) is None:
         raise ConfigError("model_id must be a non-empty str, got None")
     elif name == "embed_batch_size":
@@ -154,6 +161,27 @@ def _checked(name: str, value: Any) -> Any:
         check_dimension(value)
     elif name == "cache_queries":
         check_cache_queries(value)
+    return value
+
+
+def _id_func(value: object) -> Any:
+    """``id_func`` as given; ``None`` for the default, also as ``to_dict`` wrote it."""
+    if isinstance(value, Mapping):  # to_dict() -> {"id_func_name": ..., "title": "id_func"}
+        name = value.get("id_func_name")
+        if name == default_id_func.__name__:
+            return None
+        raise ConfigError(
+            f"id_func {name!r} cannot be rebuilt from a dict: pass id_func=<the function> to "
+            "from_dict(data, id_func=...)"
+        )
+    if value is default_id_func:
+        return None
+    return value
+
+
+def _overlap(value: object, limit: int) -> int:
+    if type(value) is not int or not 0 <= value < limit:
+        raise ConfigError(f"chunk_overlap must be an int from 0 to {limit - 1}, got {value!r}")
     return value
 
 
@@ -242,10 +270,16 @@ class RechunkNodeParser(NodeParser):
     params: dict[str, Any] = Field(
         default_factory=dict, description="The chunker's parameters (hard maximum included)."
     )
+    chunk_size: int = Field(
+        default=0, description="The most tokens a node's text holds (overlap included)."
+    )
+    chunk_overlap: int = Field(
+        default=0, description="Tokens of the preceding text each node after the first repeats."
+    )
     model_id: str = Field(default="", description="Identity entering input keys and node ids.")
-    # ``id_func`` (inherited) is unused: ids are content-addressed; a serialised one is ignored.
     policy_id: str = Field(default="", description="The chunker's policy id.")
     _chunker: Chunker = PrivateAttr()
+    _sizing: Sizing = PrivateAttr()
 
     def __init__(
         self,
@@ -253,21 +287,46 @@ class RechunkNodeParser(NodeParser):
         tokenizer: Any = None,
         *,
         model_id: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
         callback_manager: CallbackManager | None = None,
         params: Mapping[str, Any] | None = None,
         policy_id: str | None = None,
         id_func: Any = None,
+        separator: str | None = None,
+        paragraph_separator: str | None = None,
         **chunker_params: Any,
     ) -> None:
-        _checked("id_func", id_func)
+        check_separators(separator, False, "separator")
+        check_separators(paragraph_separator, False, "paragraph_separator")
+        id_func = _id_func(id_func)
         if params is not None and not isinstance(params, Mapping):
             raise ConfigError(
                 f"params must be a mapping of the chunker's parameters, got {type(params).__name__}"
             )
-        merged = {**(params or {}), **chunker_params}
-        chunker = make_chunker(policy, tokenizer, merged, receiver="the node parser")
+        if params is not None:  # rebuilt from its own fields (from_dict, pickling)
+            sizing = build_sizing(
+                policy, tokenizer, {**params, **chunker_params}, receiver="the node parser"
+            )
+            limit = chunk_size or sizing.limit
+            if type(limit) is not int or limit < sizing.chunker.hard_max_tokens:
+                raise ConfigError(
+                    f"chunk_size must be an int of at least the chunker's hard maximum "
+                    f"({sizing.chunker.hard_max_tokens}), got {chunk_size!r}"
+                )
+            sizing = replace(sizing, limit=limit, overlap=_overlap(chunk_overlap, limit))
+        else:
+            sizing = build_sizing(
+                policy,
+                tokenizer,
+                chunker_params,
+                chunk_size=chunk_size,
+                chunk_overlap=chunk_overlap,
+                receiver="the node parser",
+            )
+        chunker = sizing.chunker
         if policy_id is not None and policy_id != chunker.policy_id:
             raise ConfigError(
                 f"policy_id {policy_id!r} does not match the chunker built from these "
@@ -277,15 +336,63 @@ class RechunkNodeParser(NodeParser):
         kind = policy if isinstance(policy, str) else str(getattr(chunker, "kind", _CUSTOM))
         fields: dict[str, Any] = {  # this class's pydantic fields and NodeParser's
             "policy": kind,
-            "params": dict(getattr(chunker, "params", merged)),
+            "params": dict(getattr(chunker, "params", {})),
+            "chunk_size": sizing.limit,
+            "chunk_overlap": sizing.overlap,
             "model_id": model_id or default_model_id(chunker),
             "policy_id": chunker.policy_id,
             "include_metadata": include_metadata,
             "include_prev_next_rel": include_prev_next_rel,
             "callback_manager": callback_manager,
+            "id_func": id_func,
         }
         super().__init__(**{name: _checked(name, value) for name, value in fields.items()})
         self._chunker = chunker
+        self._sizing = sizing
+
+    @classmethod
+    def from_defaults(
+        cls,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
+        tokenizer: Any = None,
+        policy: str | Chunker = "structured",
+        *,
+        callback_manager: CallbackManager | None = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Any = None,
+        **kwargs: Any,
+    ) -> RechunkNodeParser:
+        """A parser from the arguments LlamaIndex's ``SentenceSplitter.from_defaults`` takes.
+
+        ``chunk_size`` counts tokens of ``tokenizer`` (rechunk's default:
+        all-MiniLM-L6-v2's; a LlamaIndex ``tokenizer`` function returning a list of
+        tokens works too); unset, chunks are sized for the tokenizer's model window
+        when it is known. ``separator`` and ``paragraph_separator`` are accepted when
+        they are whitespace; ``chunking_tokenizer_fn`` and
+        ``secondary_chunking_regex`` are refused (rechunk decides where sentences
+        end). ``kwargs``: ``policy`` parameters, ``model_id``, ``embed_metadata``.
+        """
+        for name in ("chunking_tokenizer_fn", "secondary_chunking_regex"):
+            if kwargs.get(name) is not None:
+                raise ConfigError(
+                    f"{name}: rechunk's chunkers find sentence ends themselves (Latin and "
+                    "full-width terminators) and cannot take another sentence splitter; drop it, "
+                    "or keep SentenceSplitter for this content"
+                )
+            kwargs.pop(name, None)
+        return cls(
+            policy,
+            tokenizer,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            callback_manager=callback_manager,
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+            id_func=id_func,
+            **kwargs,
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Assign a field, checked as in the constructor; the chunker's fields are refused."""
@@ -327,7 +434,9 @@ class RechunkNodeParser(NodeParser):
 
     def _parse_one(self, node: BaseNode) -> list[TextNode]:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
-        chunks = self._chunker.chunk(text)
+        found = pieces(text, self._chunker.chunk(text), self._sizing)
+        check_window(found, self._sizing, "RechunkNodeParser")
+        chunks = [Chunk(p.start, p.end, p.text, p.tokens) for p in found]
         if not chunks:
             return []
         ref_doc_id = node.node_id
@@ -338,7 +447,8 @@ class RechunkNodeParser(NodeParser):
         ] + list(METADATA_KEYS)
         policy_id = self._chunker.policy_id
         parsed: list[TextNode] = []
-        for chunk, key, occurrence in keyed_chunks(chunks, self.model_id):
+        custom_ids = self.id_func is not None and self.id_func is not default_id_func
+        for i, (chunk, key, occurrence) in enumerate(keyed_chunks(chunks, self.model_id)):
             metadata = copy.deepcopy(inherited)
             metadata.update(
                 {
@@ -351,7 +461,11 @@ class RechunkNodeParser(NodeParser):
             )
             parsed.append(
                 TextNode(
-                    id_=point_id(ref_doc_id, key, occurrence),
+                    id_=(
+                        str(self.id_func(i, node))
+                        if custom_ids
+                        else point_id(ref_doc_id, key, occurrence)
+                    ),
                     text=chunk.text,
                     start_char_idx=chunk.start,
                     end_char_idx=chunk.end,

@@ -231,7 +231,10 @@ def test_is_a_real_text_splitter() -> None:
     assert isinstance(splitter, TextSplitter)
     assert splitter.policy_id.startswith("structured-")  # the default policy
     assert splitter.model_id.startswith("tokenizer:hf:")
-    assert splitter.split_text(GUIDE_V1) == [c.text for c in splitter.chunker.chunk(GUIDE_V1)]
+    # page_content is the exact source slice of each chunk, without its edge whitespace
+    assert splitter.split_text(GUIDE_V1) == [
+        GUIDE_V1[c.start : c.end].strip() for c in splitter.chunker.chunk(GUIDE_V1)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -246,15 +249,16 @@ def test_documents_carry_true_offsets_and_ids(policy: str, params: dict[str, int
     splitter = RechunkTextSplitter(policy, **params)
     docs = splitter.create_documents([GUIDE_V1], [{"source": "guide.md", "lang": "en"}])
     assert len(docs) > 3
-    assert docs[0].metadata[START_KEY] == 0 and docs[-1].metadata[END_KEY] == len(GUIDE_V1)
-    for before, after in zip(docs, docs[1:]):
-        assert before.metadata[END_KEY] == after.metadata[START_KEY]  # spans tile the text
+    assert docs[0].metadata[START_KEY] == 0
+    assert docs[-1].metadata[END_KEY] == len(GUIDE_V1.rstrip())
+    for before, after in zip(docs, docs[1:]):  # only whitespace between two chunks
+        assert not GUIDE_V1[before.metadata[END_KEY] : after.metadata[START_KEY]].strip()
     seen: Counter[str] = Counter()
     for doc in docs:
         meta = doc.metadata
         assert set(METADATA_KEYS) <= set(meta)
         span = GUIDE_V1[meta[START_KEY] : meta[END_KEY]]
-        assert doc.page_content == rechunk.embedding_input(span)
+        assert doc.page_content == span
         assert meta["source"] == "guide.md" and meta["lang"] == "en"
         assert meta[SOURCE_ID_KEY] == "guide.md"
         assert meta[POLICY_KEY] == splitter.policy_id
@@ -418,11 +422,11 @@ def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
         RechunkTextSplitter("semantic")
     with pytest.raises(ConfigError):
         RechunkTextSplitter("fixed", max_tokns=5)
-    # LangChain habits get an answer, not a TypeError
-    with pytest.raises(ConfigError, match=r"chunk_overlap, chunk_size.*min_tokens and max_tokens"):
+    # LangChain arguments that cannot be honoured get an answer, not a TypeError
+    with pytest.raises(ConfigError, match=r"above the 254 content tokens all-MiniLM-L6-v2"):
         RechunkTextSplitter(chunk_size=300, chunk_overlap=30)
-    with pytest.raises(ConfigError, match=r"add_start_index.*always in the metadata"):
-        RechunkTextSplitter("recursive", add_start_index=True)
+    with pytest.raises(ConfigError, match=r"chunk_size and max_tokens both size"):
+        RechunkTextSplitter("fixed", chunk_size=100, max_tokens=50)
     with pytest.raises(ConfigError):
         RechunkTextSplitter("cdc", min_tokens=10, max_tokens=5)
     with pytest.raises(ConfigError):

@@ -1,0 +1,271 @@
+"""Drop-in for real: the frameworks' own arguments, windows, metadata and offsets (issue 17).
+
+Each test runs the real LangChain / LlamaIndex classes (``index()``, ``IngestionPipeline``,
+``VectorStoreIndex``) on the project's own texts with rechunk's classes swapped in, as a
+migrating user would. Token counts come from the real all-MiniLM-L6-v2 tokenizer.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("llama_index.core")
+
+from langchain_core.documents import Document
+from langchain_core.indexing import InMemoryRecordManager, index
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.schema import Document as LlamaDocument
+from llama_index.core.schema import NodeRelationship
+from test_langchain import FakeEmbeddings
+
+import rechunk
+from rechunk.adapters._splitting import WindowWarning
+from rechunk.adapters.langchain import (
+    CachedEmbeddings,
+    RechunkTextSplitter,
+    rechunk_key_encoder,
+)
+from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
+from rechunk.errors import ConfigError
+from rechunk.tokens import default_tokenizer_path, resolve_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+#: examples/docs plus the README: the corpus the issue measured the defaults on
+CORPUS = {
+    path.name: path.read_text(encoding="utf-8")
+    for path in [*sorted((ROOT / "examples" / "docs").glob("*.md")), ROOT / "README.md"]
+}
+GUIDE = CORPUS["chunking-guide.md"]
+MINILM_WINDOW = 256  # tokens all-MiniLM-L6-v2 reads, [CLS] and [SEP] included
+
+
+def minilm_tokens(text: str) -> int:
+    """Tokens the model reads for ``text``, special tokens included."""
+    return len(resolve_tokenizer(None).tokenizer.encode(text).ids)  # type: ignore[attr-defined]
+
+
+def content_tokens(text: str) -> int:
+    return resolve_tokenizer(None).count_many([text])[0]
+
+
+def hf_minilm() -> Any:
+    """all-MiniLM-L6-v2's tokenizer as ``transformers`` loads it (what LangChain users pass)."""
+    transformers = pytest.importorskip("transformers")
+    folder = default_tokenizer_path().parent
+    return transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+def _index(docs: list[Document], embeddings: Any) -> tuple[InMemoryVectorStore, dict[str, Any]]:
+    store = InMemoryVectorStore(embedding=embeddings)
+    manager = InMemoryRecordManager(namespace="dropin")
+    manager.create_schema()
+    result = index(
+        docs,
+        manager,
+        store,
+        cleanup="incremental",
+        source_id_key="source",
+        key_encoder=rechunk_key_encoder,
+    )
+    time.sleep(0.01)
+    return store, dict(result)
+
+
+def _exact(docs: list[Document], sources: dict[str, str]) -> None:
+    for doc in docs:
+        meta = doc.metadata
+        assert sources[meta["source"]][meta["start_index"] : meta["end_index"]] == doc.page_content
+
+
+# --------------------------------------------------------------------------- 1. arguments
+
+
+def test_langchain_arguments_are_honoured_through_index() -> None:
+    """The arguments of a RecursiveCharacterTextSplitter, as a user carries them over."""
+    splitter = RechunkTextSplitter(
+        chunk_size=120,
+        chunk_overlap=20,
+        add_start_index=True,
+        keep_separator=True,
+        separators=["\n\n", "\n", " ", ""],
+        is_separator_regex=False,
+        strip_whitespace=True,
+    )
+    assert splitter._chunk_size == 120 and splitter._chunk_overlap == 20
+    docs = splitter.split_documents(
+        [Document(page_content=GUIDE, metadata={"source": "guide.md"})]
+    )
+    assert len(docs) > 5
+    assert all(content_tokens(d.page_content) <= 120 for d in docs)
+    _exact(docs, {"guide.md": GUIDE})
+    # the overlap: each chunk after the first starts inside the one before it
+    starts = [d.metadata["start_index"] for d in docs]
+    ends = [d.metadata["end_index"] for d in docs]
+    assert starts == sorted(starts)
+    assert sum(s < e for s, e in zip(starts[1:], ends)) >= len(docs) - 2
+    overlaps = [GUIDE[s:e] for s, e in zip(starts[1:], ends) if s < e]
+    assert all(0 < content_tokens(o) <= 20 for o in overlaps)
+    model = FakeEmbeddings()
+    store, result = _index(docs, CachedEmbeddings(model, rechunk.MemoryCache()))
+    assert result["num_added"] == len(docs) and len(store.store) == len(docs)
+    # regex whitespace separators mean the same thing
+    RechunkTextSplitter(separators=[r"\n\n", r"\n", r"\s+"], is_separator_regex=True)
+
+
+def test_length_function_counts_chunk_size() -> None:
+    splitter = RechunkTextSplitter(chunk_size=400, length_function=len, policy="recursive")
+    docs = splitter.create_documents([GUIDE], [{"source": "g"}])
+    assert len(docs) > 5 and max(len(d.page_content) for d in docs) <= 400
+    assert splitter.chunker.token_counter.identity == "callable:builtins.len"
+    _exact(docs, {"g": GUIDE})
+    with pytest.raises(ConfigError, match="either tokenizer or length_function"):
+        RechunkTextSplitter(chunk_size=400, length_function=len, tokenizer=default_tokenizer_path())
+
+
+def test_add_start_index_false_leaves_the_offsets_out() -> None:
+    docs = RechunkTextSplitter(add_start_index=False).create_documents([GUIDE], [{"source": "g"}])
+    assert docs and not any("start_index" in d.metadata or "end_index" in d.metadata for d in docs)
+    assert all(rechunk_key_encoder(d) == d.id for d in docs)
+
+
+@pytest.mark.parametrize(
+    ("keep_separator", "joined"),
+    [("end", True), (True, True), ("start", True), (False, False)],
+)
+def test_whitespace_between_chunks_goes_where_keep_separator_says(
+    keep_separator: Any, joined: bool
+) -> None:
+    text = "  " + GUIDE.replace("\n\n", "\n\n\n") + "\n\n"
+    splitter = RechunkTextSplitter(
+        "fixed", max_tokens=60, strip_whitespace=False, keep_separator=keep_separator
+    )
+    docs = splitter.create_documents([text], [{"source": "t"}])
+    _exact(docs, {"t": text})
+    assert ("".join(d.page_content for d in docs) == text) is joined
+    if keep_separator in (True, "start"):
+        assert all(d.page_content[:1].isspace() for d in docs)
+    elif keep_separator == "end":
+        assert all(d.page_content[-1:].isspace() for d in docs)
+    else:
+        assert all(d.page_content == d.page_content.strip() for d in docs)
+
+
+def test_arguments_that_cannot_be_honoured_say_what_to_use() -> None:
+    with pytest.raises(ConfigError, match=r"not whitespace \('\\nclass '\).*framework's own"):
+        RechunkTextSplitter(separators=["\nclass ", "\ndef ", "\n\n"])
+    with pytest.raises(ConfigError, match="not whitespace"):
+        RechunkTextSplitter(separators=[r"(?<=\.) "], is_separator_regex=True)
+    with pytest.raises(ConfigError, match="keep_separator"):
+        RechunkTextSplitter(keep_separator="middle")
+    with pytest.raises(ConfigError, match="is_separator_regex"):
+        RechunkTextSplitter(is_separator_regex="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="chunk_overlap=50 must be below chunk_size=50"):
+        RechunkTextSplitter(chunk_size=50, chunk_overlap=50)
+    with pytest.raises(ConfigError, match="chunk_overlap"):
+        RechunkTextSplitter(chunk_size=50, chunk_overlap=-1)
+    with pytest.raises(ConfigError, match="secondary_chunking_regex"):
+        RechunkNodeParser.from_defaults(secondary_chunking_regex="[^,.;]+[,.;]?")
+    with pytest.raises(ConfigError, match="chunking_tokenizer_fn"):
+        RechunkNodeParser.from_defaults(chunking_tokenizer_fn=str.split)
+    with pytest.raises(ConfigError, match="separator"):
+        RechunkNodeParser.from_defaults(separator="|")
+
+
+def test_from_huggingface_tokenizer_takes_chunk_size() -> None:
+    tokenizer = hf_minilm()
+    splitter = RechunkTextSplitter.from_huggingface_tokenizer(tokenizer, chunk_size=200)
+    docs = splitter.create_documents([GUIDE], [{"source": "g"}])
+    assert max(len(tokenizer.tokenize(d.page_content)) for d in docs) <= 200
+    overlapping = RechunkTextSplitter.from_huggingface_tokenizer(
+        tokenizer, chunk_size=100, chunk_overlap=10, policy="recursive"
+    )
+    assert max(len(tokenizer.tokenize(t)) for t in overlapping.split_text(GUIDE)) <= 100
+
+
+def test_from_tiktoken_encoder_takes_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # tiktoken downloads its encodings: a word counter stands in for the encoder offline
+    monkeypatch.setattr(
+        RechunkTextSplitter,
+        "_tiktoken_length_function",
+        staticmethod(lambda *a, **k: lambda text: len(text.split())),
+    )
+    splitter = RechunkTextSplitter.from_tiktoken_encoder(
+        "cl100k_base", chunk_size=50, chunk_overlap=5
+    )
+    assert all(len(t.split()) <= 50 for t in splitter.split_text(GUIDE))
+
+
+def test_node_parser_from_defaults_in_an_ingestion_pipeline() -> None:
+    from llama_index.core.embeddings import MockEmbedding
+
+    parser = RechunkNodeParser.from_defaults(chunk_size=120, chunk_overlap=20)
+    assert (parser.chunk_size, parser.chunk_overlap) == (120, 20)
+    model = CachedEmbedding(MockEmbedding(embed_dim=8), rechunk.MemoryCache(), model_id="mock")
+    pipeline = IngestionPipeline(transformations=[parser, model])
+    nodes = pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+    assert len(nodes) > 5 and all(n.embedding for n in nodes)
+    assert all(content_tokens(n.text) <= 120 for n in nodes)
+    assert all(GUIDE[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+    assert sum(b.start_char_idx < a.end_char_idx for a, b in zip(nodes, nodes[1:])) > 0
+    # a LlamaIndex tokenizer (str -> list of tokens) counts chunk_size
+    words = RechunkNodeParser.from_defaults(chunk_size=60, tokenizer=str.split)
+    parsed = words.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    assert max(len(n.text.split()) for n in parsed) <= 60
+    # whitespace separators are what rechunk cuts at anyway
+    RechunkNodeParser.from_defaults(separator=" ", paragraph_separator="\n\n\n")
+
+
+def test_node_parser_honours_a_custom_id_func() -> None:
+    parser = RechunkNodeParser(id_func=lambda i, doc: f"{doc.id_}#{i}")
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    assert [n.id_ for n in nodes] == [f"g#{i}" for i in range(len(nodes))]
+    assert nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == "g#0"
+
+
+# --------------------------------------------------------------------------- 2. windows
+
+
+def test_default_splitters_fit_the_default_model_window() -> None:
+    """On examples/docs and the README, no default chunk is over MiniLM's 256 tokens."""
+    splitters: dict[str, Any] = {
+        "RechunkTextSplitter()": RechunkTextSplitter(),
+        "from_huggingface_tokenizer(MiniLM)": RechunkTextSplitter.from_huggingface_tokenizer(
+            hf_minilm()
+        ),
+    }
+    parser = RechunkNodeParser()
+    for name, splitter in splitters.items():
+        texts = [t for text in CORPUS.values() for t in splitter.split_text(text)]
+        assert len(texts) > 20, name
+        assert max(map(minilm_tokens, texts)) <= MINILM_WINDOW, name
+    nodes = parser.get_nodes_from_documents(
+        [LlamaDocument(text=text, id_=name) for name, text in CORPUS.items()]
+    )
+    assert max(minilm_tokens(n.text) for n in nodes) <= MINILM_WINDOW
+    assert parser.chunk_size == RechunkTextSplitter()._chunk_size == MINILM_WINDOW - 2
+
+
+def test_sizes_over_a_known_window_are_refused_or_warned() -> None:
+    for make in (
+        lambda: RechunkTextSplitter(chunk_size=300),
+        lambda: RechunkTextSplitter.from_huggingface_tokenizer(hf_minilm(), chunk_size=400),
+        lambda: RechunkNodeParser.from_defaults(chunk_size=1024),  # SentenceSplitter's default
+        lambda: RechunkTextSplitter("fixed", hard_max_tokens=512),
+    ):
+        with pytest.raises(ConfigError, match="254 content tokens all-MiniLM-L6-v2 reads"):
+            make()
+    with pytest.warns(WindowWarning, match="hard maximum \\(512 tokens\\)"):
+        RechunkTextSplitter(rechunk.StructuredChunker())
+    with pytest.warns(WindowWarning):
+        RechunkNodeParser(rechunk.FixedChunker(max_tokens=300))
+    # a window the splitter cannot know: no check (counted in characters)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RechunkTextSplitter(chunk_size=2000, length_function=len)
