@@ -21,6 +21,9 @@ standard library), so each adapter loads without the other framework.
 from __future__ import annotations
 
 import asyncio
+import json
+import math
+import re
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -142,6 +145,79 @@ def keyed_chunks(
         key = input_key(model_id, chunk.text)
         yield chunk, key, seen[key]
         seen[key] += 1
+
+
+# --------------------------------------------------------------------------- model identity
+
+#: Field names that never change the vectors: batching, concurrency, retries, callbacks.
+_OPERATIONAL: Final = frozenset(
+    {"callback_manager", "callbacks", "embed_batch_size", "batch_size", "num_workers",
+     "max_retries", "retries", "timeout", "request_timeout", "show_progress",
+     "show_progress_bar", "verbose", "embeddings_cache", "rate_limiter"}
+)  # fmt: skip
+#: Field names that hold secrets (matched anywhere in the name, case-insensitively).
+_SECRET_NAME: Final = re.compile(
+    r"key|token|secret|passw|credential|auth|cookie|signature|session", re.I
+)
+_BARE: Final = re.compile(r"[\w./:@+-]*")
+
+
+def _identity_value(value: object, nested: bool) -> str | None:
+    """``value`` as text in a model identity, or ``None`` when it stays out.
+
+    ``str`` (unquoted when it has no separator characters, else JSON), ``int``,
+    finite ``float`` and ``bool`` always; lists and dicts of those only when
+    ``nested`` (declared pydantic fields, never an object's run-time state);
+    secrets (``SecretStr``), ``None``, clients and other objects never. A URL
+    with credentials (``user:pass@host``) stays out.
+    """
+    if value is None or type(value).__name__.startswith("Secret"):
+        return None
+    if isinstance(value, str):
+        if "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
+            return None
+        return value if _BARE.fullmatch(value) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
+        return json.dumps(value)
+    if nested and isinstance(value, (list, tuple, dict)):
+        try:
+            return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def derive_identity(underlying: object, framework: str) -> str:
+    """A model identity for any embeddings object: its class path and non-secret configuration.
+
+    ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The
+    configuration is the object's pydantic fields (LangChain and LlamaIndex
+    models are pydantic models), else its public attributes holding scalars.
+    Left out: names starting with ``_``; names that hold secrets (``*key*``,
+    ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...)
+    and ``SecretStr`` values; settings that never change the vectors (batch
+    sizes, workers, retries, timeouts, callbacks, progress bars); ``None``;
+    clients and other objects. Two objects of one class with the same
+    configuration share the identity; anything else that changes the vectors
+    (weights fine-tuned in place, a prompt held in a client) is invisible here:
+    pass ``model_id`` then.
+    """
+    cls = type(underlying)
+    fields = getattr(cls, "model_fields", None)
+    if isinstance(fields, Mapping) and fields:
+        items = [(name, getattr(underlying, name, None)) for name in fields]
+        nested = True
+    else:
+        items = list(getattr(underlying, "__dict__", {}).items())
+        nested = False
+    parts = []
+    for name, value in sorted(items):
+        if name.startswith("_") or name in _OPERATIONAL or _SECRET_NAME.search(name):
+            continue
+        text = _identity_value(value, nested)
+        if text is not None:
+            parts.append(f"{name}={text}")
+    return f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
 
 
 # --------------------------------------------------------------------------- checks

@@ -85,6 +85,7 @@ from rechunk.adapters._reuse import (
     check_dimension,
     check_model_id,
     default_model_id,
+    derive_identity,
     keyed_chunks,
     make_chunker,
 )
@@ -507,36 +508,15 @@ def rechunk_key_encoder(document: Document) -> str:
 
 # --------------------------------------------------------------------------- embeddings
 
-_IDENTITY_ATTRIBUTES: Final = ("model", "model_name", "model_id", "repo_id", "deployment")
-_SHAPE_ATTRIBUTES: Final = ("dimensions",)
-
-
 def derive_model_id(underlying: object) -> str:
-    """A model identity for a LangChain ``Embeddings`` object, or :class:`~rechunk.ConfigError`.
+    """The model identity of a LangChain ``Embeddings``: class path and non-secret settings.
 
-    ``"langchain:<module>.<class>(<name>=<value>,...)"`` over the non-empty ``str``
-    attributes ``model``, ``model_name``, ``model_id``, ``repo_id``, ``deployment``
-    and the ``int`` attribute ``dimensions``. At least one name attribute must
-    exist; anything else that changes the vectors (normalisation, prompts, a
-    fine-tuned revision) is invisible here, so pass ``model_id`` yourself then.
+    ``"langchain:<module>.<class>(<name>=<value>,...)"``, see
+    :func:`rechunk.adapters._reuse.derive_identity` for what is left out (secrets,
+    batch sizes, clients, ...). Pass ``model_id`` when something else changes the
+    vectors.
     """
-    cls = type(underlying)
-    parts = []
-    for name in _IDENTITY_ATTRIBUTES:
-        value = getattr(underlying, name, None)
-        if isinstance(value, str) and value:
-            parts.append(f"{name}={value}")
-    if not parts:
-        raise ConfigError(
-            f"cannot derive a model identity from {cls.__qualname__}: it has none of the "
-            f"attributes {', '.join(_IDENTITY_ATTRIBUTES)}; pass model_id=... (a string that "
-            "changes whenever the vectors would)"
-        )
-    for name in _SHAPE_ATTRIBUTES:
-        value = getattr(underlying, name, None)
-        if type(value) is int:
-            parts.append(f"{name}={value}")
-    return f"langchain:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+    return derive_identity(underlying, "langchain")
 
 
 class CachedEmbeddings(ReuseReadouts, Embeddings):
@@ -545,7 +525,8 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
     ``underlying`` is any LangChain ``Embeddings``; ``cache`` any rechunk
     :class:`~rechunk.cache.EmbeddingCache` (``MemoryCache``, ``SQLiteCache``,
     :class:`ByteStoreCache` over a LangChain ``ByteStore``). ``model_id`` names
-    the model in every key (default :func:`derive_model_id`; never empty).
+    the model in every key (default :func:`derive_model_id`, from the class path
+    and non-secret settings of ``underlying``; never empty).
 
     Contracts:
 

@@ -68,6 +68,7 @@ from rechunk.adapters._reuse import (
     check_dimension,
     check_model_id,
     default_model_id,
+    derive_identity,
     keyed_chunks,
 )
 from rechunk.adapters._splitting import (
@@ -504,23 +505,15 @@ class RechunkNodeParser(NodeParser):
 
 # --------------------------------------------------------------------------- embeddings
 
-_UNKNOWN_NAMES: Final = frozenset({"", "unknown"})
-
-
 def derive_model_id(underlying: object) -> str:
-    """``"llamaindex:<module>.<class>(model_name=<name>)"``, or :class:`~rechunk.ConfigError`.
+    """The model identity of a LlamaIndex ``BaseEmbedding``: class path and non-secret fields.
 
-    Needs the underlying's ``model_name`` (``"unknown"`` does not count); pass
-    ``model_id`` yourself when anything else changes the vectors.
+    ``"llamaindex:<module>.<class>(<name>=<value>,...)"``, see
+    :func:`rechunk.adapters._reuse.derive_identity` for what is left out (secrets,
+    ``embed_batch_size``, ``num_workers``, callbacks, ...). Pass ``model_id`` when
+    something else changes the vectors.
     """
-    cls = type(underlying)
-    name = getattr(underlying, "model_name", None)
-    if not isinstance(name, str) or name in _UNKNOWN_NAMES:
-        raise ConfigError(
-            f"cannot derive a model identity from {cls.__qualname__}: its model_name is "
-            f"{name!r}; pass model_id=... (a string that changes whenever the vectors would)"
-        )
-    return f"llamaindex:{cls.__module__}.{cls.__qualname__}(model_name={name})"
+    return derive_identity(underlying, "llamaindex")
 
 
 class CachedEmbedding(ReuseReadouts, BaseEmbedding):

@@ -207,7 +207,7 @@ def test_node_parser_from_defaults_in_an_ingestion_pipeline() -> None:
 
     parser = RechunkNodeParser.from_defaults(chunk_size=120, chunk_overlap=20)
     assert (parser.chunk_size, parser.chunk_overlap) == (120, 20)
-    model = CachedEmbedding(MockEmbedding(embed_dim=8), rechunk.MemoryCache(), model_id="mock")
+    model = CachedEmbedding(MockEmbedding(embed_dim=8), rechunk.MemoryCache())  # no model_id
     pipeline = IngestionPipeline(transformations=[parser, model])
     nodes = pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
     assert len(nodes) > 5 and all(n.embedding for n in nodes)

@@ -551,7 +551,7 @@ def test_embed_documents_sends_only_distinct_misses() -> None:
     assert (
         cached.model_id
         == derive_model_id(fake)
-        == f"langchain:{__name__}.FakeEmbeddings(model=fake-model)"
+        == f"langchain:{__name__}.FakeEmbeddings(dim=8,model=fake-model)"
     )
 
 
@@ -616,8 +616,10 @@ def test_model_identity_is_in_the_key() -> None:
     CachedEmbeddings(other, cache).embed_documents(["a"])
     assert other.calls == [["a"]]
     explicit = FakeEmbeddings(model=None)
-    with pytest.raises(ConfigError, match="model_id"):
-        CachedEmbeddings(explicit, cache)
+    # no model name: the class path and its settings name it (the run-time call logs do not)
+    assert CachedEmbeddings(explicit, cache).model_id == f"langchain:{__name__}.FakeEmbeddings(dim=8)"
+    explicit.embed_documents(["state"])
+    assert derive_model_id(explicit) == f"langchain:{__name__}.FakeEmbeddings(dim=8)"
     with pytest.raises(ConfigError):
         CachedEmbeddings(explicit, cache, model_id="")
     with pytest.raises(ConfigError):

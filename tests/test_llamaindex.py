@@ -430,8 +430,15 @@ def test_text_embeddings_send_only_distinct_misses() -> None:
 
 def test_model_identity_and_configuration() -> None:
     cache = MemoryCache()
-    with pytest.raises(ConfigError, match="model_id"):
-        CachedEmbedding(FakeEmbedding(model_name="unknown"), cache)
+    # MockEmbedding, a model without a name: its class path and fields name it
+    from llama_index.core.embeddings import MockEmbedding
+
+    mock = CachedEmbedding(MockEmbedding(embed_dim=8, embed_batch_size=3), cache)
+    assert mock.model_id == (
+        "llamaindex:llama_index.core.embeddings.mock_embed_model.MockEmbedding"
+        "(embed_dim=8,model_name=unknown)"
+    )
+    assert CachedEmbedding(MockEmbedding(embed_dim=4), cache).model_id != mock.model_id
     with pytest.raises(ConfigError):
         CachedEmbedding(object(), cache)
     with pytest.raises(ConfigError):
