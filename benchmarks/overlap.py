@@ -22,11 +22,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import ROOT, load_revisions, machine, write_section  # noqa: E402
+from _report import ROOT, load_revisions, machine, write_section
 
-import rechunk  # noqa: E402
-from rechunk.adapters.langchain import RechunkTextSplitter  # noqa: E402
-from rechunk.tokens import resolve_tokenizer  # noqa: E402
+import rechunk
+from rechunk.adapters.langchain import RechunkTextSplitter
+from rechunk.tokens import resolve_tokenizer
 
 CHUNK_SIZE = 200
 OVERLAPS = (0, 20, 40)
