@@ -114,7 +114,6 @@ def make_chunker(
     return chunker
 
 
-
 def default_model_id(chunker: Chunker) -> str:
     """Identity used for input keys when none is given: ``"tokenizer:" + tokenizer identity``.
 

@@ -40,6 +40,7 @@ from rechunk.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter, r
 
 __all__ = [
     "FACTORIES",
+    "SIZE_PARAMS",
     "Piece",
     "Sizing",
     "Window",
@@ -49,6 +50,7 @@ __all__ = [
     "check_keep_separator",
     "check_separators",
     "check_window",
+    "largest_chunk",
     "length_counter",
     "pieces",
     "sizes_for",
@@ -73,7 +75,7 @@ def _factories() -> dict[str, Any]:
 
 FACTORIES: Final[dict[str, Any]] = _factories()
 #: The rechunk parameters that size a chunker of each kind.
-_SIZE_PARAMS: Final = frozenset({"max_tokens", "min_tokens", "target_tokens", "hard_max_tokens"})
+SIZE_PARAMS: Final = frozenset({"max_tokens", "min_tokens", "target_tokens", "hard_max_tokens"})
 _KEEP_SEPARATOR: Final = (True, False, "start", "end")
 #: The default model's window (all-MiniLM-L6-v2, ``sentence_bert_config.json``).
 _SBERT_CONFIG: Final = "sentence_bert_config.json"
@@ -269,6 +271,15 @@ class Sizing:
     counter: TokenCounter | None
 
 
+def largest_chunk(chunker: Chunker) -> int:
+    """The most tokens a chunk of ``chunker`` holds: its ``max_tokens`` / ``target_tokens``
+    (the bound rechunk's chunkers keep), else its hard maximum."""
+    params = getattr(chunker, "params", None) or {}
+    bound = params.get("max_tokens", params.get("target_tokens"))
+    hard = chunker.hard_max_tokens
+    return min(bound, hard) if type(bound) is int else hard
+
+
 def _check_size(name: str, value: object, minimum: int) -> int:
     if type(value) is not int or value < minimum:
         raise ConfigError(f"{name} must be an int of at least {minimum}, got {value!r}")
@@ -328,7 +339,7 @@ def build_sizing(
     else:
         counter = resolve_tokenizer(tokenizer)
     window = None if length_function is not None else window_for(tokenizer, counter)
-    sized = sorted(set(params) & _SIZE_PARAMS)
+    sized = sorted(set(params) & SIZE_PARAMS)
     if chunk_size is not None:
         size = _check_size("chunk_size", chunk_size, 1)
         if sized:
@@ -354,7 +365,7 @@ def build_sizing(
         core = sized_params(policy, content)
         if sized:
             core = {k: v for k, v in core.items() if k == "hard_max_tokens"}
-        core.update({k: v for k, v in params.items() if k in _SIZE_PARAMS})
+        core.update({k: v for k, v in params.items() if k in SIZE_PARAMS})
         limit = core["hard_max_tokens"]
         if window is not None and limit > window.tokens:
             raise ConfigError(
@@ -377,7 +388,7 @@ def build_sizing(
                         f"{limit - overlap}"
                     )
                 core = {**shrunk, "hard_max_tokens": limit}
-    other = {k: v for k, v in params.items() if k not in _SIZE_PARAMS}
+    other = {k: v for k, v in params.items() if k not in SIZE_PARAMS}
     try:
         chunker: Chunker = FACTORIES[policy](tokenizer=counter, **core, **other)
     except TypeError as exc:
@@ -390,9 +401,10 @@ def _plain_function(tokenizer: object) -> bool:
     tokenizer object rechunk knows."""
     if not callable(tokenizer) or isinstance(tokenizer, (TokenCounter, type)):
         return False
-    return all(
-        getattr(tokenizer, name, None) is None for name in ("backend_tokenizer", "tokenizer")
-    ) and type(tokenizer).__module__.split(".")[0] != "tokenizers"
+    return (
+        all(getattr(tokenizer, name, None) is None for name in ("backend_tokenizer", "tokenizer"))
+        and type(tokenizer).__module__.split(".")[0] != "tokenizers"
+    )
 
 
 def _with_overlap(

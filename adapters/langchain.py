@@ -508,6 +508,7 @@ def rechunk_key_encoder(document: Document) -> str:
 
 # --------------------------------------------------------------------------- embeddings
 
+
 def derive_model_id(underlying: object) -> str:
     """The model identity of a LangChain ``Embeddings``: class path and non-secret settings.
 

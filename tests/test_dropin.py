@@ -99,9 +99,7 @@ def test_langchain_arguments_are_honoured_through_index() -> None:
         strip_whitespace=True,
     )
     assert splitter._chunk_size == 120 and splitter._chunk_overlap == 20
-    docs = splitter.split_documents(
-        [Document(page_content=GUIDE, metadata={"source": "guide.md"})]
-    )
+    docs = splitter.split_documents([Document(page_content=GUIDE, metadata={"source": "guide.md"})])
     assert len(docs) > 5
     assert all(content_tokens(d.page_content) <= 120 for d in docs)
     _exact(docs, {"guide.md": GUIDE})
@@ -269,3 +267,93 @@ def test_sizes_over_a_known_window_are_refused_or_warned() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RechunkTextSplitter(chunk_size=2000, length_function=len)
+
+
+# --------------------------------------------------------------------------- 4. metadata embedded
+
+
+class RecordingEmbedding:
+    """A real LlamaIndex BaseEmbedding (deterministic vectors) recording what it embeds."""
+
+    @staticmethod
+    def make() -> Any:
+        from llama_index.core.bridge.pydantic import PrivateAttr
+        from llama_index.core.embeddings import MockEmbedding
+
+        class Recording(MockEmbedding):
+            _seen: list[str] = PrivateAttr(default_factory=list)
+
+            def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+                self._seen.extend(texts)
+                return [[float(len(t) % 7 + 1), 1.0, float(i)] for i, t in enumerate(texts)]
+
+        return Recording(embed_dim=3)
+
+
+def _guide(title: str, **extra: Any) -> LlamaDocument:
+    return LlamaDocument(
+        text=GUIDE,
+        id_="guide.md",
+        metadata={"title": title, "file_path": "docs/guide.md", **extra},
+        excluded_embed_metadata_keys=["file_path"],
+    )
+
+
+def test_llamaindex_embeds_the_metadata_header_its_templates_make() -> None:
+    """As SentenceSplitter's nodes: the header of the keys not excluded, then the text; the
+    input key covers it, so an unchanged header reuses vectors and a changed title re-embeds."""
+    from llama_index.core.schema import MetadataMode
+
+    model = RecordingEmbedding.make()
+    cached = CachedEmbedding(model, rechunk.MemoryCache())
+    parser = RechunkNodeParser(model_id=cached.model_id)
+    pipeline = IngestionPipeline(transformations=[parser, cached])
+    nodes = pipeline.run(documents=[_guide("Choosing a policy")])
+    for node in nodes:
+        embedded = node.get_content(MetadataMode.EMBED)
+        assert embedded == f"title: Choosing a policy\n\n{node.text}"  # file_path excluded
+        assert node.metadata["rechunk_input_key"] == rechunk.input_key(cached.model_id, embedded)
+        assert "rechunk_" not in embedded  # rechunk's bookkeeping is never embedded
+        assert minilm_tokens(embedded) <= MINILM_WINDOW  # the header fits in the window too
+    assert sorted(model._seen) == sorted(n.get_content(MetadataMode.EMBED) for n in nodes)
+    model._seen.clear()
+    again = pipeline.run(documents=[_guide("Choosing a policy", file_path="elsewhere.md")])
+    assert model._seen == []  # header unchanged (file_path is excluded): every vector reused
+    assert [n.id_ for n in again] == [n.id_ for n in nodes]
+    retitled = pipeline.run(documents=[_guide("Choosing a chunking policy")])
+    assert len(model._seen) == len(retitled)  # a new title is in every input: all re-embedded
+    assert not {n.id_ for n in retitled} & {n.id_ for n in nodes}
+
+
+def test_llamaindex_templates_are_the_users() -> None:
+    from llama_index.core.schema import MetadataMode
+
+    doc = LlamaDocument(
+        text=GUIDE,
+        id_="g",
+        metadata={"title": "T", "lang": "en"},
+        metadata_template="<{key}|{value}>",
+        metadata_separator=" ",
+        text_template="{metadata_str}\n---\n{content}",
+    )
+    nodes = RechunkNodeParser().get_nodes_from_documents([doc])
+    assert all(
+        n.get_content(MetadataMode.EMBED) == f"<title|T> <lang|en>\n---\n{n.text}" for n in nodes
+    )
+
+
+def test_bare_text_is_an_option() -> None:
+    from llama_index.core.schema import MetadataMode
+
+    model = RecordingEmbedding.make()
+    cached = CachedEmbedding(model, rechunk.MemoryCache())
+    parser = RechunkNodeParser(model_id=cached.model_id, embed_metadata=False)
+    pipeline = IngestionPipeline(transformations=[parser, cached])
+    nodes = pipeline.run(documents=[_guide("Choosing a policy")])
+    assert all(n.get_content(MetadataMode.EMBED) == n.text for n in nodes)
+    assert all(n.metadata["title"] == "Choosing a policy" for n in nodes)  # kept, not embedded
+    assert "title: Choosing a policy" in nodes[0].get_content(MetadataMode.LLM)
+    model._seen.clear()
+    pipeline.run(documents=[_guide("Choosing a chunking policy")])
+    assert model._seen == []  # a new title changes no input
+    assert RechunkNodeParser.from_dict(parser.to_dict()).embed_metadata is False

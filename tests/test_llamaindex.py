@@ -279,7 +279,10 @@ def test_nodes_carry_ids_offsets_relations_and_metadata(
         assert meta["title"] == "Choosing a chunking policy"
         assert meta[POLICY_KEY] == parser.policy_id
         assert meta[MODEL_ID_KEY] == parser.model_id
-        assert meta[INPUT_KEY_KEY] == input_key(parser.model_id, node.text)
+        # the key is that of what LlamaIndex embeds: the metadata header, then the text
+        embedded = node.get_content(MetadataMode.EMBED)
+        assert embedded == f"title: Choosing a chunking policy\nsecret: x\n\n{node.text}"
+        assert meta[INPUT_KEY_KEY] == input_key(parser.model_id, embedded)
         assert meta[OCCURRENCE_KEY] == seen[meta[INPUT_KEY_KEY]]
         seen[meta[INPUT_KEY_KEY]] += 1
         assert meta[TOKENS_KEY] == chunk.tokens
@@ -290,9 +293,7 @@ def test_nodes_carry_ids_offsets_relations_and_metadata(
             assert node.relationships[NodeRelationship.PREVIOUS].node_id == nodes[i - 1].id_
         if i < len(nodes) - 1:
             assert node.relationships[NodeRelationship.NEXT].node_id == nodes[i + 1].id_
-        # what LlamaIndex embeds is exactly the chunk's embedding input ...
-        assert node.get_content(MetadataMode.EMBED) == node.text
-        # ... while the LLM still sees the document's metadata, not rechunk's keys
+        # the LLM sees the document's metadata (less its exclusions), never rechunk's keys
         llm = node.get_content(MetadataMode.LLM)
         assert "title: Choosing a chunking policy" in llm and "secret" not in llm
         assert not any(key in llm for key in METADATA_KEYS)
@@ -728,9 +729,10 @@ def _expected(
 def _check(
     embedded: list[list[str]], old: list[Any], new: list[Any], stored: dict[str, tuple[str, str]]
 ) -> None:
-    old_texts = {n.text for n in old}
-    new_texts = {n.text for n in new}
-    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once, no metadata
+    # what is embedded is LlamaIndex's embed content: the metadata header, then the text
+    old_texts = {n.get_content(MetadataMode.EMBED) for n in old}
+    new_texts = {n.get_content(MetadataMode.EMBED) for n in new}
+    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once
     assert sorted(embedded[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
     want = {n.id_: (n.text, n.ref_doc_id) for n in new}
     assert stored == want  # the store holds revision 2's nodes and nothing else
