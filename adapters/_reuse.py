@@ -21,13 +21,18 @@ standard library), so each adapter loads without the other framework.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import math
 import re
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from enum import Enum
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -37,8 +42,8 @@ from rechunk.cached_embedder import EmbedStats, StatsCounter
 from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 from rechunk.embedding import check_texts
-from rechunk.errors import ConfigError, EmbeddingError
-from rechunk.identity import input_key
+from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.identity import input_key, is_utf8
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -217,6 +222,94 @@ def derive_identity(underlying: object, framework: str) -> str:
         if text is not None:
             parts.append(f"{name}={text}")
     return f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+
+
+# --------------------------------------------------------------------------- metadata keys
+
+
+class MetadataKeyError(InputError):
+    """A metadata value that has no deterministic text form, so no key can cover it."""
+
+
+def _tag(kind: str, text: str) -> str:
+    return f"{kind}:{text}"
+
+
+def canonical_value(value: object, where: str) -> Any:
+    """``value`` as a JSON value that is the same in every run (rule ``meta-v1``).
+
+    JSON values stay as they are (``str``, ``int``, finite ``float``, ``bool``,
+    ``None``, lists, ``str``-keyed dicts). Others become tagged strings:
+    ``datetime``/``date``/``time`` -> ``"datetime:" + isoformat()`` (its type name,
+    then the ISO text, so a date and the same text as ``str`` differ), a path ->
+    ``"path:" + as_posix()``, ``uuid.UUID`` -> ``"uuid:" + str``, ``Decimal`` ->
+    ``"decimal:" + str``, ``bytes`` -> ``"bytes:" + hex``, a non-finite float ->
+    ``"float:nan"`` / ``"float:inf"`` / ``"float:-inf"``; an ``Enum`` is its value;
+    numpy scalars their Python value; a tuple is a list; a set is the sorted list
+    of its items' canonical JSON under ``{"set": [...]}``; a dict key that is not a
+    ``str`` becomes ``"<type>:<repr>"`` (``1`` -> ``"int:1"``). Anything else (an
+    arbitrary object, a function) and a ``str`` holding a lone surrogate raise
+    :class:`MetadataKeyError` (an :class:`~rechunk.InputError`) naming ``where``.
+    """
+    if value is None or type(value) in (bool, int):
+        return value
+    if type(value) is str:
+        if not is_utf8(value):
+            raise MetadataKeyError(
+                f"{where} holds a lone surrogate (not valid UTF-8), so no key can cover it"
+            )
+        return value
+    if type(value) is float:
+        if math.isfinite(value):
+            return value
+        return _tag("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
+    if isinstance(value, Enum):
+        return canonical_value(value.value, where)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return _tag(type(value).__name__, value.isoformat())
+    if isinstance(value, PurePath):
+        return _tag("path", value.as_posix())
+    if isinstance(value, uuid.UUID):
+        return _tag("uuid", str(value))
+    if isinstance(value, Decimal):
+        return _tag("decimal", str(value))
+    if isinstance(value, (bytes, bytearray)):
+        return _tag("bytes", bytes(value).hex())
+    if isinstance(value, str | int | float):  # str/int/float subclasses (and numpy float64)
+        return canonical_value(_base(value)(value), where)
+    if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):
+        return canonical_value(value.item(), where)  # type: ignore[attr-defined]
+    if isinstance(value, (list, tuple)):
+        return [canonical_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        items = [canonical_value(item, f"{where} item") for item in value]
+        return {"set": sorted(items, key=_dumps)}
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if type(key) is str else _tag(type(key).__name__, repr(key))
+            out[canonical_value(name, f"{where} key {key!r}")] = canonical_value(
+                item, f"{where}[{key!r}]"
+            )
+        return out
+    raise MetadataKeyError(
+        f"{where} is a {type(value).__name__}, which has no deterministic text form, so no key "
+        "can cover it: convert it to a str, number, date or JSON value first"
+    )
+
+
+def _base(value: str | int | float) -> type[str] | type[int] | type[float]:
+    """The builtin type a ``str``/``int``/``float`` subclass derives from."""
+    return str if isinstance(value, str) else int if isinstance(value, int) else float
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_json(metadata: Mapping[Any, Any], where: str) -> str:
+    """The canonical JSON of ``metadata`` under :func:`canonical_value` (sorted keys)."""
+    return _dumps(canonical_value(metadata, where))
 
 
 # --------------------------------------------------------------------------- checks

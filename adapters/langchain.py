@@ -25,9 +25,10 @@ Three pieces, each a drop-in for what a LangChain indexing pipeline already uses
 Metadata written on every chunk (the ``*_KEY`` constants of this module):
 
 ==========================  ==================================================================
-``start_index``             start of the chunk's span in the source text (characters)
-``end_index``               end of the span (exclusive); ``source[start_index:end_index]`` is
-                            the span, ``page_content`` is ``rechunk.embedding_input`` of it
+``start_index``             start of the chunk in the source text (characters); left out
+                            with ``add_start_index=False``
+``end_index``               its end (exclusive): ``source[start_index:end_index] ==
+                            page_content``, always (CRLF and all whitespace as in the source)
 ``rechunk_source_id``       the source id the chunk belongs to (recipe below)
 ``rechunk_policy``          the chunker's policy id (kind, parameters, tokenizer)
 ``rechunk_model_id``        the identity that enters ``rechunk_input_key`` (see ``model_id``)
@@ -39,15 +40,18 @@ Metadata written on every chunk (the ``*_KEY`` constants of this module):
 
 Id recipes:
 
-* source id: ``metadata["source"]`` when present (a non-empty ``str``), else
+* source id: ``metadata["source"]`` when present (a non-empty ``str``; an ``int``
+  or a path as its text), else
   ``Document.id`` (``split_documents`` / ``transform_documents``), else
   ``"text:" + rechunk.identity.text_revision(text)`` (deterministic, but it changes
   with every revision: give documents a ``source`` so that ``index()`` cleanup can
   find a document's older chunks).
 * ``Document.id`` = ``rechunk.identity.point_id(source_id, rechunk_input_key,
   rechunk_occurrence)`` when the chunk carries no metadata besides the keys above
-  and ``source``; otherwise that id folded with the rest of the metadata (canonical
-  JSON), so that a metadata change gives a new id. Either way a UUIDv5 that depends
+  and ``source``; otherwise that id folded with the rest of the metadata (its
+  canonical JSON by the ``meta-v1`` rule of
+  :func:`rechunk.adapters._reuse.canonical_value`: dates, paths, sets, bytes and
+  ``int`` keys become tagged strings), so that a metadata change gives a new id. Either way a UUIDv5 that depends
   on no position. Split all texts of one source (the pages of a PDF, say) in one
   call: occurrences count across the call.
 * :func:`rechunk_key_encoder` returns the same recipe recomputed from
@@ -58,7 +62,7 @@ Id recipes:
 from __future__ import annotations
 
 import copy
-import json
+import os
 import re
 import struct
 import threading
@@ -66,6 +70,7 @@ import uuid
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -79,6 +84,8 @@ from rechunk.adapters._reuse import (
     TOKENS_KEY,
     DocumentsAndQueries,
     ReuseReadouts,
+    canonical_json,
+    canonical_value,
     check_batch_size,
     check_cache,
     check_cache_queries,
@@ -155,47 +162,44 @@ _RECORD_DOMAIN: Final = "rechunk/langchain-record/v1"
 
 
 def check_metadata(metadata: object, where: str) -> dict[str, Any]:
-    """A copy of ``metadata`` after checking it is a JSON object with ``str`` keys.
+    """A deep copy of ``metadata`` after checking that a key can cover it.
 
-    Values must be JSON-serialisable (tuples are, as lists): non-finite floats,
-    sets, bytes, dates and other objects, and strings holding a lone surrogate
-    (not valid UTF-8), raise :class:`~rechunk.InputError` naming the key.
+    Whatever LangChain's own splitter accepts is accepted and passed on unchanged
+    (dates, paths, sets, bytes, ``int`` keys, ...): only the ids and keys rechunk
+    computes from it convert it, by the deterministic rule of
+    :func:`rechunk.adapters._reuse.canonical_value` (``meta-v1``). A value with no
+    deterministic text form (an arbitrary object) or a ``str`` holding a lone
+    surrogate raises :class:`~rechunk.InputError` naming the key. Whether the
+    vector store can hold a value is the store's to say.
     """
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InputError(f"{where}: metadata must be a mapping, got {type(metadata).__name__}")
     for key, value in metadata.items():
-        if not isinstance(key, str):
-            raise InputError(f"{where}: metadata key {key!r} is not a str")
-        try:
-            json.dumps({key: value}, allow_nan=False, sort_keys=True, ensure_ascii=False).encode()
-        except UnicodeEncodeError:
-            raise InputError(
-                f"{where}: metadata[{key!r}] holds a lone surrogate (not valid UTF-8), which no "
-                "store can hold"
-            ) from None
-        except (TypeError, ValueError) as exc:
-            raise InputError(
-                f"{where}: metadata[{key!r}] is not JSON-serialisable "
-                f"({type(value).__name__}: {exc}); LangChain's index() and vector stores need "
-                "JSON metadata"
-            ) from exc
-    return copy.deepcopy(dict(metadata))
+        canonical_value(key, f"{where}: metadata key {key!r}")
+        canonical_value(value, f"{where}: metadata[{key!r}]")
+    return copy.deepcopy(dict(metadata))  # as LangChain's splitter does
 
 
 def source_id_for(text: str, metadata: Mapping[str, Any], document_id: str | None = None) -> str:
     """The source id of a text: ``metadata["source"]``, else ``document_id``, else a text hash.
 
-    The fallback is ``"text:" + rechunk.identity.text_revision(text)``: never random,
-    but it differs for every revision of the text.
+    ``source`` may be a non-empty ``str``, an ``int`` (as its decimal text: ``7``
+    -> ``"7"``) or a path (``os.fspath`` of it), as LangChain loaders and users
+    set it. The fallback is ``"text:" + rechunk.identity.text_revision(text)``:
+    never random, but it differs for every revision of the text.
     """
     source = metadata.get("source")
     if source is not None:
+        if type(source) is int:
+            return str(source)
+        if isinstance(source, PurePath):
+            source = os.fspath(source)
         if not isinstance(source, str) or not source:
             raise InputError(
-                f"metadata['source'] must be a non-empty str to serve as the source id, "
-                f"got {source!r}"
+                "metadata['source'] must be a non-empty str, an int or a path to serve as the "
+                f"source id, got {source!r}"
             )
         return source
     if isinstance(document_id, str) and document_id:
@@ -459,12 +463,21 @@ def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any
     extra = {
         k: v
         for k, v in metadata.items()
-        if k not in METADATA_KEYS and not (k == "source" and v == source)
+        if k not in METADATA_KEYS and not (k == "source" and _same_source(v, source))
     }
     if not extra:
         return base
-    canonical = json.dumps(extra, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = canonical_json(extra, "metadata")
     return str(uuid.uuid5(POINT_NAMESPACE, hash_fields(_RECORD_DOMAIN, (base, canonical))))
+
+
+def _same_source(value: object, source: str) -> bool:
+    """Whether a ``source`` value is the source id ``source`` (an int or path as its text)."""
+    if type(value) is int:
+        return str(value) == source
+    if isinstance(value, PurePath):
+        return os.fspath(value) == source
+    return value == source
 
 
 def rechunk_key_encoder(document: Document) -> str:
@@ -490,9 +503,7 @@ def rechunk_key_encoder(document: Document) -> str:
     metadata = check_metadata(document.metadata, "document")  # what the splitter refuses too
     source = metadata.get(SOURCE_ID_KEY)
     if source is None:
-        source = metadata.get("source", "")
-    if not isinstance(source, str):
-        raise InputError(f"the source id must be a str, got {source!r}")
+        source = source_id_for("", metadata) if metadata.get("source") is not None else ""
     model = metadata.get(MODEL_ID_KEY) or FOREIGN_MODEL_ID
     if not isinstance(model, str):
         raise InputError(f"metadata[{MODEL_ID_KEY!r}] must be a str, got {model!r}")

@@ -357,3 +357,52 @@ def test_bare_text_is_an_option() -> None:
     pipeline.run(documents=[_guide("Choosing a chunking policy")])
     assert model._seen == []  # a new title changes no input
     assert RechunkNodeParser.from_dict(parser.to_dict()).embed_metadata is False
+
+
+# --------------------------------------------------------------------------- 5. metadata values
+
+
+def test_metadata_the_stock_splitter_takes_goes_through_index() -> None:
+    """A datetime, a Path or int source, an int key: accepted, passed on unchanged, keyed by
+    the meta-v1 rule, so a second index() of the same documents skips every chunk."""
+    import datetime
+
+    metadatas = [
+        {"source": Path("docs/guide.md"), "modified": datetime.datetime(2024, 5, 1, 12, 0)},
+        {"source": 7, 3: "an int key", "day": datetime.date(2024, 5, 2)},
+    ]
+    splitter = RechunkTextSplitter("recursive", chunk_size=120)
+    docs = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], metadatas)
+    assert {d.metadata["rechunk_source_id"] for d in docs} == {"docs/guide.md", "7"}
+    assert isinstance(docs[0].metadata["modified"], datetime.datetime)  # unchanged
+    model = FakeEmbeddings()
+    store = InMemoryVectorStore(embedding=CachedEmbeddings(model, rechunk.MemoryCache()))
+    manager = InMemoryRecordManager(namespace="meta")
+    manager.create_schema()
+    first = index(docs, manager, store, cleanup="incremental", source_id_key="source",
+                  key_encoder=rechunk_key_encoder)  # fmt: skip
+    assert first["num_added"] == len(docs)
+    again = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], metadatas)
+    second = index(again, manager, store, cleanup="incremental", source_id_key="source",
+                   key_encoder=rechunk_key_encoder)  # fmt: skip
+    assert second["num_skipped"] == len(docs) and second["num_added"] == 0
+    touched = [{**metadatas[0], "modified": datetime.datetime(2024, 6, 1)}, metadatas[1]]
+    third = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], touched)
+    n_guide = sum(d.metadata["rechunk_source_id"] == "docs/guide.md" for d in third)
+    result = index(third, manager, store, cleanup="incremental", source_id_key="source",
+                   key_encoder=rechunk_key_encoder)  # fmt: skip
+    assert result["num_added"] == n_guide  # the changed date reaches the store ...
+    assert sum(map(len, model.calls)) == len(docs)  # ... with every vector from the cache
+
+
+def test_llamaindex_metadata_values_are_keyed_as_embedded() -> None:
+    import datetime
+
+    from llama_index.core.schema import MetadataMode
+
+    parser = RechunkNodeParser()
+    doc = LlamaDocument(text=GUIDE, id_="g", metadata={"modified": datetime.date(2024, 5, 1)})
+    nodes = parser.get_nodes_from_documents([doc])
+    again = parser.get_nodes_from_documents([doc.model_copy(deep=True)])
+    assert [n.id_ for n in nodes] == [n.id_ for n in again]
+    assert nodes[0].get_content(MetadataMode.EMBED).startswith("modified: 2024-05-01\n\n")

@@ -384,18 +384,33 @@ def test_source_id_recipes() -> None:
         {1: "int key"},
     ],
 )
-def test_metadata_that_is_not_json_is_refused(metadata: dict[Any, Any]) -> None:
+def test_metadata_the_stock_splitter_takes_is_taken_and_keyed(metadata: dict[Any, Any]) -> None:
+    """Passed on unchanged; ids computed from it by the deterministic meta-v1 rule."""
+    splitter = RechunkTextSplitter("fixed", max_tokens=50)
+    docs = splitter.create_documents([GUIDE_V1], [metadata])
+    again = splitter.split_documents([Document(page_content=GUIDE_V1, metadata=metadata)])
+    assert [d.id for d in docs] == [d.id for d in again]
+    plain = splitter.create_documents([GUIDE_V1])
+    assert not {d.id for d in docs} & {d.id for d in plain}  # the metadata is in the id
+    for doc in docs:
+        key = next(iter(metadata))
+        assert doc.metadata[key] == metadata[key] or metadata[key] != metadata[key]  # NaN
+        assert rechunk_key_encoder(doc) == doc.id
+
+
+@pytest.mark.parametrize("value", [object(), threading.Lock(), "caf\udce9"])
+def test_metadata_no_key_can_cover_is_refused(value: Any) -> None:
     splitter = RechunkTextSplitter("fixed", max_tokens=50)
     with pytest.raises(InputError, match="metadata"):
-        splitter.create_documents([GUIDE_V1], [metadata])
+        splitter.create_documents([GUIDE_V1], [{"v": value}])
     with pytest.raises(InputError, match="metadata"):
-        splitter.split_documents([Document(page_content=GUIDE_V1, metadata=metadata)])
+        splitter.split_documents([Document(page_content=GUIDE_V1, metadata={"v": value})])
 
 
 def test_bad_source_and_inputs() -> None:
     splitter = RechunkTextSplitter("fixed", max_tokens=50)
     with pytest.raises(InputError, match="source"):
-        splitter.create_documents([GUIDE_V1], [{"source": 7}])
+        splitter.create_documents([GUIDE_V1], [{"source": 7.5}])
     with pytest.raises(InputError):
         splitter.create_documents([GUIDE_V1], [{}, {}])
     with pytest.raises(InputError):
@@ -509,10 +524,18 @@ def test_key_encoder_hashes_only_what_decides_the_input() -> None:
     assert rechunk_key_encoder(foreign) != rechunk_key_encoder(
         Document(page_content="plain text", metadata={"source": "a.md", "page": 4})
     )
-    # metadata the splitter refuses is refused here too (as LangChain's default encoders
-    # do): a repr would key a set or an object differently in every process
-    for bad in ({"when": date(2024, 1, 1)}, {"tags": {"a", "b"}}, {"n": {1: "x", "y": 2}},
-                {"name": "caf\udce9.md"}):
+    # metadata beyond JSON is keyed by the deterministic meta-v1 rule, never by a repr that
+    # would differ between processes; what has no deterministic form is refused
+    for fine in ({"when": date(2024, 1, 1)}, {"tags": {"a", "b"}}, {"n": {1: "x", "y": 2}}):
+        doc = Document(page_content="plain text", metadata=fine)
+        assert rechunk_key_encoder(doc) == rechunk_key_encoder(doc.model_copy(deep=True))
+    assert rechunk_key_encoder(
+        Document(page_content="t", metadata={"tags": {"a", "b"}})
+    ) == rechunk_key_encoder(Document(page_content="t", metadata={"tags": {"b", "a"}}))
+    assert rechunk_key_encoder(
+        Document(page_content="t", metadata={"when": date(2024, 1, 1)})
+    ) != rechunk_key_encoder(Document(page_content="t", metadata={"when": "2024-01-01"}))
+    for bad in ({"name": "caf\udce9.md"}, {"o": object()}):
         with pytest.raises(InputError, match="metadata"):
             rechunk_key_encoder(Document(page_content="plain text", metadata=bad))
     with pytest.raises(InputError):
