@@ -406,3 +406,24 @@ def test_llamaindex_metadata_values_are_keyed_as_embedded() -> None:
     again = parser.get_nodes_from_documents([doc.model_copy(deep=True)])
     assert [n.id_ for n in nodes] == [n.id_ for n in again]
     assert nodes[0].get_content(MetadataMode.EMBED).startswith("modified: 2024-05-01\n\n")
+
+
+# --------------------------------------------------------------------------- 6. offsets
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_offsets_slice_the_source_exactly_in_both_frameworks(newline: str) -> None:
+    text = ("  " + GUIDE.replace("\n", newline) + newline * 3).replace("rechunk", "re\u00a0chunk", 2)
+    splitter = RechunkTextSplitter(chunk_size=100)
+    docs = splitter.split_documents([Document(page_content=text, metadata={"source": "g"})])
+    assert len(docs) > 5
+    _exact(docs, {"g": text})
+    assert all(d.page_content == d.page_content.strip() for d in docs)
+    if newline == "\r\n":
+        assert sum("\r\n" in d.page_content for d in docs) > 3  # the source's own line breaks
+    overlapping = RechunkTextSplitter(chunk_size=100, chunk_overlap=15)
+    _exact(overlapping.create_documents([text], [{"source": "g"}]), {"g": text})
+    pipeline = IngestionPipeline(transformations=[RechunkNodeParser.from_defaults(chunk_size=100)])
+    nodes = pipeline.run(documents=[LlamaDocument(text=text, id_="g")])
+    assert len(nodes) > 5
+    assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
