@@ -51,9 +51,9 @@ Id recipes:
   and ``source``; otherwise that id folded with the rest of the metadata (its
   canonical JSON by the ``meta-v1`` rule of
   :func:`rechunk.adapters._reuse.canonical_value`: dates, paths, sets, bytes and
-  ``int`` keys become tagged strings), so that a metadata change gives a new id. Either way a UUIDv5 that depends
-  on no position. Split all texts of one source (the pages of a PDF, say) in one
-  call: occurrences count across the call.
+  ``int`` keys become tagged strings), so that a metadata change gives a new id.
+  Either way a UUIDv5 that depends on no position. Split all texts of one source
+  (the pages of a PDF, say) in one call: occurrences count across the call.
 * :func:`rechunk_key_encoder` returns the same recipe recomputed from
   ``page_content`` and the metadata, so ``index()`` stores a chunk under its
   ``Document.id``.

@@ -8,6 +8,7 @@ migrating user would. Token counts come from the real all-MiniLM-L6-v2 tokenizer
 from __future__ import annotations
 
 import time
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -427,3 +428,63 @@ def test_offsets_slice_the_source_exactly_in_both_frameworks(newline: str) -> No
     nodes = pipeline.run(documents=[LlamaDocument(text=text, id_="g")])
     assert len(nodes) > 5
     assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+
+
+# --------------------------------------------------------------------------- 7. foreign points
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_points_another_tool_wrote_never_break_query_status_or_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """langchain_qdrant.add_documents into the collection `rechunk sync` keeps: the CLI's
+    query, status and sync still work, report the other points and leave them alone."""
+    import json
+    import shutil
+
+    pytest.importorskip("langchain_qdrant")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters._layout import ForeignPointsWarning
+    from rechunk.cli import main
+
+    shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    assert main(["sync", "docs", "--json"]) == 0
+    capsys.readouterr()
+    client = QdrantClient(path=".rechunk/qdrant")
+    collection = client.get_aliases().aliases[0].collection_name
+    other = QdrantVectorStore(
+        client=client, collection_name=collection, embedding=DeterministicFakeEmbedding(size=384)
+    )
+    foreign_ids = other.add_documents(
+        [
+            Document(page_content="a note another tool wrote", metadata={"source": "x.md"}),
+            # the same doc_id as a synced document: sync reads it, and must leave it alone
+            Document(page_content="its own chunk of the guide", metadata={"doc_id": "sync-guide.md"}),
+        ]
+    )
+    client.close()
+
+    def run(*args: str) -> tuple[int, Any]:
+        with pytest.warns(ForeignPointsWarning, match="did not write and left it alone"):
+            code = main([*args, "--json"])
+        out = capsys.readouterr().out
+        return code, json.loads(out)
+
+    code, status = run("status")
+    assert code == 0 and status["documents"] == 4 and status["other_points"] == 2
+    assert status["stale_check"] == "passed"
+    # query: the foreign point nearest to the query vector is skipped, not an error
+    code, hits = run("query", "its own chunk of the guide", "-k", "40")
+    assert code == 0 and hits and all(hit["doc_id"] in CORPUS for hit in hits)
+    guide = tmp_path / "docs" / "sync-guide.md"
+    guide.write_text(guide.read_text() + "\n\nA closing paragraph added later.\n")
+    code, report = run("sync", "docs")
+    assert code == 0 and report["documents"]["changed"] == 1 and report["stale_check"] == "passed"
+    client = QdrantClient(path=".rechunk/qdrant")
+    left = client.retrieve(collection, foreign_ids, with_payload=True)
+    client.close()
+    assert sorted(str(p.id) for p in left) == sorted(str(uuid.UUID(i)) for i in foreign_ids)
