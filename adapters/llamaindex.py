@@ -134,7 +134,9 @@ _TEXT_TEMPLATE: Final[str] = TextNode.model_fields["text_template"].default
 #: BaseEmbedding's bound on ``embed_batch_size``.
 _MAX_BATCH: Final[int] = 2048
 #: Fields that describe what was built at construction (assigning them raises ConfigError).
-_PARSER_FIXED: Final = frozenset({"policy", "params", "policy_id", "chunk_size", "chunk_overlap"})
+_PARSER_FIXED: Final = frozenset(
+    {"policy", "params", "policy_id", "tokenizer_id", "chunk_size", "chunk_overlap"}
+)
 _EMBEDDING_FIXED: Final = frozenset({"model_name"})
 _PICKLING: Final = "cannot be pickled (as IngestionPipeline(num_workers=...) needs)"
 
@@ -193,6 +195,33 @@ def _id_func(value: object) -> Any:
     if value is default_id_func:
         return None
     return value
+
+
+def _counter_identity(chunker: Chunker) -> str:
+    counter = getattr(chunker, "token_counter", None)
+    return str(getattr(counter, "identity", "") or "")
+
+
+def _check_tokenizer_given(tokenizer: object, tokenizer_id: object) -> None:
+    """A parser rebuilt from its dict needs its tokenizer back when it was not the default:
+    a dict cannot hold one (``from_dict(data, tokenizer=...)`` passes it)."""
+    if tokenizer is not None or not tokenizer_id:
+        return
+    default = _default_identity()
+    if default is not None and tokenizer_id != default:
+        raise ConfigError(
+            f"this parser counted tokens with {tokenizer_id!r}, which its dict cannot hold: "
+            "pass the same tokenizer, RechunkNodeParser.from_dict(data, tokenizer=...)"
+        )
+
+
+def _default_identity() -> str | None:
+    from rechunk.tokens import default_tokenizer_path, resolve_tokenizer
+
+    try:
+        return resolve_tokenizer(default_tokenizer_path()).identity
+    except (ConfigError, ImportError):
+        return None
 
 
 def _overlap(value: object, limit: int) -> int:
@@ -296,6 +325,7 @@ class RechunkNodeParser(NodeParser):
     )
     model_id: str = Field(default="", description="Identity entering input keys and node ids.")
     policy_id: str = Field(default="", description="The chunker's policy id.")
+    tokenizer_id: str = Field(default="", description="Identity of the token counter.")
     embed_metadata: bool = Field(
         default=True,
         description="Embed the metadata header LlamaIndex's templates make (False: bare text).",
@@ -318,6 +348,7 @@ class RechunkNodeParser(NodeParser):
         callback_manager: CallbackManager | None = None,
         params: Mapping[str, Any] | None = None,
         policy_id: str | None = None,
+        tokenizer_id: str | None = None,
         id_func: Any = None,
         separator: str | None = None,
         paragraph_separator: str | None = None,
@@ -331,6 +362,7 @@ class RechunkNodeParser(NodeParser):
                 f"params must be a mapping of the chunker's parameters, got {type(params).__name__}"
             )
         if params is not None:  # rebuilt from its own fields (from_dict, pickling)
+            _check_tokenizer_given(tokenizer, tokenizer_id)
             sizing = build_sizing(
                 policy, tokenizer, {**params, **chunker_params}, receiver="the node parser"
             )
@@ -365,6 +397,7 @@ class RechunkNodeParser(NodeParser):
             "chunk_overlap": sizing.overlap,
             "model_id": model_id or default_model_id(chunker),
             "policy_id": chunker.policy_id,
+            "tokenizer_id": _counter_identity(chunker),
             "include_metadata": include_metadata,
             "include_prev_next_rel": include_prev_next_rel,
             "embed_metadata": embed_metadata,

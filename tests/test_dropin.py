@@ -414,7 +414,9 @@ def test_llamaindex_metadata_values_are_keyed_as_embedded() -> None:
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_offsets_slice_the_source_exactly_in_both_frameworks(newline: str) -> None:
-    text = ("  " + GUIDE.replace("\n", newline) + newline * 3).replace("rechunk", "re\u00a0chunk", 2)
+    text = ("  " + GUIDE.replace("\n", newline) + newline * 3).replace(
+        "rechunk", "re\u00a0chunk", 2
+    )
     splitter = RechunkTextSplitter(chunk_size=100)
     docs = splitter.split_documents([Document(page_content=text, metadata={"source": "g"})])
     assert len(docs) > 5
@@ -463,7 +465,9 @@ def test_points_another_tool_wrote_never_break_query_status_or_sync(
         [
             Document(page_content="a note another tool wrote", metadata={"source": "x.md"}),
             # the same doc_id as a synced document: sync reads it, and must leave it alone
-            Document(page_content="its own chunk of the guide", metadata={"doc_id": "sync-guide.md"}),
+            Document(
+                page_content="its own chunk of the guide", metadata={"doc_id": "sync-guide.md"}
+            ),
         ]
     )
     client.close()
@@ -488,3 +492,62 @@ def test_points_another_tool_wrote_never_break_query_status_or_sync(
     left = client.retrieve(collection, foreign_ids, with_payload=True)
     client.close()
     assert sorted(str(p.id) for p in left) == sorted(str(uuid.UUID(i)) for i in foreign_ids)
+
+
+# --------------------------------------------------------------------------- 9. LlamaIndex details
+
+
+def word_tokens(text: str) -> list[str]:
+    """A LlamaIndex-style tokenizer (text -> tokens), module-level so that it pickles."""
+    return text.split()
+
+
+def test_chunking_callback_event_as_the_stock_parser_emits() -> None:
+    from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+
+    debug = LlamaDebugHandler()
+    parser = RechunkNodeParser(callback_manager=CallbackManager([debug]))
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    pairs = debug.get_event_pairs(CBEventType.CHUNKING)
+    assert len(pairs) == 1
+    assert pairs[0][1].payload["chunks"] == [n.text for n in nodes]
+    assert debug.get_event_pairs(CBEventType.NODE_PARSING)
+
+
+def test_from_dict_with_a_custom_tokenizer() -> None:
+    import pickle
+
+    parser = RechunkNodeParser.from_defaults(chunk_size=60, chunk_overlap=6, tokenizer=word_tokens)
+    data = parser.to_dict()
+    assert data["tokenizer_id"] == f"callable:{__name__}.word_tokens"
+    with pytest.raises(ConfigError, match=r"from_dict\(data, tokenizer=\.\.\.\)"):
+        RechunkNodeParser.from_dict(data)
+    again = RechunkNodeParser.from_dict(data, tokenizer=word_tokens)
+    assert (again.policy_id, again.chunk_size, again.chunk_overlap) == (parser.policy_id, 60, 6)
+    doc = LlamaDocument(text=GUIDE, id_="g")
+    ids = [n.id_ for n in parser.get_nodes_from_documents([doc])]
+    assert [n.id_ for n in again.get_nodes_from_documents([doc])] == ids
+    assert [
+        n.id_ for n in pickle.loads(pickle.dumps(parser)).get_nodes_from_documents([doc])
+    ] == ids
+    json_again = RechunkNodeParser.from_json(parser.to_json(), tokenizer=word_tokens)
+    assert json_again.policy_id == parser.policy_id
+
+
+def test_node_ids_are_stable_when_chained_after_another_parser() -> None:
+    """MarkdownNodeParser gives its nodes random ids; rechunk's nodes key on the document."""
+    from llama_index.core.node_parser import MarkdownNodeParser
+
+    def run() -> list[Any]:
+        pipeline = IngestionPipeline(
+            transformations=[MarkdownNodeParser(), RechunkNodeParser.from_defaults(chunk_size=80)]
+        )
+        return pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+
+    first, second = run(), run()
+    assert len(first) > 5
+    assert [n.id_ for n in first] == [n.id_ for n in second]
+    assert {n.ref_doc_id for n in first} == {"guide.md"}
+    assert len({n.id_ for n in first}) == len(first)
+    for before, after in zip(first, first[1:]):
+        assert after.prev_node.node_id == before.id_ and before.next_node.node_id == after.id_
