@@ -27,7 +27,13 @@ query) a collection that rechunk wrote:
     llama_index need not be installed.
 
 The rechunk fields are ``doc_id, revision, policy, input_key, model_id, ordinal,
-start, end, tokens`` and ``version`` (left out when it is ``None``).
+start, end, tokens`` and ``version`` (left out when it is ``None``). The framework
+adapters (``RechunkTextSplitter`` through ``index()``, ``RechunkNodeParser`` through
+LlamaIndex's vector stores) write the same fields under the same names and meanings,
+plus ``occurrence`` (and LangChain's ``start_index``/``end_index``), so such points
+read back here as rechunk points. Known gap: the PREVIOUS / NEXT relationships
+``RechunkNodeParser`` writes are not in the node JSON built here (a point's
+neighbours change without its payload changing, so a sync would leave them stale).
 
 Document metadata rules, checked by :func:`prepare_writes` before any I/O:
 keys are non-empty ``str`` outside :data:`~rechunk.store.RESERVED_METADATA_KEYS`

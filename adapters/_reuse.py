@@ -48,12 +48,24 @@ from rechunk.identity import input_key, is_utf8
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-#: Metadata keys both adapters write on every chunk / node.
-POLICY_KEY: Final = "rechunk_policy"
-MODEL_ID_KEY: Final = "rechunk_model_id"
-INPUT_KEY_KEY: Final = "rechunk_input_key"
-OCCURRENCE_KEY: Final = "rechunk_occurrence"
-TOKENS_KEY: Final = "rechunk_tokens"
+#: Metadata keys both adapters write on every chunk / node: the fields rechunk.sync's
+#: points carry (:data:`rechunk.store.RESERVED_METADATA_KEYS`, ``version`` aside), so one
+#: collection has one schema whichever path wrote it, plus ``occurrence`` (the ids need it).
+DOC_ID_KEY: Final = "doc_id"
+REVISION_KEY: Final = "revision"
+POLICY_KEY: Final = "policy"
+MODEL_ID_KEY: Final = "model_id"
+INPUT_KEY_KEY: Final = "input_key"
+ORDINAL_KEY: Final = "ordinal"
+SPAN_START_KEY: Final = "start"
+SPAN_END_KEY: Final = "end"
+TOKENS_KEY: Final = "tokens"
+OCCURRENCE_KEY: Final = "occurrence"
+#: All of them, in the order they are written.
+SCHEMA_KEYS: Final = (
+    DOC_ID_KEY, REVISION_KEY, POLICY_KEY, INPUT_KEY_KEY, MODEL_ID_KEY,
+    ORDINAL_KEY, SPAN_START_KEY, SPAN_END_KEY, TOKENS_KEY, OCCURRENCE_KEY,
+)  # fmt: skip
 
 FACTORIES: Final[dict[str, Any]] = {
     "structured": StructuredChunker,

@@ -29,7 +29,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -440,7 +440,9 @@ def check_flag(name: str, value: object) -> bool:
 class Piece:
     """One framework chunk: ``text == source[start:end]``; ``tokens`` counts ``text``.
 
-    ``core_start`` is where the chunker's own span starts (after the overlap).
+    ``core_start`` is where the chunker's own span starts (after the overlap);
+    ``tile_start`` / ``tile_end`` is the chunker's span itself (the spans of all
+    chunks tile the text: the ``start`` / ``end`` that ``rechunk.sync`` stores).
     """
 
     start: int
@@ -448,6 +450,8 @@ class Piece:
     text: str
     tokens: int
     core_start: int
+    tile_start: int = 0
+    tile_end: int = 0
 
 
 _WORD: Final = re.compile(r"\S+")
@@ -490,14 +494,14 @@ def pieces(
         else:  # True / "start": the whitespace before a chunk is its own
             start = 0 if i == 0 else spans[i - 1][1]
             end = len(text) if i == n - 1 else b
-        out.append(Piece(start, end, text[start:end], chunk.tokens, start))
+        out.append(Piece(start, end, text[start:end], chunk.tokens, start, chunk.start, chunk.end))
     if sizing.overlap and sizing.counter is not None:
         out = _overlapped(text, out, spans, sizing)
     elif chunks and any(p.text != c.text for p, c in zip(out, chunks)):
         counter = getattr(sizing.chunker, "token_counter", None)
         if counter is not None:
             counts = counter.count_many([p.text for p in out])
-            out = [Piece(p.start, p.end, p.text, t, p.core_start) for p, t in zip(out, counts)]
+            out = [replace(p, tokens=t) for p, t in zip(out, counts)]
     return out
 
 
@@ -510,7 +514,7 @@ def _overlapped(
     for i, piece in enumerate(out):
         tokens = counter.count_many([piece.text])[0]
         if i == 0:
-            result.append(Piece(piece.start, piece.end, piece.text, tokens, piece.start))
+            result.append(replace(piece, tokens=tokens))
             continue
         before_start = spans[i - 1][0]
         core = spans[i][0]
@@ -533,7 +537,7 @@ def _overlapped(
             taken += 1  # the counter is not additive: drop a word of the overlap
             start = words[taken][0] if taken < len(words) else piece.start
             start = min(start, piece.start)
-        result.append(Piece(start, piece.end, text[start : piece.end], count, piece.start))
+        result.append(replace(piece, start=start, text=text[start : piece.end], tokens=count))
     return result
 
 

@@ -22,21 +22,31 @@ Three pieces, each a drop-in for what a LangChain indexing pipeline already uses
     LangChain ``ByteStore`` through :class:`ByteStoreCache`) and sends only misses
     to the wrapped model.
 
-Metadata written on every chunk (the ``*_KEY`` constants of this module):
+Metadata written on every chunk (the ``*_KEY`` constants of this module). Past the
+two offsets LangChain users know, these are the fields of the points ``rechunk.sync``
+writes in the ``langchain`` layout (same names, same meaning), so a collection filled
+through ``index()`` and one filled by ``rechunk sync`` have one schema (``rechunk
+query`` and ``status`` read both); ``occurrence`` is this path's own (ids need it):
 
-==========================  ==================================================================
-``start_index``             start of the chunk in the source text (characters); left out
-                            with ``add_start_index=False``
-``end_index``               its end (exclusive): ``source[start_index:end_index] ==
-                            page_content``, always (CRLF and all whitespace as in the source)
-``rechunk_source_id``       the source id the chunk belongs to (recipe below)
-``rechunk_policy``          the chunker's policy id (kind, parameters, tokenizer)
-``rechunk_model_id``        the identity that enters ``rechunk_input_key`` (see ``model_id``)
-``rechunk_input_key``       ``rechunk.input_key(rechunk_model_id, page_content)``
-``rechunk_occurrence``      how many earlier chunks of the same source (in one call) share this
-                            input key
-``rechunk_tokens``          content tokens of ``page_content`` under the chunker's tokenizer
-==========================  ==================================================================
+==================  ==========================================================================
+``start_index``     start of the chunk in the source text (characters); left out with
+                    ``add_start_index=False``
+``end_index``       its end (exclusive): ``source[start_index:end_index] == page_content``,
+                    always (CRLF and all whitespace as in the source)
+``doc_id``          the source id the chunk belongs to (recipe below)
+``revision``        ``rechunk.identity.text_revision`` of the text that was split (the
+                    default revision of a ``rechunk.Document``)
+``policy``          the chunker's policy id (kind, parameters, tokenizer)
+``input_key``       ``rechunk.input_key(model_id, page_content)``
+``model_id``        the identity that enters ``input_key`` (see ``model_id``)
+``ordinal``         the chunk's position among the chunks of its source (in one call)
+``start``/``end``   the chunk's span as rechunk's chunker cut it (the spans tile the text,
+                    whitespace between chunks included, overlap left out): the values
+                    ``rechunk.sync`` stores for the same chunk
+``tokens``          content tokens of ``page_content`` under the chunker's tokenizer
+``occurrence``      how many earlier chunks of the same source (in one call) share this
+                    input key
+==================  ==========================================================================
 
 Id recipes:
 
@@ -46,8 +56,8 @@ Id recipes:
   ``"text:" + rechunk.identity.text_revision(text)`` (deterministic, but it changes
   with every revision: give documents a ``source`` so that ``index()`` cleanup can
   find a document's older chunks).
-* ``Document.id`` = ``rechunk.identity.point_id(source_id, rechunk_input_key,
-  rechunk_occurrence)`` when the chunk carries no metadata besides the keys above
+* ``Document.id`` = ``rechunk.identity.point_id(source_id, input_key,
+  occurrence)`` when the chunk carries no metadata besides the keys above
   and ``source``; otherwise that id folded with the rest of the metadata (its
   canonical JSON by the ``meta-v1`` rule of
   :func:`rechunk.adapters._reuse.canonical_value`: dates, paths, sets, bytes and
@@ -77,10 +87,16 @@ import numpy as np
 
 from rechunk._optional import require
 from rechunk.adapters._reuse import (
+    DOC_ID_KEY,
     INPUT_KEY_KEY,
     MODEL_ID_KEY,
     OCCURRENCE_KEY,
+    ORDINAL_KEY,
     POLICY_KEY,
+    REVISION_KEY,
+    SCHEMA_KEYS,
+    SPAN_END_KEY,
+    SPAN_START_KEY,
     TOKENS_KEY,
     DocumentsAndQueries,
     ReuseReadouts,
@@ -124,14 +140,19 @@ if TYPE_CHECKING:
     from langchain_core.stores import ByteStore
 
 __all__ = [
+    "DOC_ID_KEY",
     "END_KEY",
     "FOREIGN_MODEL_ID",
     "INPUT_KEY_KEY",
     "METADATA_KEYS",
     "MODEL_ID_KEY",
     "OCCURRENCE_KEY",
+    "ORDINAL_KEY",
     "POLICY_KEY",
+    "REVISION_KEY",
     "SOURCE_ID_KEY",
+    "SPAN_END_KEY",
+    "SPAN_START_KEY",
     "START_KEY",
     "TOKENS_KEY",
     "ByteStoreCache",
@@ -148,13 +169,11 @@ __all__ = [
 
 START_KEY: Final = "start_index"
 END_KEY: Final = "end_index"
-SOURCE_ID_KEY: Final = "rechunk_source_id"
+#: The source id's key: ``doc_id``, as on the points rechunk.sync writes.
+SOURCE_ID_KEY: Final = DOC_ID_KEY
 #: Every metadata key this module writes on a chunk (existing values are replaced).
-METADATA_KEYS: Final = (
-    START_KEY, END_KEY, SOURCE_ID_KEY, POLICY_KEY,
-    MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY, TOKENS_KEY,
-)  # fmt: skip
-#: Model identity :func:`rechunk_key_encoder` uses for a document without ``rechunk_model_id``.
+METADATA_KEYS: Final = (START_KEY, END_KEY, *SCHEMA_KEYS)
+#: Model identity :func:`rechunk_key_encoder` uses for a document without ``model_id``.
 FOREIGN_MODEL_ID: Final = "langchain:page_content"
 _RECORD_DOMAIN: Final = "rechunk/langchain-record/v1"
 
@@ -236,11 +255,11 @@ class RechunkTextSplitter(TextSplitter):
 
     ``page_content`` is always ``source[start_index:end_index]``, the exact
     slice (CRLF and inner whitespace as in the source), and it is what the
-    embedding model gets, so ``rechunk_input_key`` is the key of ``page_content``.
+    embedding model gets, so ``input_key`` is the key of ``page_content``.
 
     ``model_id`` is the identity that enters each chunk's input key and id
     (default :func:`default_model_id`: the tokenizer's identity). Pass your
-    embedding model's rechunk ``model_id`` to make ``rechunk_input_key`` equal
+    embedding model's rechunk ``model_id`` to make ``input_key`` equal
     the keys of :class:`CachedEmbeddings` over the same model.
 
     Contracts: ``split_text(text)`` returns the chunks' ``page_content`` in order;
@@ -309,12 +328,12 @@ class RechunkTextSplitter(TextSplitter):
 
     @property
     def policy_id(self) -> str:
-        """The chunker's policy id (written to ``rechunk_policy``)."""
+        """The chunker's policy id (written to ``policy``)."""
         return self._chunker.policy_id
 
     @property
     def model_id(self) -> str:
-        """The identity entering every input key (written to ``rechunk_model_id``)."""
+        """The identity entering every input key (written to ``model_id``)."""
         return self._model_id
 
     @classmethod
@@ -366,8 +385,8 @@ class RechunkTextSplitter(TextSplitter):
         """The chunks' texts (``page_content``), in order."""
         return [piece.text for piece in self._pieces(text)]
 
-    def _pieces(self, text: str) -> list[Chunk]:
-        """The chunks of ``text``: ``Chunk.text == text[start:end]`` (overlap included)."""
+    def _pieces(self, text: str) -> list[Piece]:
+        """The chunks of ``text``: ``Piece.text == text[start:end]`` (overlap included)."""
         found = pieces(
             text,
             self._chunker.chunk(text),
@@ -376,7 +395,7 @@ class RechunkTextSplitter(TextSplitter):
             keep_separator=self._keep_separator,
         )
         check_window(found, self._sizing, "RechunkTextSplitter")
-        return [_as_chunk(piece) for piece in found]
+        return found
 
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
@@ -410,22 +429,36 @@ class RechunkTextSplitter(TextSplitter):
         )
 
     def _split_all(self, items: list[tuple[str, dict[str, Any], str | None]]) -> list[Document]:
-        """Chunks of ``(text, metadata, document id)`` items; occurrences count per source."""
+        """Chunks of ``(text, metadata, document id)`` items; occurrences and ordinals count
+        per source across the call."""
         seen: dict[str, Counter[str]] = defaultdict(Counter)
+        ordinals: Counter[str] = Counter()
         out: list[Document] = []
         for text, metadata, document_id in items:
-            chunks = self._pieces(text)
-            if chunks:
+            found = self._pieces(text)
+            if found:
                 source = source_id_for(text, metadata, document_id)
-                out.extend(self._documents(chunks, metadata, source, seen[source]))
+                revision = text_revision(text)
+                docs = self._documents(
+                    found, metadata, source, revision, seen[source], ordinals[source]
+                )
+                ordinals[source] += len(docs)
+                out.extend(docs)
         return out
 
     def _documents(
-        self, chunks: list[Chunk], metadata: dict[str, Any], source: str, seen: Counter[str]
+        self,
+        found: list[Piece],
+        metadata: dict[str, Any],
+        source: str,
+        revision: str,
+        seen: Counter[str],
+        first: int,
     ) -> list[Document]:
         policy = self._chunker.policy_id
         out = []
-        for chunk, key, occurrence in keyed_chunks(chunks, self._model_id, seen):
+        keyed = list(keyed_chunks([_as_chunk(p) for p in found], self._model_id, seen))
+        for ordinal, (piece, (chunk, key, occurrence)) in enumerate(zip(found, keyed), first):
             fields = copy.deepcopy(metadata)
             if self._add_start_index:
                 fields.update({START_KEY: chunk.start, END_KEY: chunk.end})
@@ -434,12 +467,16 @@ class RechunkTextSplitter(TextSplitter):
                 fields.pop(END_KEY, None)
             fields.update(
                 {
-                    SOURCE_ID_KEY: source,
+                    DOC_ID_KEY: source,
+                    REVISION_KEY: revision,
                     POLICY_KEY: policy,
-                    MODEL_ID_KEY: self._model_id,
                     INPUT_KEY_KEY: key,
-                    OCCURRENCE_KEY: occurrence,
+                    MODEL_ID_KEY: self._model_id,
+                    ORDINAL_KEY: ordinal,
+                    SPAN_START_KEY: piece.tile_start,
+                    SPAN_END_KEY: piece.tile_end,
                     TOKENS_KEY: chunk.tokens,
+                    OCCURRENCE_KEY: occurrence,
                 }
             )
             record = record_id(source, key, occurrence, fields)
@@ -484,10 +521,9 @@ def rechunk_key_encoder(document: Document) -> str:
     """``key_encoder`` for ``langchain_core.indexing.index``: a UUID of the input and metadata.
 
     Returns :func:`record_id` of (``source``, ``input_key(model, page_content)``,
-    ``occurrence``, metadata) with ``source`` = ``metadata["rechunk_source_id"]``,
-    else ``metadata["source"]``, else ``""``; ``model`` =
-    ``metadata["rechunk_model_id"]``, else :data:`FOREIGN_MODEL_ID`;
-    ``occurrence`` = ``metadata["rechunk_occurrence"]``, else 0. For a chunk of
+    ``occurrence``, metadata) with ``source`` = ``metadata["doc_id"]``, else
+    ``metadata["source"]``, else ``""``; ``model`` = ``metadata["model_id"]``, else
+    :data:`FOREIGN_MODEL_ID`; ``occurrence`` = ``metadata["occurrence"]``, else 0. For a chunk of
     :class:`RechunkTextSplitter` this is its ``Document.id``.
 
     The offsets (and the other keys rechunk writes) stay out of the key, so

@@ -24,8 +24,8 @@ or ``SimpleDirectoryReader(..., filename_as_id=True)``), and then every node id
 changes on every load, so a docstore or vector store keeps nothing across runs
 (the cache still reuses vectors, which are keyed by text):
 
-* ``id_`` = ``rechunk.identity.point_id(root, rechunk_input_key,
-  rechunk_occurrence)``: a UUIDv5 that depends on no position, where ``root`` is
+* ``id_`` = ``rechunk.identity.point_id(root, input_key,
+  occurrence)``: a UUIDv5 that depends on no position, where ``root`` is
   the document the input came from (its SOURCE when the input is a node of another
   parser, whose own id is random; else the input itself); a custom ``id_func``
   replaces it;
@@ -34,15 +34,20 @@ changes on every load, so a docstore or vector store keeps nothing across runs
 * relationships: ``SOURCE`` = the parsed node (after LlamaIndex's post-processing,
   its document), ``PREVIOUS`` / ``NEXT`` = the neighbouring chunks of the same document;
 * metadata: the document's metadata (when ``include_metadata``, LlamaIndex's
-  default) plus ``rechunk_policy`` (policy id), ``rechunk_model_id`` (identity in
-  the key), ``rechunk_input_key``, ``rechunk_occurrence`` (earlier chunks of the
-  document with the same key) and ``rechunk_tokens`` (content tokens of ``text``).
+  default) plus the fields of the points ``rechunk.sync`` writes in the
+  ``llamaindex`` layout, under the same names: ``doc_id`` (the root document),
+  ``revision`` (``text_revision`` of the parsed text), ``policy``, ``input_key``,
+  ``model_id``, ``ordinal`` (position among the document's nodes), ``start`` /
+  ``end`` (the chunker's span: spans tile the text, so they include the whitespace
+  ``start_char_idx`` / ``end_char_idx`` leave out), ``tokens``
+  (content tokens of ``text``), and ``occurrence`` (earlier nodes of the document
+  with the same key), so one collection has one schema whichever path wrote it.
 
 What is embedded is what LlamaIndex defines: ``node.get_content(MetadataMode.EMBED)``,
 the user's ``text_template`` around a header the ``metadata_template`` makes from
 every key not in ``excluded_embed_metadata_keys`` (the document's exclusions
-carry over), then the text. rechunk's own keys are always excluded (from the LLM's
-view too). ``rechunk_input_key`` is the key of that embedded string, so an
+carry over), then the text. rechunk's own keys above are always excluded (from the
+LLM's view too). ``input_key`` is the key of that embedded string, so an
 unchanged header reuses vectors and a changed title re-embeds. Chunks shrink so
 that header and text fit ``chunk_size`` together (as in ``SentenceSplitter``).
 ``embed_metadata=False`` excludes every key: the bare text is embedded.
@@ -61,10 +66,16 @@ from typing import Any, Final
 
 from rechunk._optional import require
 from rechunk.adapters._reuse import (
+    DOC_ID_KEY,
     INPUT_KEY_KEY,
     MODEL_ID_KEY,
     OCCURRENCE_KEY,
+    ORDINAL_KEY,
     POLICY_KEY,
+    REVISION_KEY,
+    SCHEMA_KEYS,
+    SPAN_END_KEY,
+    SPAN_START_KEY,
     TOKENS_KEY,
     DocumentsAndQueries,
     ReuseReadouts,
@@ -90,7 +101,7 @@ from rechunk.cache import EmbeddingCache
 from rechunk.chunk import Chunker
 from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError, InputError
-from rechunk.identity import input_key, point_id
+from rechunk.identity import input_key, point_id, text_revision
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
 
@@ -111,11 +122,16 @@ from llama_index.core.schema import (  # noqa: E402
 from llama_index.core.utils import get_tqdm_iterable  # noqa: E402
 
 __all__ = [
+    "DOC_ID_KEY",
     "INPUT_KEY_KEY",
     "METADATA_KEYS",
     "MODEL_ID_KEY",
     "OCCURRENCE_KEY",
+    "ORDINAL_KEY",
     "POLICY_KEY",
+    "REVISION_KEY",
+    "SPAN_END_KEY",
+    "SPAN_START_KEY",
     "TOKENS_KEY",
     "CachedEmbedding",
     "RechunkNodeParser",
@@ -123,7 +139,7 @@ __all__ = [
 ]
 
 #: The metadata keys :class:`RechunkNodeParser` writes (existing values are replaced).
-METADATA_KEYS: Final = (POLICY_KEY, MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY, TOKENS_KEY)
+METADATA_KEYS: Final = SCHEMA_KEYS
 
 _CUSTOM: Final = "custom"
 #: Id of a node between parsing and :meth:`RechunkNodeParser._finish` (never returned).
@@ -287,7 +303,7 @@ class RechunkNodeParser(NodeParser):
 
     ``model_id`` is the identity in every input key and node id (default: the
     tokenizer's identity, ``"tokenizer:<identity>"``); pass your embedding
-    model's rechunk ``model_id`` to make ``rechunk_input_key`` equal rechunk's
+    model's rechunk ``model_id`` to make ``input_key`` equal rechunk's
     cache keys.
 
     ``policy``, ``params`` and ``policy_id`` describe the chunker, built once:
@@ -301,7 +317,7 @@ class RechunkNodeParser(NodeParser):
     Contracts: see the module docstring for ids, offsets, relationships and
     metadata. Offsets are restored after LlamaIndex's own post-processing
     (which would recompute them with ``str.find``), and input keys, ids and
-    PREVIOUS/NEXT are recomputed after its metadata merge, so ``rechunk_input_key``
+    PREVIOUS/NEXT are recomputed after its metadata merge, so ``input_key``
     is always the key of ``node.get_content(MetadataMode.EMBED)``. ``chunk_size``,
     ``chunk_overlap``, ``from_defaults``, ``id_func`` and ``embed_metadata`` as in
     the module docstring. A document with blank text yields no node; text
@@ -562,6 +578,7 @@ class RechunkNodeParser(NodeParser):
         if not found:
             return []
         source = node.as_related_node_info()
+        revision = text_revision(text)
         llm_excluded = [
             key for key in node.excluded_llm_metadata_keys if key not in METADATA_KEYS
         ] + list(METADATA_KEYS)
@@ -571,8 +588,11 @@ class RechunkNodeParser(NodeParser):
             metadata = copy.deepcopy(inherited)
             metadata.update(
                 {
+                    REVISION_KEY: revision,
                     POLICY_KEY: sizing.chunker.policy_id,
                     MODEL_ID_KEY: self.model_id,
+                    SPAN_START_KEY: piece.tile_start,
+                    SPAN_END_KEY: piece.tile_end,
                     TOKENS_KEY: piece.tokens,
                 }
             )
@@ -603,8 +623,12 @@ class RechunkNodeParser(NodeParser):
         Occurrences count per root document (``roots``) across the call.
         """
         seen: dict[str, Counter[str]] = defaultdict(Counter)
+        ordinals: Counter[str] = Counter()
         custom_ids = self.id_func is not None and self.id_func is not default_id_func
         for node, root in zip(nodes, roots):
+            node.metadata[DOC_ID_KEY] = root
+            node.metadata[ORDINAL_KEY] = ordinals[root]
+            ordinals[root] += 1
             if self.embed_metadata:
                 excluded = [k for k in node.excluded_embed_metadata_keys if k not in METADATA_KEYS]
                 excluded += [k for k in METADATA_KEYS if k in node.metadata]

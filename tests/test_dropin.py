@@ -313,8 +313,8 @@ def test_llamaindex_embeds_the_metadata_header_its_templates_make() -> None:
     for node in nodes:
         embedded = node.get_content(MetadataMode.EMBED)
         assert embedded == f"title: Choosing a policy\n\n{node.text}"  # file_path excluded
-        assert node.metadata["rechunk_input_key"] == rechunk.input_key(cached.model_id, embedded)
-        assert "rechunk_" not in embedded  # rechunk's bookkeeping is never embedded
+        assert node.metadata["input_key"] == rechunk.input_key(cached.model_id, embedded)
+        assert "input_key" not in embedded and "policy:" not in embedded  # never embedded
         assert minilm_tokens(embedded) <= MINILM_WINDOW  # the header fits in the window too
     assert sorted(model._seen) == sorted(n.get_content(MetadataMode.EMBED) for n in nodes)
     model._seen.clear()
@@ -374,7 +374,7 @@ def test_metadata_the_stock_splitter_takes_goes_through_index() -> None:
     ]
     splitter = RechunkTextSplitter("recursive", chunk_size=120)
     docs = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], metadatas)
-    assert {d.metadata["rechunk_source_id"] for d in docs} == {"docs/guide.md", "7"}
+    assert {d.metadata["doc_id"] for d in docs} == {"docs/guide.md", "7"}
     assert isinstance(docs[0].metadata["modified"], datetime.datetime)  # unchanged
     model = FakeEmbeddings()
     store = InMemoryVectorStore(embedding=CachedEmbeddings(model, rechunk.MemoryCache()))
@@ -389,7 +389,7 @@ def test_metadata_the_stock_splitter_takes_goes_through_index() -> None:
     assert second["num_skipped"] == len(docs) and second["num_added"] == 0
     touched = [{**metadatas[0], "modified": datetime.datetime(2024, 6, 1)}, metadatas[1]]
     third = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], touched)
-    n_guide = sum(d.metadata["rechunk_source_id"] == "docs/guide.md" for d in third)
+    n_guide = sum(d.metadata["doc_id"] == "docs/guide.md" for d in third)
     result = index(third, manager, store, cleanup="incremental", source_id_key="source",
                    key_encoder=rechunk_key_encoder)  # fmt: skip
     assert result["num_added"] == n_guide  # the changed date reaches the store ...
@@ -551,3 +551,136 @@ def test_node_ids_are_stable_when_chained_after_another_parser() -> None:
     assert len({n.id_ for n in first}) == len(first)
     for before, after in zip(first, first[1:]):
         assert after.prev_node.node_id == before.id_ and before.next_node.node_id == after.id_
+
+
+# --------------------------------------------------------------------------- 8. one schema
+
+
+class HashEmbedder:
+    """A deterministic rechunk Embedder (8 dimensions) for schema tests: no model needed."""
+
+    model_id = "hash-8"
+    dimension = 8
+    max_input_tokens = None
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        rows = [np.random.default_rng(len(t) * 7919 + sum(map(ord, t))).random(8) for t in texts]
+        return np.asarray(rows, dtype=np.float32).reshape(len(rows), 8)
+
+
+class HashEmbeddings(FakeEmbeddings):
+    """The same vectors as a LangChain Embeddings."""
+
+    def vector(self, text: str) -> list[float]:
+        return [float(x) for x in HashEmbedder().embed([text])[0]]
+
+
+def _guide_chunker() -> Any:
+    return RechunkTextSplitter(model_id=HashEmbedder.model_id).chunker
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_langchain_layout_one_schema_whichever_path_wrote_it() -> None:
+    pytest.importorskip("langchain_qdrant")
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient, models
+
+    from rechunk.adapters._layout import ForeignPointsWarning
+    from rechunk.adapters.qdrant import QdrantStore
+
+    client = QdrantClient(":memory:")
+    synced = QdrantStore(client, "synced", "langchain")
+    synced.ensure_collection(8)
+    rechunk.sync(
+        [rechunk.Document("guide.md", GUIDE)], synced, chunker=_guide_chunker(),
+        embedder=HashEmbedder(),
+    )  # fmt: skip
+    client.create_collection(
+        "indexed", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE)
+    )
+    embeddings = CachedEmbeddings(HashEmbeddings(), rechunk.MemoryCache(), model_id="hash-8")
+    store = QdrantVectorStore(client=client, collection_name="indexed", embedding=embeddings)
+    splitter = RechunkTextSplitter(model_id="hash-8")
+    docs = splitter.split_documents([Document(page_content=GUIDE, metadata={"source": "guide.md"})])
+    manager = InMemoryRecordManager(namespace="schema")
+    manager.create_schema()
+    index(docs, manager, store, cleanup="incremental", source_id_key="source",
+          key_encoder=rechunk_key_encoder)  # fmt: skip
+
+    def metadata(collection: str) -> dict[str, dict[str, Any]]:
+        points = client.scroll(collection, limit=1000, with_payload=True)[0]
+        return {p.payload["metadata"]["input_key"]: p.payload["metadata"] for p in points}  # type: ignore[index]
+
+    by_sync, by_index = metadata("synced"), metadata("indexed")
+    assert by_sync.keys() == by_index.keys()  # the same inputs, the same keys
+    extras = ("source", "occurrence", "start_index", "end_index")
+    for key, written in by_index.items():
+        # the same fields, the same values; index() adds the user's source, the ids'
+        # occurrence and LangChain's start_index/end_index (the exact page_content slice)
+        assert {k: v for k, v in written.items() if k not in extras} == by_sync[key]
+        start, end = written["start_index"], written["end_index"]
+        assert written["start"] <= start < end <= written["end"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ForeignPointsWarning)  # rechunk reads both as its own
+        read = QdrantStore(client, "indexed", "langchain").get_points("guide.md")
+    assert sorted(p.payload.text for p in read) == sorted(d.page_content for d in docs)
+    assert set(read[0].payload.metadata) == {"source", "occurrence", "start_index", "end_index"}
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_llamaindex_layout_one_schema_whichever_path_wrote_it() -> None:
+    import json
+
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters._layout import ForeignPointsWarning
+    from rechunk.adapters.qdrant import QdrantStore
+
+    client = QdrantClient(":memory:")
+    synced = QdrantStore(client, "synced", "llamaindex")
+    synced.ensure_collection(8)
+    rechunk.sync(
+        [rechunk.Document("guide.md", GUIDE)], synced, chunker=_guide_chunker(),
+        embedder=HashEmbedder(),
+    )  # fmt: skip
+    from llama_index.core.embeddings import MockEmbedding
+
+    pipeline = IngestionPipeline(
+        transformations=[
+            RechunkNodeParser(model_id="hash-8"),
+            CachedEmbedding(MockEmbedding(embed_dim=8), rechunk.MemoryCache(), model_id="hash-8"),
+        ],
+        vector_store=QdrantVectorStore(client=client, collection_name="indexed"),
+    )
+    nodes = pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+
+    def payloads(collection: str) -> dict[str, dict[str, Any]]:
+        points = client.scroll(collection, limit=1000, with_payload=True)[0]
+        return {p.payload["input_key"]: dict(p.payload) for p in points}  # type: ignore[index]
+
+    by_sync, by_index = payloads("synced"), payloads("indexed")
+    assert by_sync.keys() == by_index.keys() and len(by_index) == len(nodes)
+    for key, written in by_index.items():
+        mine = json.loads(written.pop("_node_content"))
+        theirs = json.loads(by_sync[key].pop("_node_content"))
+        assert {k: v for k, v in written.items() if k != "occurrence"} == by_sync[key]
+        assert mine["text"] == theirs["text"]
+        # sync's node spans are the tiles; the parser's the exact slice of node.text
+        assert theirs["start_char_idx"] <= mine["start_char_idx"]
+        assert mine["end_char_idx"] <= theirs["end_char_idx"]
+        assert set(theirs["excluded_embed_metadata_keys"]) <= set(
+            mine["excluded_embed_metadata_keys"]
+        )
+        assert "1" in mine["relationships"] and "1" in theirs["relationships"]  # SOURCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ForeignPointsWarning)
+        read = QdrantStore(client, "indexed", "llamaindex").get_points("guide.md")
+    assert [p.payload.text for p in read] == [n.text for n in nodes]
+    # LlamaIndex readers follow PREVIOUS / NEXT from what the parser wrote
+    first = json.loads(payloads("indexed")[nodes[1].metadata["input_key"]]["_node_content"])
+    assert first["relationships"]["2"]["node_id"] == nodes[0].id_  # PREVIOUS
+    assert first["relationships"]["3"]["node_id"] == nodes[2].id_  # NEXT
