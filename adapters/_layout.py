@@ -27,7 +27,13 @@ query) a collection that rechunk wrote:
     llama_index need not be installed.
 
 The rechunk fields are ``doc_id, revision, policy, input_key, model_id, ordinal,
-start, end, tokens`` and ``version`` (left out when it is ``None``).
+start, end, tokens`` and ``version`` (left out when it is ``None``). The framework
+adapters (``RechunkTextSplitter`` through ``index()``, ``RechunkNodeParser`` through
+LlamaIndex's vector stores) write the same fields under the same names and meanings,
+plus ``occurrence`` (and LangChain's ``start_index``/``end_index``), so such points
+read back here as rechunk points. Known gap: the PREVIOUS / NEXT relationships
+``RechunkNodeParser`` writes are not in the node JSON built here (a point's
+neighbours change without its payload changing, so a sync would leave them stale).
 
 Document metadata rules, checked by :func:`prepare_writes` before any I/O:
 keys are non-empty ``str`` outside :data:`~rechunk.store.RESERVED_METADATA_KEYS`
@@ -45,7 +51,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
@@ -71,6 +78,8 @@ __all__ = [
     "LAYOUTS",
     "LLAMAINDEX_KEYS",
     "LLAMAINDEX_VECTOR_NAME",
+    "ForeignPointError",
+    "ForeignPointsWarning",
     "Layout",
     "PreparedWrite",
     "StoreBase",
@@ -176,6 +185,7 @@ class StoreBase(Generic[ClientT]):
         self._collection = check_name(collection)
         self._layout: Layout = check_layout(layout)
         self._batch_size = check_batch_size(batch_size)
+        self._foreign: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(collection={self._collection!r}, layout={self._layout!r})"
@@ -198,6 +208,30 @@ class StoreBase(Generic[ClientT]):
     def with_collection(self: StoreT, name: str) -> StoreT:
         """A store on another collection (or alias) of the same client and layout."""
         return type(self)(self._client, name, self._layout, batch_size=self._batch_size)
+
+    @property
+    def foreign_points(self) -> dict[str, str]:
+        """Points this store's reads met and skipped because rechunk did not write them
+        (id -> why), e.g. documents another tool added to the collection. They are left
+        alone: no sync deletes, rewrites or counts them, and no query returns them."""
+        return dict(self._foreign)
+
+    def _decoded(self, point_id: str, decode: Callable[[], PointPayload]) -> StoredPoint | None:
+        """``StoredPoint(point_id, decode())``, or ``None`` for a point rechunk did not write
+        (noted in :attr:`foreign_points`; a :class:`ForeignPointsWarning` names the first
+        such point of each read call that finds new ones)."""
+        try:
+            return StoredPoint(point_id, decode())
+        except ForeignPointError as exc:
+            if exc.point_id not in self._foreign:
+                self._foreign[exc.point_id] = str(exc)
+                warnings.warn(
+                    f"skipped a point rechunk did not write and left it alone: {exc} "
+                    f"({len(self._foreign)} such point(s) met so far)",
+                    ForeignPointsWarning,
+                    stacklevel=4,
+                )
+            return None
 
     #: whether metadata values must be flat (Chroma: no None, dict or mixed list)
     _flat = False
@@ -525,11 +559,29 @@ def chroma_record(
 # -- decoding ----------------------------------------------------------------------------
 
 
-def _foreign(point_id: str, collection: str, layout: Layout, why: str) -> StoreError:
-    return StoreError(
+class ForeignPointError(StoreError):
+    """A point rechunk did not write (it lacks rechunk's fields): another tool's, or another
+    layout's. Store reads skip such points and leave them alone (:class:`ForeignPointsWarning`)."""
+
+    def __init__(self, point_id: str, message: str) -> None:
+        super().__init__(message)
+        self.point_id = point_id
+
+
+class ForeignPointsWarning(UserWarning):
+    """A read met points rechunk did not write; they were skipped and left alone."""
+
+
+def _foreign(
+    point_id: str, collection: str, layout: Layout, why: str, *, foreign: bool = False
+) -> StoreError:
+    """The error for a point that does not decode: :class:`ForeignPointError` when it lacks
+    rechunk's fields (``foreign``), a plain StoreError when it has them with bad values."""
+    message = (
         f"point {point_id} in collection {collection!r} is not a rechunk point in the "
         f"{layout} layout ({why}); was it written by another tool or with another layout?"
     )
+    return ForeignPointError(point_id, message) if foreign else StoreError(message)
 
 
 def _payload_from(
@@ -537,7 +589,8 @@ def _payload_from(
 ) -> PointPayload:
     missing = [name for name in _FIELDS[:-1] if name not in fields]
     if missing:
-        raise _foreign(point_id, collection, layout, f"missing {', '.join(missing)}")
+        why = f"missing {', '.join(missing)}"
+        raise _foreign(point_id, collection, layout, why, foreign=True)
     values: dict[str, Any] = {}
     for name in _STR_FIELDS:
         value = fields[name]
@@ -568,7 +621,7 @@ def from_qdrant(
     if layout == "langchain":
         fields = payload.get(LANGCHAIN_METADATA_KEY)
         if not isinstance(fields, Mapping):
-            raise _foreign(point_id, collection, layout, "no 'metadata' object")
+            raise _foreign(point_id, collection, layout, "no 'metadata' object", foreign=True)
         return _payload_from(
             point_id, fields, payload.get(LANGCHAIN_CONTENT_KEY), collection, layout
         )
@@ -579,7 +632,7 @@ def from_qdrant(
 def _node_text(point_id: str, payload: Mapping[str, Any], collection: str) -> object:
     raw = payload.get(_NODE_CONTENT)
     if type(raw) is not str:
-        raise _foreign(point_id, collection, "llamaindex", "no '_node_content'")
+        raise _foreign(point_id, collection, "llamaindex", "no '_node_content'", foreign=True)
     try:
         node: Any = json.loads(raw)
     except ValueError as exc:
@@ -596,7 +649,7 @@ def from_chroma(
 ) -> PointPayload:
     """Decode a Chroma record written in ``layout``; StoreError when it is not one."""
     if layout == "llamaindex" and metadata is not None and _NODE_CONTENT not in metadata:
-        raise _foreign(point_id, collection, layout, "no '_node_content'")
+        raise _foreign(point_id, collection, layout, "no '_node_content'", foreign=True)
     return _payload_from(point_id, metadata or {}, document, collection, layout)
 
 

@@ -21,10 +21,18 @@ standard library), so each adapter loads without the other framework.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
+import math
+import re
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from enum import Enum
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -34,18 +42,30 @@ from rechunk.cached_embedder import EmbedStats, StatsCounter
 from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 from rechunk.embedding import check_texts
-from rechunk.errors import ConfigError, EmbeddingError
-from rechunk.identity import input_key
+from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.identity import input_key, is_utf8
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-#: Metadata keys both adapters write on every chunk / node.
-POLICY_KEY: Final = "rechunk_policy"
-MODEL_ID_KEY: Final = "rechunk_model_id"
-INPUT_KEY_KEY: Final = "rechunk_input_key"
-OCCURRENCE_KEY: Final = "rechunk_occurrence"
-TOKENS_KEY: Final = "rechunk_tokens"
+#: Metadata keys both adapters write on every chunk / node: the fields rechunk.sync's
+#: points carry (:data:`rechunk.store.RESERVED_METADATA_KEYS`, ``version`` aside), so one
+#: collection has one schema whichever path wrote it, plus ``occurrence`` (the ids need it).
+DOC_ID_KEY: Final = "doc_id"
+REVISION_KEY: Final = "revision"
+POLICY_KEY: Final = "policy"
+MODEL_ID_KEY: Final = "model_id"
+INPUT_KEY_KEY: Final = "input_key"
+ORDINAL_KEY: Final = "ordinal"
+SPAN_START_KEY: Final = "start"
+SPAN_END_KEY: Final = "end"
+TOKENS_KEY: Final = "tokens"
+OCCURRENCE_KEY: Final = "occurrence"
+#: All of them, in the order they are written.
+SCHEMA_KEYS: Final = (
+    DOC_ID_KEY, REVISION_KEY, POLICY_KEY, INPUT_KEY_KEY, MODEL_ID_KEY,
+    ORDINAL_KEY, SPAN_START_KEY, SPAN_END_KEY, TOKENS_KEY, OCCURRENCE_KEY,
+)  # fmt: skip
 
 FACTORIES: Final[dict[str, Any]] = {
     "structured": StructuredChunker,
@@ -111,7 +131,6 @@ def make_chunker(
     return chunker
 
 
-
 def default_model_id(chunker: Chunker) -> str:
     """Identity used for input keys when none is given: ``"tokenizer:" + tokenizer identity``.
 
@@ -142,6 +161,167 @@ def keyed_chunks(
         key = input_key(model_id, chunk.text)
         yield chunk, key, seen[key]
         seen[key] += 1
+
+
+# --------------------------------------------------------------------------- model identity
+
+#: Field names that never change the vectors: batching, concurrency, retries, callbacks.
+_OPERATIONAL: Final = frozenset(
+    {"callback_manager", "callbacks", "embed_batch_size", "batch_size", "num_workers",
+     "max_retries", "retries", "timeout", "request_timeout", "show_progress",
+     "show_progress_bar", "verbose", "embeddings_cache", "rate_limiter"}
+)  # fmt: skip
+#: Field names that hold secrets (matched anywhere in the name, case-insensitively).
+_SECRET_NAME: Final = re.compile(
+    r"key|token|secret|passw|credential|auth|cookie|signature|session", re.I
+)
+_BARE: Final = re.compile(r"[\w./:@+-]*")
+
+
+def _identity_value(value: object, nested: bool) -> str | None:
+    """``value`` as text in a model identity, or ``None`` when it stays out.
+
+    ``str`` (unquoted when it has no separator characters, else JSON), ``int``,
+    finite ``float`` and ``bool`` always; lists and dicts of those only when
+    ``nested`` (declared pydantic fields, never an object's run-time state);
+    secrets (``SecretStr``), ``None``, clients and other objects never. A URL
+    with credentials (``user:pass@host``) stays out.
+    """
+    if value is None or type(value).__name__.startswith("Secret"):
+        return None
+    if isinstance(value, str):
+        if "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
+            return None
+        return value if _BARE.fullmatch(value) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
+        return json.dumps(value)
+    if nested and isinstance(value, (list, tuple, dict)):
+        try:
+            return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def derive_identity(underlying: object, framework: str) -> str:
+    """A model identity for any embeddings object: its class path and non-secret configuration.
+
+    ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The
+    configuration is the object's pydantic fields (LangChain and LlamaIndex
+    models are pydantic models), else its public attributes holding scalars.
+    Left out: names starting with ``_``; names that hold secrets (``*key*``,
+    ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...)
+    and ``SecretStr`` values; settings that never change the vectors (batch
+    sizes, workers, retries, timeouts, callbacks, progress bars); ``None``;
+    clients and other objects. Two objects of one class with the same
+    configuration share the identity; anything else that changes the vectors
+    (weights fine-tuned in place, a prompt held in a client) is invisible here:
+    pass ``model_id`` then.
+    """
+    cls = type(underlying)
+    fields = getattr(cls, "model_fields", None)
+    if isinstance(fields, Mapping) and fields:
+        items = [(name, getattr(underlying, name, None)) for name in fields]
+        nested = True
+    else:
+        items = list(getattr(underlying, "__dict__", {}).items())
+        nested = False
+    parts = []
+    for name, value in sorted(items):
+        if name.startswith("_") or name in _OPERATIONAL or _SECRET_NAME.search(name):
+            continue
+        text = _identity_value(value, nested)
+        if text is not None:
+            parts.append(f"{name}={text}")
+    return f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+
+
+# --------------------------------------------------------------------------- metadata keys
+
+
+class MetadataKeyError(InputError):
+    """A metadata value that has no deterministic text form, so no key can cover it."""
+
+
+def _tag(kind: str, text: str) -> str:
+    return f"{kind}:{text}"
+
+
+def canonical_value(value: object, where: str) -> Any:
+    """``value`` as a JSON value that is the same in every run (rule ``meta-v1``).
+
+    JSON values stay as they are (``str``, ``int``, finite ``float``, ``bool``,
+    ``None``, lists, ``str``-keyed dicts). Others become tagged strings:
+    ``datetime``/``date``/``time`` -> ``"datetime:" + isoformat()`` (its type name,
+    then the ISO text, so a date and the same text as ``str`` differ), a path ->
+    ``"path:" + as_posix()``, ``uuid.UUID`` -> ``"uuid:" + str``, ``Decimal`` ->
+    ``"decimal:" + str``, ``bytes`` -> ``"bytes:" + hex``, a non-finite float ->
+    ``"float:nan"`` / ``"float:inf"`` / ``"float:-inf"``; an ``Enum`` is its value;
+    numpy scalars their Python value; a tuple is a list; a set is the sorted list
+    of its items' canonical JSON under ``{"set": [...]}``; a dict key that is not a
+    ``str`` becomes ``"<type>:<repr>"`` (``1`` -> ``"int:1"``). Anything else (an
+    arbitrary object, a function) and a ``str`` holding a lone surrogate raise
+    :class:`MetadataKeyError` (an :class:`~rechunk.InputError`) naming ``where``.
+    """
+    if value is None or type(value) in (bool, int):
+        return value
+    if type(value) is str:
+        if not is_utf8(value):
+            raise MetadataKeyError(
+                f"{where} holds a lone surrogate (not valid UTF-8), so no key can cover it"
+            )
+        return value
+    if type(value) is float:
+        if math.isfinite(value):
+            return value
+        return _tag("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
+    if isinstance(value, Enum):
+        return canonical_value(value.value, where)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return _tag(type(value).__name__, value.isoformat())
+    if isinstance(value, PurePath):
+        return _tag("path", value.as_posix())
+    if isinstance(value, uuid.UUID):
+        return _tag("uuid", str(value))
+    if isinstance(value, Decimal):
+        return _tag("decimal", str(value))
+    if isinstance(value, (bytes, bytearray)):
+        return _tag("bytes", bytes(value).hex())
+    if isinstance(value, str | int | float):  # str/int/float subclasses (and numpy float64)
+        return canonical_value(_base(value)(value), where)
+    if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):
+        return canonical_value(value.item(), where)  # type: ignore[attr-defined]
+    if isinstance(value, (list, tuple)):
+        return [canonical_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        items = [canonical_value(item, f"{where} item") for item in value]
+        return {"set": sorted(items, key=_dumps)}
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if type(key) is str else _tag(type(key).__name__, repr(key))
+            out[canonical_value(name, f"{where} key {key!r}")] = canonical_value(
+                item, f"{where}[{key!r}]"
+            )
+        return out
+    raise MetadataKeyError(
+        f"{where} is a {type(value).__name__}, which has no deterministic text form, so no key "
+        "can cover it: convert it to a str, number, date or JSON value first"
+    )
+
+
+def _base(value: str | int | float) -> type[str] | type[int] | type[float]:
+    """The builtin type a ``str``/``int``/``float`` subclass derives from."""
+    return str if isinstance(value, str) else int if isinstance(value, int) else float
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_json(metadata: Mapping[Any, Any], where: str) -> str:
+    """The canonical JSON of ``metadata`` under :func:`canonical_value` (sorted keys)."""
+    return _dumps(canonical_value(metadata, where))
 
 
 # --------------------------------------------------------------------------- checks

@@ -337,9 +337,11 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def _decode(
         self, point_id: str, document: str | None, metadata: Mapping[str, Any] | None
-    ) -> StoredPoint:
-        return StoredPoint(
-            point_id, from_chroma(point_id, document, metadata, self._layout, self._collection)
+    ) -> StoredPoint | None:
+        """The point, or None for one another tool wrote (skipped, see ``foreign_points``)."""
+        return self._decoded(
+            point_id,
+            lambda: from_chroma(point_id, document, metadata, self._layout, self._collection),
         )
 
     def get_points(self, doc_id: str) -> list[StoredPoint]:
@@ -360,10 +362,11 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 for page in self._pages(
                     collection, where=where, include=["metadatas", "documents"]
                 ):
-                    points.extend(
+                    decoded = (
                         self._decode(i, d, m)
                         for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
                     )
+                    points.extend(p for p in decoded if p is not None)
         return by_doc(points, ids)
 
     def get_vectors(
@@ -426,10 +429,11 @@ class ChromaStore(StoreBase["ClientAPI"]):
         documents = found["documents"][0] if found.get("documents") else none
         metadatas = found["metadatas"][0] if found.get("metadatas") else none
         distances = found["distances"][0] if found.get("distances") else [math.nan] * len(ids)
-        return [
+        hits = [
             (self._decode(i, d, m), _score(config.distance, float(dist)))
             for i, d, m, dist in zip(ids, documents, metadatas, distances)
         ]
+        return [(point, score) for point, score in hits if point is not None]
 
     # -- writes ----------------------------------------------------------------------------
 

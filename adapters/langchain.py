@@ -22,34 +22,48 @@ Three pieces, each a drop-in for what a LangChain indexing pipeline already uses
     LangChain ``ByteStore`` through :class:`ByteStoreCache`) and sends only misses
     to the wrapped model.
 
-Metadata written on every chunk (the ``*_KEY`` constants of this module):
+Metadata written on every chunk (the ``*_KEY`` constants of this module). Past the
+two offsets LangChain users know, these are the fields of the points ``rechunk.sync``
+writes in the ``langchain`` layout (same names, same meaning), so a collection filled
+through ``index()`` and one filled by ``rechunk sync`` have one schema (``rechunk
+query`` and ``status`` read both); ``occurrence`` is this path's own (ids need it):
 
-==========================  ==================================================================
-``start_index``             start of the chunk's span in the source text (characters)
-``end_index``               end of the span (exclusive); ``source[start_index:end_index]`` is
-                            the span, ``page_content`` is ``rechunk.embedding_input`` of it
-``rechunk_source_id``       the source id the chunk belongs to (recipe below)
-``rechunk_policy``          the chunker's policy id (kind, parameters, tokenizer)
-``rechunk_model_id``        the identity that enters ``rechunk_input_key`` (see ``model_id``)
-``rechunk_input_key``       ``rechunk.input_key(rechunk_model_id, page_content)``
-``rechunk_occurrence``      how many earlier chunks of the same source (in one call) share this
-                            input key
-``rechunk_tokens``          content tokens of ``page_content`` under the chunker's tokenizer
-==========================  ==================================================================
+==================  ==========================================================================
+``start_index``     start of the chunk in the source text (characters); left out with
+                    ``add_start_index=False``
+``end_index``       its end (exclusive): ``source[start_index:end_index] == page_content``,
+                    always (CRLF and all whitespace as in the source)
+``doc_id``          the source id the chunk belongs to (recipe below)
+``revision``        ``rechunk.identity.text_revision`` of the text that was split (the
+                    default revision of a ``rechunk.Document``)
+``policy``          the chunker's policy id (kind, parameters, tokenizer)
+``input_key``       ``rechunk.input_key(model_id, page_content)``
+``model_id``        the identity that enters ``input_key`` (see ``model_id``)
+``ordinal``         the chunk's position among the chunks of its source (in one call)
+``start``/``end``   the chunk's span as rechunk's chunker cut it (the spans tile the text,
+                    whitespace between chunks included, overlap left out): the values
+                    ``rechunk.sync`` stores for the same chunk
+``tokens``          content tokens of ``page_content`` under the chunker's tokenizer
+``occurrence``      how many earlier chunks of the same source (in one call) share this
+                    input key
+==================  ==========================================================================
 
 Id recipes:
 
-* source id: ``metadata["source"]`` when present (a non-empty ``str``), else
+* source id: ``metadata["source"]`` when present (a non-empty ``str``; an ``int``
+  or a path as its text), else
   ``Document.id`` (``split_documents`` / ``transform_documents``), else
   ``"text:" + rechunk.identity.text_revision(text)`` (deterministic, but it changes
   with every revision: give documents a ``source`` so that ``index()`` cleanup can
   find a document's older chunks).
-* ``Document.id`` = ``rechunk.identity.point_id(source_id, rechunk_input_key,
-  rechunk_occurrence)`` when the chunk carries no metadata besides the keys above
-  and ``source``; otherwise that id folded with the rest of the metadata (canonical
-  JSON), so that a metadata change gives a new id. Either way a UUIDv5 that depends
-  on no position. Split all texts of one source (the pages of a PDF, say) in one
-  call: occurrences count across the call.
+* ``Document.id`` = ``rechunk.identity.point_id(source_id, input_key,
+  occurrence)`` when the chunk carries no metadata besides the keys above
+  and ``source``; otherwise that id folded with the rest of the metadata (its
+  canonical JSON by the ``meta-v1`` rule of
+  :func:`rechunk.adapters._reuse.canonical_value`: dates, paths, sets, bytes and
+  ``int`` keys become tagged strings), so that a metadata change gives a new id.
+  Either way a UUIDv5 that depends on no position. Split all texts of one source
+  (the pages of a PDF, say) in one call: occurrences count across the call.
 * :func:`rechunk_key_encoder` returns the same recipe recomputed from
   ``page_content`` and the metadata, so ``index()`` stores a chunk under its
   ``Document.id``.
@@ -58,7 +72,7 @@ Id recipes:
 from __future__ import annotations
 
 import copy
-import json
+import os
 import re
 import struct
 import threading
@@ -66,27 +80,46 @@ import uuid
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from rechunk._optional import require
 from rechunk.adapters._reuse import (
+    DOC_ID_KEY,
     INPUT_KEY_KEY,
     MODEL_ID_KEY,
     OCCURRENCE_KEY,
+    ORDINAL_KEY,
     POLICY_KEY,
+    REVISION_KEY,
+    SCHEMA_KEYS,
+    SPAN_END_KEY,
+    SPAN_START_KEY,
     TOKENS_KEY,
     DocumentsAndQueries,
     ReuseReadouts,
+    canonical_json,
+    canonical_value,
     check_batch_size,
     check_cache,
     check_cache_queries,
     check_dimension,
     check_model_id,
     default_model_id,
+    derive_identity,
     keyed_chunks,
     make_chunker,
+)
+from rechunk.adapters._splitting import (
+    Piece,
+    build_sizing,
+    check_flag,
+    check_keep_separator,
+    check_separators,
+    check_window,
+    pieces,
 )
 from rechunk.cache import CacheStats, EmbeddingCache, check_keys, encode_items
 from rechunk.cache import check_model_id as check_entry_model_id
@@ -107,14 +140,19 @@ if TYPE_CHECKING:
     from langchain_core.stores import ByteStore
 
 __all__ = [
+    "DOC_ID_KEY",
     "END_KEY",
     "FOREIGN_MODEL_ID",
     "INPUT_KEY_KEY",
     "METADATA_KEYS",
     "MODEL_ID_KEY",
     "OCCURRENCE_KEY",
+    "ORDINAL_KEY",
     "POLICY_KEY",
+    "REVISION_KEY",
     "SOURCE_ID_KEY",
+    "SPAN_END_KEY",
+    "SPAN_START_KEY",
     "START_KEY",
     "TOKENS_KEY",
     "ByteStoreCache",
@@ -131,13 +169,11 @@ __all__ = [
 
 START_KEY: Final = "start_index"
 END_KEY: Final = "end_index"
-SOURCE_ID_KEY: Final = "rechunk_source_id"
+#: The source id's key: ``doc_id``, as on the points rechunk.sync writes.
+SOURCE_ID_KEY: Final = DOC_ID_KEY
 #: Every metadata key this module writes on a chunk (existing values are replaced).
-METADATA_KEYS: Final = (
-    START_KEY, END_KEY, SOURCE_ID_KEY, POLICY_KEY,
-    MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY, TOKENS_KEY,
-)  # fmt: skip
-#: Model identity :func:`rechunk_key_encoder` uses for a document without ``rechunk_model_id``.
+METADATA_KEYS: Final = (START_KEY, END_KEY, *SCHEMA_KEYS)
+#: Model identity :func:`rechunk_key_encoder` uses for a document without ``model_id``.
 FOREIGN_MODEL_ID: Final = "langchain:page_content"
 _RECORD_DOMAIN: Final = "rechunk/langchain-record/v1"
 
@@ -145,47 +181,44 @@ _RECORD_DOMAIN: Final = "rechunk/langchain-record/v1"
 
 
 def check_metadata(metadata: object, where: str) -> dict[str, Any]:
-    """A copy of ``metadata`` after checking it is a JSON object with ``str`` keys.
+    """A deep copy of ``metadata`` after checking that a key can cover it.
 
-    Values must be JSON-serialisable (tuples are, as lists): non-finite floats,
-    sets, bytes, dates and other objects, and strings holding a lone surrogate
-    (not valid UTF-8), raise :class:`~rechunk.InputError` naming the key.
+    Whatever LangChain's own splitter accepts is accepted and passed on unchanged
+    (dates, paths, sets, bytes, ``int`` keys, ...): only the ids and keys rechunk
+    computes from it convert it, by the deterministic rule of
+    :func:`rechunk.adapters._reuse.canonical_value` (``meta-v1``). A value with no
+    deterministic text form (an arbitrary object) or a ``str`` holding a lone
+    surrogate raises :class:`~rechunk.InputError` naming the key. Whether the
+    vector store can hold a value is the store's to say.
     """
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InputError(f"{where}: metadata must be a mapping, got {type(metadata).__name__}")
     for key, value in metadata.items():
-        if not isinstance(key, str):
-            raise InputError(f"{where}: metadata key {key!r} is not a str")
-        try:
-            json.dumps({key: value}, allow_nan=False, sort_keys=True, ensure_ascii=False).encode()
-        except UnicodeEncodeError:
-            raise InputError(
-                f"{where}: metadata[{key!r}] holds a lone surrogate (not valid UTF-8), which no "
-                "store can hold"
-            ) from None
-        except (TypeError, ValueError) as exc:
-            raise InputError(
-                f"{where}: metadata[{key!r}] is not JSON-serialisable "
-                f"({type(value).__name__}: {exc}); LangChain's index() and vector stores need "
-                "JSON metadata"
-            ) from exc
-    return copy.deepcopy(dict(metadata))
+        canonical_value(key, f"{where}: metadata key {key!r}")
+        canonical_value(value, f"{where}: metadata[{key!r}]")
+    return copy.deepcopy(dict(metadata))  # as LangChain's splitter does
 
 
 def source_id_for(text: str, metadata: Mapping[str, Any], document_id: str | None = None) -> str:
     """The source id of a text: ``metadata["source"]``, else ``document_id``, else a text hash.
 
-    The fallback is ``"text:" + rechunk.identity.text_revision(text)``: never random,
-    but it differs for every revision of the text.
+    ``source`` may be a non-empty ``str``, an ``int`` (as its decimal text: ``7``
+    -> ``"7"``) or a path (``os.fspath`` of it), as LangChain loaders and users
+    set it. The fallback is ``"text:" + rechunk.identity.text_revision(text)``:
+    never random, but it differs for every revision of the text.
     """
     source = metadata.get("source")
     if source is not None:
+        if type(source) is int:
+            return str(source)
+        if isinstance(source, PurePath):
+            source = os.fspath(source)
         if not isinstance(source, str) or not source:
             raise InputError(
-                f"metadata['source'] must be a non-empty str to serve as the source id, "
-                f"got {source!r}"
+                "metadata['source'] must be a non-empty str, an int or a path to serve as the "
+                f"source id, got {source!r}"
             )
         return source
     if isinstance(document_id, str) and document_id:
@@ -200,22 +233,40 @@ class RechunkTextSplitter(TextSplitter):
     ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
     ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
     ``target_tokens``, ``min_tokens``, ``hard_max_tokens``); or a ready rechunk
-    chunker, e.g. ``RechunkTextSplitter(rechunk.policy_for(embedder, "cdc"))``,
-    which sizes chunks for the embedding model so none is truncated.
+    chunker, e.g. ``RechunkTextSplitter(rechunk.policy_for(embedder, "cdc"))``.
+
+    LangChain's own arguments are honoured (see :mod:`rechunk.adapters._splitting`):
+
+    * ``chunk_size``: the most units a chunk holds, counted by ``length_function``
+      when given, else in tokens of ``tokenizer``; the chunker is sized from it.
+      Unset, chunks are sized for the tokenizer's model when its window is known
+      (all-MiniLM-L6-v2 by default: structured 138/198 tokens, never above 254).
+      A size above a known window is a :class:`~rechunk.ConfigError`.
+    * ``chunk_overlap`` (default 0): every chunk after the first also starts with
+      up to this many units of the text before it (whole words). Overlap makes
+      an edit near a boundary change two chunks' inputs; see the README for its
+      measured cost.
+    * ``add_start_index`` (default True): write ``start_index``/``end_index``.
+    * ``strip_whitespace`` (default True) and ``keep_separator`` (default
+      ``"end"``): where the whitespace between chunks goes
+      (:func:`rechunk.adapters._splitting.pieces`).
+    * ``separators`` / ``is_separator_regex``: whitespace separators are accepted
+      (rechunk cuts between words anyway); any other raises ConfigError.
+
+    ``page_content`` is always ``source[start_index:end_index]``, the exact
+    slice (CRLF and inner whitespace as in the source), and it is what the
+    embedding model gets, so ``input_key`` is the key of ``page_content``.
 
     ``model_id`` is the identity that enters each chunk's input key and id
     (default :func:`default_model_id`: the tokenizer's identity). Pass your
-    embedding model's rechunk ``model_id`` to make ``rechunk_input_key`` equal
-    the keys of rechunk's caches and :func:`rechunk.sync`.
+    embedding model's rechunk ``model_id`` to make ``input_key`` equal
+    the keys of :class:`CachedEmbeddings` over the same model.
 
-    Contracts: ``split_text(text)`` returns the embedding inputs of
-    ``chunker.chunk(text)`` in order; ``create_documents`` / ``split_documents``
-    / ``transform_documents`` return one ``Document`` per chunk with
-    ``page_content`` = the embedding input, a deterministic ``id`` and the
-    metadata described in this module's docstring (the input metadata is
-    deep-copied first; the keys in :data:`METADATA_KEYS` are overwritten). Input
-    metadata that is not JSON raises :class:`~rechunk.InputError` before any
-    chunk is produced. Blank texts produce no documents.
+    Contracts: ``split_text(text)`` returns the chunks' ``page_content`` in order;
+    ``create_documents`` / ``split_documents`` / ``transform_documents`` return one
+    ``Document`` per chunk with a deterministic ``id`` and the metadata described
+    in this module's docstring (the input metadata is deep-copied first; the keys
+    in :data:`METADATA_KEYS` are overwritten). Blank texts produce no documents.
     """
 
     def __init__(
@@ -224,26 +275,48 @@ class RechunkTextSplitter(TextSplitter):
         tokenizer: Any = None,
         *,
         model_id: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
+        length_function: Callable[[str], int] | None = None,
+        keep_separator: bool | str = "end",
+        add_start_index: bool = True,
+        strip_whitespace: bool = True,
+        separators: list[str] | None = None,
+        is_separator_regex: bool = False,
         **params: Any,
     ) -> None:
-        chunker = make_chunker(policy, tokenizer, params)
-        model_id = check_model_id(model_id)
-        self._chunker = chunker
-        super().__init__(
-            chunk_size=chunker.hard_max_tokens,
-            chunk_overlap=0,
-            length_function=self._count_tokens,
-            add_start_index=False,
-            strip_whitespace=True,
+        check_separators(separators, is_separator_regex)
+        keep = check_keep_separator(keep_separator)
+        add_start = check_flag("add_start_index", add_start_index)
+        strip = check_flag("strip_whitespace", strip_whitespace)
+        sizing = build_sizing(
+            policy,
+            tokenizer,
+            params,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length_function=length_function,
+            receiver="the splitter",
         )
-        self._model_id = model_id or default_model_id(chunker)
+        model_id = check_model_id(model_id)
+        self._sizing = sizing
+        self._chunker = sizing.chunker
+        super().__init__(
+            chunk_size=sizing.limit,
+            chunk_overlap=sizing.overlap,
+            length_function=self._count_tokens,
+            keep_separator=keep,  # type: ignore[arg-type]
+            add_start_index=add_start,
+            strip_whitespace=strip,
+        )
+        self._model_id = model_id or default_model_id(self._chunker)
 
     def __repr__(self) -> str:
         return f"RechunkTextSplitter({self._chunker!r}, model_id={self.model_id!r})"
 
     def _count_tokens(self, text: str) -> int:
-        """Content tokens of ``text`` under the chunker's tokenizer (characters without one)."""
-        counter = getattr(self._chunker, "token_counter", None)
+        """Units of ``text`` as ``chunk_size`` counts them (characters without a counter)."""
+        counter = self._sizing.counter or getattr(self._chunker, "token_counter", None)
         if counter is None:
             return len(text)
         return int(counter.count_many([text])[0])
@@ -255,25 +328,28 @@ class RechunkTextSplitter(TextSplitter):
 
     @property
     def policy_id(self) -> str:
-        """The chunker's policy id (written to ``rechunk_policy``)."""
+        """The chunker's policy id (written to ``policy``)."""
         return self._chunker.policy_id
 
     @property
     def model_id(self) -> str:
-        """The identity entering every input key (written to ``rechunk_model_id``)."""
+        """The identity entering every input key (written to ``model_id``)."""
         return self._model_id
 
     @classmethod
     def from_huggingface_tokenizer(
-        cls, tokenizer: Any, policy: str = "structured", **params: Any
+        cls, tokenizer: Any, policy: str = "structured", **kwargs: Any
     ) -> RechunkTextSplitter:
-        """A splitter counting tokens with a Hugging Face (fast) tokenizer.
+        """A splitter counting tokens with a Hugging Face tokenizer, as LangChain's.
 
-        ``tokenizer`` is a ``transformers`` fast tokenizer or a
-        ``tokenizers.Tokenizer``; ``params`` go to the chunker (and ``model_id``
-        to the splitter).
+        ``tokenizer`` is a ``transformers`` tokenizer (LangChain's type) or a
+        ``tokenizers.Tokenizer``; ``kwargs`` are the splitter's (``chunk_size``,
+        ``chunk_overlap``, ``model_id``, ...) and the chunker's parameters. A
+        tokenizer loaded from a sentence-transformers folder knows its model's
+        window (all-MiniLM-L6-v2: 254 content tokens): the default sizes fit it
+        and a larger ``chunk_size`` is refused.
         """
-        return cls(policy, tokenizer, **params)
+        return cls(policy, tokenizer, **kwargs)
 
     @classmethod
     def from_tiktoken_encoder(
@@ -288,7 +364,9 @@ class RechunkTextSplitter(TextSplitter):
 
         A plain counting function reports no token offsets, so rechunk cuts an
         over-long word at evenly spaced characters and re-counts every chunk.
-        ``kwargs`` are ``policy``, ``model_id`` and the chunker's parameters.
+        ``kwargs`` are ``policy``, the splitter's arguments (``chunk_size``, ...)
+        and the chunker's parameters. The encoding tells no model window:
+        nothing is checked against one.
         """
         func = cls._tiktoken_length_function(
             encoding_name, model_name, allowed_special, disallowed_special
@@ -304,8 +382,20 @@ class RechunkTextSplitter(TextSplitter):
     # -- splitting ---------------------------------------------------------------------
 
     def split_text(self, text: str) -> list[str]:
-        """The embedding inputs of ``text``'s chunks, in order."""
-        return [chunk.text for chunk in self._chunker.chunk(text)]
+        """The chunks' texts (``page_content``), in order."""
+        return [piece.text for piece in self._pieces(text)]
+
+    def _pieces(self, text: str) -> list[Piece]:
+        """The chunks of ``text``: ``Piece.text == text[start:end]`` (overlap included)."""
+        found = pieces(
+            text,
+            self._chunker.chunk(text),
+            self._sizing,
+            strip_whitespace=self._strip_whitespace,
+            keep_separator=self._keep_separator,
+        )
+        check_window(found, self._sizing, "RechunkTextSplitter")
+        return found
 
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
@@ -339,38 +429,63 @@ class RechunkTextSplitter(TextSplitter):
         )
 
     def _split_all(self, items: list[tuple[str, dict[str, Any], str | None]]) -> list[Document]:
-        """Chunks of ``(text, metadata, document id)`` items; occurrences count per source."""
+        """Chunks of ``(text, metadata, document id)`` items; occurrences and ordinals count
+        per source across the call."""
         seen: dict[str, Counter[str]] = defaultdict(Counter)
+        ordinals: Counter[str] = Counter()
         out: list[Document] = []
         for text, metadata, document_id in items:
-            chunks = self._chunker.chunk(text)
-            if chunks:
+            found = self._pieces(text)
+            if found:
                 source = source_id_for(text, metadata, document_id)
-                out.extend(self._documents(chunks, metadata, source, seen[source]))
+                revision = text_revision(text)
+                docs = self._documents(
+                    found, metadata, source, revision, seen[source], ordinals[source]
+                )
+                ordinals[source] += len(docs)
+                out.extend(docs)
         return out
 
     def _documents(
-        self, chunks: list[Chunk], metadata: dict[str, Any], source: str, seen: Counter[str]
+        self,
+        found: list[Piece],
+        metadata: dict[str, Any],
+        source: str,
+        revision: str,
+        seen: Counter[str],
+        first: int,
     ) -> list[Document]:
         policy = self._chunker.policy_id
         out = []
-        for chunk, key, occurrence in keyed_chunks(chunks, self._model_id, seen):
+        keyed = list(keyed_chunks([_as_chunk(p) for p in found], self._model_id, seen))
+        for ordinal, (piece, (chunk, key, occurrence)) in enumerate(zip(found, keyed), first):
             fields = copy.deepcopy(metadata)
+            if self._add_start_index:
+                fields.update({START_KEY: chunk.start, END_KEY: chunk.end})
+            else:
+                fields.pop(START_KEY, None)
+                fields.pop(END_KEY, None)
             fields.update(
                 {
-                    START_KEY: chunk.start,
-                    END_KEY: chunk.end,
-                    SOURCE_ID_KEY: source,
+                    DOC_ID_KEY: source,
+                    REVISION_KEY: revision,
                     POLICY_KEY: policy,
-                    MODEL_ID_KEY: self._model_id,
                     INPUT_KEY_KEY: key,
-                    OCCURRENCE_KEY: occurrence,
+                    MODEL_ID_KEY: self._model_id,
+                    ORDINAL_KEY: ordinal,
+                    SPAN_START_KEY: piece.tile_start,
+                    SPAN_END_KEY: piece.tile_end,
                     TOKENS_KEY: chunk.tokens,
+                    OCCURRENCE_KEY: occurrence,
                 }
             )
             record = record_id(source, key, occurrence, fields)
             out.append(Document(id=record, page_content=chunk.text, metadata=fields))
         return out
+
+
+def _as_chunk(piece: Piece) -> Chunk:
+    return Chunk(piece.start, piece.end, piece.text, piece.tokens)
 
 
 def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any]) -> str:
@@ -385,22 +500,30 @@ def record_id(source: str, key: str, occurrence: int, metadata: Mapping[str, Any
     extra = {
         k: v
         for k, v in metadata.items()
-        if k not in METADATA_KEYS and not (k == "source" and v == source)
+        if k not in METADATA_KEYS and not (k == "source" and _same_source(v, source))
     }
     if not extra:
         return base
-    canonical = json.dumps(extra, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = canonical_json(extra, "metadata")
     return str(uuid.uuid5(POINT_NAMESPACE, hash_fields(_RECORD_DOMAIN, (base, canonical))))
+
+
+def _same_source(value: object, source: str) -> bool:
+    """Whether a ``source`` value is the source id ``source`` (an int or path as its text)."""
+    if type(value) is int:
+        return str(value) == source
+    if isinstance(value, PurePath):
+        return os.fspath(value) == source
+    return value == source
 
 
 def rechunk_key_encoder(document: Document) -> str:
     """``key_encoder`` for ``langchain_core.indexing.index``: a UUID of the input and metadata.
 
     Returns :func:`record_id` of (``source``, ``input_key(model, page_content)``,
-    ``occurrence``, metadata) with ``source`` = ``metadata["rechunk_source_id"]``,
-    else ``metadata["source"]``, else ``""``; ``model`` =
-    ``metadata["rechunk_model_id"]``, else :data:`FOREIGN_MODEL_ID`;
-    ``occurrence`` = ``metadata["rechunk_occurrence"]``, else 0. For a chunk of
+    ``occurrence``, metadata) with ``source`` = ``metadata["doc_id"]``, else
+    ``metadata["source"]``, else ``""``; ``model`` = ``metadata["model_id"]``, else
+    :data:`FOREIGN_MODEL_ID`; ``occurrence`` = ``metadata["occurrence"]``, else 0. For a chunk of
     :class:`RechunkTextSplitter` this is its ``Document.id``.
 
     The offsets (and the other keys rechunk writes) stay out of the key, so
@@ -416,9 +539,7 @@ def rechunk_key_encoder(document: Document) -> str:
     metadata = check_metadata(document.metadata, "document")  # what the splitter refuses too
     source = metadata.get(SOURCE_ID_KEY)
     if source is None:
-        source = metadata.get("source", "")
-    if not isinstance(source, str):
-        raise InputError(f"the source id must be a str, got {source!r}")
+        source = source_id_for("", metadata) if metadata.get("source") is not None else ""
     model = metadata.get(MODEL_ID_KEY) or FOREIGN_MODEL_ID
     if not isinstance(model, str):
         raise InputError(f"metadata[{MODEL_ID_KEY!r}] must be a str, got {model!r}")
@@ -434,36 +555,16 @@ def rechunk_key_encoder(document: Document) -> str:
 
 # --------------------------------------------------------------------------- embeddings
 
-_IDENTITY_ATTRIBUTES: Final = ("model", "model_name", "model_id", "repo_id", "deployment")
-_SHAPE_ATTRIBUTES: Final = ("dimensions",)
-
 
 def derive_model_id(underlying: object) -> str:
-    """A model identity for a LangChain ``Embeddings`` object, or :class:`~rechunk.ConfigError`.
+    """The model identity of a LangChain ``Embeddings``: class path and non-secret settings.
 
-    ``"langchain:<module>.<class>(<name>=<value>,...)"`` over the non-empty ``str``
-    attributes ``model``, ``model_name``, ``model_id``, ``repo_id``, ``deployment``
-    and the ``int`` attribute ``dimensions``. At least one name attribute must
-    exist; anything else that changes the vectors (normalisation, prompts, a
-    fine-tuned revision) is invisible here, so pass ``model_id`` yourself then.
+    ``"langchain:<module>.<class>(<name>=<value>,...)"``, see
+    :func:`rechunk.adapters._reuse.derive_identity` for what is left out (secrets,
+    batch sizes, clients, ...). Pass ``model_id`` when something else changes the
+    vectors.
     """
-    cls = type(underlying)
-    parts = []
-    for name in _IDENTITY_ATTRIBUTES:
-        value = getattr(underlying, name, None)
-        if isinstance(value, str) and value:
-            parts.append(f"{name}={value}")
-    if not parts:
-        raise ConfigError(
-            f"cannot derive a model identity from {cls.__qualname__}: it has none of the "
-            f"attributes {', '.join(_IDENTITY_ATTRIBUTES)}; pass model_id=... (a string that "
-            "changes whenever the vectors would)"
-        )
-    for name in _SHAPE_ATTRIBUTES:
-        value = getattr(underlying, name, None)
-        if type(value) is int:
-            parts.append(f"{name}={value}")
-    return f"langchain:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+    return derive_identity(underlying, "langchain")
 
 
 class CachedEmbeddings(ReuseReadouts, Embeddings):
@@ -472,7 +573,8 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
     ``underlying`` is any LangChain ``Embeddings``; ``cache`` any rechunk
     :class:`~rechunk.cache.EmbeddingCache` (``MemoryCache``, ``SQLiteCache``,
     :class:`ByteStoreCache` over a LangChain ``ByteStore``). ``model_id`` names
-    the model in every key (default :func:`derive_model_id`; never empty).
+    the model in every key (default :func:`derive_model_id`, from the class path
+    and non-secret settings of ``underlying``; never empty).
 
     Contracts:
 

@@ -5,8 +5,8 @@ Install with ``pip install 'rechunk[llamaindex]'``. Two pieces:
 :class:`RechunkNodeParser`
     A ``NodeParser`` backed by a rechunk chunker. Node ids are content-addressed
     (never LlamaIndex's random ``uuid4``), offsets are the chunker's true spans
-    (never recovered with ``str.find``), and the text LlamaIndex embeds for a
-    node is exactly the chunk's embedding input.
+    (never recovered with ``str.find``), and each node's input key covers exactly
+    what LlamaIndex embeds for it (metadata header included).
 :class:`CachedEmbedding`
     A ``BaseEmbedding`` that reuses vectors by rechunk input key from a rechunk
     :class:`~rechunk.cache.EmbeddingCache` and sends only misses to the wrapped
@@ -14,8 +14,8 @@ Install with ``pip install 'rechunk[llamaindex]'``. Two pieces:
 
 In an ``IngestionPipeline`` with ``DocstoreStrategy.UPSERTS`` a changed document
 is still deleted and re-added node by node (that is how the pipeline works),
-but the model only sees the chunks whose text is new, and unchanged chunks come
-back under the same node ids.
+but the model only sees the chunks whose embedded text is new, and unchanged
+chunks come back under the same node ids.
 
 Node fields set by :class:`RechunkNodeParser` (input: a ``Document`` or node
 whose ``node_id`` is the ref doc id). Give documents stable ids: a LlamaIndex
@@ -24,41 +24,58 @@ or ``SimpleDirectoryReader(..., filename_as_id=True)``), and then every node id
 changes on every load, so a docstore or vector store keeps nothing across runs
 (the cache still reuses vectors, which are keyed by text):
 
-* ``id_`` = ``rechunk.identity.point_id(ref_doc_id, rechunk_input_key,
-  rechunk_occurrence)``: a UUIDv5 that depends on no position;
-* ``text`` = the chunk's embedding input (:attr:`rechunk.Chunk.text`);
-* ``start_char_idx`` / ``end_char_idx`` = the chunk's span in the parsed text
-  (``text[start:end]`` is the span; ``text`` is ``rechunk.embedding_input`` of it);
-* relationships: ``SOURCE`` = the parsed document, ``PREVIOUS`` / ``NEXT`` = the
-  neighbouring chunks of the same document;
+* ``id_`` = ``rechunk.identity.point_id(root, input_key,
+  occurrence)``: a UUIDv5 that depends on no position, where ``root`` is
+  the document the input came from (its SOURCE when the input is a node of another
+  parser, whose own id is random; else the input itself); a custom ``id_func``
+  replaces it;
+* ``text`` = ``source[start_char_idx:end_char_idx]``, the exact slice of the parsed
+  text (the chunk's span without the whitespace at its edges);
+* relationships: ``SOURCE`` = the parsed node (after LlamaIndex's post-processing,
+  its document), ``PREVIOUS`` / ``NEXT`` = the neighbouring chunks of the same document;
 * metadata: the document's metadata (when ``include_metadata``, LlamaIndex's
-  default) plus ``rechunk_policy`` (policy id), ``rechunk_model_id`` (identity in
-  the key), ``rechunk_input_key`` (``rechunk.input_key(rechunk_model_id, text)``),
-  ``rechunk_occurrence`` (earlier chunks of the document with the same key) and
-  ``rechunk_tokens`` (content tokens of ``text``).
+  default) plus the fields of the points ``rechunk.sync`` writes in the
+  ``llamaindex`` layout, under the same names: ``doc_id`` (the root document),
+  ``revision`` (``text_revision`` of the parsed text), ``policy``, ``input_key``,
+  ``model_id``, ``ordinal`` (position among the document's nodes), ``start`` /
+  ``end`` (the chunker's span: spans tile the text, so they include the whitespace
+  ``start_char_idx`` / ``end_char_idx`` leave out), ``tokens``
+  (content tokens of ``text``), and ``occurrence`` (earlier nodes of the document
+  with the same key), so one collection has one schema whichever path wrote it.
 
-What is embedded: LlamaIndex embeds ``node.get_content(MetadataMode.EMBED)``,
-which prepends every metadata key not listed in
-``excluded_embed_metadata_keys``. :class:`RechunkNodeParser` lists *all* of a
-node's metadata keys there (the document's included), so the embedded bytes are
-exactly the chunk text and one input key names one vector whatever the metadata
-says. LLMs still see the document's metadata: only rechunk's keys are added to
-``excluded_llm_metadata_keys`` (beside the document's own exclusions).
+What is embedded is what LlamaIndex defines: ``node.get_content(MetadataMode.EMBED)``,
+the user's ``text_template`` around a header the ``metadata_template`` makes from
+every key not in ``excluded_embed_metadata_keys`` (the document's exclusions
+carry over), then the text. rechunk's own keys above are always excluded (from the
+LLM's view too). ``input_key`` is the key of that embedded string, so an
+unchanged header reuses vectors and a changed title re-embeds. Chunks shrink so
+that header and text fit ``chunk_size`` together (as in ``SentenceSplitter``).
+``embed_metadata=False`` excludes every key: the bare text is embedded.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import warnings
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from itertools import pairwise
 from typing import Any, Final
 
 from rechunk._optional import require
 from rechunk.adapters._reuse import (
+    DOC_ID_KEY,
     INPUT_KEY_KEY,
     MODEL_ID_KEY,
     OCCURRENCE_KEY,
+    ORDINAL_KEY,
     POLICY_KEY,
+    REVISION_KEY,
+    SCHEMA_KEYS,
+    SPAN_END_KEY,
+    SPAN_START_KEY,
     TOKENS_KEY,
     DocumentsAndQueries,
     ReuseReadouts,
@@ -67,21 +84,31 @@ from rechunk.adapters._reuse import (
     check_dimension,
     check_model_id,
     default_model_id,
-    keyed_chunks,
-    make_chunker,
+    derive_identity,
+)
+from rechunk.adapters._splitting import (
+    FACTORIES,
+    SIZE_PARAMS,
+    Sizing,
+    WindowWarning,
+    build_sizing,
+    check_separators,
+    check_window,
+    largest_chunk,
+    pieces,
 )
 from rechunk.cache import EmbeddingCache
 from rechunk.chunk import Chunker
 from rechunk.embedding import check_texts
-from rechunk.errors import ConfigError
-from rechunk.identity import point_id
+from rechunk.errors import ConfigError, InputError
+from rechunk.identity import input_key, point_id, text_revision
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
 
 from llama_index.core.async_utils import run_jobs  # noqa: E402
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding  # noqa: E402
 from llama_index.core.bridge.pydantic import Field, PrivateAttr  # noqa: E402
-from llama_index.core.callbacks import CallbackManager  # noqa: E402
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload  # noqa: E402
 from llama_index.core.node_parser.interface import NodeParser  # noqa: E402
 from llama_index.core.node_parser.node_utils import default_id_func  # noqa: E402
 from llama_index.core.schema import (  # noqa: E402
@@ -95,11 +122,16 @@ from llama_index.core.schema import (  # noqa: E402
 from llama_index.core.utils import get_tqdm_iterable  # noqa: E402
 
 __all__ = [
+    "DOC_ID_KEY",
     "INPUT_KEY_KEY",
     "METADATA_KEYS",
     "MODEL_ID_KEY",
     "OCCURRENCE_KEY",
+    "ORDINAL_KEY",
     "POLICY_KEY",
+    "REVISION_KEY",
+    "SPAN_END_KEY",
+    "SPAN_START_KEY",
     "TOKENS_KEY",
     "CachedEmbedding",
     "RechunkNodeParser",
@@ -107,14 +139,20 @@ __all__ = [
 ]
 
 #: The metadata keys :class:`RechunkNodeParser` writes (existing values are replaced).
-METADATA_KEYS: Final = (POLICY_KEY, MODEL_ID_KEY, INPUT_KEY_KEY, OCCURRENCE_KEY, TOKENS_KEY)
+METADATA_KEYS: Final = SCHEMA_KEYS
 
 _CUSTOM: Final = "custom"
+#: Id of a node between parsing and :meth:`RechunkNodeParser._finish` (never returned).
+_PENDING: Final = "rechunk-pending"
+#: The fewest tokens a node's metadata header may leave for its text.
+_MIN_BUDGET: Final = 8
 _TEXT_TEMPLATE: Final[str] = TextNode.model_fields["text_template"].default
 #: BaseEmbedding's bound on ``embed_batch_size``.
 _MAX_BATCH: Final[int] = 2048
 #: Fields that describe what was built at construction (assigning them raises ConfigError).
-_PARSER_FIXED: Final = frozenset({"policy", "params", "policy_id"})
+_PARSER_FIXED: Final = frozenset(
+    {"policy", "params", "policy_id", "tokenizer_id", "chunk_size", "chunk_overlap"}
+)
 _EMBEDDING_FIXED: Final = frozenset({"model_name"})
 _PICKLING: Final = "cannot be pickled (as IngestionPipeline(num_workers=...) needs)"
 
@@ -140,10 +178,13 @@ def _checked(name: str, value: Any) -> Any:
                 f"callback_manager must be a LlamaIndex CallbackManager or None, "
                 f"got {type(value).__name__}"
             )
-    elif name in ("include_metadata", "include_prev_next_rel") and type(value) is not bool:
+    elif (
+        name in ("include_metadata", "include_prev_next_rel", "embed_metadata")
+        and type(value) is not bool
+    ):
         raise ConfigError(f"{name} must be True or False, got {value!r}")
-    elif name == "id_func" and callable(value) and value is not default_id_func:
-        raise ConfigError("RechunkNodeParser sets content-addressed node ids; it takes no id_func")
+    elif name == "id_func" and value is not None and not callable(value):
+        raise ConfigError(f"id_func must be a callable (i, node) -> str or None, got {value!r}")
     elif name == "model_id" and check_model_id(value) is None:
         raise ConfigError("model_id must be a non-empty str, got None")
     elif name == "embed_batch_size":
@@ -154,6 +195,54 @@ def _checked(name: str, value: Any) -> Any:
         check_dimension(value)
     elif name == "cache_queries":
         check_cache_queries(value)
+    return value
+
+
+def _id_func(value: object) -> Any:
+    """``id_func`` as given; ``None`` for the default, also as ``to_dict`` wrote it."""
+    if isinstance(value, Mapping):  # to_dict() -> {"id_func_name": ..., "title": "id_func"}
+        name = value.get("id_func_name")
+        if name == default_id_func.__name__:
+            return None
+        raise ConfigError(
+            f"id_func {name!r} cannot be rebuilt from a dict: pass id_func=<the function> to "
+            "from_dict(data, id_func=...)"
+        )
+    if value is default_id_func:
+        return None
+    return value
+
+
+def _counter_identity(chunker: Chunker) -> str:
+    counter = getattr(chunker, "token_counter", None)
+    return str(getattr(counter, "identity", "") or "")
+
+
+def _check_tokenizer_given(tokenizer: object, tokenizer_id: object) -> None:
+    """A parser rebuilt from its dict needs its tokenizer back when it was not the default:
+    a dict cannot hold one (``from_dict(data, tokenizer=...)`` passes it)."""
+    if tokenizer is not None or not tokenizer_id:
+        return
+    default = _default_identity()
+    if default is not None and tokenizer_id != default:
+        raise ConfigError(
+            f"this parser counted tokens with {tokenizer_id!r}, which its dict cannot hold: "
+            "pass the same tokenizer, RechunkNodeParser.from_dict(data, tokenizer=...)"
+        )
+
+
+def _default_identity() -> str | None:
+    from rechunk.tokens import default_tokenizer_path, resolve_tokenizer
+
+    try:
+        return resolve_tokenizer(default_tokenizer_path()).identity
+    except (ConfigError, ImportError):
+        return None
+
+
+def _overlap(value: object, limit: int) -> int:
+    if type(value) is not int or not 0 <= value < limit:
+        raise ConfigError(f"chunk_overlap must be an int from 0 to {limit - 1}, got {value!r}")
     return value
 
 
@@ -214,7 +303,7 @@ class RechunkNodeParser(NodeParser):
 
     ``model_id`` is the identity in every input key and node id (default: the
     tokenizer's identity, ``"tokenizer:<identity>"``); pass your embedding
-    model's rechunk ``model_id`` to make ``rechunk_input_key`` equal rechunk's
+    model's rechunk ``model_id`` to make ``input_key`` equal rechunk's
     cache keys.
 
     ``policy``, ``params`` and ``policy_id`` describe the chunker, built once:
@@ -227,9 +316,11 @@ class RechunkNodeParser(NodeParser):
 
     Contracts: see the module docstring for ids, offsets, relationships and
     metadata. Offsets are restored after LlamaIndex's own post-processing
-    (which would recompute them with ``str.find``), and ``excluded_embed_metadata_keys``
-    is recomputed after its metadata merge, so ``node.get_content(MetadataMode.EMBED)
-    == node.text`` always holds. A document with blank text yields no node; text
+    (which would recompute them with ``str.find``), and input keys, ids and
+    PREVIOUS/NEXT are recomputed after its metadata merge, so ``input_key``
+    is always the key of ``node.get_content(MetadataMode.EMBED)``. ``chunk_size``,
+    ``chunk_overlap``, ``from_defaults``, ``id_func`` and ``embed_metadata`` as in
+    the module docstring. A document with blank text yields no node; text
     with NUL bytes or lone surrogates raises :class:`~rechunk.InputError`. Node ids
     are unique only per document id: give every document a stable ``id_``
     (LlamaIndex's default is random, and then nothing can be reused across runs).
@@ -242,10 +333,22 @@ class RechunkNodeParser(NodeParser):
     params: dict[str, Any] = Field(
         default_factory=dict, description="The chunker's parameters (hard maximum included)."
     )
+    chunk_size: int = Field(
+        default=0, description="The most tokens a node's text holds (overlap included)."
+    )
+    chunk_overlap: int = Field(
+        default=0, description="Tokens of the preceding text each node after the first repeats."
+    )
     model_id: str = Field(default="", description="Identity entering input keys and node ids.")
-    # ``id_func`` (inherited) is unused: ids are content-addressed; a serialised one is ignored.
     policy_id: str = Field(default="", description="The chunker's policy id.")
+    tokenizer_id: str = Field(default="", description="Identity of the token counter.")
+    embed_metadata: bool = Field(
+        default=True,
+        description="Embed the metadata header LlamaIndex's templates make (False: bare text).",
+    )
     _chunker: Chunker = PrivateAttr()
+    _sizing: Sizing = PrivateAttr()
+    _resized: dict[int, Sizing] = PrivateAttr(default_factory=dict)
 
     def __init__(
         self,
@@ -253,21 +356,49 @@ class RechunkNodeParser(NodeParser):
         tokenizer: Any = None,
         *,
         model_id: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
+        embed_metadata: bool = True,
         callback_manager: CallbackManager | None = None,
         params: Mapping[str, Any] | None = None,
         policy_id: str | None = None,
+        tokenizer_id: str | None = None,
         id_func: Any = None,
+        separator: str | None = None,
+        paragraph_separator: str | None = None,
         **chunker_params: Any,
     ) -> None:
-        _checked("id_func", id_func)
+        check_separators(separator, False, "separator")
+        check_separators(paragraph_separator, False, "paragraph_separator")
+        id_func = _id_func(id_func)
         if params is not None and not isinstance(params, Mapping):
             raise ConfigError(
                 f"params must be a mapping of the chunker's parameters, got {type(params).__name__}"
             )
-        merged = {**(params or {}), **chunker_params}
-        chunker = make_chunker(policy, tokenizer, merged, receiver="the node parser")
+        if params is not None:  # rebuilt from its own fields (from_dict, pickling)
+            _check_tokenizer_given(tokenizer, tokenizer_id)
+            sizing = build_sizing(
+                policy, tokenizer, {**params, **chunker_params}, receiver="the node parser"
+            )
+            limit = chunk_size or sizing.limit
+            if type(limit) is not int or limit < sizing.chunker.hard_max_tokens:
+                raise ConfigError(
+                    f"chunk_size must be an int of at least the chunker's hard maximum "
+                    f"({sizing.chunker.hard_max_tokens}), got {chunk_size!r}"
+                )
+            sizing = replace(sizing, limit=limit, overlap=_overlap(chunk_overlap, limit))
+        else:
+            sizing = build_sizing(
+                policy,
+                tokenizer,
+                chunker_params,
+                chunk_size=chunk_size,
+                chunk_overlap=chunk_overlap,
+                receiver="the node parser",
+            )
+        chunker = sizing.chunker
         if policy_id is not None and policy_id != chunker.policy_id:
             raise ConfigError(
                 f"policy_id {policy_id!r} does not match the chunker built from these "
@@ -277,15 +408,65 @@ class RechunkNodeParser(NodeParser):
         kind = policy if isinstance(policy, str) else str(getattr(chunker, "kind", _CUSTOM))
         fields: dict[str, Any] = {  # this class's pydantic fields and NodeParser's
             "policy": kind,
-            "params": dict(getattr(chunker, "params", merged)),
+            "params": dict(getattr(chunker, "params", {})),
+            "chunk_size": sizing.limit,
+            "chunk_overlap": sizing.overlap,
             "model_id": model_id or default_model_id(chunker),
             "policy_id": chunker.policy_id,
+            "tokenizer_id": _counter_identity(chunker),
             "include_metadata": include_metadata,
             "include_prev_next_rel": include_prev_next_rel,
+            "embed_metadata": embed_metadata,
             "callback_manager": callback_manager,
+            "id_func": id_func,
         }
         super().__init__(**{name: _checked(name, value) for name, value in fields.items()})
         self._chunker = chunker
+        self._sizing = sizing
+
+    @classmethod
+    def from_defaults(
+        cls,
+        chunk_size: int | None = None,
+        chunk_overlap: int = 0,
+        tokenizer: Any = None,
+        policy: str | Chunker = "structured",
+        *,
+        callback_manager: CallbackManager | None = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Any = None,
+        **kwargs: Any,
+    ) -> RechunkNodeParser:
+        """A parser from the arguments LlamaIndex's ``SentenceSplitter.from_defaults`` takes.
+
+        ``chunk_size`` counts tokens of ``tokenizer`` (rechunk's default:
+        all-MiniLM-L6-v2's; a LlamaIndex ``tokenizer`` function returning a list of
+        tokens works too); unset, chunks are sized for the tokenizer's model window
+        when it is known. ``separator`` and ``paragraph_separator`` are accepted when
+        they are whitespace; ``chunking_tokenizer_fn`` and
+        ``secondary_chunking_regex`` are refused (rechunk decides where sentences
+        end). ``kwargs``: ``policy`` parameters, ``model_id``, ``embed_metadata``.
+        """
+        for name in ("chunking_tokenizer_fn", "secondary_chunking_regex"):
+            if kwargs.get(name) is not None:
+                raise ConfigError(
+                    f"{name}: rechunk's chunkers find sentence ends themselves (Latin and "
+                    "full-width terminators) and cannot take another sentence splitter; drop it, "
+                    "or keep SentenceSplitter for this content"
+                )
+            kwargs.pop(name, None)
+        return cls(
+            policy,
+            tokenizer,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            callback_manager=callback_manager,
+            include_metadata=include_metadata,
+            include_prev_next_rel=include_prev_next_rel,
+            id_func=id_func,
+            **kwargs,
+        )
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Assign a field, checked as in the constructor; the chunker's fields are refused."""
@@ -320,43 +501,109 @@ class RechunkNodeParser(NodeParser):
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> list[BaseNode]:
         """One ``TextNode`` per chunk of each input node, in order (ids, offsets, relations set)."""
-        out: list[BaseNode] = []
-        for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
-            out.extend(self._parse_one(node))
-        return out
+        out: list[TextNode] = []
+        roots: list[str] = []
+        with self.callback_manager.event(
+            CBEventType.CHUNKING, payload={EventPayload.CHUNKS: []}
+        ) as event:
+            for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
+                parsed = self._parse_one(node)
+                out.extend(parsed)
+                roots.extend([_root_id(node)] * len(parsed))
+            event.on_end(payload={EventPayload.CHUNKS: [n.text for n in out]})
+        self._finish(out, roots)
+        return list(out)
+
+    def _sizing_for(self, node: BaseNode, metadata: dict[str, Any], excluded: list[str]) -> Sizing:
+        """The sizing of one input node: chunks shrink so that the metadata header LlamaIndex
+        embeds with them fits within ``chunk_size`` (as ``SentenceSplitter`` does)."""
+        sizing = self._sizing
+        if not self.embed_metadata or not metadata:
+            return sizing
+        probe = TextNode(
+            text="",
+            metadata=metadata,
+            excluded_embed_metadata_keys=excluded,
+            metadata_separator=node.metadata_separator,
+            metadata_template=node.metadata_template,
+            text_template=getattr(node, "text_template", _TEXT_TEMPLATE),
+        )
+        header = probe.get_content(MetadataMode.EMBED)
+        counter = sizing.counter or getattr(sizing.chunker, "token_counter", None)
+        if not header or counter is None:
+            return sizing
+        tokens = counter.count_many([header])[0]
+        budget = sizing.limit - tokens
+        largest = largest_chunk(sizing.chunker)
+        if largest <= budget:
+            return sizing
+        if budget < _MIN_BUDGET:
+            raise InputError(
+                f"node {node.node_id!r}: its metadata header ({tokens} tokens as embedded) leaves "
+                f"{budget} of chunk_size={sizing.limit} for text; list keys in "
+                "excluded_embed_metadata_keys, or pass embed_metadata=False"
+            )
+        if self.policy not in FACTORIES:
+            warnings.warn(
+                f"node {node.node_id!r}: a metadata header of {tokens} tokens on chunks of up to "
+                f"{largest} exceeds chunk_size={sizing.limit}; a ready chunker cannot be "
+                "resized: size it for the header, or pass embed_metadata=False",
+                WindowWarning,
+                stacklevel=4,
+            )
+            return sizing
+        cached = self._resized.get(budget)
+        if cached is None:
+            factor = budget / largest
+            params = {
+                k: (max(1, int(v * factor)) if k in SIZE_PARAMS else v)
+                for k, v in self.params.items()
+            }
+            params["hard_max_tokens"] = budget
+            chunker = FACTORIES[self.policy](tokenizer=counter, **params)
+            overlap = sizing.overlap if sizing.overlap < budget // 2 else budget // 10
+            cached = replace(sizing, chunker=chunker, limit=budget, overlap=overlap)
+            self._resized[budget] = cached
+        return cached
 
     def _parse_one(self, node: BaseNode) -> list[TextNode]:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
-        chunks = self._chunker.chunk(text)
-        if not chunks:
-            return []
-        ref_doc_id = node.node_id
-        source = node.as_related_node_info()
         inherited = copy.deepcopy(dict(node.metadata)) if self.include_metadata else {}
+        for key in METADATA_KEYS:
+            inherited.pop(key, None)
+        embed_excluded = [k for k in node.excluded_embed_metadata_keys if k not in METADATA_KEYS]
+        sizing = self._sizing_for(node, inherited, embed_excluded)
+        found = pieces(text, sizing.chunker.chunk(text), sizing)
+        check_window(found, sizing, "RechunkNodeParser")
+        if not found:
+            return []
+        source = node.as_related_node_info()
+        revision = text_revision(text)
         llm_excluded = [
             key for key in node.excluded_llm_metadata_keys if key not in METADATA_KEYS
         ] + list(METADATA_KEYS)
-        policy_id = self._chunker.policy_id
+        custom_ids = self.id_func is not None and self.id_func is not default_id_func
         parsed: list[TextNode] = []
-        for chunk, key, occurrence in keyed_chunks(chunks, self.model_id):
+        for i, piece in enumerate(found):
             metadata = copy.deepcopy(inherited)
             metadata.update(
                 {
-                    POLICY_KEY: policy_id,
+                    REVISION_KEY: revision,
+                    POLICY_KEY: sizing.chunker.policy_id,
                     MODEL_ID_KEY: self.model_id,
-                    INPUT_KEY_KEY: key,
-                    OCCURRENCE_KEY: occurrence,
-                    TOKENS_KEY: chunk.tokens,
+                    SPAN_START_KEY: piece.tile_start,
+                    SPAN_END_KEY: piece.tile_end,
+                    TOKENS_KEY: piece.tokens,
                 }
             )
             parsed.append(
                 TextNode(
-                    id_=point_id(ref_doc_id, key, occurrence),
-                    text=chunk.text,
-                    start_char_idx=chunk.start,
-                    end_char_idx=chunk.end,
+                    id_=str(self.id_func(i, node)) if custom_ids else _PENDING,
+                    text=piece.text,
+                    start_char_idx=piece.start,
+                    end_char_idx=piece.end,
                     metadata=metadata,
-                    excluded_embed_metadata_keys=list(metadata),
+                    excluded_embed_metadata_keys=list(embed_excluded),
                     excluded_llm_metadata_keys=list(llm_excluded),
                     metadata_separator=node.metadata_separator,
                     metadata_template=node.metadata_template,
@@ -364,16 +611,55 @@ class RechunkNodeParser(NodeParser):
                     relationships={NodeRelationship.SOURCE: source},
                 )
             )
-        if self.include_prev_next_rel:
-            for before, after in zip(parsed, parsed[1:]):
-                after.relationships[NodeRelationship.PREVIOUS] = before.as_related_node_info()
-                before.relationships[NodeRelationship.NEXT] = after.as_related_node_info()
         return parsed
+
+    def _finish(self, nodes: Sequence[TextNode], roots: Sequence[str]) -> None:
+        """Input keys, occurrences, ids and PREVIOUS/NEXT of ``nodes`` from what is embedded.
+
+        The input key is that of ``node.get_content(MetadataMode.EMBED)``, the text
+        LlamaIndex embeds (the metadata header the templates make from the keys not
+        excluded, then the text), with rechunk's own keys always excluded; with
+        ``embed_metadata=False`` every key is excluded and the key is the text's.
+        Occurrences count per root document (``roots``) across the call.
+        """
+        seen: dict[str, Counter[str]] = defaultdict(Counter)
+        ordinals: Counter[str] = Counter()
+        custom_ids = self.id_func is not None and self.id_func is not default_id_func
+        for node, root in zip(nodes, roots):
+            node.metadata[DOC_ID_KEY] = root
+            node.metadata[ORDINAL_KEY] = ordinals[root]
+            ordinals[root] += 1
+            if self.embed_metadata:
+                excluded = [k for k in node.excluded_embed_metadata_keys if k not in METADATA_KEYS]
+                excluded += [k for k in METADATA_KEYS if k in node.metadata]
+            else:
+                excluded = list(node.metadata)
+            node.excluded_embed_metadata_keys = excluded
+            key = input_key(self.model_id, node.get_content(MetadataMode.EMBED))
+            occurrence = seen[root][key]
+            seen[root][key] += 1
+            node.metadata[INPUT_KEY_KEY] = key
+            node.metadata[OCCURRENCE_KEY] = occurrence
+            if not custom_ids:
+                node.id_ = point_id(root, key, occurrence)
+        for node in nodes:
+            node.relationships.pop(NodeRelationship.PREVIOUS, None)
+            node.relationships.pop(NodeRelationship.NEXT, None)
+        if self.include_prev_next_rel:
+            for (before, first), (after, second) in pairwise(zip(nodes, roots)):
+                if first == second:
+                    after.relationships[NodeRelationship.PREVIOUS] = before.as_related_node_info()
+                    before.relationships[NodeRelationship.NEXT] = after.as_related_node_info()
 
     def _postprocess_parsed_nodes(
         self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]
     ) -> list[BaseNode]:
-        """LlamaIndex's post-processing, then our offsets and embed exclusions win again."""
+        """LlamaIndex's post-processing, then our offsets, keys, ids and relations win again.
+
+        LlamaIndex recomputes offsets with ``str.find`` and merges the parent's
+        metadata into each node (which may change what is embedded): the true
+        offsets are put back and keys and ids recomputed from the final nodes.
+        """
         spans = [
             (node.start_char_idx, node.end_char_idx) if isinstance(node, TextNode) else None
             for node in nodes
@@ -382,31 +668,30 @@ class RechunkNodeParser(NodeParser):
         for node, span in zip(nodes, spans):
             if span is not None and isinstance(node, TextNode):
                 node.start_char_idx, node.end_char_idx = span
-            exclude = list(node.excluded_embed_metadata_keys)
-            exclude += [key for key in node.metadata if key not in exclude]
-            node.excluded_embed_metadata_keys = exclude
+        text_nodes = [node for node in nodes if isinstance(node, TextNode)]
+        self._finish(text_nodes, [node.ref_doc_id or node.node_id for node in text_nodes])
         return nodes
+
+
+def _root_id(node: BaseNode) -> str:
+    """The document a node comes from: its SOURCE when it has one (a node of another parser,
+    whose own id is random), else the node itself (a Document)."""
+    source = node.source_node
+    return source.node_id if source is not None else node.node_id
 
 
 # --------------------------------------------------------------------------- embeddings
 
-_UNKNOWN_NAMES: Final = frozenset({"", "unknown"})
-
 
 def derive_model_id(underlying: object) -> str:
-    """``"llamaindex:<module>.<class>(model_name=<name>)"``, or :class:`~rechunk.ConfigError`.
+    """The model identity of a LlamaIndex ``BaseEmbedding``: class path and non-secret fields.
 
-    Needs the underlying's ``model_name`` (``"unknown"`` does not count); pass
-    ``model_id`` yourself when anything else changes the vectors.
+    ``"llamaindex:<module>.<class>(<name>=<value>,...)"``, see
+    :func:`rechunk.adapters._reuse.derive_identity` for what is left out (secrets,
+    ``embed_batch_size``, ``num_workers``, callbacks, ...). Pass ``model_id`` when
+    something else changes the vectors.
     """
-    cls = type(underlying)
-    name = getattr(underlying, "model_name", None)
-    if not isinstance(name, str) or name in _UNKNOWN_NAMES:
-        raise ConfigError(
-            f"cannot derive a model identity from {cls.__qualname__}: its model_name is "
-            f"{name!r}; pass model_id=... (a string that changes whenever the vectors would)"
-        )
-    return f"llamaindex:{cls.__module__}.{cls.__qualname__}(model_name={name})"
+    return derive_identity(underlying, "llamaindex")
 
 
 class CachedEmbedding(ReuseReadouts, BaseEmbedding):

@@ -595,9 +595,11 @@ class QdrantStore(StoreBase["QdrantClient"]):
             if offset is None:
                 return
 
-    def _decode(self, point_id: Any, payload: dict[str, Any] | None) -> StoredPoint:
-        return StoredPoint(
-            str(point_id), from_qdrant(str(point_id), payload, self._layout, self._collection)
+    def _decode(self, point_id: Any, payload: dict[str, Any] | None) -> StoredPoint | None:
+        """The point, or None for one another tool wrote (skipped, see ``foreign_points``)."""
+        pid = str(point_id)
+        return self._decoded(
+            pid, lambda: from_qdrant(pid, payload, self._layout, self._collection)
         )
 
     # -- reads -----------------------------------------------------------------------------
@@ -618,12 +620,14 @@ class QdrantStore(StoreBase["QdrantClient"]):
             index = self._index()
             if index is not None:
                 wanted = [p for d in ids for p in index.by_doc.get(d, ())]
-                points.extend(self._decode(i, p) for i, p in index.payloads(wanted))
+                decoded = (self._decode(i, p) for i, p in index.payloads(wanted))
+                points.extend(p for p in decoded if p is not None)
                 return by_doc(points, ids)
             for chunk in batches(ids, 4 * self._batch_size):
                 condition = models.Filter(must=[self._match("doc_id", chunk)])
                 records = self._scroll(condition, page=32 * self._batch_size)
-                points.extend(self._decode(r.id, r.payload) for r in records)
+                decoded = (self._decode(r.id, r.payload) for r in records)
+                points.extend(p for p in decoded if p is not None)
         return by_doc(points, ids)
 
     def is_embedded(self) -> bool:
@@ -743,7 +747,8 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 with_vectors=False,
             )
         sign = -1.0 if vectors.distance == "euclid" else 1.0
-        return [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
+        hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
+        return [(point, score) for point, score in hits if point is not None]
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, Structu
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "STUDY_HARD_MAX", "policy_for"]
+__all__ = ["DEFAULT_POLICY", "POLICIES", "STUDY_HARD_MAX", "policy_for", "sized_params"]
 
 #: The study's frozen parameters (for a 512-token model window).
 STUDY_HARD_MAX = 512
@@ -21,6 +21,32 @@ DEFAULT_POLICY = "structured"
 
 def _scaled(value: int, scale: float) -> int:
     return max(1, int(value * scale))
+
+
+def sized_params(kind: str, content_tokens: int | None) -> dict[str, int]:
+    """The parameters :func:`policy_for` gives a ``kind`` for a model reading ``content_tokens``.
+
+    The study's sizes (fixed 304, recursive 400, cdc 176/352, structured 280/400,
+    hard maximum 512), scaled by ``content_tokens / 512`` when that is below 1
+    (``None``: unknown window, the study's sizes).
+    """
+    content = STUDY_HARD_MAX if content_tokens is None else content_tokens
+    if content < 8:
+        raise ConfigError(f"a model window of {content} content tokens is too small to chunk for")
+    scale = min(1.0, content / STUDY_HARD_MAX)
+    params: dict[str, int]
+    if kind == "fixed":
+        params = {"max_tokens": _scaled(304, scale)}
+    elif kind == "recursive":
+        params = {"target_tokens": _scaled(400, scale)}
+    elif kind == "structured":
+        params = {"min_tokens": _scaled(280, scale), "max_tokens": _scaled(400, scale)}
+    elif kind == "cdc":
+        params = {"min_tokens": _scaled(176, scale), "max_tokens": _scaled(352, scale)}
+    else:
+        raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(POLICIES)}")
+    params["hard_max_tokens"] = min(STUDY_HARD_MAX, content)
+    return params
 
 
 def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any) -> Chunker:
@@ -39,25 +65,14 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     content = STUDY_HARD_MAX if window is None else window - special
     if content < 8:
         raise ConfigError(f"{embedder.model_id} reads only {content} content tokens")
-    scale = min(1.0, content / STUDY_HARD_MAX)
-    hard_max = min(STUDY_HARD_MAX, content)
     tokenizer = overrides.pop("tokenizer", getattr(embedder, "tokenizer", None))
-    params: dict[str, Any]
-    if kind == "fixed":
-        params = {"max_tokens": _scaled(304, scale)}
-        factory: Any = FixedChunker
-    elif kind == "recursive":
-        params = {"target_tokens": _scaled(400, scale)}
-        factory = RecursiveChunker
-    elif kind == "structured":
-        params = {"min_tokens": _scaled(280, scale), "max_tokens": _scaled(400, scale)}
-        factory = StructuredChunker
-    elif kind == "cdc":
-        params = {"min_tokens": _scaled(176, scale), "max_tokens": _scaled(352, scale)}
-        factory = CDCChunker
-    else:
-        raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(POLICIES)}")
-    params["hard_max_tokens"] = hard_max
+    params = sized_params(kind, content)
     params.update(overrides)
-    chunker: Chunker = factory(tokenizer=tokenizer, **params)
+    factories: dict[str, Any] = {
+        "fixed": FixedChunker,
+        "recursive": RecursiveChunker,
+        "structured": StructuredChunker,
+        "cdc": CDCChunker,
+    }
+    chunker: Chunker = factories[kind](tokenizer=tokenizer, **params)
     return chunker

@@ -6,9 +6,10 @@ cleanup, and a Qdrant vector store. Revision 1 of a document is indexed, then
 revision 2, and the script prints how many chunks and tokens the embedding
 model had to process for revision 2.
 
-The swap: ``RechunkTextSplitter`` instead of the text splitter,
-``key_encoder=rechunk_key_encoder`` in ``index()``, and the embeddings wrapped in
-``CachedEmbeddings``. Everything else stays as it was.
+The swap: ``RechunkTextSplitter`` instead of the text splitter, with the same
+arguments (``chunk_size`` in the model's tokens, ``add_start_index``; the overlap is
+dropped, since it costs reuse), ``key_encoder=rechunk_key_encoder`` in ``index()``,
+and the embeddings wrapped in ``CachedEmbeddings``. Everything else stays as it was.
 
 The policy is rechunk's paragraph-first ``"recursive"`` chunker sized for the
 model (``rechunk.policy_for(embedder, "recursive")``: at most 198 tokens for
@@ -133,7 +134,9 @@ def main() -> None:
         rechunk.SQLiteCache(Path(folder) / "vectors.sqlite") as cache,
     ):
         embeddings = CachedEmbeddings(counter, cache, model_id=embedder.model_id)
-        splitter = RechunkTextSplitter(chunker, model_id=embedder.model_id)
+        splitter = RechunkTextSplitter(
+            "recursive", chunk_size=max_tokens, add_start_index=True, model_id=embedder.model_id
+        )
         store = run("rechunk", splitter, rechunk_key_encoder, embeddings, counter)
         query = "Why does a heading help every chunking policy?"
         hit = store.similarity_search(query, k=1)[0]

@@ -117,7 +117,9 @@ def main() -> None:
         rechunk.SQLiteCache(Path(folder) / "vectors.sqlite") as cache,
     ):
         embedding = CachedEmbedding(counter, cache, model_id=embedder.model_id)
-        parser = RechunkNodeParser(chunker, model_id=embedder.model_id)
+        parser = RechunkNodeParser.from_defaults(  # SentenceSplitter's arguments, no overlap
+            chunk_size=target, policy="recursive", model_id=embedder.model_id
+        )
         vector_store = run("rechunk", [parser, embedding], counter)
         stats = embedding.stats
         print(f"  cache: {stats.hits} hits, {stats.misses} misses over both revisions")

@@ -231,7 +231,10 @@ def test_is_a_real_text_splitter() -> None:
     assert isinstance(splitter, TextSplitter)
     assert splitter.policy_id.startswith("structured-")  # the default policy
     assert splitter.model_id.startswith("tokenizer:hf:")
-    assert splitter.split_text(GUIDE_V1) == [c.text for c in splitter.chunker.chunk(GUIDE_V1)]
+    # page_content is the exact source slice of each chunk, without its edge whitespace
+    assert splitter.split_text(GUIDE_V1) == [
+        GUIDE_V1[c.start : c.end].strip() for c in splitter.chunker.chunk(GUIDE_V1)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -246,15 +249,16 @@ def test_documents_carry_true_offsets_and_ids(policy: str, params: dict[str, int
     splitter = RechunkTextSplitter(policy, **params)
     docs = splitter.create_documents([GUIDE_V1], [{"source": "guide.md", "lang": "en"}])
     assert len(docs) > 3
-    assert docs[0].metadata[START_KEY] == 0 and docs[-1].metadata[END_KEY] == len(GUIDE_V1)
-    for before, after in zip(docs, docs[1:]):
-        assert before.metadata[END_KEY] == after.metadata[START_KEY]  # spans tile the text
+    assert docs[0].metadata[START_KEY] == 0
+    assert docs[-1].metadata[END_KEY] == len(GUIDE_V1.rstrip())
+    for before, after in zip(docs, docs[1:]):  # only whitespace between two chunks
+        assert not GUIDE_V1[before.metadata[END_KEY] : after.metadata[START_KEY]].strip()
     seen: Counter[str] = Counter()
     for doc in docs:
         meta = doc.metadata
         assert set(METADATA_KEYS) <= set(meta)
         span = GUIDE_V1[meta[START_KEY] : meta[END_KEY]]
-        assert doc.page_content == rechunk.embedding_input(span)
+        assert doc.page_content == span
         assert meta["source"] == "guide.md" and meta["lang"] == "en"
         assert meta[SOURCE_ID_KEY] == "guide.md"
         assert meta[POLICY_KEY] == splitter.policy_id
@@ -380,18 +384,33 @@ def test_source_id_recipes() -> None:
         {1: "int key"},
     ],
 )
-def test_metadata_that_is_not_json_is_refused(metadata: dict[Any, Any]) -> None:
+def test_metadata_the_stock_splitter_takes_is_taken_and_keyed(metadata: dict[Any, Any]) -> None:
+    """Passed on unchanged; ids computed from it by the deterministic meta-v1 rule."""
+    splitter = RechunkTextSplitter("fixed", max_tokens=50)
+    docs = splitter.create_documents([GUIDE_V1], [metadata])
+    again = splitter.split_documents([Document(page_content=GUIDE_V1, metadata=metadata)])
+    assert [d.id for d in docs] == [d.id for d in again]
+    plain = splitter.create_documents([GUIDE_V1])
+    assert not {d.id for d in docs} & {d.id for d in plain}  # the metadata is in the id
+    for doc in docs:
+        key = next(iter(metadata))
+        assert doc.metadata[key] == metadata[key] or metadata[key] != metadata[key]  # NaN
+        assert rechunk_key_encoder(doc) == doc.id
+
+
+@pytest.mark.parametrize("value", [object(), threading.Lock(), "caf\udce9"])
+def test_metadata_no_key_can_cover_is_refused(value: Any) -> None:
     splitter = RechunkTextSplitter("fixed", max_tokens=50)
     with pytest.raises(InputError, match="metadata"):
-        splitter.create_documents([GUIDE_V1], [metadata])
+        splitter.create_documents([GUIDE_V1], [{"v": value}])
     with pytest.raises(InputError, match="metadata"):
-        splitter.split_documents([Document(page_content=GUIDE_V1, metadata=metadata)])
+        splitter.split_documents([Document(page_content=GUIDE_V1, metadata={"v": value})])
 
 
 def test_bad_source_and_inputs() -> None:
     splitter = RechunkTextSplitter("fixed", max_tokens=50)
     with pytest.raises(InputError, match="source"):
-        splitter.create_documents([GUIDE_V1], [{"source": 7}])
+        splitter.create_documents([GUIDE_V1], [{"source": 7.5}])
     with pytest.raises(InputError):
         splitter.create_documents([GUIDE_V1], [{}, {}])
     with pytest.raises(InputError):
@@ -418,11 +437,11 @@ def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
         RechunkTextSplitter("semantic")
     with pytest.raises(ConfigError):
         RechunkTextSplitter("fixed", max_tokns=5)
-    # LangChain habits get an answer, not a TypeError
-    with pytest.raises(ConfigError, match=r"chunk_overlap, chunk_size.*min_tokens and max_tokens"):
+    # LangChain arguments that cannot be honoured get an answer, not a TypeError
+    with pytest.raises(ConfigError, match=r"above the 254 content tokens all-MiniLM-L6-v2"):
         RechunkTextSplitter(chunk_size=300, chunk_overlap=30)
-    with pytest.raises(ConfigError, match=r"add_start_index.*always in the metadata"):
-        RechunkTextSplitter("recursive", add_start_index=True)
+    with pytest.raises(ConfigError, match=r"chunk_size and max_tokens both size"):
+        RechunkTextSplitter("fixed", chunk_size=100, max_tokens=50)
     with pytest.raises(ConfigError):
         RechunkTextSplitter("cdc", min_tokens=10, max_tokens=5)
     with pytest.raises(ConfigError):
@@ -505,10 +524,18 @@ def test_key_encoder_hashes_only_what_decides_the_input() -> None:
     assert rechunk_key_encoder(foreign) != rechunk_key_encoder(
         Document(page_content="plain text", metadata={"source": "a.md", "page": 4})
     )
-    # metadata the splitter refuses is refused here too (as LangChain's default encoders
-    # do): a repr would key a set or an object differently in every process
-    for bad in ({"when": date(2024, 1, 1)}, {"tags": {"a", "b"}}, {"n": {1: "x", "y": 2}},
-                {"name": "caf\udce9.md"}):
+    # metadata beyond JSON is keyed by the deterministic meta-v1 rule, never by a repr that
+    # would differ between processes; what has no deterministic form is refused
+    for fine in ({"when": date(2024, 1, 1)}, {"tags": {"a", "b"}}, {"n": {1: "x", "y": 2}}):
+        doc = Document(page_content="plain text", metadata=fine)
+        assert rechunk_key_encoder(doc) == rechunk_key_encoder(doc.model_copy(deep=True))
+    assert rechunk_key_encoder(
+        Document(page_content="t", metadata={"tags": {"a", "b"}})
+    ) == rechunk_key_encoder(Document(page_content="t", metadata={"tags": {"b", "a"}}))
+    assert rechunk_key_encoder(
+        Document(page_content="t", metadata={"when": date(2024, 1, 1)})
+    ) != rechunk_key_encoder(Document(page_content="t", metadata={"when": "2024-01-01"}))
+    for bad in ({"name": "caf\udce9.md"}, {"o": object()}):
         with pytest.raises(InputError, match="metadata"):
             rechunk_key_encoder(Document(page_content="plain text", metadata=bad))
     with pytest.raises(InputError):
@@ -547,7 +574,7 @@ def test_embed_documents_sends_only_distinct_misses() -> None:
     assert (
         cached.model_id
         == derive_model_id(fake)
-        == f"langchain:{__name__}.FakeEmbeddings(model=fake-model)"
+        == f"langchain:{__name__}.FakeEmbeddings(dim=8,model=fake-model)"
     )
 
 
@@ -612,8 +639,10 @@ def test_model_identity_is_in_the_key() -> None:
     CachedEmbeddings(other, cache).embed_documents(["a"])
     assert other.calls == [["a"]]
     explicit = FakeEmbeddings(model=None)
-    with pytest.raises(ConfigError, match="model_id"):
-        CachedEmbeddings(explicit, cache)
+    # no model name: the class path and its settings name it (the run-time call logs do not)
+    assert CachedEmbeddings(explicit, cache).model_id == f"langchain:{__name__}.FakeEmbeddings(dim=8)"
+    explicit.embed_documents(["state"])
+    assert derive_model_id(explicit) == f"langchain:{__name__}.FakeEmbeddings(dim=8)"
     with pytest.raises(ConfigError):
         CachedEmbeddings(explicit, cache, model_id="")
     with pytest.raises(ConfigError):

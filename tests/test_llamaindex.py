@@ -271,16 +271,18 @@ def test_nodes_carry_ids_offsets_relations_and_metadata(
     seen: Counter[str] = Counter()
     for i, (node, chunk) in enumerate(zip(nodes, chunks)):
         assert isinstance(node, TextNode)
-        assert node.text == chunk.text
-        assert (node.start_char_idx, node.end_char_idx) == (chunk.start, chunk.end)
-        assert (
-            rechunk.embedding_input(GUIDE_V1[node.start_char_idx : node.end_char_idx]) == node.text
-        )
+        # the node's text is the exact slice at its offsets: the chunk without edge whitespace
+        assert node.text == GUIDE_V1[chunk.start : chunk.end].strip()
+        assert GUIDE_V1[node.start_char_idx : node.end_char_idx] == node.text
+        assert chunk.start <= node.start_char_idx < node.end_char_idx <= chunk.end
         meta = node.metadata
         assert meta["title"] == "Choosing a chunking policy"
         assert meta[POLICY_KEY] == parser.policy_id
         assert meta[MODEL_ID_KEY] == parser.model_id
-        assert meta[INPUT_KEY_KEY] == input_key(parser.model_id, node.text)
+        # the key is that of what LlamaIndex embeds: the metadata header, then the text
+        embedded = node.get_content(MetadataMode.EMBED)
+        assert embedded == f"title: Choosing a chunking policy\nsecret: x\n\n{node.text}"
+        assert meta[INPUT_KEY_KEY] == input_key(parser.model_id, embedded)
         assert meta[OCCURRENCE_KEY] == seen[meta[INPUT_KEY_KEY]]
         seen[meta[INPUT_KEY_KEY]] += 1
         assert meta[TOKENS_KEY] == chunk.tokens
@@ -291,12 +293,11 @@ def test_nodes_carry_ids_offsets_relations_and_metadata(
             assert node.relationships[NodeRelationship.PREVIOUS].node_id == nodes[i - 1].id_
         if i < len(nodes) - 1:
             assert node.relationships[NodeRelationship.NEXT].node_id == nodes[i + 1].id_
-        # what LlamaIndex embeds is exactly the chunk's embedding input ...
-        assert node.get_content(MetadataMode.EMBED) == node.text
-        # ... while the LLM still sees the document's metadata, not rechunk's keys
+        # the LLM sees the document's metadata (less its exclusions), never rechunk's keys
         llm = node.get_content(MetadataMode.LLM)
         assert "title: Choosing a chunking policy" in llm and "secret" not in llm
-        assert not any(key in llm for key in METADATA_KEYS)
+        header = llm.split("\n\n")[0]
+        assert not {line.split(": ")[0] for line in header.splitlines()} & set(METADATA_KEYS)
         json.dumps(meta)
     assert NodeRelationship.PREVIOUS not in nodes[0].relationships
     assert NodeRelationship.NEXT not in nodes[-1].relationships
@@ -308,7 +309,9 @@ def test_offsets_survive_llamaindex_post_processing_on_repeated_text() -> None:
     tokens = resolve_tokenizer(None).count_many([paragraph])[0]
     parser = RechunkNodeParser("fixed", max_tokens=2 * tokens)  # two paragraphs per chunk
     doc = Document(text=text, id_="rep")
-    spans = [(c.start, c.end) for c in parser.chunker.chunk(text)]
+    spans = [
+        (c.start, c.start + len(text[c.start : c.end].rstrip())) for c in parser.chunker.chunk(text)
+    ]
     nodes = parser.get_nodes_from_documents([doc])
     assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == spans
     # LlamaIndex's own post-processing (str.find) would put the last chunk inside the first
@@ -350,10 +353,10 @@ def test_parser_refuses_bad_configuration_and_input() -> None:
         RechunkNodeParser("semantic")
     with pytest.raises(ConfigError):
         RechunkNodeParser("fixed", max_tokns=3)
-    with pytest.raises(ConfigError, match=r"chunk_size.*in tokens: max_tokens"):
-        RechunkNodeParser("fixed", chunk_size=512)  # SentenceSplitter's habit
-    with pytest.raises(ConfigError):
-        RechunkNodeParser("fixed", id_func=lambda i, doc: str(i))
+    with pytest.raises(ConfigError, match=r"chunk_size=512 is above the 254 content tokens"):
+        RechunkNodeParser("fixed", chunk_size=512)  # SentenceSplitter's default, for MiniLM
+    with pytest.raises(ConfigError, match="id_func"):
+        RechunkNodeParser("fixed", id_func="uuid4")
     with pytest.raises(ConfigError):
         RechunkNodeParser("fixed", model_id="")
     with pytest.raises(ConfigError):
@@ -375,14 +378,14 @@ def test_parser_refuses_bad_configuration_and_input() -> None:
 
 
 def test_parser_fields_are_checked_and_the_chunkers_cannot_be_reassigned() -> None:
-    parser = RechunkNodeParser("fixed", max_tokens=300)
+    parser = RechunkNodeParser("fixed", max_tokens=200)
     doc = Document(text=GUIDE_V1, id_="g")
     before = parser.to_dict()
     ids = [n.id_ for n in parser.get_nodes_from_documents([doc])]
     for name, value in [("policy", "cdc"), ("params", {"max_tokens": 30}), ("policy_id", "x")]:
         with pytest.raises(ConfigError, match=r"construct a new RechunkNodeParser"):
             setattr(parser, name, value)
-    bad = {"model_id": "", "include_metadata": "no", "callback_manager": 1, "id_func": len}
+    bad = {"model_id": "", "include_metadata": "no", "callback_manager": 1, "id_func": 7}
     for name, value in bad.items():
         with pytest.raises(ConfigError, match=name):
             setattr(parser, name, value)
@@ -429,8 +432,15 @@ def test_text_embeddings_send_only_distinct_misses() -> None:
 
 def test_model_identity_and_configuration() -> None:
     cache = MemoryCache()
-    with pytest.raises(ConfigError, match="model_id"):
-        CachedEmbedding(FakeEmbedding(model_name="unknown"), cache)
+    # MockEmbedding, a model without a name: its class path and fields name it
+    from llama_index.core.embeddings import MockEmbedding
+
+    mock = CachedEmbedding(MockEmbedding(embed_dim=8, embed_batch_size=3), cache)
+    assert mock.model_id == (
+        "llamaindex:llama_index.core.embeddings.mock_embed_model.MockEmbedding"
+        "(embed_dim=8,model_name=unknown)"
+    )
+    assert CachedEmbedding(MockEmbedding(embed_dim=4), cache).model_id != mock.model_id
     with pytest.raises(ConfigError):
         CachedEmbedding(object(), cache)
     with pytest.raises(ConfigError):
@@ -720,9 +730,10 @@ def _expected(
 def _check(
     embedded: list[list[str]], old: list[Any], new: list[Any], stored: dict[str, tuple[str, str]]
 ) -> None:
-    old_texts = {n.text for n in old}
-    new_texts = {n.text for n in new}
-    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once, no metadata
+    # what is embedded is LlamaIndex's embed content: the metadata header, then the text
+    old_texts = {n.get_content(MetadataMode.EMBED) for n in old}
+    new_texts = {n.get_content(MetadataMode.EMBED) for n in new}
+    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once
     assert sorted(embedded[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
     want = {n.id_: (n.text, n.ref_doc_id) for n in new}
     assert stored == want  # the store holds revision 2's nodes and nothing else

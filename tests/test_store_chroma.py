@@ -39,6 +39,7 @@ chromadb = pytest.importorskip("chromadb")
 from chromadb.config import Settings  # noqa: E402
 
 import rechunk.adapters.chroma as chroma_adapter  # noqa: E402
+from rechunk.adapters._layout import ForeignPointsWarning  # noqa: E402
 from rechunk.adapters.chroma import ChromaStore, http_client  # noqa: E402
 
 
@@ -146,8 +147,10 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
     raw = persistent.get_collection(name, embedding_function=None)
     raw.add(ids=[new_id()], embeddings=[unit(0)], metadatas=[{"doc_id": "theirs"}],
             documents=["?"])
-    with pytest.raises(StoreError, match="not a rechunk point"):
-        store.search(unit(0))
+    with pytest.warns(ForeignPointsWarning, match="not a rechunk point"):
+        assert store.search(unit(0)) == []  # skipped and left alone, never an error
+        assert store.get_points("theirs") == []
+    assert len(store.foreign_points) == 1
     assert store.doc_ids() == set()  # so that a prune never asks for its records
 
 

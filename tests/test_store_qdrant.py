@@ -36,7 +36,7 @@ from rechunk.store import PointPayload, PointWrite, StoredPoint
 qdrant_client = pytest.importorskip("qdrant_client")
 from qdrant_client import QdrantClient, models  # noqa: E402
 
-from rechunk.adapters._layout import Layout  # noqa: E402
+from rechunk.adapters._layout import ForeignPointsWarning, Layout, rechunk_fields  # noqa: E402
 from rechunk.adapters.qdrant import QdrantStore, local_client  # noqa: E402
 
 
@@ -254,9 +254,19 @@ def test_foreign_points_are_reported(client: QdrantClient) -> None:
         "docs",
         points=[models.PointStruct(id=new_id(), vector=unit(0).tolist(), payload=foreign)],
     )
-    with pytest.raises(StoreError, match="not a rechunk point"):
-        store.search(unit(0))
+    with pytest.warns(ForeignPointsWarning, match="not a rechunk point"):
+        assert store.search(unit(0)) == []  # skipped and left alone, never an error
+        assert store.get_points("theirs") == []
+    assert list(store.foreign_points) == [str(p.id) for p in client.scroll("docs")[0]]
     assert store.doc_ids() == set()  # so that a prune never asks for its points
+    # a point with rechunk's fields but a broken value is not another tool's: an error
+    broken = {"page_content": "t", "metadata": {**rechunk_fields(payload(0)), "ordinal": "x"}}
+    client.upsert(
+        "docs",
+        points=[models.PointStruct(id=new_id(), vector=unit(1).tolist(), payload=broken)],
+    )
+    with pytest.raises(StoreError, match="ordinal"):
+        store.search(unit(1))
 
 
 def test_collection_with_other_vector_names_is_refused(client: QdrantClient) -> None:

@@ -1,0 +1,686 @@
+"""Drop-in for real: the frameworks' own arguments, windows, metadata and offsets (issue 17).
+
+Each test runs the real LangChain / LlamaIndex classes (``index()``, ``IngestionPipeline``,
+``VectorStoreIndex``) on the project's own texts with rechunk's classes swapped in, as a
+migrating user would. Token counts come from the real all-MiniLM-L6-v2 tokenizer.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("llama_index.core")
+
+from langchain_core.documents import Document
+from langchain_core.indexing import InMemoryRecordManager, index
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.schema import Document as LlamaDocument
+from llama_index.core.schema import NodeRelationship
+from test_langchain import FakeEmbeddings
+
+import rechunk
+from rechunk.adapters._splitting import WindowWarning
+from rechunk.adapters.langchain import (
+    CachedEmbeddings,
+    RechunkTextSplitter,
+    rechunk_key_encoder,
+)
+from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
+from rechunk.errors import ConfigError
+from rechunk.tokens import default_tokenizer_path, resolve_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+#: examples/docs plus the README: the corpus the issue measured the defaults on
+CORPUS = {
+    path.name: path.read_text(encoding="utf-8")
+    for path in [*sorted((ROOT / "examples" / "docs").glob("*.md")), ROOT / "README.md"]
+}
+GUIDE = CORPUS["chunking-guide.md"]
+MINILM_WINDOW = 256  # tokens all-MiniLM-L6-v2 reads, [CLS] and [SEP] included
+
+
+def minilm_tokens(text: str) -> int:
+    """Tokens the model reads for ``text``, special tokens included."""
+    return len(resolve_tokenizer(None).tokenizer.encode(text).ids)  # type: ignore[attr-defined]
+
+
+def content_tokens(text: str) -> int:
+    return resolve_tokenizer(None).count_many([text])[0]
+
+
+def hf_minilm() -> Any:
+    """all-MiniLM-L6-v2's tokenizer as ``transformers`` loads it (what LangChain users pass)."""
+    transformers = pytest.importorskip("transformers")
+    folder = default_tokenizer_path().parent
+    return transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+def _index(docs: list[Document], embeddings: Any) -> tuple[InMemoryVectorStore, dict[str, Any]]:
+    store = InMemoryVectorStore(embedding=embeddings)
+    manager = InMemoryRecordManager(namespace="dropin")
+    manager.create_schema()
+    result = index(
+        docs,
+        manager,
+        store,
+        cleanup="incremental",
+        source_id_key="source",
+        key_encoder=rechunk_key_encoder,
+    )
+    time.sleep(0.01)
+    return store, dict(result)
+
+
+def _exact(docs: list[Document], sources: dict[str, str]) -> None:
+    for doc in docs:
+        meta = doc.metadata
+        assert sources[meta["source"]][meta["start_index"] : meta["end_index"]] == doc.page_content
+
+
+# --------------------------------------------------------------------------- 1. arguments
+
+
+def test_langchain_arguments_are_honoured_through_index() -> None:
+    """The arguments of a RecursiveCharacterTextSplitter, as a user carries them over."""
+    splitter = RechunkTextSplitter(
+        chunk_size=120,
+        chunk_overlap=20,
+        add_start_index=True,
+        keep_separator=True,
+        separators=["\n\n", "\n", " ", ""],
+        is_separator_regex=False,
+        strip_whitespace=True,
+    )
+    assert splitter._chunk_size == 120 and splitter._chunk_overlap == 20
+    docs = splitter.split_documents([Document(page_content=GUIDE, metadata={"source": "guide.md"})])
+    assert len(docs) > 5
+    assert all(content_tokens(d.page_content) <= 120 for d in docs)
+    _exact(docs, {"guide.md": GUIDE})
+    # the overlap: each chunk after the first starts inside the one before it
+    starts = [d.metadata["start_index"] for d in docs]
+    ends = [d.metadata["end_index"] for d in docs]
+    assert starts == sorted(starts)
+    assert sum(s < e for s, e in zip(starts[1:], ends)) >= len(docs) - 2
+    overlaps = [GUIDE[s:e] for s, e in zip(starts[1:], ends) if s < e]
+    assert all(0 < content_tokens(o) <= 20 for o in overlaps)
+    model = FakeEmbeddings()
+    store, result = _index(docs, CachedEmbeddings(model, rechunk.MemoryCache()))
+    assert result["num_added"] == len(docs) and len(store.store) == len(docs)
+    # regex whitespace separators mean the same thing
+    RechunkTextSplitter(separators=[r"\n\n", r"\n", r"\s+"], is_separator_regex=True)
+
+
+def test_length_function_counts_chunk_size() -> None:
+    splitter = RechunkTextSplitter(chunk_size=400, length_function=len, policy="recursive")
+    docs = splitter.create_documents([GUIDE], [{"source": "g"}])
+    assert len(docs) > 5 and max(len(d.page_content) for d in docs) <= 400
+    assert splitter.chunker.token_counter.identity == "callable:builtins.len"
+    _exact(docs, {"g": GUIDE})
+    with pytest.raises(ConfigError, match="either tokenizer or length_function"):
+        RechunkTextSplitter(chunk_size=400, length_function=len, tokenizer=default_tokenizer_path())
+
+
+def test_add_start_index_false_leaves_the_offsets_out() -> None:
+    docs = RechunkTextSplitter(add_start_index=False).create_documents([GUIDE], [{"source": "g"}])
+    assert docs and not any("start_index" in d.metadata or "end_index" in d.metadata for d in docs)
+    assert all(rechunk_key_encoder(d) == d.id for d in docs)
+
+
+@pytest.mark.parametrize(
+    ("keep_separator", "joined"),
+    [("end", True), (True, True), ("start", True), (False, False)],
+)
+def test_whitespace_between_chunks_goes_where_keep_separator_says(
+    keep_separator: Any, joined: bool
+) -> None:
+    text = "  " + GUIDE.replace("\n\n", "\n\n\n") + "\n\n"
+    splitter = RechunkTextSplitter(
+        "fixed", max_tokens=60, strip_whitespace=False, keep_separator=keep_separator
+    )
+    docs = splitter.create_documents([text], [{"source": "t"}])
+    _exact(docs, {"t": text})
+    assert ("".join(d.page_content for d in docs) == text) is joined
+    if keep_separator in (True, "start"):
+        assert all(d.page_content[:1].isspace() for d in docs)
+    elif keep_separator == "end":
+        assert all(d.page_content[-1:].isspace() for d in docs)
+    else:
+        assert all(d.page_content == d.page_content.strip() for d in docs)
+
+
+def test_arguments_that_cannot_be_honoured_say_what_to_use() -> None:
+    with pytest.raises(ConfigError, match=r"not whitespace \('\\nclass '\).*framework's own"):
+        RechunkTextSplitter(separators=["\nclass ", "\ndef ", "\n\n"])
+    with pytest.raises(ConfigError, match="not whitespace"):
+        RechunkTextSplitter(separators=[r"(?<=\.) "], is_separator_regex=True)
+    with pytest.raises(ConfigError, match="keep_separator"):
+        RechunkTextSplitter(keep_separator="middle")
+    with pytest.raises(ConfigError, match="is_separator_regex"):
+        RechunkTextSplitter(is_separator_regex="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="chunk_overlap=50 must be below chunk_size=50"):
+        RechunkTextSplitter(chunk_size=50, chunk_overlap=50)
+    with pytest.raises(ConfigError, match="chunk_overlap"):
+        RechunkTextSplitter(chunk_size=50, chunk_overlap=-1)
+    with pytest.raises(ConfigError, match="secondary_chunking_regex"):
+        RechunkNodeParser.from_defaults(secondary_chunking_regex="[^,.;]+[,.;]?")
+    with pytest.raises(ConfigError, match="chunking_tokenizer_fn"):
+        RechunkNodeParser.from_defaults(chunking_tokenizer_fn=str.split)
+    with pytest.raises(ConfigError, match="separator"):
+        RechunkNodeParser.from_defaults(separator="|")
+
+
+def test_from_huggingface_tokenizer_takes_chunk_size() -> None:
+    tokenizer = hf_minilm()
+    splitter = RechunkTextSplitter.from_huggingface_tokenizer(tokenizer, chunk_size=200)
+    docs = splitter.create_documents([GUIDE], [{"source": "g"}])
+    assert max(len(tokenizer.tokenize(d.page_content)) for d in docs) <= 200
+    overlapping = RechunkTextSplitter.from_huggingface_tokenizer(
+        tokenizer, chunk_size=100, chunk_overlap=10, policy="recursive"
+    )
+    assert max(len(tokenizer.tokenize(t)) for t in overlapping.split_text(GUIDE)) <= 100
+
+
+def test_from_tiktoken_encoder_takes_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    # tiktoken downloads its encodings: a word counter stands in for the encoder offline
+    monkeypatch.setattr(
+        RechunkTextSplitter,
+        "_tiktoken_length_function",
+        staticmethod(lambda *a, **k: lambda text: len(text.split())),
+    )
+    splitter = RechunkTextSplitter.from_tiktoken_encoder(
+        "cl100k_base", chunk_size=50, chunk_overlap=5
+    )
+    assert all(len(t.split()) <= 50 for t in splitter.split_text(GUIDE))
+
+
+def test_node_parser_from_defaults_in_an_ingestion_pipeline() -> None:
+    from llama_index.core.embeddings import MockEmbedding
+
+    parser = RechunkNodeParser.from_defaults(chunk_size=120, chunk_overlap=20)
+    assert (parser.chunk_size, parser.chunk_overlap) == (120, 20)
+    model = CachedEmbedding(MockEmbedding(embed_dim=8), rechunk.MemoryCache())  # no model_id
+    pipeline = IngestionPipeline(transformations=[parser, model])
+    nodes = pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+    assert len(nodes) > 5 and all(n.embedding for n in nodes)
+    assert all(content_tokens(n.text) <= 120 for n in nodes)
+    assert all(GUIDE[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+    assert sum(b.start_char_idx < a.end_char_idx for a, b in zip(nodes, nodes[1:])) > 0
+    # a LlamaIndex tokenizer (str -> list of tokens) counts chunk_size
+    words = RechunkNodeParser.from_defaults(chunk_size=60, tokenizer=str.split)
+    parsed = words.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    assert max(len(n.text.split()) for n in parsed) <= 60
+    # whitespace separators are what rechunk cuts at anyway
+    RechunkNodeParser.from_defaults(separator=" ", paragraph_separator="\n\n\n")
+
+
+def test_node_parser_honours_a_custom_id_func() -> None:
+    parser = RechunkNodeParser(id_func=lambda i, doc: f"{doc.id_}#{i}")
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    assert [n.id_ for n in nodes] == [f"g#{i}" for i in range(len(nodes))]
+    assert nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == "g#0"
+
+
+# --------------------------------------------------------------------------- 2. windows
+
+
+def test_default_splitters_fit_the_default_model_window() -> None:
+    """On examples/docs and the README, no default chunk is over MiniLM's 256 tokens."""
+    splitters: dict[str, Any] = {
+        "RechunkTextSplitter()": RechunkTextSplitter(),
+        "from_huggingface_tokenizer(MiniLM)": RechunkTextSplitter.from_huggingface_tokenizer(
+            hf_minilm()
+        ),
+    }
+    parser = RechunkNodeParser()
+    for name, splitter in splitters.items():
+        texts = [t for text in CORPUS.values() for t in splitter.split_text(text)]
+        assert len(texts) > 20, name
+        assert max(map(minilm_tokens, texts)) <= MINILM_WINDOW, name
+    nodes = parser.get_nodes_from_documents(
+        [LlamaDocument(text=text, id_=name) for name, text in CORPUS.items()]
+    )
+    assert max(minilm_tokens(n.text) for n in nodes) <= MINILM_WINDOW
+    assert parser.chunk_size == RechunkTextSplitter()._chunk_size == MINILM_WINDOW - 2
+
+
+def test_sizes_over_a_known_window_are_refused_or_warned() -> None:
+    for make in (
+        lambda: RechunkTextSplitter(chunk_size=300),
+        lambda: RechunkTextSplitter.from_huggingface_tokenizer(hf_minilm(), chunk_size=400),
+        lambda: RechunkNodeParser.from_defaults(chunk_size=1024),  # SentenceSplitter's default
+        lambda: RechunkTextSplitter("fixed", hard_max_tokens=512),
+    ):
+        with pytest.raises(ConfigError, match="254 content tokens all-MiniLM-L6-v2 reads"):
+            make()
+    with pytest.warns(WindowWarning, match="hard maximum \\(512 tokens\\)"):
+        RechunkTextSplitter(rechunk.StructuredChunker())
+    with pytest.warns(WindowWarning):
+        RechunkNodeParser(rechunk.FixedChunker(max_tokens=300))
+    # a window the splitter cannot know: no check (counted in characters)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RechunkTextSplitter(chunk_size=2000, length_function=len)
+
+
+# --------------------------------------------------------------------------- 4. metadata embedded
+
+
+class RecordingEmbedding:
+    """A real LlamaIndex BaseEmbedding (deterministic vectors) recording what it embeds."""
+
+    @staticmethod
+    def make() -> Any:
+        from llama_index.core.bridge.pydantic import PrivateAttr
+        from llama_index.core.embeddings import MockEmbedding
+
+        class Recording(MockEmbedding):
+            _seen: list[str] = PrivateAttr(default_factory=list)
+
+            def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+                self._seen.extend(texts)
+                return [[float(len(t) % 7 + 1), 1.0, float(i)] for i, t in enumerate(texts)]
+
+        return Recording(embed_dim=3)
+
+
+def _guide(title: str, **extra: Any) -> LlamaDocument:
+    return LlamaDocument(
+        text=GUIDE,
+        id_="guide.md",
+        metadata={"title": title, "file_path": "docs/guide.md", **extra},
+        excluded_embed_metadata_keys=["file_path"],
+    )
+
+
+def test_llamaindex_embeds_the_metadata_header_its_templates_make() -> None:
+    """As SentenceSplitter's nodes: the header of the keys not excluded, then the text; the
+    input key covers it, so an unchanged header reuses vectors and a changed title re-embeds."""
+    from llama_index.core.schema import MetadataMode
+
+    model = RecordingEmbedding.make()
+    cached = CachedEmbedding(model, rechunk.MemoryCache())
+    parser = RechunkNodeParser(model_id=cached.model_id)
+    pipeline = IngestionPipeline(transformations=[parser, cached])
+    nodes = pipeline.run(documents=[_guide("Choosing a policy")])
+    for node in nodes:
+        embedded = node.get_content(MetadataMode.EMBED)
+        assert embedded == f"title: Choosing a policy\n\n{node.text}"  # file_path excluded
+        assert node.metadata["input_key"] == rechunk.input_key(cached.model_id, embedded)
+        assert "input_key" not in embedded and "policy:" not in embedded  # never embedded
+        assert minilm_tokens(embedded) <= MINILM_WINDOW  # the header fits in the window too
+    assert sorted(model._seen) == sorted(n.get_content(MetadataMode.EMBED) for n in nodes)
+    model._seen.clear()
+    again = pipeline.run(documents=[_guide("Choosing a policy", file_path="elsewhere.md")])
+    assert model._seen == []  # header unchanged (file_path is excluded): every vector reused
+    assert [n.id_ for n in again] == [n.id_ for n in nodes]
+    retitled = pipeline.run(documents=[_guide("Choosing a chunking policy")])
+    assert len(model._seen) == len(retitled)  # a new title is in every input: all re-embedded
+    assert not {n.id_ for n in retitled} & {n.id_ for n in nodes}
+
+
+def test_llamaindex_templates_are_the_users() -> None:
+    from llama_index.core.schema import MetadataMode
+
+    doc = LlamaDocument(
+        text=GUIDE,
+        id_="g",
+        metadata={"title": "T", "lang": "en"},
+        metadata_template="<{key}|{value}>",
+        metadata_separator=" ",
+        text_template="{metadata_str}\n---\n{content}",
+    )
+    nodes = RechunkNodeParser().get_nodes_from_documents([doc])
+    assert all(
+        n.get_content(MetadataMode.EMBED) == f"<title|T> <lang|en>\n---\n{n.text}" for n in nodes
+    )
+
+
+def test_bare_text_is_an_option() -> None:
+    from llama_index.core.schema import MetadataMode
+
+    model = RecordingEmbedding.make()
+    cached = CachedEmbedding(model, rechunk.MemoryCache())
+    parser = RechunkNodeParser(model_id=cached.model_id, embed_metadata=False)
+    pipeline = IngestionPipeline(transformations=[parser, cached])
+    nodes = pipeline.run(documents=[_guide("Choosing a policy")])
+    assert all(n.get_content(MetadataMode.EMBED) == n.text for n in nodes)
+    assert all(n.metadata["title"] == "Choosing a policy" for n in nodes)  # kept, not embedded
+    assert "title: Choosing a policy" in nodes[0].get_content(MetadataMode.LLM)
+    model._seen.clear()
+    pipeline.run(documents=[_guide("Choosing a chunking policy")])
+    assert model._seen == []  # a new title changes no input
+    assert RechunkNodeParser.from_dict(parser.to_dict()).embed_metadata is False
+
+
+# --------------------------------------------------------------------------- 5. metadata values
+
+
+def test_metadata_the_stock_splitter_takes_goes_through_index() -> None:
+    """A datetime, a Path or int source, an int key: accepted, passed on unchanged, keyed by
+    the meta-v1 rule, so a second index() of the same documents skips every chunk."""
+    import datetime
+
+    metadatas = [
+        {"source": Path("docs/guide.md"), "modified": datetime.datetime(2024, 5, 1, 12, 0)},
+        {"source": 7, 3: "an int key", "day": datetime.date(2024, 5, 2)},
+    ]
+    splitter = RechunkTextSplitter("recursive", chunk_size=120)
+    docs = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], metadatas)
+    assert {d.metadata["doc_id"] for d in docs} == {"docs/guide.md", "7"}
+    assert isinstance(docs[0].metadata["modified"], datetime.datetime)  # unchanged
+    model = FakeEmbeddings()
+    store = InMemoryVectorStore(embedding=CachedEmbeddings(model, rechunk.MemoryCache()))
+    manager = InMemoryRecordManager(namespace="meta")
+    manager.create_schema()
+    first = index(docs, manager, store, cleanup="incremental", source_id_key="source",
+                  key_encoder=rechunk_key_encoder)  # fmt: skip
+    assert first["num_added"] == len(docs)
+    again = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], metadatas)
+    second = index(again, manager, store, cleanup="incremental", source_id_key="source",
+                   key_encoder=rechunk_key_encoder)  # fmt: skip
+    assert second["num_skipped"] == len(docs) and second["num_added"] == 0
+    touched = [{**metadatas[0], "modified": datetime.datetime(2024, 6, 1)}, metadatas[1]]
+    third = splitter.create_documents([GUIDE, CORPUS["sync-guide.md"]], touched)
+    n_guide = sum(d.metadata["doc_id"] == "docs/guide.md" for d in third)
+    result = index(third, manager, store, cleanup="incremental", source_id_key="source",
+                   key_encoder=rechunk_key_encoder)  # fmt: skip
+    assert result["num_added"] == n_guide  # the changed date reaches the store ...
+    assert sum(map(len, model.calls)) == len(docs)  # ... with every vector from the cache
+
+
+def test_llamaindex_metadata_values_are_keyed_as_embedded() -> None:
+    import datetime
+
+    from llama_index.core.schema import MetadataMode
+
+    parser = RechunkNodeParser()
+    doc = LlamaDocument(text=GUIDE, id_="g", metadata={"modified": datetime.date(2024, 5, 1)})
+    nodes = parser.get_nodes_from_documents([doc])
+    again = parser.get_nodes_from_documents([doc.model_copy(deep=True)])
+    assert [n.id_ for n in nodes] == [n.id_ for n in again]
+    assert nodes[0].get_content(MetadataMode.EMBED).startswith("modified: 2024-05-01\n\n")
+
+
+# --------------------------------------------------------------------------- 6. offsets
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_offsets_slice_the_source_exactly_in_both_frameworks(newline: str) -> None:
+    text = ("  " + GUIDE.replace("\n", newline) + newline * 3).replace(
+        "rechunk", "re\u00a0chunk", 2
+    )
+    splitter = RechunkTextSplitter(chunk_size=100)
+    docs = splitter.split_documents([Document(page_content=text, metadata={"source": "g"})])
+    assert len(docs) > 5
+    _exact(docs, {"g": text})
+    assert all(d.page_content == d.page_content.strip() for d in docs)
+    if newline == "\r\n":
+        assert sum("\r\n" in d.page_content for d in docs) > 3  # the source's own line breaks
+    overlapping = RechunkTextSplitter(chunk_size=100, chunk_overlap=15)
+    _exact(overlapping.create_documents([text], [{"source": "g"}]), {"g": text})
+    pipeline = IngestionPipeline(transformations=[RechunkNodeParser.from_defaults(chunk_size=100)])
+    nodes = pipeline.run(documents=[LlamaDocument(text=text, id_="g")])
+    assert len(nodes) > 5
+    assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+
+
+# --------------------------------------------------------------------------- 7. foreign points
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_points_another_tool_wrote_never_break_query_status_or_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """langchain_qdrant.add_documents into the collection `rechunk sync` keeps: the CLI's
+    query, status and sync still work, report the other points and leave them alone."""
+    import json
+    import shutil
+
+    pytest.importorskip("langchain_qdrant")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters._layout import ForeignPointsWarning
+    from rechunk.cli import main
+
+    shutil.copytree(ROOT / "examples" / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    assert main(["sync", "docs", "--json"]) == 0
+    capsys.readouterr()
+    client = QdrantClient(path=".rechunk/qdrant")
+    collection = client.get_aliases().aliases[0].collection_name
+    other = QdrantVectorStore(
+        client=client, collection_name=collection, embedding=DeterministicFakeEmbedding(size=384)
+    )
+    foreign_ids = other.add_documents(
+        [
+            Document(page_content="a note another tool wrote", metadata={"source": "x.md"}),
+            # the same doc_id as a synced document: sync reads it, and must leave it alone
+            Document(
+                page_content="its own chunk of the guide", metadata={"doc_id": "sync-guide.md"}
+            ),
+        ]
+    )
+    client.close()
+
+    def run(*args: str) -> tuple[int, Any]:
+        with pytest.warns(ForeignPointsWarning, match="did not write and left it alone"):
+            code = main([*args, "--json"])
+        out = capsys.readouterr().out
+        return code, json.loads(out)
+
+    code, status = run("status")
+    assert code == 0 and status["documents"] == 4 and status["other_points"] == 2
+    assert status["stale_check"] == "passed"
+    # query: the foreign point nearest to the query vector is skipped, not an error
+    code, hits = run("query", "its own chunk of the guide", "-k", "40")
+    assert code == 0 and hits and all(hit["doc_id"] in CORPUS for hit in hits)
+    guide = tmp_path / "docs" / "sync-guide.md"
+    guide.write_text(guide.read_text() + "\n\nA closing paragraph added later.\n")
+    code, report = run("sync", "docs")
+    assert code == 0 and report["documents"]["changed"] == 1 and report["stale_check"] == "passed"
+    client = QdrantClient(path=".rechunk/qdrant")
+    left = client.retrieve(collection, foreign_ids, with_payload=True)
+    client.close()
+    assert sorted(str(p.id) for p in left) == sorted(str(uuid.UUID(i)) for i in foreign_ids)
+
+
+# --------------------------------------------------------------------------- 9. LlamaIndex details
+
+
+def word_tokens(text: str) -> list[str]:
+    """A LlamaIndex-style tokenizer (text -> tokens), module-level so that it pickles."""
+    return text.split()
+
+
+def test_chunking_callback_event_as_the_stock_parser_emits() -> None:
+    from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+
+    debug = LlamaDebugHandler()
+    parser = RechunkNodeParser(callback_manager=CallbackManager([debug]))
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    pairs = debug.get_event_pairs(CBEventType.CHUNKING)
+    assert len(pairs) == 1
+    assert pairs[0][1].payload["chunks"] == [n.text for n in nodes]
+    assert debug.get_event_pairs(CBEventType.NODE_PARSING)
+
+
+def test_from_dict_with_a_custom_tokenizer() -> None:
+    import pickle
+
+    parser = RechunkNodeParser.from_defaults(chunk_size=60, chunk_overlap=6, tokenizer=word_tokens)
+    data = parser.to_dict()
+    assert data["tokenizer_id"] == f"callable:{__name__}.word_tokens"
+    with pytest.raises(ConfigError, match=r"from_dict\(data, tokenizer=\.\.\.\)"):
+        RechunkNodeParser.from_dict(data)
+    again = RechunkNodeParser.from_dict(data, tokenizer=word_tokens)
+    assert (again.policy_id, again.chunk_size, again.chunk_overlap) == (parser.policy_id, 60, 6)
+    doc = LlamaDocument(text=GUIDE, id_="g")
+    ids = [n.id_ for n in parser.get_nodes_from_documents([doc])]
+    assert [n.id_ for n in again.get_nodes_from_documents([doc])] == ids
+    assert [
+        n.id_ for n in pickle.loads(pickle.dumps(parser)).get_nodes_from_documents([doc])
+    ] == ids
+    json_again = RechunkNodeParser.from_json(parser.to_json(), tokenizer=word_tokens)
+    assert json_again.policy_id == parser.policy_id
+
+
+def test_node_ids_are_stable_when_chained_after_another_parser() -> None:
+    """MarkdownNodeParser gives its nodes random ids; rechunk's nodes key on the document."""
+    from llama_index.core.node_parser import MarkdownNodeParser
+
+    def run() -> list[Any]:
+        pipeline = IngestionPipeline(
+            transformations=[MarkdownNodeParser(), RechunkNodeParser.from_defaults(chunk_size=80)]
+        )
+        return pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+
+    first, second = run(), run()
+    assert len(first) > 5
+    assert [n.id_ for n in first] == [n.id_ for n in second]
+    assert {n.ref_doc_id for n in first} == {"guide.md"}
+    assert len({n.id_ for n in first}) == len(first)
+    for before, after in zip(first, first[1:]):
+        assert after.prev_node.node_id == before.id_ and before.next_node.node_id == after.id_
+
+
+# --------------------------------------------------------------------------- 8. one schema
+
+
+class HashEmbedder:
+    """A deterministic rechunk Embedder (8 dimensions) for schema tests: no model needed."""
+
+    model_id = "hash-8"
+    dimension = 8
+    max_input_tokens = None
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        rows = [np.random.default_rng(len(t) * 7919 + sum(map(ord, t))).random(8) for t in texts]
+        return np.asarray(rows, dtype=np.float32).reshape(len(rows), 8)
+
+
+class HashEmbeddings(FakeEmbeddings):
+    """The same vectors as a LangChain Embeddings."""
+
+    def vector(self, text: str) -> list[float]:
+        return [float(x) for x in HashEmbedder().embed([text])[0]]
+
+
+def _guide_chunker() -> Any:
+    return RechunkTextSplitter(model_id=HashEmbedder.model_id).chunker
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_langchain_layout_one_schema_whichever_path_wrote_it() -> None:
+    pytest.importorskip("langchain_qdrant")
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient, models
+
+    from rechunk.adapters._layout import ForeignPointsWarning
+    from rechunk.adapters.qdrant import QdrantStore
+
+    client = QdrantClient(":memory:")
+    synced = QdrantStore(client, "synced", "langchain")
+    synced.ensure_collection(8)
+    rechunk.sync(
+        [rechunk.Document("guide.md", GUIDE)], synced, chunker=_guide_chunker(),
+        embedder=HashEmbedder(),
+    )  # fmt: skip
+    client.create_collection(
+        "indexed", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE)
+    )
+    embeddings = CachedEmbeddings(HashEmbeddings(), rechunk.MemoryCache(), model_id="hash-8")
+    store = QdrantVectorStore(client=client, collection_name="indexed", embedding=embeddings)
+    splitter = RechunkTextSplitter(model_id="hash-8")
+    docs = splitter.split_documents([Document(page_content=GUIDE, metadata={"source": "guide.md"})])
+    manager = InMemoryRecordManager(namespace="schema")
+    manager.create_schema()
+    index(docs, manager, store, cleanup="incremental", source_id_key="source",
+          key_encoder=rechunk_key_encoder)  # fmt: skip
+
+    def metadata(collection: str) -> dict[str, dict[str, Any]]:
+        points = client.scroll(collection, limit=1000, with_payload=True)[0]
+        return {p.payload["metadata"]["input_key"]: p.payload["metadata"] for p in points}  # type: ignore[index]
+
+    by_sync, by_index = metadata("synced"), metadata("indexed")
+    assert by_sync.keys() == by_index.keys()  # the same inputs, the same keys
+    extras = ("source", "occurrence", "start_index", "end_index")
+    for key, written in by_index.items():
+        # the same fields, the same values; index() adds the user's source, the ids'
+        # occurrence and LangChain's start_index/end_index (the exact page_content slice)
+        assert {k: v for k, v in written.items() if k not in extras} == by_sync[key]
+        start, end = written["start_index"], written["end_index"]
+        assert written["start"] <= start < end <= written["end"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ForeignPointsWarning)  # rechunk reads both as its own
+        read = QdrantStore(client, "indexed", "langchain").get_points("guide.md")
+    assert sorted(p.payload.text for p in read) == sorted(d.page_content for d in docs)
+    assert set(read[0].payload.metadata) == {"source", "occurrence", "start_index", "end_index"}
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_llamaindex_layout_one_schema_whichever_path_wrote_it() -> None:
+    import json
+
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters._layout import ForeignPointsWarning
+    from rechunk.adapters.qdrant import QdrantStore
+
+    client = QdrantClient(":memory:")
+    synced = QdrantStore(client, "synced", "llamaindex")
+    synced.ensure_collection(8)
+    rechunk.sync(
+        [rechunk.Document("guide.md", GUIDE)], synced, chunker=_guide_chunker(),
+        embedder=HashEmbedder(),
+    )  # fmt: skip
+    from llama_index.core.embeddings import MockEmbedding
+
+    pipeline = IngestionPipeline(
+        transformations=[
+            RechunkNodeParser(model_id="hash-8"),
+            CachedEmbedding(MockEmbedding(embed_dim=8), rechunk.MemoryCache(), model_id="hash-8"),
+        ],
+        vector_store=QdrantVectorStore(client=client, collection_name="indexed"),
+    )
+    nodes = pipeline.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+
+    def payloads(collection: str) -> dict[str, dict[str, Any]]:
+        points = client.scroll(collection, limit=1000, with_payload=True)[0]
+        return {p.payload["input_key"]: dict(p.payload) for p in points}  # type: ignore[index]
+
+    by_sync, by_index = payloads("synced"), payloads("indexed")
+    assert by_sync.keys() == by_index.keys() and len(by_index) == len(nodes)
+    for key, written in by_index.items():
+        mine = json.loads(written.pop("_node_content"))
+        theirs = json.loads(by_sync[key].pop("_node_content"))
+        assert {k: v for k, v in written.items() if k != "occurrence"} == by_sync[key]
+        assert mine["text"] == theirs["text"]
+        # sync's node spans are the tiles; the parser's the exact slice of node.text
+        assert theirs["start_char_idx"] <= mine["start_char_idx"]
+        assert mine["end_char_idx"] <= theirs["end_char_idx"]
+        assert set(theirs["excluded_embed_metadata_keys"]) <= set(
+            mine["excluded_embed_metadata_keys"]
+        )
+        assert "1" in mine["relationships"] and "1" in theirs["relationships"]  # SOURCE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ForeignPointsWarning)
+        read = QdrantStore(client, "indexed", "llamaindex").get_points("guide.md")
+    assert [p.payload.text for p in read] == [n.text for n in nodes]
+    # LlamaIndex readers follow PREVIOUS / NEXT from what the parser wrote
+    first = json.loads(payloads("indexed")[nodes[1].metadata["input_key"]]["_node_content"])
+    assert first["relationships"]["2"]["node_id"] == nodes[0].id_  # PREVIOUS
+    assert first["relationships"]["3"]["node_id"] == nodes[2].id_  # NEXT

@@ -1,0 +1,87 @@
+"""LangChain's own standard test suites (``langchain-tests``) run against CachedEmbeddings.
+
+``EmbeddingsUnitTests`` constructs the class from ``embedding_model_params`` alone
+(no ``model_id``: the identity is derived from the wrapped model). The integration
+suite embeds for real with all-MiniLM-L6-v2 through a plain LangChain ``Embeddings``,
+cached in an SQLite file, as a user would wire it.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_tests")
+pytest.importorskip("pytest_asyncio")
+
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests
+from langchain_tests.unit_tests import EmbeddingsUnitTests
+
+import rechunk
+from rechunk.adapters.langchain import CachedEmbeddings
+
+
+class MiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 (the packaged weights, offline) as a LangChain Embeddings."""
+
+    def __init__(self) -> None:
+        from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+        self.embedder = SentenceTransformerEmbedder()
+        self.model = self.embedder.model_id
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.embed(texts).tolist()  # type: ignore[no-any-return]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+@functools.cache
+def _minilm() -> MiniLMEmbeddings:
+    return MiniLMEmbeddings()
+
+
+@functools.cache
+def _cache_path() -> Path:
+    return Path(tempfile.mkdtemp(prefix="rechunk-standard-")) / "vectors.sqlite"
+
+
+class TestCachedEmbeddingsUnit(EmbeddingsUnitTests):
+    @property
+    def embeddings_class(self) -> type[CachedEmbeddings]:
+        return CachedEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict[str, Any]:
+        return {"underlying": DeterministicFakeEmbedding(size=16), "cache": rechunk.MemoryCache()}
+
+
+class TestCachedEmbeddingsIntegration(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[CachedEmbeddings]:
+        return CachedEmbeddings
+
+    @property
+    def embedding_model_params(self) -> dict[str, Any]:
+        return {
+            "underlying": _minilm(),
+            "cache": rechunk.SQLiteCache(_cache_path()),
+            "cache_queries": True,
+        }
+
+
+def test_the_derived_identity_needs_no_model_id() -> None:
+    fake = DeterministicFakeEmbedding(size=16)
+    cached = CachedEmbeddings(fake, rechunk.MemoryCache())
+    assert cached.model_id == (
+        "langchain:langchain_core.embeddings.fake.DeterministicFakeEmbedding(size=16)"
+    )
+    assert CachedEmbeddings(DeterministicFakeEmbedding(size=8), rechunk.MemoryCache()).model_id != (
+        cached.model_id
+    )
