@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from rechunk.cache import EmbeddingCache, record_dimension
 from rechunk.cached_embedder import CachedEmbedder
-from rechunk.chunk import Chunk, Chunker
+from rechunk.chunk import Chunk, Chunker, embedding_input
 from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, EmbeddingError, InputError, StoreError
@@ -314,8 +314,10 @@ def _stored_chunks(doc: Document, stored: list[StoredPoint], policy: str) -> lis
     """The chunks ``policy`` makes of ``doc``, read back from its stored points when they
     prove it: their revision is this text's hash (not a caller's label) and they were cut
     by the same policy (its id names the chunker, its parameters, its version and the
-    tokenizer), with ordinals 0..n-1 whose spans tile the text from 0 to its end. Chunkers
-    are deterministic, so these are the chunks chunking would make again; None otherwise.
+    tokenizer), with ordinals 0..n-1 whose spans tile the text from 0 to its end, each
+    holding its span's embedding input (a point an adapter wrote holds the raw slice).
+    Chunkers are deterministic, so these are the chunks chunking would make again; None
+    otherwise.
     An unchanged document of a re-sync is then planned without being chunked."""
     if not stored or doc.revision != text_revision(doc.text):
         return None
@@ -329,6 +331,7 @@ def _stored_chunks(doc: Document, stored: list[StoredPoint], policy: str) -> lis
             or p.end <= p.start
             or p.revision != doc.revision
             or p.policy != policy
+            or p.text != embedding_input(doc.text[p.start : p.end])
         ):
             return None
         chunks.append(Chunk(p.start, p.end, p.text, p.tokens))
