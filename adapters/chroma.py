@@ -187,6 +187,10 @@ class ChromaStore(StoreBase["ClientAPI"]):
         except RechunkError:
             raise
         except Exception as exc:
+            if _bad_name(exc):
+                raise ConfigError(
+                    f"Chroma refuses the collection name {self._collection!r}: {exc}"
+                ) from exc
             if is_unreachable(exc):
                 raise StoreUnavailableError(
                     f"cannot reach Chroma to {action} collection {self._collection!r}: "
@@ -560,6 +564,12 @@ class ChromaStore(StoreBase["ClientAPI"]):
         """Delete the collection and every record in it."""
         with self._errors("drop"):
             self._client.delete_collection(self._collection)
+
+
+def _bad_name(exc: Exception) -> bool:
+    """Whether Chroma refused a collection name (its rules: 3-512 characters from
+    ``[a-zA-Z0-9._-]``, starting and ending with a letter or digit)."""
+    return type(exc).__name__ == "InvalidArgumentError" and "name:" in str(exc)
 
 
 def _requests(

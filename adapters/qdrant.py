@@ -180,7 +180,9 @@ class QdrantStore(StoreBase["QdrantClient"]):
             except Exception as exc:
                 raise self._translate(exc, action) from exc
 
-    def _translate(self, exc: Exception, action: str) -> StoreError:
+    def _translate(self, exc: Exception, action: str) -> RechunkError:
+        if isinstance(exc, ValueError) and "ollection name" in str(exc):
+            return ConfigError(f"Qdrant refuses the collection name {self._collection!r}: {exc}")
         if isinstance(exc, RuntimeError) and _LOCK_TEXT in str(exc):
             return _lock_error("its path", exc)
         status = getattr(exc, "status_code", None)

@@ -16,6 +16,7 @@ __all__ = [
     "InputError",
     "MissingDependencyError",
     "RechunkError",
+    "StaleCheckError",
     "StoreError",
     "StoreUnavailableError",
     "TransientError",
@@ -60,6 +61,17 @@ class CacheError(RechunkError):
 
 class StoreError(RechunkError):
     """The vector store refused the operation or holds an incompatible collection."""
+
+
+class StaleCheckError(StoreError):
+    """After publishing, the store does not hold exactly the synced revisions (points of
+    another revision left, or points missing). ``report`` is the run's full
+    :class:`~rechunk.sync.SyncReport` (``stale_check == "failed"``), so a caller keeps the
+    counts of what was written; running the same sync again repairs the store."""
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class StoreUnavailableError(StoreError, TransientError):

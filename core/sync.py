@@ -28,7 +28,7 @@ from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker
 from rechunk.document import Document
 from rechunk.embedding import Embedder
-from rechunk.errors import ConfigError, EmbeddingError, InputError, StoreError
+from rechunk.errors import ConfigError, EmbeddingError, InputError, StaleCheckError, StoreError
 from rechunk.identity import input_key, point_id
 from rechunk.measure import atoms, recompute_fraction
 from rechunk.store import (
@@ -97,8 +97,10 @@ class SyncReport:
     ``reindex_amplification`` is the bytes of the inputs embedded for changed
     documents per byte of edit atoms added or removed (words, CJK characters,
     punctuation; whitespace is no edit). ``stale_points`` counts points of a
-    synced document that carry another revision after the sync (the check
-    queries the store): it must be 0.
+    synced document that carry another revision, or that the new revision lacks, after
+    the sync (the check queries the store). When it is not 0, ``stale_check`` is
+    ``"failed"`` and :func:`sync` raises :class:`~rechunk.errors.StaleCheckError` whose
+    ``report`` is this report.
     """
 
     collection: str
@@ -466,19 +468,15 @@ def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order:
             store.delete(plan.delete)
 
 
-def _verify(plan: _Plan, points: list[StoredPoint]) -> int:
-    """Points of the document, as re-read after publishing, that are not exactly the new
-    revision's (0 when all is well)."""
+def _verify(plan: _Plan, points: list[StoredPoint]) -> tuple[int, int]:
+    """``(wrong, missing)`` for the document as re-read after publishing: points that are
+    not exactly the new revision's (another revision, or an id the plan does not have),
+    and points of the plan that are absent ((0, 0) when all is well)."""
     expected = set(plan.ids)
     stale = sum(1 for p in points if p.payload.revision != plan.doc.revision)
     missing = expected - {p.id for p in points}
     extra = {p.id for p in points} - expected
-    if missing:
-        raise StoreError(
-            f"verification failed for {plan.doc.doc_id!r}: {len(missing)} points missing after "
-            "publish; run the sync again"
-        )
-    return max(stale, len(extra))
+    return max(stale, len(extra)), len(missing)
 
 
 def sync(
@@ -511,6 +509,10 @@ def sync(
     ``dry_run=True`` plans and counts and writes nothing (no vector is computed).
     When documents carry ``version``, a document older than the version in the
     store is skipped, never written.
+    After publishing, every published document is read back (the stale check): when
+    one holds a point of another revision or lacks one of its own, sync raises
+    :class:`~rechunk.errors.StaleCheckError` (a :class:`StoreError`), whose ``report``
+    is the full :class:`SyncReport` with ``stale_check == "failed"``.
     ``reuse_from`` names further collections (same model) whose vectors may be
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
@@ -624,9 +626,23 @@ def sync(
         t0 = time.perf_counter()
         published = [p for p in plans if p.report.status in ("new", "changed")]
         reread = store.get_points_many([p.doc.doc_id for p in published])
-        report.stale_points = sum(_verify(p, reread[p.doc.doc_id]) for p in published)
-        report.stale_check = "passed" if report.stale_points == 0 else "failed"
+        failed: list[tuple[str, int, int]] = []
+        for plan in published:
+            wrong, missing = _verify(plan, reread[plan.doc.doc_id])
+            report.stale_points += wrong + missing
+            if wrong or missing:
+                failed.append((plan.doc.doc_id, wrong, missing))
+        report.stale_check = "passed" if not failed else "failed"
         seconds["verify"] += time.perf_counter() - t0
+        if failed:
+            doc_id, wrong, missing = failed[0]
+            more = f" (and {len(failed) - 1} more document(s))" if len(failed) > 1 else ""
+            raise StaleCheckError(
+                f"stale check failed: document {doc_id!r} holds {wrong} point(s) of another "
+                f"revision and lacks {missing} of its own after publish{more}; run the sync "
+                "again (the error's report has the counts)",
+                report,
+            )
     log.info(
         "sync collection=%s documents=%s tokens_embedded=%d",
         report.collection,
