@@ -1,8 +1,9 @@
 """The ``rechunk`` command line.
 
 Exit codes: 0 ok, 1 partial failure (a file or folder skipped), 2 usage or
-configuration error, 3 store or embedder error. Errors print one line; the
-traceback only with ``--debug``.
+configuration error, 3 store or embedder error (a failed stale check too). Errors
+print one line; the traceback only with ``--debug``. Names are printed through
+:func:`rechunk.files.printable` (control characters escaped).
 """
 
 from __future__ import annotations
