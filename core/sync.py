@@ -11,6 +11,7 @@ plan is always computed from what the store holds now).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -448,6 +449,14 @@ def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector
     return vectors
 
 
+def _guarded(store: VectorStore, version: int | None) -> dict[str, int]:
+    """``version=`` for a store whose writes and deletes can be conditional on the stored
+    version (Qdrant: never replace or delete a point of a newer version), else nothing."""
+    if version is None or not getattr(store, "conditional_versions", False):
+        return {}
+    return {"version": version}
+
+
 def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order: Order) -> None:
     writes = [
         PointWrite(w.id, w.payload, vectors[w.payload.input_key])
@@ -455,16 +464,71 @@ def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order:
         else w
         for w in plan.writes
     ]
+    guard: Any = _guarded(store, plan.doc.version)
     if order == "delete-then-upsert":
         if plan.delete:
-            store.delete(plan.delete)
+            store.delete(plan.delete, **guard)
         if writes:
-            store.write(writes)
+            store.write(writes, **guard)
     else:
         if writes:
-            store.write(writes)
+            store.write(writes, **guard)
         if plan.delete:
-            store.delete(plan.delete)
+            store.delete(plan.delete, **guard)
+
+
+#: Rounds of re-planning a versioned document that lost points to a concurrent writer
+#: (an older writer deleted a point this sync only updated), before the stale check fails.
+REPAIR_ROUNDS = 3
+
+
+def _settle(plan: _Plan, points: list[StoredPoint], store: VectorStore) -> tuple[int | None, bool]:
+    """After publishing a versioned document, clear what concurrent writers left.
+
+    Returns ``(newer, changed)``: ``newer`` is the newest version in the store when it is
+    newer than this sync's (this writer lost the race: every point older than that
+    version is deleted, its own included, so it leaves nothing behind); ``changed`` says
+    whether points were deleted (points of an older version, or of none, that are not
+    this revision's). Deletes are conditional where the store can (Qdrant), so a point a
+    newer writer wrote meanwhile is never removed."""
+    version = plan.doc.version
+    assert version is not None
+    newest = max((p.payload.version for p in points if p.payload.version is not None), default=None)
+    if newest is not None and newest > version:
+        older = [p.id for p in points if p.payload.version is None or p.payload.version < newest]
+        if older:
+            store.delete(older, **_guarded(store, newest - 1))
+        return newest, bool(older)
+    mine = set(plan.ids)
+    leftovers = [
+        p.id
+        for p in points
+        if p.id not in mine and (p.payload.version is None or p.payload.version <= version)
+    ]
+    if leftovers:
+        store.delete(leftovers, **_guarded(store, version))
+    return None, bool(leftovers)
+
+
+def _superseded(report: SyncReport, rep: DocumentReport, newest: int) -> None:
+    """Count a document whose newer version another writer stored during this sync."""
+    report.documents[rep.status] -= 1
+    report.documents["synced"] -= 1
+    report.documents["skipped"] += 1
+    rep.status = "skipped"
+    rep.reason = (
+        f"superseded: another writer stored version {newest} during this sync; "
+        "this sync's points were removed"
+    )
+    log.warning("doc_id=%s superseded by version %d during the sync", rep.doc_id, newest)
+
+
+def _merge_repair(report: SyncReport, rep: DocumentReport, redo: DocumentReport) -> None:
+    """Add what a repair round wrote to the document's report and the run's chunk counts."""
+    for name in ("added", "updated", "from_cache", "from_store", "embedded", "tokens_embedded"):
+        setattr(rep, name, getattr(rep, name) + getattr(redo, name))
+    report.chunks["added"] += redo.added
+    report.chunks["updated"] += redo.updated
 
 
 def _verify(plan: _Plan, points: list[StoredPoint]) -> tuple[int, int]:
@@ -516,7 +580,52 @@ def sync(
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
+
+    Concurrent writers: after every sync of a document has returned, the store holds
+    exactly the chunks of the newest ``version`` any of them synced. On Qdrant every
+    write and delete of a versioned document is conditional on the stored version
+    (a point of a newer version is never replaced or deleted), and after publishing
+    the sync re-reads the document: a writer that finds a newer version removes its
+    own points and reports the document ``skipped`` ("superseded"); the newest writer
+    removes what older ones left and re-publishes points they deleted (at most
+    :data:`REPAIR_ROUNDS` times). Chroma has no conditional write: a store that offers
+    ``writer_lock()`` (ChromaStore) is locked for the whole sync, so writers of one
+    collection take turns. Documents without ``version`` have no order: concurrent
+    writers of one of them on Qdrant may end with a failed stale check (an error).
     """
+    lock = None if dry_run else getattr(store, "writer_lock", None)
+    with lock() if callable(lock) else contextlib.nullcontext():
+        return _sync(
+            documents,
+            store,
+            chunker=chunker,
+            embedder=embedder,
+            cache=cache,
+            order=order,
+            prune=prune,
+            keep=keep,
+            dry_run=dry_run,
+            reuse_from=reuse_from,
+            progress=progress,
+        )
+
+
+
+def _sync(
+    documents: Iterable[Document],
+    store: VectorStore,
+    *,
+    chunker: Chunker,
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    order: Order = "upsert-then-delete",
+    prune: bool = False,
+    keep: Iterable[str] = (),
+    dry_run: bool = False,
+    reuse_from: Sequence[VectorStore] = (),
+    progress: Progress | None = None,
+) -> SyncReport:
+    """:func:`sync` itself, with the writer lock (if any) held."""
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
     docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
@@ -625,6 +734,37 @@ def sync(
         t0 = time.perf_counter()
         published = [p for p in plans if p.report.status in ("new", "changed")]
         reread = store.get_points_many([p.doc.doc_id for p in published])
+        for _ in range(REPAIR_ROUNDS):
+            # versioned documents: concurrent writers are settled by version (see _settle)
+            again = False
+            for index, plan in enumerate(published):
+                if plan.doc.version is None:
+                    continue
+                points = reread[plan.doc.doc_id]
+                newer, deleted = _settle(plan, points, store)
+                again = again or deleted
+                if newer is not None:
+                    _superseded(report, plan.report, newer)
+                    continue
+                if deleted:
+                    points = store.get_points_many([plan.doc.doc_id])[plan.doc.doc_id]
+                if _verify(plan, points)[1]:  # points missing: plan and publish again
+                    redo = _plan(plan.doc, plan.chunks, chunker, model_id, points)
+                    if redo.report.status == "skipped":
+                        again = True
+                        continue
+                    found, _ = _vectors(
+                        [redo], raw_embedder, cache, [store], False, seconds, None
+                    )
+                    _publish(redo, {**vectors, **found}, store, order)
+                    _merge_repair(report, plan.report, redo.report)
+                    redo.report = plan.report
+                    published[index] = redo
+                    again = True
+            published = [p for p in published if p.report.status != "skipped"]
+            if not again:
+                break
+            reread = store.get_points_many([p.doc.doc_id for p in published])
         failed: list[tuple[str, int, int]] = []
         for plan in published:
             wrong, missing = _verify(plan, reread[plan.doc.doc_id])
