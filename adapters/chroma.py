@@ -48,7 +48,13 @@ from rechunk.adapters._layout import (
     is_unreachable,
     prepare_writes,
 )
-from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.errors import (
+    ConfigError,
+    RechunkError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
 
 require("chromadb", "chroma")
@@ -74,8 +80,9 @@ _MODEL_SAMPLE: Final = 256
 #: large"), and a sync that fails there would fail the same way on every re-run.
 MAX_REQUEST_BYTES: Final = 8 << 20
 #: How long one request to a Chroma server may wait for its answer (Chroma's default: for
-#: ever).
-REQUEST_SECONDS = 300.0
+#: ever); a server that does not answer within it (frozen, overloaded) fails the request
+#: with :class:`~rechunk.errors.StoreTimeoutError`.
+REQUEST_SECONDS = 60.0
 _BYTES_PER_NUMBER: Final = 24  # a float32 written out as JSON, with its separator
 #: The collection (in the same database) that holds rechunk's writer locks.
 LOCK_COLLECTION: Final = "rechunk-writer-locks"
@@ -102,7 +109,7 @@ def http_client(
     ``ValueError`` when it cannot; this turns that into rechunk's retry-safe error.
     Its requests wait for an answer for ever; this client's give up after
     :data:`REQUEST_SECONDS` (connecting: 10 s), so a server that stops answering
-    mid-sync is a :class:`StoreUnavailableError`, not a hang.
+    mid-sync is a :class:`~rechunk.errors.StoreTimeoutError`, not a hang.
     """
     kwargs: dict[str, Any] = {"host": host, "port": port, "ssl": ssl}
     if headers is not None:
@@ -209,6 +216,12 @@ class ChromaStore(StoreBase["ClientAPI"]):
             if _bad_name(exc):
                 raise ConfigError(
                     f"Chroma refuses the collection name {self._collection!r}: {exc}"
+                ) from exc
+            if _timed_out(exc):
+                raise StoreTimeoutError(
+                    f"the Chroma server did not answer within {REQUEST_SECONDS:g} s while "
+                    f"rechunk waited to {action} collection {self._collection!r} (is it "
+                    f"frozen or overloaded?): {type(exc).__name__}"
                 ) from exc
             if is_unreachable(exc):
                 raise StoreUnavailableError(
@@ -756,6 +769,21 @@ class _Lease:
             with contextlib.suppress(Exception):  # else it expires by itself
                 self._locks.delete(ids=[self._slot])
             self._slot = None
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it wraps) is a request that timed out."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or any(
+            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
+            for cls in type(current).__mro__
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _bad_name(exc: Exception) -> bool:

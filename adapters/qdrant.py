@@ -8,6 +8,7 @@ LlamaIndex's own Qdrant vector store reads it directly (see
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -40,7 +41,13 @@ from rechunk.adapters._layout import (
     prepare_writes,
     qdrant_payload,
 )
-from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.errors import (
+    ConfigError,
+    RechunkError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
 
 require("qdrant_client", "qdrant", package="qdrant-client")
@@ -104,6 +111,27 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
         if _LOCK_TEXT in str(exc):
             raise _lock_error(path, exc) from exc
         raise StoreError(f"cannot open the Qdrant folder {path}: {exc}") from exc
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it wraps) is a request that timed out (httpx's
+    timeouts, or gRPC's DEADLINE_EXCEEDED)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or any(
+            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
+            for cls in type(current).__mro__
+        ):
+            return True
+        code = getattr(current, "code", None)
+        if callable(code) and type(current).__module__.startswith("grpc"):
+            with contextlib.suppress(Exception):
+                if getattr(code(), "name", "") == "DEADLINE_EXCEEDED":
+                    return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _check_version(version: object) -> int | None:
@@ -194,6 +222,12 @@ class QdrantStore(StoreBase["QdrantClient"]):
         if isinstance(exc, RuntimeError) and _LOCK_TEXT in str(exc):
             return _lock_error("its path", exc)
         status = getattr(exc, "status_code", None)
+        if _timed_out(exc):
+            return StoreTimeoutError(
+                f"the Qdrant server did not answer in time while rechunk waited to {action} "
+                f"collection {self._collection!r} (is it frozen or overloaded?): "
+                f"{type(exc).__name__}: {exc}"
+            )
         if is_unreachable(exc) or status in _UNAVAILABLE_STATUS:
             return StoreUnavailableError(
                 f"cannot reach Qdrant to {action} collection {self._collection!r}: "

@@ -17,6 +17,7 @@ from rechunk.errors import (
     RechunkError,
     StaleCheckError,
     StoreError,
+    StoreTimeoutError,
     StoreUnavailableError,
     TransientError,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "SQLiteCache",
     "StaleCheckError",
     "StoreError",
+    "StoreTimeoutError",
     "StoreUnavailableError",
     "StructuredChunker",
     "SyncReport",

@@ -18,6 +18,7 @@ __all__ = [
     "RechunkError",
     "StaleCheckError",
     "StoreError",
+    "StoreTimeoutError",
     "StoreUnavailableError",
     "TransientError",
 ]
@@ -76,3 +77,8 @@ class StaleCheckError(StoreError):
 
 class StoreUnavailableError(StoreError, TransientError):
     """The vector store could not be reached (server down, path locked by another process)."""
+
+
+class StoreTimeoutError(StoreUnavailableError):
+    """The store took the request but did not answer in time (a frozen or overloaded
+    server). The message says what was waiting; a sync does not retry it."""

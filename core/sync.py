@@ -28,7 +28,15 @@ from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker
 from rechunk.document import Document
 from rechunk.embedding import Embedder
-from rechunk.errors import ConfigError, EmbeddingError, InputError, StaleCheckError, StoreError
+from rechunk.errors import (
+    ConfigError,
+    EmbeddingError,
+    InputError,
+    StaleCheckError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from rechunk.identity import input_key, point_id
 from rechunk.measure import atoms, changed_blocks, recompute_fraction
 from rechunk.store import (
@@ -467,14 +475,46 @@ def _publish(plan: _Plan, vectors: dict[str, Vector], store: VectorStore, order:
     guard: Any = _guarded(store, plan.doc.version)
     if order == "delete-then-upsert":
         if plan.delete:
-            store.delete(plan.delete, **guard)
+            _retrying(store.delete, plan.delete, **guard)
         if writes:
-            store.write(writes, **guard)
+            _retrying(store.write, writes, **guard)
     else:
         if writes:
-            store.write(writes, **guard)
+            _retrying(store.write, writes, **guard)
         if plan.delete:
-            store.delete(plan.delete, **guard)
+            _retrying(store.delete, plan.delete, **guard)
+
+
+#: Attempts of one publishing request that failed because the store could not be reached
+#: (a server restarting, a dropped connection), with waits of 1, 2 and 4 s in between; a
+#: request that timed out (StoreTimeoutError: a frozen server) is not repeated.
+PUBLISH_ATTEMPTS = 4
+PUBLISH_BACKOFF = 1.0
+
+
+def _retrying(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """``call(*args, **kwargs)``, repeated while the store is unavailable (writes and
+    deletes are idempotent: a request that did land is harmless to send again)."""
+    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+        try:
+            call(*args, **kwargs)
+            return
+        except StoreTimeoutError:
+            raise
+        except StoreUnavailableError as exc:
+            if attempt == PUBLISH_ATTEMPTS:
+                raise StoreUnavailableError(
+                    f"{exc} (publishing gave up after {PUBLISH_ATTEMPTS} attempts)"
+                ) from exc
+            wait = PUBLISH_BACKOFF * 2 ** (attempt - 1)
+            log.warning(
+                "store unavailable while publishing (%s); attempt %d of %d in %.0f s",
+                exc,
+                attempt + 1,
+                PUBLISH_ATTEMPTS,
+                wait,
+            )
+            time.sleep(wait)
 
 
 #: Rounds of re-planning a versioned document that lost points to a concurrent writer
