@@ -603,7 +603,8 @@ class ChromaStore(StoreBase["ClientAPI"]):
         and delete (a lease that ran out, say while the process was stopped, fails the
         sync with :class:`StoreError` rather than writing beside the next holder), and
         deletes its record at the end. A lock whose holder died is taken over once
-        ``LOCK_SECONDS`` pass without renewal; waiting longer than ``wait`` (default
+        ``LOCK_SECONDS`` pass without renewal (at once when the holder ran on this
+        machine and its process is gone); waiting longer than ``wait`` (default
         :data:`LOCK_WAIT_SECONDS`) raises :class:`StoreUnavailableError` naming the
         holder. The clocks of the machines involved must agree to well within
         ``LOCK_SECONDS``.
@@ -674,7 +675,7 @@ class _Lease:
         while True:
             records = self._records()
             now = time.time()
-            live = [(slot, m) for slot, m in records if float(m.get("expires", 0)) > now]
+            live = [(slot, m) for slot, m in records if self._live(m, now)]
             if not live:
                 slot = records[-1][0] + 1 if records else 0
                 self._locks.add(
@@ -688,7 +689,7 @@ class _Lease:
                     others = [
                         (other, m)
                         for other, m in self._records()
-                        if other != slot and float(m.get("expires", 0)) > time.time()
+                        if other != slot and self._live(m, time.time())
                     ]
                     if not others:
                         self._slot = self._id(slot)
@@ -719,6 +720,24 @@ class _Lease:
                     live[0][1].get("holder", "another writer"),
                 )
             time.sleep(random.uniform(0.05, 0.3))
+
+    def _live(self, metadata: Mapping[str, Any], now: float) -> bool:
+        """Whether a lock record still holds: not expired, and (its holder on this machine)
+        held by a process that still runs, so a writer killed here frees it at once."""
+        try:
+            if float(metadata.get("expires", 0)) <= now:
+                return False
+        except (TypeError, ValueError):
+            return False
+        host, _, pid = str(metadata.get("holder", "")).rpartition(":")
+        if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return False
+            except OSError:
+                return True  # it runs, as another user
+        return True
 
     def _metadata(self, now: float) -> dict[str, Any]:
         return {
