@@ -219,9 +219,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 ) from exc
             if _timed_out(exc):
                 raise StoreTimeoutError(
-                    f"the Chroma server did not answer within {REQUEST_SECONDS:g} s while "
-                    f"rechunk waited to {action} collection {self._collection!r} (is it "
-                    f"frozen or overloaded?): {type(exc).__name__}"
+                    f"cannot reach Chroma to {action} collection {self._collection!r}: the "
+                    f"server did not answer within {REQUEST_SECONDS:g} s (frozen or "
+                    f"overloaded?): {type(exc).__name__}"
                 ) from exc
             if is_unreachable(exc):
                 raise StoreUnavailableError(

@@ -224,8 +224,8 @@ class QdrantStore(StoreBase["QdrantClient"]):
         status = getattr(exc, "status_code", None)
         if _timed_out(exc):
             return StoreTimeoutError(
-                f"the Qdrant server did not answer in time while rechunk waited to {action} "
-                f"collection {self._collection!r} (is it frozen or overloaded?): "
+                f"cannot reach Qdrant to {action} collection {self._collection!r}: the "
+                f"server did not answer in time (frozen or overloaded?): "
                 f"{type(exc).__name__}: {exc}"
             )
         if is_unreachable(exc) or status in _UNAVAILABLE_STATUS:
