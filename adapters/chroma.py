@@ -11,8 +11,17 @@ default embedding model is never downloaded.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import logging
 import math
+import os
+import random
+import socket
+import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,7 +48,13 @@ from rechunk.adapters._layout import (
     is_unreachable,
     prepare_writes,
 )
-from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.errors import (
+    ConfigError,
+    RechunkError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
 
 require("chromadb", "chroma")
@@ -67,9 +82,19 @@ _READ_PAGE: Final = 4096
 #: large"), and a sync that fails there would fail the same way on every re-run.
 MAX_REQUEST_BYTES: Final = 8 << 20
 #: How long one request to a Chroma server may wait for its answer (Chroma's default: for
-#: ever).
-REQUEST_SECONDS = 300.0
+#: ever); a server that does not answer within it (frozen, overloaded) fails the request
+#: with :class:`~rechunk.errors.StoreTimeoutError`.
+REQUEST_SECONDS = 60.0
 _BYTES_PER_NUMBER: Final = 24  # a float32 written out as JSON, with its separator
+#: The collection (in the same database) that holds rechunk's writer locks.
+LOCK_COLLECTION: Final = "rechunk-writer-locks"
+#: How long a writer's lock lasts without renewal; the holder renews it every third of
+#: that, and a lock not renewed for this long (its holder killed or frozen) is taken over.
+LOCK_SECONDS = 60.0
+#: How long a writer waits for another writer's lock before it gives up.
+LOCK_WAIT_SECONDS = 900.0
+
+log = logging.getLogger("rechunk.chroma")
 
 
 def http_client(
@@ -86,7 +111,7 @@ def http_client(
     ``ValueError`` when it cannot; this turns that into rechunk's retry-safe error.
     Its requests wait for an answer for ever; this client's give up after
     :data:`REQUEST_SECONDS` (connecting: 10 s), so a server that stops answering
-    mid-sync is a :class:`StoreUnavailableError`, not a hang.
+    mid-sync is a :class:`~rechunk.errors.StoreTimeoutError`, not a hang.
     """
     kwargs: dict[str, Any] = {"host": host, "port": port, "ssl": ssl}
     if headers is not None:
@@ -178,6 +203,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
     """
 
     _flat = True  # Chroma metadata: str, int, float, bool or a flat list of one of them
+    _lease: _Lease | None = None  # while this object holds the writer lock
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -189,6 +215,16 @@ class ChromaStore(StoreBase["ClientAPI"]):
         except RechunkError:
             raise
         except Exception as exc:
+            if _bad_name(exc):
+                raise ConfigError(
+                    f"Chroma refuses the collection name {self._collection!r}: {exc}"
+                ) from exc
+            if _timed_out(exc):
+                raise StoreTimeoutError(
+                    f"cannot reach Chroma to {action} collection {self._collection!r}: the "
+                    f"server did not answer within {REQUEST_SECONDS:g} s (frozen or "
+                    f"overloaded?): {type(exc).__name__}"
+                ) from exc
             if is_unreachable(exc):
                 raise StoreUnavailableError(
                     f"cannot reach Chroma to {action} collection {self._collection!r}: "
@@ -455,6 +491,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         updates = [w for w in prepared if w.vector is None]
         upserts = [w for w in prepared if w.vector is not None]
         size = self._max_batch()
+        self._check_lease()
         with self._errors("write to"):
             current = self._current(collection, [w.id for w in prepared], size)
             missing = [w.id for w in updates if w.id not in current]
@@ -552,22 +589,234 @@ class ChromaStore(StoreBase["ClientAPI"]):
             return
         collection = self._require()
         size = self._max_batch()
+        self._check_lease()
         with self._errors("delete from"):
             for chunk in batches(unique, size):
                 collection.delete(ids=list(chunk))
 
 
+    # -- writers ---------------------------------------------------------------------------
+
+    @contextmanager
+    def writer_lock(self, wait: float | None = None) -> Iterator[None]:
+        """Hold this collection's writer lock for the block (``rechunk.sync`` takes it).
+
+        Chroma has no conditional write, so concurrent writers of one collection (two
+        processes, two machines) take turns: a lease kept in the collection
+        :data:`LOCK_COLLECTION` of the same database, one record per attempt, added
+        under a slot id that only the first writer's ``add`` creates (Chroma ignores
+        an ``add`` of an existing id), then checked: the writer holds the lock when the
+        record is its own and no other unexpired record exists. The holder renews the
+        lease every ``LOCK_SECONDS / 3`` from a thread, checks it before every write
+        and delete (a lease that ran out, say while the process was stopped, fails the
+        sync with :class:`StoreError` rather than writing beside the next holder), and
+        deletes its record at the end. A lock whose holder died is taken over once
+        ``LOCK_SECONDS`` pass without renewal (at once when the holder ran on this
+        machine and its process is gone); waiting longer than ``wait`` (default
+        :data:`LOCK_WAIT_SECONDS`) raises :class:`StoreUnavailableError` naming the
+        holder. The clocks of the machines involved must agree to well within
+        ``LOCK_SECONDS``.
+        """
+        lease = _Lease(self._client, self._collection, LOCK_SECONDS)
+        with self._errors("lock"):
+            lease.acquire(LOCK_WAIT_SECONDS if wait is None else wait)
+        self._lease = lease
+        try:
+            yield
+        finally:
+            self._lease = None
+            lease.release()
+
+    def _check_lease(self) -> None:
+        lease = getattr(self, "_lease", None)
+        if lease is not None:
+            lease.check()
+
     # -- generations -----------------------------------------------------------------------
 
     def collections(self) -> list[str]:
-        """The names of every collection of the client's database."""
+        """The names of every collection of the client's database (rechunk's own
+        :data:`LOCK_COLLECTION` left out)."""
         with self._errors("list the collections of"):
-            return [c.name for c in self._client.list_collections()]
+            names = [c.name for c in self._client.list_collections()]
+        return [name for name in names if name != LOCK_COLLECTION]
 
     def drop_collection(self) -> None:
         """Delete the collection and every record in it."""
         with self._errors("drop"):
             self._client.delete_collection(self._collection)
+
+
+class _Lease:
+    """One writer's turn at a collection (see :meth:`ChromaStore.writer_lock`)."""
+
+    def __init__(self, client: Any, collection: str, ttl: float) -> None:
+        self._client = client
+        self._name = collection
+        self._ttl = ttl
+        self._prefix = hashlib.sha256(collection.encode("utf-8")).hexdigest()[:24] + ":"
+        self._token = uuid.uuid4().hex
+        self._holder = f"{socket.gethostname()}:{os.getpid()}"
+        self._slot: str | None = None
+        self._valid_until = 0.0  # time.monotonic() when the lease runs out
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        self._locks: Any = None
+
+    def _records(self) -> list[tuple[int, dict[str, Any]]]:
+        page = self._locks.get(where={"collection": self._name}, include=["metadatas"])
+        found = []
+        for record_id, metadata in zip(page["ids"], page["metadatas"]):
+            if record_id.startswith(self._prefix) and metadata:
+                found.append((int(record_id[len(self._prefix) :]), dict(metadata)))
+        return sorted(found, key=lambda item: item[0])
+
+    def _id(self, slot: int) -> str:
+        return f"{self._prefix}{slot:012d}"
+
+    def acquire(self, wait: float) -> None:
+        self._locks = self._client.get_or_create_collection(
+            LOCK_COLLECTION, embedding_function=None, metadata={"rechunk:locks": 1}
+        )
+        deadline = time.monotonic() + wait
+        announced = False
+        while True:
+            records = self._records()
+            now = time.time()
+            live = [(slot, m) for slot, m in records if self._live(m, now)]
+            if not live:
+                slot = records[-1][0] + 1 if records else 0
+                self._locks.add(
+                    ids=[self._id(slot)],
+                    embeddings=[[1.0]],
+                    metadatas=[self._metadata(now)],
+                )
+                mine = self._locks.get(ids=[self._id(slot)], include=["metadatas"])
+                won = bool(mine["metadatas"]) and mine["metadatas"][0].get("token") == self._token
+                if won:
+                    others = [
+                        (other, m)
+                        for other, m in self._records()
+                        if other != slot and self._live(m, time.time())
+                    ]
+                    if not others:
+                        self._slot = self._id(slot)
+                        self._valid_until = time.monotonic() + self._ttl
+                        stale = [self._id(other) for other, _ in records]
+                        if stale:
+                            self._locks.delete(ids=stale)
+                        self._renewer = threading.Thread(
+                            target=self._renew_loop, name="rechunk-lease", daemon=True
+                        )
+                        self._renewer.start()
+                        return
+                    self._locks.delete(ids=[self._id(slot)])  # two at once: both back off
+                    live = others
+            if time.monotonic() > deadline:
+                holder = live[0][1] if live else {}
+                raise StoreUnavailableError(
+                    f"waited {wait:g} s for the writer lock of Chroma collection "
+                    f"{self._name!r}, held by {holder.get('holder', 'another writer')} "
+                    f"(it expires {max(0.0, float(holder.get('expires', 0)) - time.time()):.0f} "
+                    "s from now unless renewed); try again later"
+                )
+            if live and not announced:
+                announced = True
+                log.warning(
+                    "waiting for the writer lock of Chroma collection %r, held by %s",
+                    self._name,
+                    live[0][1].get("holder", "another writer"),
+                )
+            time.sleep(random.uniform(0.05, 0.3))
+
+    def _live(self, metadata: Mapping[str, Any], now: float) -> bool:
+        """Whether a lock record still holds: not expired, and (its holder on this machine)
+        held by a process that still runs, so a writer killed here frees it at once."""
+        try:
+            if float(metadata.get("expires", 0)) <= now:
+                return False
+        except (TypeError, ValueError):
+            return False
+        host, _, pid = str(metadata.get("holder", "")).rpartition(":")
+        if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                return False
+            except OSError:
+                return True  # it runs, as another user
+        return True
+
+    def _metadata(self, now: float) -> dict[str, Any]:
+        return {
+            "collection": self._name,
+            "token": self._token,
+            "holder": self._holder,
+            "expires": now + self._ttl,
+        }
+
+    def _renew(self) -> None:
+        """Extend the lease, or raise StoreError when it is no longer this writer's."""
+        assert self._slot is not None
+        if time.monotonic() > self._valid_until:
+            raise StoreError(
+                f"the writer lock of Chroma collection {self._name!r} ran out (this process "
+                f"was stopped or cut off for over {self._ttl:g} s) and another writer may "
+                "hold it now; nothing more was written: run the sync again"
+            )
+        started = time.monotonic()
+        self._locks.update(ids=[self._slot], metadatas=[self._metadata(time.time())])
+        mine = self._locks.get(ids=[self._slot], include=["metadatas"])
+        if not mine["metadatas"] or mine["metadatas"][0].get("token") != self._token:
+            raise StoreError(
+                f"the writer lock of Chroma collection {self._name!r} was taken over by "
+                "another writer; nothing more was written: run the sync again"
+            )
+        self._valid_until = started + self._ttl
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self._ttl / 3):
+            try:
+                self._renew()
+            except Exception:  # the next check() reports it
+                return
+
+    def check(self) -> None:
+        """Before a write: the lease must still be this writer's, with time to spare."""
+        if self._slot is None:
+            raise StoreError(f"the writer lock of Chroma collection {self._name!r} is not held")
+        if time.monotonic() > self._valid_until - self._ttl / 3:
+            self._renew()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join(timeout=5)
+        if self._slot is not None:
+            with contextlib.suppress(Exception):  # else it expires by itself
+                self._locks.delete(ids=[self._slot])
+            self._slot = None
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it wraps) is a request that timed out."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or any(
+            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
+            for cls in type(current).__mro__
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _bad_name(exc: Exception) -> bool:
+    """Whether Chroma refused a collection name (its rules: 3-512 characters from
+    ``[a-zA-Z0-9._-]``, starting and ending with a letter or digit)."""
+    return type(exc).__name__ == "InvalidArgumentError" and "name:" in str(exc)
 
 
 def _requests(

@@ -43,7 +43,13 @@ from rechunk.adapters._layout import (
     prepare_writes,
     qdrant_payload,
 )
-from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.errors import (
+    ConfigError,
+    RechunkError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
 
 require("qdrant_client", "qdrant", package="qdrant-client")
@@ -314,6 +320,35 @@ class _LocalIndex:
 _INDEXES: weakref.WeakKeyDictionary[Any, dict[bool, _LocalIndex]] = weakref.WeakKeyDictionary()
 
 
+def _timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it wraps) is a request that timed out (httpx's
+    timeouts, or gRPC's DEADLINE_EXCEEDED)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or any(
+            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
+            for cls in type(current).__mro__
+        ):
+            return True
+        code = getattr(current, "code", None)
+        if callable(code) and type(current).__module__.startswith("grpc"):
+            with contextlib.suppress(Exception):
+                if getattr(code(), "name", "") == "DEADLINE_EXCEEDED":
+                    return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _check_version(version: object) -> int | None:
+    if version is None:
+        return None
+    if type(version) is not int or version < 0:
+        raise ConfigError(f"version must be a non-negative int or None, got {version!r}")
+    return version
+
+
 @dataclass(frozen=True)
 class _Vectors:
     """The dense vector rechunk uses in an existing collection."""
@@ -388,10 +423,18 @@ class QdrantStore(StoreBase["QdrantClient"]):
             except Exception as exc:
                 raise self._translate(exc, action) from exc
 
-    def _translate(self, exc: Exception, action: str) -> StoreError:
+    def _translate(self, exc: Exception, action: str) -> RechunkError:
+        if isinstance(exc, ValueError) and "ollection name" in str(exc):
+            return ConfigError(f"Qdrant refuses the collection name {self._collection!r}: {exc}")
         if isinstance(exc, RuntimeError) and _LOCK_TEXT in str(exc):
             return _lock_error("its path", exc)
         status = getattr(exc, "status_code", None)
+        if _timed_out(exc):
+            return StoreTimeoutError(
+                f"cannot reach Qdrant to {action} collection {self._collection!r}: the "
+                f"server did not answer in time (frozen or overloaded?): "
+                f"{type(exc).__name__}: {exc}"
+            )
         if is_unreachable(exc) or status in _UNAVAILABLE_STATUS:
             return StoreUnavailableError(
                 f"cannot reach Qdrant to {action} collection {self._collection!r}: "
@@ -752,20 +795,38 @@ class QdrantStore(StoreBase["QdrantClient"]):
 
     # -- writes ----------------------------------------------------------------------------
 
-    def write(self, points: Sequence[PointWrite]) -> None:
+    #: ``write`` and ``delete`` take ``version=``: a conditional write that never replaces,
+    #: and a delete that never removes, a point of a newer version (rechunk.sync uses it).
+    conditional_versions: Final = True
+
+    def write(self, points: Sequence[PointWrite], *, version: int | None = None) -> None:
         """Upsert points with a vector; replace only the payload of those with ``vector=None``.
 
         Everything is validated before the first request; an empty sequence does nothing.
+
+        With ``version`` (a document's :attr:`~rechunk.Document.version`), an existing
+        point is replaced only while its stored version is absent or at most ``version``
+        (Qdrant's conditional ``update_filter``, checked by the server for each point),
+        so a writer of an older version never overwrites a newer one; a payload-only
+        update of a point that is missing, or newer, is skipped rather than refused (the
+        sync's verification finds and repairs it).
         """
         prepared = prepare_writes(points, self._layout, flat=False)
         if not prepared:
             return
+        version = _check_version(version)
         vectors = self._require()
         check_dimensions(prepared, vectors.dimension, f"Qdrant collection {self._collection!r}")
         updates = [w for w in prepared if w.vector is None]
         upserts = [w for w in prepared if w.vector is not None]
+        guard = None if version is None else self._not_newer(version)
         with self._errors("write to"), self._indexed() as index:
-            self._check_exist([w.id for w in updates])
+            if version is None:
+                self._check_exist([w.id for w in updates])
+            elif self.is_embedded():
+                # the client's lock is held for this whole call: read, check, write at once
+                allowed = set(self._not_newer_ids([w.id for w in updates], version))
+                updates = [w for w in updates if w.id in allowed]
             if index is not None and self._client in _TUNED_CLIENTS:
                 _reserve(index.collection, len(upserts))
             for chunk in batches(upserts, self._batch_size):
@@ -780,16 +841,14 @@ class QdrantStore(StoreBase["QdrantClient"]):
                         for w in chunk
                     ],
                     wait=True,
+                    update_filter=guard,
                 )
             for chunk in batches(updates, self._batch_size):
                 self._client.batch_update_points(
                     self._collection,
                     update_operations=[
                         models.OverwritePayloadOperation(
-                            overwrite_payload=models.SetPayload(
-                                payload=qdrant_payload(w.id, w.payload, self._layout),
-                                points=[w.id],
-                            )
+                            overwrite_payload=self._set_payload(w, guard)
                         )
                         for w in chunk
                     ],
@@ -809,6 +868,39 @@ class QdrantStore(StoreBase["QdrantClient"]):
             if index is not None:
                 index.invalidate()
             raise
+
+    def _set_payload(self, write: Any, guard: models.Filter | None) -> models.SetPayload:
+        """Replace one point's payload: by id, or (a server, with a version) by a filter that
+        also holds the version condition, so that the server checks it as it writes."""
+        payload = qdrant_payload(write.id, write.payload, self._layout)
+        if guard is None or self.is_embedded():
+            return models.SetPayload(payload=payload, points=[write.id])
+        only = models.Filter(must=[models.HasIdCondition(has_id=[write.id]), guard])
+        return models.SetPayload(payload=payload, filter=only)
+
+    def _not_newer(self, version: int) -> models.Filter:
+        """Points whose stored version is absent or at most ``version``."""
+        field = self._path("version")
+        return models.Filter(
+            should=[
+                models.IsEmptyCondition(is_empty=models.PayloadField(key=field)),
+                models.FieldCondition(key=field, range=models.Range(lte=version)),
+            ]
+        )
+
+    def _not_newer_ids(self, ids: list[str], version: int) -> list[str]:
+        """Those of ``ids`` that exist with a version absent or at most ``version``."""
+        found: list[str] = []
+        selector = models.PayloadSelectorInclude(include=[self._path("version")])
+        for chunk in batches(ids, self._batch_size):
+            records = self._client.retrieve(
+                self._collection, ids=list(chunk), with_payload=selector, with_vectors=False
+            )
+            for record in records:
+                stored = self._field(record.payload, "version")
+                if not isinstance(stored, int) or stored <= version:
+                    found.append(str(record.id))
+        return found
 
     @staticmethod
     def _vector_struct(vector: Any, name: str | None) -> Any:
@@ -831,19 +923,29 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 f"{self._collection!r}: {shown}; write them with a vector; nothing was written"
             )
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """Delete points by id; ids that do not exist are ignored."""
+    def delete(self, ids: Sequence[str], *, version: int | None = None) -> None:
+        """Delete points by id; ids that do not exist are ignored.
+
+        With ``version``, only points whose stored version is absent or at most
+        ``version`` are deleted (a server checks the condition as it deletes; embedded
+        Qdrant under the client's lock), so a point a newer writer wrote meanwhile stays.
+        """
         unique = check_ids(ids)
         if not unique:
             return
+        version = _check_version(version)
         self._require()
         with self._errors("delete from"), self._indexed() as index:
+            if version is not None and self.is_embedded():
+                unique = self._not_newer_ids(unique, version)
             for chunk in batches(unique, self._batch_size):
-                self._client.delete(
-                    self._collection,
-                    points_selector=models.PointIdsList(points=list(chunk)),
-                    wait=True,
-                )
+                selector: Any = models.PointIdsList(points=list(chunk))
+                if version is not None and not self.is_embedded():
+                    condition = models.HasIdCondition(has_id=list(chunk))
+                    selector = models.FilterSelector(
+                        filter=models.Filter(must=[condition, self._not_newer(version)])
+                    )
+                self._client.delete(self._collection, points_selector=selector, wait=True)
             if index is not None:
                 index.deleted(unique)
 

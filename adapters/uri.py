@@ -138,6 +138,8 @@ def _probe(uri: str, host: str, port: int, path: str, headers: dict[str, str]) -
     netloc = f"[{host}]" if ":" in host else host
     try:
         httpx.get(f"{scheme}://{netloc}:{port}{path}", headers=headers, timeout=PROBE_SECONDS)
+    except httpx.InvalidURL as exc:  # a host such as 256.256.256.256
+        raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from None
     except httpx.TimeoutException:
         raise StoreUnavailableError(
             f"the server at {uri} did not answer within {PROBE_SECONDS:g} s"

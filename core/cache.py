@@ -29,6 +29,7 @@ they were; a closed cache stays closed.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 import threading
@@ -57,11 +58,15 @@ __all__ = [
     "encode_items",
     "record_dimension",
     "recorded_dimension",
+    "row_checksum",
 ]
 
 #: Version of the SQLite layout written by this code. A file with a higher
-#: version was written by a newer rechunk and is refused, never rewritten.
-SCHEMA_VERSION = 1
+#: version was written by a newer rechunk and is refused, never rewritten. Version 1's
+#: ``checksum`` was the crc32 of the vector bytes only; version 2's is
+#: :func:`row_checksum`, over model, key, dimension and bytes (a file of version 1 is
+#: migrated when it is first opened read-write).
+SCHEMA_VERSION = 2
 
 #: Keys per ``WHERE key IN (...)`` statement (well below SQLite's variable limit).
 LOOKUP_CHUNK = 500
@@ -190,13 +195,39 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
 
 
 def _intact(blob: bytes, dimension: int, checksum: int) -> bool:
-    """Whether ``blob`` holds ``dimension`` float32 values matching ``checksum`` (a damaged
-    file may hand back NULL or text where the bytes were)."""
+    """Whether ``blob`` holds ``dimension`` float32 values matching the crc32 ``checksum``
+    (a damaged file may hand back NULL or text where the bytes were)."""
     return (
         isinstance(blob, bytes)
         and len(blob) == dimension * 4
         and isinstance(checksum, int)
         and zlib.crc32(blob) == checksum
+    )
+
+
+def row_checksum(model_id: str, key: str, dimension: int, blob: bytes) -> int:
+    """The check an SQLite cache row carries (schema 2): 64 bits of BLAKE2b over the
+    length-prefixed model id, key, dimension and vector bytes, as a signed SQLite integer.
+
+    A row whose vector (and check) came from another row, or that an index entry of
+    another key points at, fails it: a read never returns a vector for another input.
+    """
+    digest = hashlib.blake2b(digest_size=8, person=b"rechunk-cache/2")
+    for field in (model_id.encode("utf-8"), key.encode("utf-8")):
+        digest.update(len(field).to_bytes(8, "little"))
+        digest.update(field)
+    digest.update(dimension.to_bytes(8, "little"))
+    digest.update(blob)
+    return int.from_bytes(digest.digest(), "little", signed=True)
+
+
+def _row_intact(model_id: str, key: str, dimension: int, checksum: int, blob: bytes) -> bool:
+    """Whether a schema-2 row holds ``dimension`` float32 values that match its check."""
+    return (
+        isinstance(blob, bytes)
+        and len(blob) == dimension * 4
+        and type(checksum) is int
+        and row_checksum(model_id, key, dimension, blob) == checksum
     )
 
 
@@ -401,10 +432,21 @@ class SQLiteCache:
 
     Layout (schema version :data:`SCHEMA_VERSION`): table ``rechunk_schema``
     holds the version; table ``vectors`` holds one row per ``(model_id, key)``
-    with ``dimension``, ``checksum`` (crc32 of the blob) and ``vector`` (the
-    little-endian float32 bytes). A read checks model, dimension, blob size and
-    checksum; a row failing size or checksum is reported in
-    ``stats().corrupt`` and treated as a miss (the next write replaces it).
+    with ``dimension``, ``checksum`` (:func:`row_checksum`: 64 bits of BLAKE2b over
+    model id, key, dimension and blob) and ``vector`` (the little-endian float32
+    bytes). A read checks model, dimension, blob size and the checksum against the
+    model and key it asked for, so a row whose vector came from another row, or an
+    index entry pointing at another key's row, is never served: a row failing size or
+    checksum is reported in ``stats().corrupt`` and treated as a miss (the next write
+    replaces it).
+
+    Schema 1 (rechunk before the row check; its checksum covered the vector bytes
+    only) is migrated when such a file is first opened read-write, in one
+    transaction: each row whose old crc32 holds gets the new checksum, a row whose
+    crc32 fails is deleted. A row damaged in schema 1 in a way its crc32 could not
+    see (a vector swapped together with its crc32) cannot be told apart then. Opened
+    read-only, a schema-1 file is read with schema 1's check until a read-write open
+    migrates it.
 
     Opening validates the file before anything can be written: a file whose
     header is not SQLite's, a truncated file, an SQLite database that is not a
@@ -541,14 +583,52 @@ class SQLiteCache:
                     f"{self.path} uses cache schema {row[0]}, newer than this rechunk's "
                     f"{SCHEMA_VERSION}; upgrade rechunk (the file was left untouched)"
                 )
-            if row[0] < SCHEMA_VERSION:  # pragma: no cover - no older schema exists yet
+            if row[0] < 1:
                 raise CacheError(f"{self.path} uses unknown old cache schema {row[0]}")
+            if row[0] < SCHEMA_VERSION and not (self.readonly or check_only):
+                self._migrate(conn)
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal" and not (self.readonly or check_only):
                 self._set_wal(conn)
             self._check_truncation(conn)
         except (sqlite3.DatabaseError, UnicodeError) as exc:  # damaged bytes, or text
             raise CacheError(f"cannot read cache {self.path}: {exc}; left untouched") from exc
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Schema 1 -> 2 in one write transaction (another process may have done it first):
+        every row whose crc32 holds gets :func:`row_checksum`; the others are deleted."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = conn.execute(
+                "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
+            ).fetchone()
+            if version == 1:
+                # rows read from the table itself (a full scan), never through the key index
+                rows = conn.execute(
+                    "SELECT rowid, model_id, key, dimension, checksum, vector FROM vectors"
+                ).fetchall()
+                updates, damaged = [], []
+                for rowid, model_id, key, dimension, checksum, blob in rows:
+                    if (
+                        isinstance(model_id, str)
+                        and isinstance(key, str)
+                        and type(dimension) is int
+                        and dimension > 0
+                        and _intact(blob, dimension, checksum)
+                    ):
+                        updates.append((row_checksum(model_id, key, dimension, blob), rowid))
+                    else:
+                        damaged.append((rowid,))
+                conn.executemany("UPDATE vectors SET checksum = ? WHERE rowid = ?", updates)
+                conn.executemany("DELETE FROM vectors WHERE rowid = ?", damaged)
+                conn.execute(
+                    "UPDATE rechunk_schema SET version = ? WHERE name = 'embedding-cache'",
+                    (SCHEMA_VERSION,),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     @staticmethod
     def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -667,6 +747,10 @@ class SQLiteCache:
             with self._connection() as conn:
                 try:
                     conn.execute("BEGIN")
+                    # schema 1 until a read-write open migrates it (maybe another process's)
+                    (schema,) = conn.execute(
+                        "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
+                    ).fetchone()
                     for start in range(0, len(wanted), LOOKUP_CHUNK):
                         chunk = wanted[start : start + LOOKUP_CHUNK]
                         asked = set(chunk)
@@ -677,7 +761,11 @@ class SQLiteCache:
                                 continue
                             if dim != dimension:
                                 continue
-                            if _intact(blob, dim, checksum):
+                            if (
+                                _row_intact(model_id, key, dim, checksum, blob)
+                                if schema != 1
+                                else _intact(blob, dim, checksum)
+                            ):
                                 found_keys.append(key)
                                 blobs.append(blob)
                             else:
@@ -700,7 +788,10 @@ class SQLiteCache:
         rows = encode_items(items)
         if not rows:
             return 0
-        params = [(model_id, key, dim, checksum, blob) for key, dim, checksum, blob in rows]
+        params = [
+            (model_id, key, dim, row_checksum(model_id, key, dim, blob), blob)
+            for key, dim, _, blob in rows
+        ]
         with self._connection() as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")

@@ -1,8 +1,9 @@
 """The ``rechunk`` command line.
 
 Exit codes: 0 ok, 1 partial failure (a file or folder skipped), 2 usage or
-configuration error, 3 store or embedder error. Errors print one line; the
-traceback only with ``--debug``.
+configuration error, 3 store or embedder error (a failed stale check too). Errors
+print one line; the traceback only with ``--debug``. Names are printed through
+:func:`rechunk.files.printable` (control characters escaped).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from rechunk.errors import (
     InputError,
     MissingDependencyError,
     RechunkError,
+    StaleCheckError,
     StoreError,
 )
-from rechunk.files import read_text_file
+from rechunk.files import printable, read_text_file
 
 __all__ = ["main"]
 
@@ -157,7 +159,7 @@ def _check_collection(store: Any, model_id: str | None = None) -> None:
         raise ConfigError(
             f"collection {store.collection!r} was written by {others[0].split(';')[0]}, not "
             f"{str(model_id).split(';')[0]}; pass the --model it was synced with "
-            "(or its --embedder)"
+            "(or its --embedder; rechunk reindex --model changes it)"
         )
 
 
@@ -375,18 +377,19 @@ def _sync_summary(report: Any, unlisted: int, notes: list[tuple[str, str]]) -> N
     rows.append(("stale check", report.stale_check))
     rows.append(("policy", report.policy))
     rows.append(("model", report.model_id.split(";")[0]))
-    title = f"rechunk sync -> {report.collection}"
+    title = f"rechunk sync -> {printable(report.collection)}"
     print(title + (" (dry run: nothing was written)" if report.dry_run else ""))
     for name, value in [*rows, *notes]:
-        print(f"  {name:<14}{value}")
+        print(f"  {name:<14}{printable(value)}")
     if report.dry_run:
         print("plan:")
         for doc in report.per_document:
             if doc.status == "unchanged":
                 continue
+            counts = f"+{doc.added} ~{doc.updated} -{doc.deleted} chunks"
             print(
-                f"  {doc.status:<9} {doc.doc_id}: +{doc.added} ~{doc.updated} -{doc.deleted} "
-                f"chunks, {doc.embedded} inputs to embed ({doc.tokens_embedded:,} tokens)"
+                f"  {doc.status:<9} {printable(doc.doc_id)}: {counts}, "
+                f"{doc.embedded} inputs to embed ({doc.tokens_embedded:,} tokens)"
             )
 
 
@@ -404,9 +407,10 @@ def _open_cache(path: str, *, dry_run: bool = False) -> Any:
 
 @contextlib.contextmanager
 def _cache_and_store(
-    args: argparse.Namespace, *, dry_run: bool = False
+    args: argparse.Namespace, *, dry_run: bool = False, model_id: str | None = None
 ) -> Iterator[tuple[Any, Any]]:
-    """``--cache`` and ``--store`` (collection checked), both closed on the way out.
+    """``--cache`` and ``--store`` (collection checked: its layout, and given ``model_id``
+    its model), both closed on the way out.
 
     The cache opens first, so that a bad ``--cache`` creates nothing in the store. If
     the store then fails to open, or its collection is refused, the cache file (and
@@ -418,7 +422,7 @@ def _cache_and_store(
     try:
         opened = _open(args, create=not dry_run, dry_run=dry_run)
         try:
-            _check_collection(opened.store)
+            _check_collection(opened.store, model_id)
         except BaseException:
             opened.close()
             raise
@@ -450,12 +454,14 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
         else ""
     )
     print(
-        f"rechunk: warning: no readable file matching {' '.join(args.glob)} under "
-        f"{' '.join(args.paths)}; nothing was written{pruning}",
+        printable(
+            f"rechunk: warning: no readable file matching {' '.join(args.glob)} under "
+            f"{' '.join(args.paths)}; nothing was written{pruning}"
+        ),
         file=sys.stderr,
     )
     for name, text in _file_notes(files):
-        print(f"rechunk: {name} {text}", file=sys.stderr)
+        print(f"rechunk: {name} {printable(text)}", file=sys.stderr)
     if args.json:  # a reader of stdout gets an answer too
         _print_json({"nothing_matched": True, "written": False, **_file_fields(files)})
     return EXIT_PARTIAL if files.skipped else EXIT_OK
@@ -463,14 +469,16 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
 
 def _cmd_sync(args: argparse.Namespace) -> int:
     from rechunk.policy import policy_for
-    from rechunk.sync import sync
+    from rechunk.sync import SyncReport, sync
 
     files = _read_paths(args)
+    failed: StaleCheckError | None = None
     if not files.documents:
         return _nothing_matched(args, files)
     embedder = _embedder(args)
     chunker = policy_for(embedder, args.policy)
-    with _cache_and_store(args, dry_run=args.dry_run) as (cache, opened):
+    model_id = embedder.model_id
+    with _cache_and_store(args, dry_run=args.dry_run, model_id=model_id) as (cache, opened):
         _share_cache(embedder, cache)
         store = opened.store
         if not args.dry_run:
@@ -493,17 +501,22 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                     tasks[stage] = bar.add_task(stage, total=total)
                 bar.update(tasks[stage], completed=done, total=total)
 
-            report = sync(
-                files.documents,
-                store,
-                chunker=chunker,
-                embedder=embedder,
-                cache=cache,
-                prune=args.prune,
-                keep=keep,
-                dry_run=args.dry_run,
-                progress=progress,
-            )
+            try:
+                report = sync(
+                    files.documents,
+                    store,
+                    chunker=chunker,
+                    embedder=embedder,
+                    cache=cache,
+                    prune=args.prune,
+                    keep=keep,
+                    dry_run=args.dry_run,
+                    progress=progress,
+                )
+            except StaleCheckError as exc:  # written, but not exact: report, then exit 3
+                if not isinstance(exc.report, SyncReport):
+                    raise
+                report, failed = exc.report, exc
         unlisted = 0
         if not args.prune:
             unlisted = len(stored - {doc.doc_id for doc in files.documents} - keep)
@@ -517,6 +530,9 @@ def _cmd_sync(args: argparse.Namespace) -> int:
         _print_json(data)
     else:
         _sync_summary(report, unlisted, _file_notes(files, args.prune))
+    if failed is not None:
+        _report_error(failed, args.debug)
+        return EXIT_BACKEND
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
@@ -583,9 +599,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
         opened.close()
     if args.json:
         _print_json(status)
-        return EXIT_OK
+        return _status_exit(status)
     print(
-        f"collection {status['collection']}: {status['documents']} documents, "
+        f"collection {printable(status['collection'])}: {status['documents']} documents, "
         f"{status['chunks']} chunks ({status['dimension']}-d, {status['distance']})"
     )
     if status["other_points"]:
@@ -594,26 +610,40 @@ def _cmd_status(args: argparse.Namespace) -> int:
             "query refuses a collection that holds them"
         )
     for name in ("policies", "models"):
-        print(f"{name}: " + ", ".join(f"{k} ({v} chunks)" for k, v in status[name].items()))
-    for doc_id, revs in status["revisions"].items():
-        print(f"  {doc_id}: revision {', '.join(r[:12] for r in revs)}")
-    if "aliases" in status:
         print(
-            "aliases: " + (", ".join(f"{a} -> {c}" for a, c in status["aliases"].items()) or "none")
+            f"{name}: "
+            + ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
         )
+    for doc_id, revs in status["revisions"].items():
+        print(f"  {printable(doc_id)}: revision {', '.join(printable(r[:12]) for r in revs)}")
+    if "aliases" in status:
+        pairs = ", ".join(f"{a} -> {c}" for a, c in status["aliases"].items())
+        print(printable("aliases: " + (pairs or "none")))
     if status["generations"]:
         live = set(status.get("aliases", {}).values())
         print(
-            "generations: "
-            + ", ".join(f"{g} (live)" if g in live else g for g in status["generations"])
+            printable(
+                "generations: "
+                + ", ".join(f"{g} (live)" if g in live else g for g in status["generations"])
+            )
         )
-    print(
-        f"stale check: {status['stale_check']}"
-        + (f" ({', '.join(status['stale_documents'])})" if status["stale_documents"] else "")
-    )
+    stale = ", ".join(printable(doc_id) for doc_id in status["stale_documents"])
+    print(f"stale check: {status['stale_check']}" + (f" ({stale})" if stale else ""))
     for warning in status["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    return EXIT_OK
+    return _status_exit(status)
+
+
+def _status_exit(status: dict[str, Any]) -> int:
+    """A failed stale check is an error of the collection (exit 3), after the report."""
+    if status["stale_check"] == "passed":
+        return EXIT_OK
+    print(
+        f"rechunk: error: stale check failed: {len(status['stale_documents'])} document(s) "
+        "hold chunks of more than one revision; sync them again",
+        file=sys.stderr,
+    )
+    return EXIT_BACKEND
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -657,8 +687,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no chunks: collection {args.collection!r} is empty")
     for rank, row in enumerate(rows, 1):
-        print(f"{rank}. {row['doc_id']} [{row['start']}:{row['end']}] score {row['score']:.3f}")
-        print(f"   {row['excerpt']}")
+        where = f"{printable(row['doc_id'])} [{row['start']}:{row['end']}]"
+        print(f"{rank}. {where} score {row['score']:.3f}")
+        print(f"   {printable(row['excerpt'])}")
     return EXIT_OK
 
 
@@ -737,7 +768,7 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
         for name in result.leftovers_dropped:
             print(f"  dropped       {name} (an older generation no alias pointed at)")
         for name, text in _file_notes(files):
-            print(f"  {name:<14}{text}")
+            print(f"  {name:<14}{printable(text)}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
@@ -1038,7 +1069,7 @@ def _report_error(exc: BaseException, debug: bool) -> None:
     if debug:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     else:
-        print(f"rechunk: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"rechunk: error: {printable(_one_line(exc))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1070,6 +1101,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a path given on the command line that cannot be used is the caller's to fix;
         # anything else (a full disk, an I/O error) is the machine's
         return EXIT_USAGE if isinstance(exc, _PATH_ERRORS) else EXIT_BACKEND
+    except Exception as exc:  # a client library's own error that no adapter translated
+        if args.debug:
+            _report_error(exc, True)
+        else:
+            name = type(exc).__name__
+            print(
+                f"rechunk: error: {name}: {printable(_one_line(exc))} (--debug shows where)",
+                file=sys.stderr,
+            )
+        return EXIT_BACKEND
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,9 @@ __all__ = [
     "InputError",
     "MissingDependencyError",
     "RechunkError",
+    "StaleCheckError",
     "StoreError",
+    "StoreTimeoutError",
     "StoreUnavailableError",
     "TransientError",
 ]
@@ -62,5 +64,21 @@ class StoreError(RechunkError):
     """The vector store refused the operation or holds an incompatible collection."""
 
 
+class StaleCheckError(StoreError):
+    """After publishing, the store does not hold exactly the synced revisions (points of
+    another revision left, or points missing). ``report`` is the run's full
+    :class:`~rechunk.sync.SyncReport` (``stale_check == "failed"``), so a caller keeps the
+    counts of what was written; running the same sync again repairs the store."""
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 class StoreUnavailableError(StoreError, TransientError):
     """The vector store could not be reached (server down, path locked by another process)."""
+
+
+class StoreTimeoutError(StoreUnavailableError):
+    """The store took the request but did not answer in time (a frozen or overloaded
+    server). The message says what was waiting; a sync does not retry it."""

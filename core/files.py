@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
 from rechunk.ignore import IgnoreRules, wildmatch
 
-__all__ = ["DEFAULT_GLOBS", "FileSet", "read_documents", "read_text_file"]
+__all__ = ["DEFAULT_GLOBS", "FileSet", "printable", "read_documents", "read_text_file"]
 
 DEFAULT_GLOBS = ("*.md", "*.markdown", "*.rst", "*.txt")
 
@@ -84,6 +85,7 @@ class _Found:
     unreadable: list[tuple[Path, str]]
     ignored: list[tuple[Path, str]]  # (path, "/" for a folder, else "")
     links: list[tuple[Path, str]]
+    broken: list[tuple[Path, str]]  # matching symbolic links that lead to no file, with why
 
 
 def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
@@ -93,7 +95,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
     ``.gitignore`` excluded, and the links to folders not followed."""
     matches = globs.fullmatch
     rules = IgnoreRules(root) if gitignore else None
-    found = _Found([], [], [], [])
+    found = _Found([], [], [], [], [])
 
     def failed(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
@@ -119,12 +121,46 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
                 found.ignored.append((here / name, ""))
             elif (here / name).is_file():  # not a dangling link, a pipe or a socket
                 found.files.append(here / name)
+            elif os.path.islink(here / name):
+                found.broken.append((here / name, _broken_link(here / name)))
     return found
+
+
+def _broken_link(path: Path) -> str:
+    """Why a symbolic link leads to no file: it dangles, loops, or names a folder or a
+    special file."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            return f"a dangling symbolic link (to {os.readlink(path)})"
+        return f"cannot follow the symbolic link: {exc.strerror or exc}"
+    return "a symbolic link to something that is not a file"
 
 
 def _printable(doc_id: str) -> str:
     """``doc_id`` with anything that cannot be printed as UTF-8 escaped."""
     return doc_id.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+#: Characters a terminal acts on rather than shows: C0 and C1 controls, DEL, the line and
+#: paragraph separators and the bidirectional overrides (which reorder what follows).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on one terminal line: control characters (a newline, ESC),
+    separators and bidirectional overrides as ``\\xNN`` / ``\\uNNNN``, and anything that
+    is not valid UTF-8 (a lone surrogate from an undecodable file name) backslash-escaped.
+    What is printed of a file name can then neither start a new line nor move the cursor."""
+    return _CONTROLS.sub(_escape, _printable(text))
 
 
 def read_documents(
@@ -147,7 +183,8 @@ def read_documents(
     files of a folder (and of the folders above it, up to the top of its git
     repository) exclude, unless ``gitignore`` is False (see :mod:`rechunk.ignore`).
     A file or folder named directly is read whatever ``.gitignore`` says. Symbolic
-    links to folders are not followed. ``globs`` use git's wildcard syntax and match
+    links to folders are not followed; a matching symbolic link that dangles or loops
+    is skipped with the reason. ``globs`` use git's wildcard syntax and match
     at any depth (``*.md``; ``guides/*.rst``; ``docs/**/*.md``).
     """
     pattern = _globs_regex(globs)
@@ -167,6 +204,11 @@ def read_documents(
                     if entry not in left_out:
                         left_out.add(entry)
                         listed.append(_printable(path.relative_to(root).as_posix()) + suffix)
+            for link, why in found.broken:
+                entry = link.parent.resolve() / link.name
+                if entry not in left_out:
+                    left_out.add(entry)
+                    out.skipped.append((_printable(link.relative_to(root).as_posix()), why))
             for folder, why in found.unreadable:
                 prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
                 out.unlisted.append(prefix)

@@ -11,7 +11,7 @@ plan is always computed from what the store holds now).
 
 from __future__ import annotations
 
-import difflib
+import contextlib
 import json
 import logging
 import time
@@ -28,9 +28,17 @@ from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker, embedding_input
 from rechunk.document import Document
 from rechunk.embedding import Embedder
-from rechunk.errors import ConfigError, EmbeddingError, InputError, StoreError
+from rechunk.errors import (
+    ConfigError,
+    EmbeddingError,
+    InputError,
+    StaleCheckError,
+    StoreError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from rechunk.identity import input_key, point_id, text_revision
-from rechunk.measure import atoms, recompute_fraction
+from rechunk.measure import atoms, changed_blocks, recompute_fraction
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
     PointPayload,
@@ -101,8 +109,10 @@ class SyncReport:
     ``reindex_amplification`` is the bytes of the inputs embedded for changed
     documents per byte of edit atoms added or removed (words, CJK characters,
     punctuation; whitespace is no edit). ``stale_points`` counts points of a
-    synced document that carry another revision after the sync (the check
-    queries the store): it must be 0.
+    synced document that carry another revision, or that the new revision lacks, after
+    the sync (the check queries the store). When it is not 0, ``stale_check`` is
+    ``"failed"`` and :func:`sync` raises :class:`~rechunk.errors.StaleCheckError` whose
+    ``report`` is this report.
     """
 
     collection: str
@@ -287,20 +297,20 @@ def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     """UTF-8 bytes of the edit atoms (words, CJK characters, punctuation marks, as
     :func:`~rechunk.measure.edit_fraction` counts them) that the new inputs add or the
     stored ones lose. Whitespace is no edit. A line diff first, then an atom diff inside
-    each block of lines that differs, so a long paragraph costs only its changed words."""
+    each block of lines that differs, so a long paragraph costs only its changed words.
+
+    Both diffs are :func:`~rechunk.measure.changed_blocks`: difflib's opcodes where the
+    part that differs is small (every dev revision), anchored on unique lines or atoms
+    above :data:`~rechunk.measure.DIFF_CELLS`, so the time grows about linearly with the
+    document (a one-line edit of a 30 MB file: seconds, not hours)."""
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     changed = 0
-    for tag, i1, i2, j1, j2 in lines.get_opcodes():
-        if tag == "equal":
-            continue
+    for i1, i2, j1, j2 in changed_blocks(old_lines, new_lines):
         before, after = atoms("\n".join(old_lines[i1:i2])), atoms("\n".join(new_lines[j1:j2]))
-        inner = difflib.SequenceMatcher(None, before, after, autojunk=False)
-        for kind, a1, a2, b1, b2 in inner.get_opcodes():
-            if kind != "equal":
-                changed += len("".join(before[a1:a2]).encode("utf-8"))
-                changed += len("".join(after[b1:b2]).encode("utf-8"))
+        for a1, a2, b1, b2 in changed_blocks(before, after):
+            changed += len("".join(before[a1:a2]).encode("utf-8"))
+            changed += len("".join(after[b1:b2]).encode("utf-8"))
     return changed
 
 
@@ -485,44 +495,195 @@ def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector
     return vectors
 
 
+def _guarded(store: VectorStore, version: int | None) -> dict[str, int]:
+    """``version=`` for a store whose writes and deletes can be conditional on the stored
+    version (Qdrant: never replace or delete a point of a newer version), else nothing."""
+    if version is None or not getattr(store, "conditional_versions", False):
+        return {}
+    return {"version": version}
+
+
 def _publish(
     plans: Sequence[_Plan], vectors: dict[str, Vector], store: VectorStore, order: Order
 ) -> None:
     """Publish a batch of documents' plans in few requests: every write, then every delete
-    (or the other way round); each document still sees its own order."""
-    writes = [
-        PointWrite(w.id, w.payload, vectors[w.payload.input_key])
-        if w.id not in plan.existing
-        else w
-        for plan in plans
-        for w in plan.writes
+    (or the other way round), per document version (a store that can makes them
+    conditional on it); each document still sees its own order."""
+    by_version: dict[int | None, list[_Plan]] = {}
+    for plan in plans:
+        by_version.setdefault(plan.doc.version, []).append(plan)
+    for version, group in by_version.items():
+        writes = [
+            PointWrite(w.id, w.payload, vectors[w.payload.input_key])
+            if w.id not in plan.existing
+            else w
+            for plan in group
+            for w in plan.writes
+        ]
+        delete = [pid for plan in group for pid in plan.delete]
+        guard: Any = _guarded(store, version)
+        if order == "delete-then-upsert":
+            if delete:
+                _retrying(store.delete, delete, **guard)
+            if writes:
+                _retrying(store.write, writes, **guard)
+        else:
+            if writes:
+                _retrying(store.write, writes, **guard)
+            if delete:
+                _retrying(store.delete, delete, **guard)
+
+
+#: Attempts of one publishing request that failed because the store could not be reached
+#: (a server restarting, a dropped connection), with waits of 1, 2 and 4 s in between; a
+#: request that timed out (StoreTimeoutError: a frozen server) is not repeated.
+PUBLISH_ATTEMPTS = 4
+PUBLISH_BACKOFF = 1.0
+
+
+def _retrying(call: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """``call(*args, **kwargs)``, repeated while the store is unavailable (writes and
+    deletes are idempotent: a request that did land is harmless to send again)."""
+    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+        try:
+            call(*args, **kwargs)
+            return
+        except StoreTimeoutError:
+            raise
+        except StoreUnavailableError as exc:
+            if attempt == PUBLISH_ATTEMPTS:
+                raise StoreUnavailableError(
+                    f"{exc} (publishing gave up after {PUBLISH_ATTEMPTS} attempts)"
+                ) from exc
+            wait = PUBLISH_BACKOFF * 2 ** (attempt - 1)
+            log.warning(
+                "store unavailable while publishing (%s); attempt %d of %d in %.0f s",
+                exc,
+                attempt + 1,
+                PUBLISH_ATTEMPTS,
+                wait,
+            )
+            time.sleep(wait)
+
+
+#: Rounds of re-planning a versioned document that lost points to a concurrent writer
+#: (an older writer deleted a point this sync only updated), before the stale check fails.
+REPAIR_ROUNDS = 3
+
+
+def _settle(plan: _Plan, points: list[StoredPoint], store: VectorStore) -> tuple[int | None, bool]:
+    """After publishing a versioned document, clear what concurrent writers left.
+
+    Returns ``(newer, changed)``: ``newer`` is the newest version in the store when it is
+    newer than this sync's (this writer lost the race: every point older than that
+    version is deleted, its own included, so it leaves nothing behind); ``changed`` says
+    whether points were deleted (points of an older version, or of none, that are not
+    this revision's). Deletes are conditional where the store can (Qdrant), so a point a
+    newer writer wrote meanwhile is never removed."""
+    version = plan.doc.version
+    assert version is not None
+    newest = max((p.payload.version for p in points if p.payload.version is not None), default=None)
+    if newest is not None and newest > version:
+        older = [p.id for p in points if p.payload.version is None or p.payload.version < newest]
+        if older:
+            store.delete(older, **_guarded(store, newest - 1))
+        return newest, bool(older)
+    mine = set(plan.ids)
+    leftovers = [
+        p.id
+        for p in points
+        if p.id not in mine and (p.payload.version is None or p.payload.version <= version)
     ]
-    delete = [pid for plan in plans for pid in plan.delete]
-    if order == "delete-then-upsert":
-        if delete:
-            store.delete(delete)
-        if writes:
-            store.write(writes)
-    else:
-        if writes:
-            store.write(writes)
-        if delete:
-            store.delete(delete)
+    if leftovers:
+        store.delete(leftovers, **_guarded(store, version))
+    return None, bool(leftovers)
 
 
-def _verify(plan: _Plan, points: list[StoredPoint]) -> int:
-    """Points of the document, as re-read after publishing, that are not exactly the new
-    revision's (0 when all is well)."""
+def _superseded(report: SyncReport, rep: DocumentReport, newest: int) -> None:
+    """Count a document whose newer version another writer stored during this sync."""
+    report.documents[rep.status] -= 1
+    report.documents["synced"] -= 1
+    report.documents["skipped"] += 1
+    rep.status = "skipped"
+    rep.reason = (
+        f"superseded: another writer stored version {newest} during this sync; "
+        "this sync's points were removed"
+    )
+    log.warning("doc_id=%s superseded by version %d during the sync", rep.doc_id, newest)
+
+
+def _merge_repair(report: SyncReport, rep: DocumentReport, redo: DocumentReport) -> None:
+    """Add what a repair round wrote to the document's report and the run's chunk counts."""
+    for name in ("added", "updated", "from_cache", "from_store", "embedded", "tokens_embedded"):
+        setattr(rep, name, getattr(rep, name) + getattr(redo, name))
+    report.chunks["added"] += redo.added
+    report.chunks["updated"] += redo.updated
+
+
+def _verify(plan: _Plan, points: list[StoredPoint]) -> tuple[int, int]:
+    """``(wrong, missing)`` for the document as re-read after publishing: points that are
+    not exactly the new revision's (another revision, or an id the plan does not have),
+    and points of the plan that are absent ((0, 0) when all is well)."""
     expected = set(plan.ids)
     stale = sum(1 for p in points if p.payload.revision != plan.doc.revision)
     missing = expected - {p.id for p in points}
     extra = {p.id for p in points} - expected
-    if missing:
-        raise StoreError(
-            f"verification failed for {plan.doc.doc_id!r}: {len(missing)} points missing after "
-            "publish; run the sync again"
-        )
-    return max(stale, len(extra))
+    return max(stale, len(extra)), len(missing)
+
+
+def _check_published(
+    published: list[_Plan],
+    report: SyncReport,
+    store: VectorStore,
+    chunker: Chunker,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    vectors: dict[str, Vector],
+    order: Order,
+) -> list[tuple[str, int, int]]:
+    """The stale check of a batch of published documents: ``(doc_id, wrong, missing)``
+    of each that is not exactly its new revision after publishing (counted in
+    ``report.stale_points``). Versioned documents are settled with concurrent writers
+    first (see :func:`_settle`): a superseded one is reported skipped, and one that lost
+    points to an older writer is planned and published again, :data:`REPAIR_ROUNDS`
+    times at most."""
+    seconds = report.seconds
+    reread = store.get_points_many([p.doc.doc_id for p in published])
+    for _ in range(REPAIR_ROUNDS):
+        again = False
+        for index, plan in enumerate(published):
+            if plan.doc.version is None:
+                continue
+            points = reread[plan.doc.doc_id]
+            newer, deleted = _settle(plan, points, store)
+            again = again or deleted
+            if newer is not None:
+                _superseded(report, plan.report, newer)
+                continue
+            if deleted:
+                points = store.get_points_many([plan.doc.doc_id])[plan.doc.doc_id]
+            if _verify(plan, points)[1]:  # points missing: plan and publish again
+                redo = _plan(plan.doc, plan.chunks, chunker, embedder.model_id, points)
+                if redo.report.status == "skipped":
+                    again = True
+                    continue
+                found, _ = _vectors([redo], embedder, cache, [store], False, seconds, None)
+                _publish([redo], {**vectors, **found}, store, order)
+                _merge_repair(report, plan.report, redo.report)
+                redo.report = plan.report
+                published[index] = redo
+                again = True
+        published = [p for p in published if p.report.status != "skipped"]
+        if not again:
+            break
+        reread = store.get_points_many([p.doc.doc_id for p in published])
+    failed: list[tuple[str, int, int]] = []
+    for plan in published:
+        wrong, missing = _verify(plan, reread[plan.doc.doc_id])
+        report.stale_points += wrong + missing
+        if wrong or missing:
+            failed.append((plan.doc.doc_id, wrong, missing))
+    return failed
 
 
 def sync(
@@ -555,11 +716,60 @@ def sync(
     ``dry_run=True`` plans and counts and writes nothing (no vector is computed).
     When documents carry ``version``, a document older than the version in the
     store is skipped, never written.
+    After publishing, every published document is read back (the stale check): when
+    one holds a point of another revision or lacks one of its own, sync raises
+    :class:`~rechunk.errors.StaleCheckError` (a :class:`StoreError`), whose ``report``
+    is the full :class:`SyncReport` with ``stale_check == "failed"``.
     ``reuse_from`` names further collections (same model) whose vectors may be
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
+
+    Concurrent writers: after every sync of a document has returned, the store holds
+    exactly the chunks of the newest ``version`` any of them synced. On Qdrant every
+    write and delete of a versioned document is conditional on the stored version
+    (a point of a newer version is never replaced or deleted), and after publishing
+    the sync re-reads the document: a writer that finds a newer version removes its
+    own points and reports the document ``skipped`` ("superseded"); the newest writer
+    removes what older ones left and re-publishes points they deleted (at most
+    :data:`REPAIR_ROUNDS` times). Chroma has no conditional write: a store that offers
+    ``writer_lock()`` (ChromaStore) is locked for the whole sync, so writers of one
+    collection take turns. Documents without ``version`` have no order: concurrent
+    writers of one of them on Qdrant may end with a failed stale check (an error).
     """
+    lock = None if dry_run else getattr(store, "writer_lock", None)
+    with lock() if callable(lock) else contextlib.nullcontext():
+        return _sync(
+            documents,
+            store,
+            chunker=chunker,
+            embedder=embedder,
+            cache=cache,
+            order=order,
+            prune=prune,
+            keep=keep,
+            dry_run=dry_run,
+            reuse_from=reuse_from,
+            progress=progress,
+        )
+
+
+
+def _sync(
+    documents: Iterable[Document],
+    store: VectorStore,
+    *,
+    chunker: Chunker,
+    embedder: Embedder,
+    cache: EmbeddingCache | None = None,
+    order: Order = "upsert-then-delete",
+    prune: bool = False,
+    keep: Iterable[str] = (),
+    dry_run: bool = False,
+    reuse_from: Sequence[VectorStore] = (),
+    progress: Progress | None = None,
+) -> SyncReport:
+    """:func:`sync` itself, with the writer lock (if any) held."""
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
     docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
@@ -587,6 +797,7 @@ def sync(
     tokens: dict[str, int] = {}  # every distinct input of the synced documents
     counted: set[str] = set()  # inputs already counted in report.inputs
     changed: list[DocumentReport] = []
+    failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
     done = embedded_before = 0
     for batch in _batches(docs, DOC_BATCH):
         t0 = time.perf_counter()
@@ -657,8 +868,9 @@ def sync(
         tick("publish", done, len(docs))
         # unchanged documents were proven exact by their plan; re-read what was published
         t0 = time.perf_counter()
-        reread = store.get_points_many([p.doc.doc_id for p in published])
-        report.stale_points += sum(_verify(p, reread[p.doc.doc_id]) for p in published)
+        failed += _check_published(
+            published, report, store, chunker, raw_embedder, cache, vectors, order
+        )
         seconds["verify"] += time.perf_counter() - t0
 
     if prune and not store_missing:
@@ -685,7 +897,16 @@ def sync(
     if changed_bytes:
         report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
     if not dry_run:
-        report.stale_check = "passed" if report.stale_points == 0 else "failed"
+        report.stale_check = "passed" if not failed else "failed"
+        if failed:
+            doc_id, wrong, missing = failed[0]
+            more = f" (and {len(failed) - 1} more document(s))" if len(failed) > 1 else ""
+            raise StaleCheckError(
+                f"stale check failed: document {doc_id!r} holds {wrong} point(s) of another "
+                f"revision and lacks {missing} of its own after publish{more}; run the sync "
+                "again (the error's report has the counts)",
+                report,
+            )
     log.info(
         "sync collection=%s documents=%s tokens_embedded=%d",
         report.collection,

@@ -1,0 +1,231 @@
+"""Concurrent writers of one document: after every writer has returned, the store holds
+exactly the chunks of the newest version any of them synced; a writer that lost the race
+says so (its document "skipped") and leaves nothing behind.
+
+Threads share one embedded Qdrant client (conditional writes by version); processes share
+one real Chroma server (a writer lock kept in the server). Bounded: a few rounds each."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from chroma_server import running_chroma
+from concurrency_helpers import TableEmbedder, chroma_worker, version_text
+
+from rechunk import Document, policy_for, sync
+from rechunk.adapters.qdrant import QdrantStore, _client_lock
+from rechunk.sync import _plan
+
+VERSIONS = (2, 3, 4)
+
+
+@pytest.fixture(scope="module")
+def table(minilm: Any) -> dict[str, np.ndarray]:
+    """Real vectors of every chunk of every version."""
+    chunker = policy_for(TableEmbedder(minilm.model_id, minilm.dimension, {}), "recursive")
+    texts = sorted({c.text for v in (1, *VERSIONS) for c in chunker.chunk(version_text(v))})
+    return dict(zip(texts, np.asarray(minilm.embed(texts), dtype=np.float32)))
+
+
+@pytest.fixture(scope="module")
+def embedder(minilm: Any, table: dict[str, np.ndarray]) -> TableEmbedder:
+    return TableEmbedder(minilm.model_id, minilm.dimension, table)
+
+
+def expected_ids(doc_id: str, version: int, embedder: Any) -> set[str]:
+    chunker = policy_for(embedder, "recursive")
+    doc = Document(doc_id, version_text(version), version=version)
+    return set(_plan(doc, chunker.chunk(doc.text), chunker, embedder.model_id, []).ids)
+
+
+def check_newest(store: Any, doc_id: str, newest: int, embedder: Any) -> None:
+    """Exactly the newest version's chunks: none missing, none extra, no other revision."""
+    points = store.get_points(doc_id)
+    versions = sorted({p.payload.version for p in points}, key=str)
+    assert versions == [newest], f"{doc_id}: revisions mixed: versions {versions}"
+    assert {p.id for p in points} == expected_ids(doc_id, newest, embedder), f"{doc_id}: ids"
+    assert len({p.payload.revision for p in points}) == 1
+
+
+class ServerPath(QdrantStore):
+    """Embedded Qdrant driven the way a Qdrant server is: payload updates and deletes as
+    filtered requests that carry the version condition (the client's lock still held,
+    since embedded Qdrant is not thread-safe)."""
+
+    def _is_embedded(self) -> bool:
+        return False
+
+    @contextlib.contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        with _client_lock(self._client), super()._errors(action):
+            yield
+
+
+class PlanThenWait(QdrantStore):
+    """A writer that stops before its first write until every writer has planned."""
+
+    barrier: threading.Barrier
+
+    def write(self, points: Any, **kwargs: Any) -> None:
+        if not getattr(self, "_waited", False):
+            self._waited = True
+            self.barrier.wait(timeout=60)
+        super().write(points, **kwargs)
+
+
+@pytest.mark.parametrize("kind", [QdrantStore, ServerPath])
+def test_both_read_before_either_writes(kind: type[QdrantStore], embedder: Any) -> None:
+    """The issue's deterministic repro: versions 3 and 2 both plan against version 1."""
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(":memory:")
+    chunker = policy_for(embedder, "recursive")
+    base = kind(client, "docs")
+    base.ensure_collection(embedder.dimension)
+    sync([Document("d", version_text(1), version=1)], base, chunker=chunker, embedder=embedder)
+    for order in ((3, 2), (2, 3)):
+        barrier = threading.Barrier(2)
+        results: dict[int, Any] = {}
+
+        def writer(version: int, results: dict[int, Any] = results,
+                   barrier: threading.Barrier = barrier) -> None:
+            store = type("W", (PlanThenWait, kind), {"barrier": barrier})(client, "docs")
+            doc = Document("d", version_text(version), version=version)
+            try:
+                results[version] = sync([doc], store, chunker=chunker, embedder=embedder)
+            except Exception as exc:
+                results[version] = exc
+
+        threads = [threading.Thread(target=writer, args=(v,)) for v in order]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not isinstance(results[3], Exception), results[3]
+        check_newest(base, "d", 3, embedder)
+        assert results[3].stale_check == "passed"
+        lost = results[2]  # finished first, or saw version 3 and removed its own points
+        assert not isinstance(lost, Exception), lost
+        assert lost.per_document[0].status in ("changed", "skipped")
+        # back to version 1 for the other order
+        base.delete([p.id for p in base.get_points("d")])
+        sync([Document("d", version_text(1), version=1)], base, chunker=chunker,
+             embedder=embedder)
+
+
+@pytest.mark.parametrize("kind", [QdrantStore, ServerPath])
+def test_threads_sharing_an_embedded_qdrant_client(kind: type[QdrantStore],
+                                                   embedder: Any) -> None:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(":memory:")
+    chunker = policy_for(embedder, "recursive")
+    store = kind(client, "docs")
+    store.ensure_collection(embedder.dimension)
+    rng = random.Random(16)
+    started = time.monotonic()
+    for round_ in range(8):
+        docs = [f"r{round_}-{i}" for i in range(3)]
+        sync([Document(d, version_text(1), version=1) for d in docs], store, chunker=chunker,
+             embedder=embedder)
+        versions = list(VERSIONS)
+        rng.shuffle(versions)
+        barrier = threading.Barrier(len(versions))
+        outcome: dict[int, Any] = {}
+
+        def writer(version: int, outcome: dict[int, Any] = outcome,
+                   barrier: threading.Barrier = barrier, docs: list[str] = docs) -> None:
+            barrier.wait(timeout=60)
+            time.sleep(rng.random() * 0.01)
+            try:
+                outcome[version] = sync(
+                    [Document(d, version_text(version), version=version) for d in docs],
+                    kind(client, "docs"), chunker=chunker, embedder=embedder)
+            except Exception as exc:
+                outcome[version] = exc
+
+        threads = [threading.Thread(target=writer, args=(v,)) for v in versions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        newest = max(VERSIONS)
+        assert not isinstance(outcome[newest], Exception), outcome[newest]
+        for doc_id in docs:
+            check_newest(store, doc_id, newest, embedder)
+        for version, result in outcome.items():
+            assert not isinstance(result, Exception), (version, result)
+            # an older writer either finished before the newest wrote, or lost: skipped
+            assert {d.status for d in result.per_document} <= {"changed", "skipped"}
+    assert time.monotonic() - started < 300
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with running_chroma(tmp_path_factory.mktemp("chroma-race") / "data") as server:
+        yield server
+
+
+def test_processes_against_one_chroma_server(chroma_server: Any, embedder: Any,
+                                              minilm: Any) -> None:
+    from rechunk.adapters.chroma import ChromaStore, http_client
+
+    collection = f"race{uuid.uuid4().hex[:8]}"
+    store = ChromaStore(http_client("127.0.0.1", chroma_server.port), collection)
+    store.ensure_collection(embedder.dimension)
+    chunker = policy_for(embedder, "recursive")
+    context = multiprocessing.get_context("spawn")
+    workers = len(VERSIONS)
+    barrier = context.Barrier(workers)
+    results = context.Queue()
+    queues = [context.Queue() for _ in range(workers)]
+    processes = [
+        context.Process(target=chroma_worker, args=(chroma_server.port, collection,
+                                                    minilm.model_id, embedder.table, q,
+                                                    results, barrier), daemon=True)
+        for q in queues
+    ]
+    for p in processes:
+        p.start()
+    rng = random.Random(16)
+    started = time.monotonic()
+    try:
+        for round_ in range(5):
+            doc_id = f"doc-{round_}"
+            if round_ % 2:  # from version 1, or from an empty store
+                sync([Document(doc_id, version_text(1), version=1)], store, chunker=chunker,
+                     embedder=embedder)
+            versions = list(VERSIONS)
+            rng.shuffle(versions)
+            for q, version in zip(queues, versions):
+                q.put((doc_id, version))
+            outcome = {}
+            for _ in versions:
+                got_doc, version, status = results.get(timeout=240)
+                assert got_doc == doc_id
+                outcome[version] = status
+            newest = max(VERSIONS)
+            assert outcome[newest] in ("new", "changed"), outcome
+            assert all(outcome[v] in ("new", "changed", "skipped") for v in versions), outcome
+            check_newest(store, doc_id, newest, embedder)
+    finally:
+        for q in queues:
+            q.put(None)
+        for p in processes:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    assert time.monotonic() - started < 400
+    # the lock records are gone, and the lock collection is not one of the store's
+    assert "rechunk-writer-locks" not in store.collections()
+    locks = chroma_server.client.get_collection("rechunk-writer-locks")
+    assert locks.count() == 0
