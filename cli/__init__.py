@@ -1,5 +1,9 @@
 """The ``rechunk`` command line.
 
+It composes the parts (stores from :mod:`rechunk.adapters.uri`, embedders from
+:mod:`rechunk.integrations.uri`), so it lives beside them, outside the core package
+(``import rechunk`` loads neither), as the subpackage ``rechunk.cli`` in ``cli/``.
+
 Exit codes: 0 ok, 1 partial failure (a file or folder skipped), 2 usage or
 configuration error, 3 store or embedder error (a failed stale check too). Errors
 print one line; the traceback only with ``--debug``. Names are printed through
@@ -1111,7 +1115,3 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return EXIT_BACKEND
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m rechunk.cli``: the ``rechunk`` command."""
+
+import sys
+
+from rechunk.cli import main
+
+sys.exit(main())
