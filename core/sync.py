@@ -438,8 +438,9 @@ def _vectors(
         for key in missing:
             source[key] = "embed"
     elif missing:
-        for start in range(0, len(missing), EMBED_BATCH):
-            batch = missing[start : start + EMBED_BATCH]
+        step = _embed_step(embedder)
+        for start in range(0, len(missing), step):
+            batch = missing[start : start + step]
             t0 = time.perf_counter()
             texts = [wanted[k] for k in batch]
             vectors = _as_float32(embedder.embed(texts), len(texts), dimension, model_id)
@@ -453,7 +454,7 @@ def _vectors(
                 if start == 0:  # so that an adapter that is not told it finds them too
                     record_dimension(cache, model_id, dimension)
             if progress is not None:
-                progress("embed", min(start + EMBED_BATCH, len(missing)), len(missing))
+                progress("embed", min(start + step, len(missing)), len(missing))
     for plan in plans:
         rep = plan.report
         for key in plan.needs_vector:
@@ -469,6 +470,14 @@ def _vectors(
         rep.tokens_embedded = sum(tokens[k] for k in embedded)
         rep.reindexed_bytes = sum(len(plan.needs_vector[k].encode("utf-8")) for k in embedded)
     return found, source
+
+
+def _embed_step(embedder: Embedder) -> int:
+    """Inputs per embed call: the embedder's ``embed_batch`` where it names one (an API
+    embedder sends several requests at once), else :data:`EMBED_BATCH`. Each call's
+    vectors are cached before the next, so an interrupted sync keeps its work."""
+    step = getattr(embedder, "embed_batch", None)
+    return step if type(step) is int and step > 0 else EMBED_BATCH
 
 
 #: SyncReport.inputs counter of each source of a vector

@@ -338,6 +338,8 @@ class OpenAIEmbedder:
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.max_in_flight = max_in_flight
+        #: inputs rechunk.sync hands to one embed call: enough for every request in flight
+        self.embed_batch = batch_size * max_in_flight
         self.max_retries = max_retries
         self.timeout = float(timeout)
         self.backoff = float(backoff)

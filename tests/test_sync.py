@@ -565,3 +565,20 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
     monkeypatch.setattr(sync_module, "DOC_BATCH", 256)
     sync(docs, reference, chunker=chunker, embedder=minilm)
     assert snapshot(store) == snapshot(reference)
+
+
+def test_an_embedder_may_take_larger_calls(minilm: Any, chunker: Any) -> None:
+    """An embedder that names ``embed_batch`` (OpenAIEmbedder: requests in flight times
+    their size) gets calls that large; others get 32 inputs a call."""
+    from qdrant_client import QdrantClient
+
+    docs = [Document(f"d{i}.md", f"# Note {i}\n\n" + NOTES.replace("Note", f"N{i}"))
+            for i in range(30)]
+    for batch, expected in ((None, 32), (50, 50)):
+        store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
+        recorder = RecordingEmbedder(minilm)
+        if batch is not None:
+            recorder.embed_batch = batch
+        sync(docs, store, chunker=chunker, embedder=recorder)
+        assert len(recorder.embedded) > expected
+        assert max(len(call) for call in recorder.calls) == expected
