@@ -366,6 +366,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"Machine: {result['machine']}. Reproduce with `python benchmarks/scale.py` "
         f"(whole run {result['seconds']:.0f} s; raw numbers in `benchmarks/results/scale.json`). "
         f"1-minute load average before/after: {result['load'][0]:.2f}/{result['load'][1]:.2f}.",
+        *(["", result["note"]] if result.get("note") else []),
         "",
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
@@ -491,6 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--merge", action="store_true", help="replace only the series run in the existing json"
     )
+    parser.add_argument("--note", help="a sentence on how this run was made, kept in the json")
     parser.add_argument("--quick", action="store_true", help="print only, do not write docs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -499,6 +501,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.render:
         result = json.loads(RESULTS.read_text(encoding="utf-8"))
+        if args.note:
+            result["note"] = args.note
+            RESULTS.write_text(json.dumps(result, indent=1), encoding="utf-8")
         _report.write_section("scale", to_markdown(result))
         print(to_markdown(result))
         return 0
