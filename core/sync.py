@@ -274,13 +274,13 @@ def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) 
 
 
 def _payload(
-    doc: Document, chunker: Chunker, model_id: str, key: str, ordinal: int, chunk: Chunk
+    doc: Document, policy: str, model_id: str, key: str, ordinal: int, chunk: Chunk
 ) -> PointPayload:
     assert doc.revision is not None
     return PointPayload(
         doc_id=doc.doc_id,
         revision=doc.revision,
-        policy=chunker.policy_id,
+        policy=policy,
         input_key=key,
         model_id=model_id,
         ordinal=ordinal,
@@ -357,6 +357,7 @@ def _plan(
     stored: list[StoredPoint],
 ) -> _Plan:
     existing = {p.id: p for p in stored}
+    policy = chunker.policy_id  # a hash of the chunker's settings: once per document
     report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
     plan = _Plan(doc, chunks, [], [], existing, [], {}, [], report)
     newest = max(
@@ -374,7 +375,7 @@ def _plan(
         occurrences[key] += 1
         plan.keys.append(key)
         plan.ids.append(pid)
-        payload = _payload(doc, chunker, model_id, key, ordinal, chunk)
+        payload = _payload(doc, policy, model_id, key, ordinal, chunk)
         current = existing.get(pid)
         if current is None:
             plan.writes.append(PointWrite(pid, payload, None))
