@@ -471,6 +471,23 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
+def _not_given(
+    store: Any, report: Any, files: Any, stored: set[str], keep: set[str], *, known: bool
+) -> int:
+    """Documents the store holds that this sync was not given (``--prune`` deletes them).
+
+    When the collection holds exactly the points of the documents just synced, there
+    are none, and no other read is needed: reading every point's doc_id to count them
+    would cost a no-op sync of a large corpus as much again (Chroma)."""
+    if not known:
+        info = store.collection_info()
+        synced = sum(report.chunks[k] for k in ("kept", "updated", "added"))
+        if info is None or (not report.dry_run and info.points == synced):
+            return 0
+        stored = store.doc_ids()
+    return len(stored - {doc.doc_id for doc in files.documents} - keep)
+
+
 def _cmd_sync(args: argparse.Namespace) -> int:
     from rechunk.policy import policy_for
     from rechunk.sync import SyncReport, sync
@@ -491,9 +508,9 @@ def _cmd_sync(args: argparse.Namespace) -> int:
             store = open_live(store, chunker, embedder.dimension)
         # files that exist but were not read (unreadable, or in a folder that could not
         # be listed) keep their documents; an empty file's are pruned like a deleted one's.
-        # The stored ids are read only when needed (embedded Qdrant scans for them).
-        needed = not args.prune or bool(files.skipped)
-        stored = store.doc_ids() if needed and store.collection_info() is not None else set()
+        # The stored ids are read only when needed: a read of every point's doc_id.
+        exists = store.collection_info() is not None
+        stored = store.doc_ids() if files.skipped and exists else set()
         keep = {doc_id for doc_id in stored if files.covers(doc_id)}
         with _progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}
@@ -523,7 +540,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                 report, failed = exc.report, exc
         unlisted = 0
         if not args.prune:
-            unlisted = len(stored - {doc.doc_id for doc in files.documents} - keep)
+            unlisted = _not_given(store, report, files, stored, keep, known=bool(files.skipped))
         if not args.dry_run:
             _record_roots(args, files.roots, replace=args.prune)
     report.documents["skipped"] += len(files.skipped)

@@ -265,6 +265,25 @@ def test_query_and_status_limits(workdir: Path, capsys: pytest.CaptureFixture[st
     assert "1 not written by rechunk" in capsys.readouterr().out
 
 
+def test_not_given_is_counted_without_reading_every_doc_id(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync without --prune counts the stored documents it was not given; when the
+    collection holds just the synced documents' points, it reads no doc_id for that."""
+    from rechunk.adapters.qdrant import QdrantStore
+
+    assert main(["sync", "docs"]) == 0
+    capsys.readouterr()
+    calls: list[int] = []
+    real = QdrantStore.doc_ids
+    monkeypatch.setattr(QdrantStore, "doc_ids", lambda self: calls.append(1) or real(self))
+    code, again = run_json(capsys, "sync", "docs")
+    assert code == 0 and again["documents"]["not_given"] == 0 and calls == []
+    (workdir / "docs" / "reuse-cache.md").unlink()
+    code, fewer = run_json(capsys, "sync", "docs")
+    assert code == 0 and fewer["documents"]["not_given"] == 1 and calls == [1]
+
+
 def test_status_advises_a_server_past_the_embedded_size(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
