@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("langchain", "langchain_core", "langchain_text_splitters", "llama_index",
          "qdrant_client", "chromadb", "torch", "sentence_transformers", "transformers")
-FOLDERS = {"core": "rechunk", "adapters": "rechunk.adapters", "integrations": "rechunk.integrations"}
+FOLDERS = {"core": "rechunk", "adapters": "rechunk.adapters", "integrations": "rechunk.integrations",
+           "cli": "rechunk.cli"}
 
 
 def test_import_loads_no_framework(tmp_path: Path) -> None:
@@ -52,7 +53,20 @@ def test_wheel_holds_every_subpackage(tmp_path: Path) -> None:
     }
     assert in_wheel == expected_packages()
     assert "rechunk/py.typed" in names
-    assert not any(name.startswith(("core/", "tests/", "adapters/")) for name in names)
+    assert not any(name.startswith(("core/", "tests/", "adapters/", "cli/")) for name in names)
+
+
+def test_the_core_imports_no_adapter_or_integration() -> None:
+    """The core is the package root; what composes it with stores and embedders (the
+    command line) lives outside it."""
+    import re
+
+    for path in (ROOT / "core").rglob("*.py"):
+        if path.name == "__main__.py":  # `python -m rechunk` runs the command line
+            continue
+        text = path.read_text(encoding="utf-8")
+        found = re.findall(r"^\s*(?:from|import) rechunk\.(?:adapters|integrations|cli)\b", text, re.M)
+        assert not found, (path, found)
 
 
 def test_public_names() -> None:
