@@ -125,7 +125,7 @@ def _open(args: argparse.Namespace, *, create: bool = True, dry_run: bool = Fals
     uri = args.store
     if dry_run and not store_exists(uri):
         uri = "qdrant::memory:"
-    return open_store(uri, args.collection, layout=args.layout, create=create)
+    return open_store(uri, args.collection, layout=args.layout or "langchain", create=create)
 
 
 def _written_in(store: Any, layout: str) -> bool:
@@ -614,8 +614,15 @@ def collection_status(store: Any) -> dict[str, Any]:
 def _cmd_status(args: argparse.Namespace) -> int:
     opened = _open(args, create=False)
     try:
-        _check_collection(opened.store)
-        status = collection_status(opened.store)
+        store = opened.store
+        try:
+            _check_collection(store)
+        except ConfigError:  # the other layout: without --layout, status follows the collection
+            other = "llamaindex" if store.layout == "langchain" else "langchain"
+            if args.layout is not None or not _written_in(store, other):
+                raise
+            store = type(store)(store.client, store.collection, other)
+        status = collection_status(store)
     finally:
         opened.close()
     if args.json:
@@ -905,8 +912,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--layout",
             choices=["langchain", "llamaindex"],
-            default="langchain",
-            help="payload layout, readable by that framework's own vector store",
+            default=None,
+            help="payload layout, readable by that framework's own vector store (default "
+            "langchain; status reads a collection in the layout it was written in)",
         )
 
     def input_options(p: argparse.ArgumentParser) -> None:

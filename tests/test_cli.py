@@ -265,6 +265,16 @@ def test_query_and_status_limits(workdir: Path, capsys: pytest.CaptureFixture[st
     assert "1 not written by rechunk" in capsys.readouterr().out
 
 
+def test_status_reads_a_collection_in_the_layout_it_was_written_in(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sync", "docs", "--layout", "llamaindex"]) == 0
+    capsys.readouterr()
+    code, status = run_json(capsys, "status")  # no --layout: the default is langchain
+    assert code == 0 and status["documents"] == len(list(DOCS.glob("*.md")))
+    assert status["other_points"] == 0 and status["stale_check"] == "passed"
+
+
 def test_not_given_is_counted_without_reading_every_doc_id(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
