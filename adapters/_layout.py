@@ -49,6 +49,7 @@ encode it silently, since it could not tell such a string from a real one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 import warnings
@@ -700,4 +701,25 @@ def is_unreachable(exc: BaseException) -> bool:
         todo.extend([current.__cause__, current.__context__])
         if isinstance(source, BaseException):
             todo.append(source)
+    return False
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it wraps) is a request that timed out (httpx's
+    timeouts, or gRPC's DEADLINE_EXCEEDED)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or any(
+            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
+            for cls in type(current).__mro__
+        ):
+            return True
+        code = getattr(current, "code", None)
+        if callable(code) and type(current).__module__.startswith("grpc"):
+            with contextlib.suppress(Exception):
+                if getattr(code(), "name", "") == "DEADLINE_EXCEEDED":
+                    return True
+        current = current.__cause__ or current.__context__
     return False

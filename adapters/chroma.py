@@ -45,6 +45,7 @@ from rechunk.adapters._layout import (
     check_query_vector,
     chroma_record,
     from_chroma,
+    is_timeout,
     is_unreachable,
     prepare_writes,
 )
@@ -219,7 +220,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 raise ConfigError(
                     f"Chroma refuses the collection name {self._collection!r}: {exc}"
                 ) from exc
-            if _timed_out(exc):
+            if is_timeout(exc):
                 raise StoreTimeoutError(
                     f"cannot reach Chroma to {action} collection {self._collection!r}: the "
                     f"server did not answer within {REQUEST_SECONDS:g} s (frozen or "
@@ -796,21 +797,6 @@ class _Lease:
             with contextlib.suppress(Exception):  # else it expires by itself
                 self._locks.delete(ids=[self._slot])
             self._slot = None
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it wraps) is a request that timed out."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TimeoutError) or any(
-            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
-            for cls in type(current).__mro__
-        ):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def _bad_name(exc: Exception) -> bool:

@@ -39,6 +39,7 @@ from rechunk.adapters._layout import (
     check_k,
     check_query_vector,
     from_qdrant,
+    is_timeout,
     is_unreachable,
     prepare_writes,
     qdrant_payload,
@@ -320,27 +321,6 @@ class _LocalIndex:
 _INDEXES: weakref.WeakKeyDictionary[Any, dict[bool, _LocalIndex]] = weakref.WeakKeyDictionary()
 
 
-def _timed_out(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it wraps) is a request that timed out (httpx's
-    timeouts, or gRPC's DEADLINE_EXCEEDED)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TimeoutError) or any(
-            cls.__name__ == "TimeoutException" and cls.__module__.startswith("httpx")
-            for cls in type(current).__mro__
-        ):
-            return True
-        code = getattr(current, "code", None)
-        if callable(code) and type(current).__module__.startswith("grpc"):
-            with contextlib.suppress(Exception):
-                if getattr(code(), "name", "") == "DEADLINE_EXCEEDED":
-                    return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
 def _check_version(version: object) -> int | None:
     if version is None:
         return None
@@ -429,7 +409,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         if isinstance(exc, RuntimeError) and _LOCK_TEXT in str(exc):
             return _lock_error("its path", exc)
         status = getattr(exc, "status_code", None)
-        if _timed_out(exc):
+        if is_timeout(exc):
             return StoreTimeoutError(
                 f"cannot reach Qdrant to {action} collection {self._collection!r}: the "
                 f"server did not answer in time (frozen or overloaded?): "
