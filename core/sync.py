@@ -804,6 +804,7 @@ def _sync(
             progress(stage, done, total)
 
     sources = [*([] if store_missing else [store]), *reuse_from]
+    policy = chunker.policy_id
     tokens: dict[str, int] = {}  # every distinct input of the synced documents
     counted: set[str] = set()  # inputs already counted in report.inputs
     changed: list[DocumentReport] = []
@@ -818,7 +819,7 @@ def _sync(
         plans = []
         for i, doc in enumerate(batch, done + 1):
             old = stored.get(doc.doc_id, [])
-            chunks = _stored_chunks(doc, old, chunker.policy_id)
+            chunks = _stored_chunks(doc, old, policy)
             if chunks is None:
                 t0 = time.perf_counter()
                 chunks = chunker.chunk(doc.text)
