@@ -109,6 +109,7 @@ def test_publishing_retries_while_the_server_restarts(tmp_path: Path, embedder: 
         """The server goes down just before the first write and is back 1.5 s later."""
 
         restarted = False
+        restarter: threading.Thread | None = None
 
         def write(self, points: Any, **kwargs: Any) -> None:
             if not RestartsOnFirstWrite.restarted:
@@ -119,7 +120,9 @@ def test_publishing_retries_while_the_server_restarts(tmp_path: Path, embedder: 
                     time.sleep(1.5)
                     servers.append(_start(path, port))
 
-                threading.Thread(target=later, daemon=True).start()
+                thread = threading.Thread(target=later, daemon=True)
+                RestartsOnFirstWrite.restarter = thread
+                thread.start()
             super().write(points, **kwargs)
 
     try:
@@ -127,6 +130,9 @@ def test_publishing_retries_while_the_server_restarts(tmp_path: Path, embedder: 
         store.ensure_collection(embedder.dimension)
         report = sync([Document("d", version_text(1))], store, chunker=chunker,
                       embedder=embedder)
+        # the server may answer the retried write before _start has seen it answer
+        assert RestartsOnFirstWrite.restarter is not None
+        RestartsOnFirstWrite.restarter.join(timeout=60)
         assert RestartsOnFirstWrite.restarted and len(servers) == 2
         assert report.stale_check == "passed" and report.documents["new"] == 1
     finally:
