@@ -53,7 +53,7 @@ import contextlib
 import json
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 
@@ -67,6 +67,7 @@ from rechunk.store import (
     PointPayload,
     PointWrite,
     StoredPoint,
+    batches,
 )
 
 if TYPE_CHECKING:
@@ -138,8 +139,6 @@ _CHROMA_RESERVED_PREFIXES: Final = ("chroma:", "$", "#")
 #: 5,461 (chromadb 1.5 here) its compaction fails and leaves the collection unwritable
 #: for good; the margin leaves room for rechunk's own fields.
 CHROMA_MAX_VALUES: Final = 5000
-
-T = TypeVar("T")
 
 
 def check_layout(layout: object) -> Layout:
@@ -487,12 +486,6 @@ def check_dimensions(prepared: Sequence[PreparedWrite], dimension: int, where: s
                 f"point {write.id} has a {write.vector.size}-dimensional vector; "
                 f"{where} holds {dimension}-dimensional ones"
             )
-
-
-def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    """``items`` in consecutive slices of at most ``size``."""
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 # -- encoding ----------------------------------------------------------------------------

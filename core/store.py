@@ -9,9 +9,9 @@ the framework's own vector store class can read the collection directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +28,14 @@ __all__ = [
 ]
 
 Distance = Literal["cosine", "dot", "euclid"]
+T = TypeVar("T")
+
+
+def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size`` (a sync's batches of documents,
+    a store's requests)."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
 
 #: Payload keys rechunk owns; document metadata may not use them.
 RESERVED_METADATA_KEYS = frozenset(

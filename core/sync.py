@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,7 @@ from rechunk.store import (
     PointWrite,
     StoredPoint,
     VectorStore,
+    batches,
 )
 
 __all__ = ["DocumentReport", "SyncReport", "sync"]
@@ -61,7 +62,6 @@ DOC_BATCH = 256
 #: ``progress(stage, done, total)``: called as a sync advances (for progress bars)
 Progress = Callable[[str, int, int], None]
 Vector = npt.NDArray[np.float32]
-T = TypeVar("T")
 
 
 @dataclass
@@ -158,11 +158,6 @@ class _Plan:
     needs_vector: dict[str, str]  # input key -> text, for points that are new
     delete: list[str]
     report: DocumentReport
-
-
-def _batches(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _check_documents(documents: Iterable[Document]) -> list[Document]:
@@ -810,7 +805,7 @@ def _sync(
     changed: list[DocumentReport] = []
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
     done = embedded_before = 0
-    for batch in _batches(docs, DOC_BATCH):
+    for batch in batches(docs, DOC_BATCH):
         t0 = time.perf_counter()
         # the batch's points in one read (embedded Qdrant without its index scans per read)
         ids = [doc.doc_id for doc in batch]
@@ -887,7 +882,7 @@ def _sync(
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | kept
         gone_ids = sorted(store.doc_ids() - given)
-        for gone_batch in _batches(gone_ids, DOC_BATCH):
+        for gone_batch in batches(gone_ids, DOC_BATCH):
             points_of = store.get_points_many(gone_batch)
             delete = [p.id for doc_id in gone_batch for p in points_of[doc_id]]
             for doc_id in gone_batch:
