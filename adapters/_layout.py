@@ -19,7 +19,10 @@ query) a collection that rechunk wrote:
     node's ``id_`` is the point id, its ``text`` the chunk text (Qdrant; on
     Chroma the text is the record's document and the JSON holds ``""``, as
     LlamaIndex's ``ChromaVectorStore`` does), ``start_char_idx``/``end_char_idx``
-    the span, its SOURCE relationship the ``doc_id``, and the rechunk fields are
+    the span, its SOURCE relationship the ``doc_id``, its PREVIOUS / NEXT relationships
+    the ids of the document's neighbouring chunks (``PointPayload.previous_id`` /
+    ``next_id``: a sync keeps them current, updating a point's payload when its
+    neighbour changes; read back from the JSON), and the rechunk fields are
     listed in ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``,
     so LlamaIndex shows only the document metadata to embedders and LLMs. Qdrant
     stores the vector under the name ``"text-dense"`` (LlamaIndex's default; an
@@ -31,9 +34,7 @@ start, end, tokens`` and ``version`` (left out when it is ``None``). The framewo
 adapters (``RechunkTextSplitter`` through ``index()``, ``RechunkNodeParser`` through
 LlamaIndex's vector stores) write the same fields under the same names and meanings,
 plus ``occurrence`` (and LangChain's ``start_index``/``end_index``), so such points
-read back here as rechunk points. Known gap: the PREVIOUS / NEXT relationships
-``RechunkNodeParser`` writes are not in the node JSON built here (a point's
-neighbours change without its payload changing, so a sync would leave them stale).
+read back here as rechunk points, PREVIOUS / NEXT included.
 
 Document metadata rules, checked by :func:`prepare_writes` before any I/O:
 keys are non-empty ``str`` outside :data:`~rechunk.store.RESERVED_METADATA_KEYS`
@@ -122,6 +123,9 @@ _NODE_CONTENT: Final = "_node_content"
 _NODE_TYPE: Final = "_node_type"
 _TEXT_NODE: Final = "TextNode"
 _SOURCE_RELATIONSHIP: Final = "1"  # llama_index NodeRelationship.SOURCE
+_PREVIOUS_RELATIONSHIP: Final = "2"  # NodeRelationship.PREVIOUS
+_NEXT_RELATIONSHIP: Final = "3"  # NodeRelationship.NEXT
+_TEXT_OBJECT: Final = "1"  # llama_index ObjectType.TEXT
 _DOCUMENT_OBJECT: Final = "4"  # llama_index ObjectType.DOCUMENT
 #: Keys the llamaindex layout adds beside the metadata; document metadata may not use them.
 LLAMAINDEX_KEYS: Final = frozenset({_NODE_CONTENT, _NODE_TYPE, "document_id", "ref_doc_id"})
@@ -199,6 +203,13 @@ class StoreBase(Generic[ClientT]):
     def layout(self) -> Layout:
         """The payload layout (``"langchain"`` or ``"llamaindex"``)."""
         return self._layout
+
+    @property
+    def keeps_neighbours(self) -> bool:
+        """Whether points keep their neighbours' ids (``PointPayload.previous_id`` /
+        ``next_id``): the llamaindex layout writes them as the node's PREVIOUS / NEXT
+        relationships; the langchain layout has no place for them and reads ``None``."""
+        return self._layout == "llamaindex"
 
     @property
     def client(self) -> ClientT:
@@ -491,24 +502,32 @@ def check_dimensions(prepared: Sequence[PreparedWrite], dimension: int, where: s
 # -- encoding ----------------------------------------------------------------------------
 
 
+def _related(node_id: str, node_type: str) -> dict[str, Any]:
+    """One ``RelatedNodeInfo`` of a node's relationships, as llama_index serialises it."""
+    return {
+        "node_id": node_id,
+        "node_type": node_type,
+        "metadata": {},
+        "hash": None,
+        "class_name": "RelatedNodeInfo",
+    }
+
+
 def _node_json(point_id: str, payload: PointPayload, metadata: dict[str, Any], text: str) -> str:
     """The TextNode JSON that llama_index's ``metadata_dict_to_node`` parses."""
     excluded = [key for key in _FIELDS if key in metadata]
+    relationships = {_SOURCE_RELATIONSHIP: _related(payload.doc_id, _DOCUMENT_OBJECT)}
+    if payload.previous_id is not None:
+        relationships[_PREVIOUS_RELATIONSHIP] = _related(payload.previous_id, _TEXT_OBJECT)
+    if payload.next_id is not None:
+        relationships[_NEXT_RELATIONSHIP] = _related(payload.next_id, _TEXT_OBJECT)
     node: dict[str, Any] = {
         "id_": point_id,
         "embedding": None,
         "metadata": metadata,
         "excluded_embed_metadata_keys": excluded,
         "excluded_llm_metadata_keys": list(excluded),
-        "relationships": {
-            _SOURCE_RELATIONSHIP: {
-                "node_id": payload.doc_id,
-                "node_type": _DOCUMENT_OBJECT,
-                "metadata": {},
-                "hash": None,
-                "class_name": "RelatedNodeInfo",
-            }
-        },
+        "relationships": relationships,
         "text": text,
         "mimetype": "text/plain",
         "start_char_idx": payload.start,
@@ -579,7 +598,12 @@ def _foreign(
 
 
 def _payload_from(
-    point_id: str, fields: Mapping[str, Any], text: object, collection: str, layout: Layout
+    point_id: str,
+    fields: Mapping[str, Any],
+    text: object,
+    collection: str,
+    layout: Layout,
+    node: Mapping[str, Any] | None = None,
 ) -> PointPayload:
     missing = [name for name in _FIELDS[:-1] if name not in fields]
     if missing:
@@ -604,7 +628,18 @@ def _payload_from(
         raise _foreign(point_id, collection, layout, "no text")
     skip = RESERVED_METADATA_KEYS | (LLAMAINDEX_KEYS if layout == "llamaindex" else frozenset())
     metadata = {key: value for key, value in fields.items() if key not in skip}
+    if node is not None:
+        values["previous_id"] = _neighbour(node, _PREVIOUS_RELATIONSHIP)
+        values["next_id"] = _neighbour(node, _NEXT_RELATIONSHIP)
     return PointPayload(text=text, metadata=metadata, **values)
+
+
+def _neighbour(node: Mapping[str, Any], relationship: str) -> str | None:
+    """The node id a llamaindex node's PREVIOUS or NEXT relationship names (None without)."""
+    relationships = node.get("relationships")
+    related = relationships.get(relationship) if isinstance(relationships, Mapping) else None
+    node_id = related.get("node_id") if isinstance(related, Mapping) else None
+    return node_id if isinstance(node_id, str) else None
 
 
 def from_qdrant(
@@ -619,19 +654,20 @@ def from_qdrant(
         return _payload_from(
             point_id, fields, payload.get(LANGCHAIN_CONTENT_KEY), collection, layout
         )
-    text = _node_text(point_id, payload, collection)
-    return _payload_from(point_id, payload, text, collection, layout)
+    node = _node(point_id, payload, collection)
+    return _payload_from(point_id, payload, node.get("text"), collection, layout, node)
 
 
-def _node_text(point_id: str, payload: Mapping[str, Any], collection: str) -> object:
-    raw = payload.get(_NODE_CONTENT)
+def _node(point_id: str, fields: Mapping[str, Any], collection: str) -> Mapping[str, Any]:
+    """The node JSON of a llamaindex-layout point (``{}`` when it is not an object)."""
+    raw = fields.get(_NODE_CONTENT)
     if type(raw) is not str:
         raise _foreign(point_id, collection, "llamaindex", "no '_node_content'", foreign=True)
     try:
         node: Any = json.loads(raw)
     except ValueError as exc:
         raise _foreign(point_id, collection, "llamaindex", f"bad '_node_content': {exc}") from exc
-    return node.get("text") if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
 
 
 def from_chroma(
@@ -642,8 +678,9 @@ def from_chroma(
     collection: str,
 ) -> PointPayload:
     """Decode a Chroma record written in ``layout``; StoreError when it is not one."""
-    if layout == "llamaindex" and metadata is not None and _NODE_CONTENT not in metadata:
-        raise _foreign(point_id, collection, layout, "no '_node_content'", foreign=True)
+    if layout == "llamaindex":
+        node = _node(point_id, metadata or {}, collection)
+        return _payload_from(point_id, metadata or {}, document, collection, layout, node)
     return _payload_from(point_id, metadata or {}, document, collection, layout)
 
 

@@ -56,7 +56,13 @@ RESERVED_METADATA_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class PointPayload:
-    """Everything stored beside one chunk's vector."""
+    """Everything stored beside one chunk's vector.
+
+    ``previous_id`` / ``next_id`` are the point ids of the chunks before and after this one
+    in the same document (``None`` at its ends). A sync fills them only for a store that
+    keeps them (``keeps_neighbours``: the llamaindex layout writes them as the node's
+    PREVIOUS / NEXT relationships); elsewhere they stay ``None``.
+    """
 
     doc_id: str
     revision: str
@@ -70,6 +76,8 @@ class PointPayload:
     text: str
     version: int | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    previous_id: str | None = None
+    next_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,10 @@ class VectorStore(Protocol):
     Constructors take a ready client and do no I/O. Every method that reaches the
     store raises ``StoreError`` (or ``StoreUnavailableError`` when it cannot be
     reached); none of them writes anything partially on bad input.
+
+    Optional attributes a sync looks for: ``keeps_neighbours`` (true: the store holds
+    :attr:`PointPayload.previous_id` / ``next_id``, and reads them back), and
+    ``conditional_versions`` / ``writer_lock()`` (see :func:`rechunk.sync`).
     """
 
     @property

@@ -269,7 +269,13 @@ def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) 
 
 
 def _payload(
-    doc: Document, policy: str, model_id: str, key: str, ordinal: int, chunk: Chunk
+    doc: Document,
+    policy: str,
+    model_id: str,
+    key: str,
+    ordinal: int,
+    chunk: Chunk,
+    neighbours: tuple[str | None, str | None] = (None, None),
 ) -> PointPayload:
     assert doc.revision is not None
     return PointPayload(
@@ -285,6 +291,8 @@ def _payload(
         text=chunk.text,
         version=doc.version,
         metadata=dict(doc.metadata or {}),
+        previous_id=neighbours[0],
+        next_id=neighbours[1],
     )
 
 
@@ -350,7 +358,11 @@ def _plan(
     chunker: Chunker,
     model_id: str,
     stored: list[StoredPoint],
+    neighbours: bool = False,
 ) -> _Plan:
+    """What to write and delete so that the store holds exactly ``chunks`` of ``doc``.
+    ``neighbours``: the store keeps each point's PREVIOUS / NEXT ids (a point whose
+    neighbour changed is updated, payload only)."""
     existing = {p.id: p for p in stored}
     policy = chunker.policy_id  # a hash of the chunker's settings: once per document
     report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
@@ -364,13 +376,20 @@ def _plan(
         report.reason = f"store holds version {newest} > {doc.version}"
         return plan
     occurrences: Counter[str] = Counter()
-    for ordinal, chunk in enumerate(chunks):
+    for chunk in chunks:
         key = input_key(model_id, chunk.text)
-        pid = point_id(doc.doc_id, key, occurrences[key])
-        occurrences[key] += 1
         plan.keys.append(key)
-        plan.ids.append(pid)
-        payload = _payload(doc, policy, model_id, key, ordinal, chunk)
+        plan.ids.append(point_id(doc.doc_id, key, occurrences[key]))
+        occurrences[key] += 1
+    last = len(chunks) - 1
+    for ordinal, (chunk, key, pid) in enumerate(zip(chunks, plan.keys, plan.ids)):
+        around: tuple[str | None, str | None] = (None, None)
+        if neighbours:
+            around = (
+                plan.ids[ordinal - 1] if ordinal else None,
+                plan.ids[ordinal + 1] if ordinal < last else None,
+            )
+        payload = _payload(doc, policy, model_id, key, ordinal, chunk, around)
         current = existing.get(pid)
         if current is None:
             plan.writes.append(PointWrite(pid, payload, None))
@@ -498,6 +517,11 @@ def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector
             "(within float32 range)"
         )
     return vectors
+
+
+def _keeps(store: VectorStore) -> bool:
+    """Whether ``store`` keeps each point's PREVIOUS / NEXT ids (``keeps_neighbours``)."""
+    return bool(getattr(store, "keeps_neighbours", False))
 
 
 def _guarded(store: VectorStore, version: int | None) -> dict[str, int]:
@@ -668,7 +692,9 @@ def _check_published(
             if deleted:
                 points = store.get_points_many([plan.doc.doc_id])[plan.doc.doc_id]
             if _verify(plan, points)[1]:  # points missing: plan and publish again
-                redo = _plan(plan.doc, plan.chunks, chunker, embedder.model_id, points)
+                redo = _plan(
+                    plan.doc, plan.chunks, chunker, embedder.model_id, points, _keeps(store)
+                )
                 if redo.report.status == "skipped":
                     again = True
                     continue
@@ -800,6 +826,7 @@ def _sync(
 
     sources = [*([] if store_missing else [store]), *reuse_from]
     policy = chunker.policy_id
+    neighbours = _keeps(store)
     tokens: dict[str, int] = {}  # every distinct input of the synced documents
     counted: set[str] = set()  # inputs already counted in report.inputs
     changed: list[DocumentReport] = []
@@ -821,7 +848,7 @@ def _sync(
                 seconds["chunk"] += time.perf_counter() - t0
             tick("chunk", i, len(docs))
             t0 = time.perf_counter()
-            plans.append(_plan(doc, chunks, chunker, model_id, old))
+            plans.append(_plan(doc, chunks, chunker, model_id, old, neighbours))
             seconds["plan"] += time.perf_counter() - t0
             tick("plan", i, len(docs))
         del stored

@@ -19,6 +19,7 @@ import datetime
 import math
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -322,6 +323,28 @@ class StoreContract:
             assert after[key].tobytes() == before[key].tobytes()
         hits = ready.search(unit(1), k=1)
         assert hits[0][0] == StoredPoint(ids[1], new[1])
+
+    def test_neighbours_round_trip_where_the_layout_keeps_them(
+        self, ready: VectorStore, layout: str
+    ) -> None:
+        ids = [new_id() for _ in range(3)]
+        chain = [
+            payload(n, previous_id=ids[n - 1] if n else None,
+                    next_id=ids[n + 1] if n < 2 else None)
+            for n in range(3)
+        ]  # fmt: skip
+        ready.write([PointWrite(ids[n], p, unit(n)) for n, p in enumerate(chain)])
+        keeps = getattr(ready, "keeps_neighbours", False)
+        assert keeps == (layout == "llamaindex")
+        got = [p.payload for p in ready.get_points("a.md")]
+        if keeps:
+            assert got == chain
+            # a payload-only update moves a neighbour (an insert after the first chunk)
+            moved = replace(chain[0], next_id=new_id())
+            ready.write([PointWrite(ids[0], moved, None)])
+            assert ready.get_points("a.md")[0].payload == moved
+        else:  # the langchain layout has no place for them
+            assert got == [replace(p, previous_id=None, next_id=None) for p in chain]
 
     def test_payload_update_of_a_missing_point_writes_nothing(self, ready: VectorStore) -> None:
         with pytest.raises(StoreError, match="missing") as exc:

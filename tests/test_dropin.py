@@ -676,6 +676,10 @@ def test_llamaindex_layout_one_schema_whichever_path_wrote_it() -> None:
             mine["excluded_embed_metadata_keys"]
         )
         assert "1" in mine["relationships"] and "1" in theirs["relationships"]  # SOURCE
+        # PREVIOUS ("2") and NEXT ("3"): the same neighbours, whichever path wrote them
+        assert {r: v["node_id"] for r, v in mine["relationships"].items() if r in "23"} == {
+            r: v["node_id"] for r, v in theirs["relationships"].items() if r in "23"
+        }
     with warnings.catch_warnings():
         warnings.simplefilter("error", ForeignPointsWarning)
         read = QdrantStore(client, "indexed", "llamaindex").get_points("guide.md")
@@ -684,3 +688,79 @@ def test_llamaindex_layout_one_schema_whichever_path_wrote_it() -> None:
     first = json.loads(payloads("indexed")[nodes[1].metadata["input_key"]]["_node_content"])
     assert first["relationships"]["2"]["node_id"] == nodes[0].id_  # PREVIOUS
     assert first["relationships"]["3"]["node_id"] == nodes[2].id_  # NEXT
+
+
+def _llamaindex_reader(backend: str, tmp_path: Path) -> tuple[Any, Any]:
+    """A rechunk store in the llamaindex layout and LlamaIndex's own vector store on the
+    same collection: embedded Qdrant or embedded Chroma."""
+    name = "guide"
+    if backend == "qdrant":
+        pytest.importorskip("llama_index.vector_stores.qdrant")
+        from llama_index.vector_stores.qdrant import QdrantVectorStore
+        from qdrant_client import QdrantClient
+
+        from rechunk.adapters.qdrant import QdrantStore
+
+        client = QdrantClient(":memory:")
+        store: Any = QdrantStore(client, name, "llamaindex")
+        store.ensure_collection(8)
+        return store, QdrantVectorStore(collection_name=name, client=client)
+    pytest.importorskip("llama_index.vector_stores.chroma")
+    import chromadb
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    from rechunk.adapters.chroma import ChromaStore
+
+    chroma = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    store = ChromaStore(chroma, name, "llamaindex")
+    store.ensure_collection(8)
+    reader = ChromaVectorStore(chroma_collection=chroma.get_collection(name))
+    return store, reader
+
+
+def _walk(reader: Any, first: str) -> list[Any]:
+    """The document's nodes as a LlamaIndex reader finds them: from ``first``, following
+    each node's NEXT (and checking that PREVIOUS leads back)."""
+    nodes = reader.get_nodes(node_ids=[first])
+    assert nodes[0].prev_node is None
+    while nodes[-1].next_node is not None:
+        (after,) = reader.get_nodes(node_ids=[nodes[-1].next_node.node_id])
+        assert after.prev_node is not None and after.prev_node.node_id == nodes[-1].node_id
+        nodes.append(after)
+        assert len(nodes) < 1000
+    return nodes
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+@pytest.mark.parametrize("backend", ["qdrant", "chroma"])
+def test_llamaindex_readers_follow_previous_and_next_of_synced_points(
+    backend: str, tmp_path: Path
+) -> None:
+    store, reader = _llamaindex_reader(backend, tmp_path)
+    chunker, embedder = _guide_chunker(), HashEmbedder()
+
+    def synced(text: str) -> tuple[rechunk.SyncReport, list[Any]]:
+        report = rechunk.sync(
+            [rechunk.Document("guide.md", text)], store, chunker=chunker, embedder=embedder
+        )
+        points = store.get_points("guide.md")
+        nodes = _walk(reader, points[0].id)
+        # the chain is the document's chunks in order, each node what rechunk stored
+        assert [n.node_id for n in nodes] == [p.id for p in points]
+        assert [n.text for n in nodes] == [p.payload.text for p in points]
+        assert all(n.source_node.node_id == "guide.md" for n in nodes)
+        return report, nodes
+
+    report, before = synced(GUIDE)
+    assert len(before) >= 4 and report.chunks["added"] == len(before)
+    # a paragraph inserted in the middle: the neighbours of the new chunks are rewritten
+    # (payload only), nothing else is embedded again
+    at = GUIDE.index("## Sizing chunks")
+    edited = GUIDE[:at] + "A paragraph the project wrote for this test.\n\n" + GUIDE[at:]
+    report, after = synced(edited)
+    assert report.documents["changed"] == 1 and report.inputs["embedded"] <= 2
+    assert {n.node_id for n in after} - {n.node_id for n in before}
+    # an unchanged re-sync writes nothing: the stored relationships compare equal
+    report, again = synced(edited)
+    assert report.documents["unchanged"] == 1 and report.chunks["updated"] == 0
+    assert [n.node_id for n in again] == [n.node_id for n in after]
