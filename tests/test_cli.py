@@ -275,6 +275,35 @@ def test_status_reads_a_collection_in_the_layout_it_was_written_in(
     assert status["other_points"] == 0 and status["stale_check"] == "passed"
 
 
+def test_sync_in_the_llamaindex_layout_links_previous_and_next(workdir: Path) -> None:
+    """Each document's points form one PREVIOUS/NEXT chain in ordinal order, as
+    LlamaIndex readers expect of nodes (issue 17, item 8)."""
+    from qdrant_client import QdrantClient
+
+    assert main(["sync", "docs", "--layout", "llamaindex"]) == 0
+    client = QdrantClient(path=str(workdir / ".rechunk" / "qdrant"))
+    try:
+        aliases = client.get_aliases().aliases
+        name = aliases[0].collection_name if aliases else "rechunk"
+        points = client.scroll(name, limit=10_000, with_payload=True)[0]
+    finally:
+        client.close()
+    by_doc: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
+    for p in points:
+        payload = p.payload or {}
+        node = json.loads(payload["_node_content"])
+        by_doc.setdefault(payload["doc_id"], []).append(
+            (payload["ordinal"], str(p.id), node["relationships"])
+        )
+    assert len(by_doc) == len(list(DOCS.glob("*.md")))
+    for chain in by_doc.values():
+        chain.sort()
+        ids = [point_id for _, point_id, _ in chain]
+        for i, (_, _, relations) in enumerate(chain):
+            assert relations.get("2", {}).get("node_id") == (ids[i - 1] if i else None)
+            assert relations.get("3", {}).get("node_id") == (ids[i + 1] if i + 1 < len(ids) else None)
+
+
 def test_not_given_is_counted_without_reading_every_doc_id(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
