@@ -22,6 +22,9 @@ LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing throug
 ``RecursiveCharacterTextSplitter`` length-matched to rechunk's chunks (cleanup
 ``incremental``; ``full`` for prune).
 
+With ``--floor``, the tool ``chroma-only`` times Chroma's own upserts of the records
+the initial sync writes, nothing else: what no tool writing them can go below.
+
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
 consecutive sizes.
@@ -46,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -254,10 +258,62 @@ def child_langchain(store_kind: str, folder: str, case: str, n: int) -> dict[str
     return {"open_s": open_s, "sync_s": sync_s, "result": dict(result), "points": len(chunks)}
 
 
+def child_floor(folder: str, n: int) -> dict[str, Any]:
+    """Chroma's own cost of the initial sync's writes: the records ``rechunk.sync`` writes
+    (same ids, texts, metadata and vectors, built before the clock starts), upserted
+    straight through ``chromadb`` in requests of ChromaStore's default size, and nothing
+    else: no chunking, no reads, no checks."""
+    import chromadb
+
+    import rechunk
+    from rechunk.adapters._layout import chroma_record
+    from rechunk.identity import input_key, point_id, text_revision
+    from rechunk.store import PointPayload
+
+    docs, _ = _docs_for("initial", n)
+    embedder = HashEmbedder()
+    chunker = rechunk.policy_for(embedder)
+    policy = chunker.policy_id
+    records: list[tuple[str, str, dict[str, Any]]] = []
+    for doc_id, text in docs.items():
+        seen: dict[str, int] = {}
+        for ordinal, chunk in enumerate(chunker.chunk(text)):
+            key = input_key(embedder.model_id, chunk.text)
+            pid = point_id(doc_id, key, seen.get(key, 0))
+            seen[key] = seen.get(key, 0) + 1
+            payload = PointPayload(
+                doc_id=doc_id, revision=text_revision(text), policy=policy, input_key=key,
+                model_id=embedder.model_id, ordinal=ordinal, start=chunk.start, end=chunk.end,
+                tokens=chunk.tokens, text=chunk.text,
+            )  # fmt: skip
+            records.append((pid, *chroma_record(pid, payload, "langchain")))
+    vectors = np.stack([hash_vector(text) for _, text, _ in records])
+    t0 = time.perf_counter()
+    client = chromadb.PersistentClient(
+        path=os.path.join(folder, "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )
+    collection = client.create_collection(
+        COLLECTION, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+    )
+    open_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for start in range(0, len(records), 1024):
+        part = records[start : start + 1024]
+        collection.upsert(
+            ids=[pid for pid, _, _ in part],
+            embeddings=vectors[start : start + len(part)],
+            documents=[text for _, text, _ in part],
+            metadatas=[metadata for _, _, metadata in part],
+        )
+    return {"open_s": open_s, "sync_s": time.perf_counter() - t0, "points": len(records)}
+
+
 def child(args: argparse.Namespace) -> None:
     spec = json.loads(args.child)
     if spec["tool"] == "rechunk":
         out = child_rechunk(spec["uri"], spec["case"], spec["n"])
+    elif spec["tool"] == "chroma-only":
+        out = child_floor(spec["folder"], spec["n"])
     else:
         out = child_langchain(spec["store"], spec["folder"], spec["case"], spec["n"])
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -303,12 +359,12 @@ def series(
                     uri = stack.enter_context(chroma_server(folder / "server"))
                 elif tool == "rechunk":
                     uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{folder / store}"
-                for case in CASES:
+                for case in CASES if tool != "chroma-only" else ("initial",):
                     spec = (
                         {"tool": "rechunk", "uri": uri, "case": case, "n": n}
                         if tool == "rechunk"
                         else {
-                            "tool": "langchain",
+                            "tool": tool,
                             "store": store,
                             "folder": str(folder),
                             "case": case,
@@ -374,7 +430,10 @@ def to_markdown(result: dict[str, Any]) -> str:
         "drawn from the English dev revisions; a fast hash embedder, so the times are the "
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
         "document edited with all passed; one document only; prune 1% (`prune=True`, or "
-        '`cleanup="full"` for LangChain).',
+        '`cleanup="full"` for LangChain). Tool `chroma-only` (with `--floor`): Chroma\'s '
+        "own upserts of the records rechunk's initial sync writes (the same ids, texts, "
+        "metadata and vectors, in requests of 1,024), timed alone: the floor under any "
+        "tool writing those points.",
         "",
         "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
         "case's store open; `doc_ids`: the extra read `rechunk sync` makes without `--prune` "
@@ -472,6 +531,25 @@ def verdict(result: dict[str, Any]) -> list[str]:
                     parts.append(f"initial throughput {ratio:.2f}x LangChain's (points/s)")
                 line += f"; at {n:,} documents: " + ", ".join(parts) + " (targets: 3x, 3x, >= 1x)"
         out.append(line + ".")
+    floor = [r for r in result["series"].get("chroma-only|chroma", []) if _case(result, "chroma-only", "chroma", r["n"], "initial")]
+    if len(floor) >= 2:
+        exp = exponents(floor)["initial"]
+        ours = {
+            (a["n"], b["n"]): v
+            for (a, b), v in zip(
+                pairwise(result["series"].get("rechunk|chroma", [])),
+                exponents(result["series"].get("rechunk|chroma", []))["initial"],
+            )
+        }
+        parts = []
+        for (a, b), v in zip(pairwise(floor), exp):
+            mine = ours.get((a["n"], b["n"]))
+            theirs = "" if mine is None else f" (rechunk's initial sync: {mine:.2f})"
+            parts.append(f"{v:.2f} from {a['n']:,} to {b['n']:,}{theirs}" if v is not None else "")
+        out.append(
+            "- Chroma's own upserts of the same records (chroma-only: no chunking, reads or "
+            "checks) grow with exponent " + "; ".join(p for p in parts if p) + "."
+        )
     return out
 
 
@@ -480,6 +558,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,5000,20000,50000")
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--anchor-stores", default=",".join(ANCHOR_STORES))
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time Chroma's own upserts of the initial sync's records (tool chroma-only)",
+    )
     parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
     parser.add_argument(
         "--cap",
@@ -524,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tmp)
         plan = [("rechunk", s) for s in args.stores.split(",") if s] + [
             ("langchain", s) for s in args.anchor_stores.split(",") if s
-        ]
+        ] + ([("chroma-only", "chroma")] if args.floor else [])
         for tool, store in plan:
             cap = min(
                 (int(caps[k]) for k in (tool, store, f"{tool}:{store}") if k in caps),
