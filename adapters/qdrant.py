@@ -115,6 +115,10 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
     created; a second client on the same folder, in this process or another,
     fails with a ``RuntimeError`` until the first one is closed.
 
+    Local mode loads the folder's vectors as float64; they are held as float32 with room
+    for new points (see :func:`_reserve`): half the memory, and a sync that adds a few
+    points to a large collection copies none of them.
+
     Local mode stores each point in its own SQLite transaction, and by default
     SQLite waits for the disk on every one (about 110 points/s here). A
     :class:`QdrantStore` on a client made here switches each collection's file
@@ -132,6 +136,10 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
             raise _lock_error(path, exc) from exc
         raise StoreError(f"cannot open the Qdrant folder {path}: {exc}") from exc
     _TUNED_CLIENTS.add(client)
+    for name in getattr(getattr(client, "_client", None), "collections", None) or {}:
+        collection = _local_collection(client, name)
+        if collection is not None:
+            _reserve(collection, 0)  # float32 with room, as the folder is loaded
     return client
 
 
@@ -181,18 +189,25 @@ def _tune(collection: Any) -> None:
 
 
 def _reserve(collection: Any, extra: int) -> None:
-    """Room in an embedded collection's dense vector arrays for ``extra`` more points.
+    """Room in an embedded collection's dense vector arrays for ``extra`` more points, held
+    as float32.
 
-    Loaded from disk, an array holds exactly the stored points, and qdrant-client grows
-    a full one with ``np.resize``, which took 2.4 s for 18,000 MiniLM vectors here on
-    the first point a process added (a one-paragraph edit), and again at every doubling
-    of an initial sync. A plain copy into a larger array takes milliseconds; Qdrant
-    reads only the rows of its points. Grown by an eighth (at least 1,024 rows), so the
-    memory held for room stays small."""
+    Loaded from disk, an array holds exactly the stored points, as float64 (qdrant-client
+    builds it from lists; a collection it creates holds float32, and every vector it
+    stores came from float32, so the conversion is exact). qdrant-client grows a full one
+    with ``np.resize``, which took 2.4 s for 18,000 MiniLM vectors here on the first point
+    a process added (a one-paragraph edit), and again at every doubling of an initial
+    sync. A plain copy into a larger array is cheaper, and Qdrant reads only the rows of
+    its points. Grown by an eighth (at least 1,024 rows), so the memory held for room
+    stays small; :func:`local_client` calls this as it opens the folder, so a sync that
+    adds a few points copies nothing."""
     need = len(collection.ids_inv) + extra + 1  # Qdrant grows when the next row is taken
     for name, array in list(collection.vectors.items()):
-        if isinstance(array, np.ndarray) and array.ndim == 2 and array.shape[0] < need:
-            grown = np.empty((need + max(need // 8, 1024), array.shape[1]), dtype=array.dtype)
+        if not (isinstance(array, np.ndarray) and array.ndim == 2):
+            continue
+        if array.shape[0] < need or array.dtype != np.float32:
+            rows = max(array.shape[0], need + max(need // 8, 1024))
+            grown = np.empty((rows, array.shape[1]), dtype=np.float32)
             grown[: array.shape[0]] = array
             collection.vectors[name] = grown
 
