@@ -82,6 +82,9 @@ _INDEXED: Final = ("doc_id", "input_key", "model_id")
 #: 300 MB per 10,000 points of MiniLM-sized chunks in benchmarks/scale.py).
 EMBEDDED_POINTS_ADVICE: Final = 100_000
 
+#: qdrant-client local mode's threshold for normalising a cosine vector (f32 epsilon)
+_EPSILON: Final = 1.1920929e-7
+
 #: one lock per embedded client: Qdrant's local mode is not thread-safe (two threads
 #: writing through one client left points holding another point's vector)
 _CLIENT_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
@@ -200,7 +203,8 @@ def _reserve(collection: Any, extra: int) -> None:
     sync. A plain copy into a larger array is cheaper, and Qdrant reads only the rows of
     its points. Grown by an eighth (at least 1,024 rows), so the memory held for room
     stays small; :func:`local_client` calls this as it opens the folder, so a sync that
-    adds a few points copies nothing."""
+    adds a few points copies nothing. Loaded vectors of a cosine collection are
+    normalised as they are converted (see :func:`_normalise`)."""
     need = len(collection.ids_inv) + extra + 1  # Qdrant grows when the next row is taken
     for name, array in list(collection.vectors.items()):
         if not (isinstance(array, np.ndarray) and array.ndim == 2):
@@ -208,8 +212,29 @@ def _reserve(collection: Any, extra: int) -> None:
         if array.shape[0] < need or array.dtype != np.float32:
             rows = max(array.shape[0], need + max(need // 8, 1024))
             grown = np.empty((rows, array.shape[1]), dtype=np.float32)
-            grown[: array.shape[0]] = array
+            loaded = grown[: array.shape[0]]
+            loaded[:] = array
+            if array.dtype != np.float32 and _is_cosine(collection, name):
+                _normalise(loaded)
             collection.vectors[name] = grown
+
+
+def _is_cosine(collection: Any, name: str) -> bool:
+    try:
+        params = collection.get_vector_params(name)
+    except (AttributeError, ValueError, KeyError):
+        return False
+    return getattr(params, "distance", None) == models.Distance.COSINE
+
+
+def _normalise(rows: npt.NDArray[np.float32]) -> None:
+    """Unit rows, in place, as Qdrant stores the vectors of a cosine collection. Local mode
+    normalises a vector as it is written but loads the caller's raw vector from disk, so
+    after a reopen a vector that was not of unit length came back scaled (in ``get_vectors``
+    and in search scores); rows of (almost) zero length are left as they are, as Qdrant
+    does."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    np.divide(rows, norms, out=rows, where=norms > _EPSILON)
 
 
 def _vector_of(record: models.Record, name: str | None) -> npt.NDArray[np.float32] | None:

@@ -561,6 +561,38 @@ def test_local_client_writes_ahead(tmp_path: Path) -> None:
     c.close()
 
 
+def test_local_client_holds_loaded_vectors_as_float32_with_room(tmp_path: Path) -> None:
+    """qdrant-client loads a folder's vectors as float64 in an array of exactly the stored
+    points, and without the normalisation a cosine collection gives them as they are
+    written; ``local_client`` holds them as float32 unit vectors with room, so reads match
+    what they were before the reopen and the next few writes copy nothing."""
+    from rechunk.adapters.qdrant import _local_collection
+
+    c = local_client(tmp_path / "q")
+    store = QdrantStore(c, "docs")
+    store.ensure_collection(DIM)
+    written = _fill(store)
+    keys = [p.input_key for _, p in written]
+    before = store.get_vectors(keys, MODEL)
+    hits = store.search(unit(0), k=3)
+    c.close()
+    c = local_client(tmp_path / "q")
+    store = QdrantStore(c, "docs")
+    array = _local_collection(c, "docs").vectors[""]
+    assert array.dtype == np.float32 and array.shape[0] > len(written)
+    after = store.get_vectors(keys, MODEL)
+    for key in keys:  # the unit vectors Qdrant made as it wrote (local mode loads the raw ones)
+        assert after[key].dtype == np.float32
+        np.testing.assert_allclose(after[key], before[key], rtol=0, atol=1e-7)
+    again = store.search(unit(0), k=3)
+    assert [point for point, _ in again] == [point for point, _ in hits]
+    assert [score for _, score in again] == pytest.approx([score for _, score in hits], abs=1e-6)
+    store.write([PointWrite(new_id(), payload(5, doc_id="c.md"), unit(5))])
+    assert _local_collection(c, "docs").vectors[""] is array  # written into the room
+    assert store.search(unit(5), k=1)[0][0].payload.doc_id == "c.md"
+    c.close()
+
+
 def test_embedded_reads_hand_out_copies(client: QdrantClient) -> None:
     """What a read returns shares nothing with the collection embedded Qdrant holds."""
     store = QdrantStore(client, "docs")
