@@ -573,7 +573,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--render", action="store_true", help="rewrite the docs from the json")
     parser.add_argument(
-        "--merge", action="store_true", help="replace only the series run in the existing json"
+        "--merge",
+        action="store_true",
+        help="replace only the rows run (series and sizes) in the existing json",
     )
     parser.add_argument("--note", help="a sentence on how this run was made, kept in the json")
     parser.add_argument("--quick", action="store_true", help="print only, do not write docs")
@@ -614,7 +616,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default=max(sizes),
             )
             rows = series(tool, store, [n for n in sizes if n <= cap], args.limit, work)
-            result["series"][f"{tool}|{store}"] = rows
+            key = f"{tool}|{store}"
+            if args.merge:  # replace the rows of the sizes run, keep the series' others
+                ran = {r["n"] for r in rows}
+                kept = [r for r in result["series"].get(key, []) if r["n"] not in ran]
+                rows = sorted(kept + rows, key=lambda r: r["n"])
+            result["series"][key] = rows
             result["rows"] = [r for rows in result["series"].values() for r in rows]
             if not args.quick:  # keep what is done, in case the run is cut short
                 result["seconds"] = time.perf_counter() - t0
