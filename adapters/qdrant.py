@@ -78,8 +78,8 @@ _INDEXED: Final = ("doc_id", "input_key", "model_id")
 
 
 #: Points past which ``rechunk status`` advises a Qdrant server over embedded Qdrant: local
-#: mode loads every point into memory when a process opens the folder (about 3.5 s and
-#: 300 MB per 10,000 points of MiniLM-sized chunks in benchmarks/scale.py).
+#: mode loads every point into memory when a process opens the folder (about 2 s and
+#: 270 MB per 10,000 points of MiniLM-sized chunks in benchmarks/scale.py).
 EMBEDDED_POINTS_ADVICE: Final = 100_000
 
 #: qdrant-client local mode's threshold for normalising a cosine vector (f32 epsilon)
