@@ -678,10 +678,9 @@ def from_chroma(
     collection: str,
 ) -> PointPayload:
     """Decode a Chroma record written in ``layout``; StoreError when it is not one."""
-    if layout == "llamaindex":
-        node = _node(point_id, metadata or {}, collection)
-        return _payload_from(point_id, metadata or {}, document, collection, layout, node)
-    return _payload_from(point_id, metadata or {}, document, collection, layout)
+    fields = metadata or {}
+    node = _node(point_id, fields, collection) if layout == "llamaindex" else None
+    return _payload_from(point_id, fields, document, collection, layout, node)
 
 
 # -- error classification ----------------------------------------------------------------

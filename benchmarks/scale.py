@@ -531,24 +531,22 @@ def verdict(result: dict[str, Any]) -> list[str]:
                     parts.append(f"initial throughput {ratio:.2f}x LangChain's (points/s)")
                 line += f"; at {n:,} documents: " + ", ".join(parts) + " (targets: 3x, 3x, >= 1x)"
         out.append(line + ".")
-    floor = [r for r in result["series"].get("chroma-only|chroma", []) if _case(result, "chroma-only", "chroma", r["n"], "initial")]
-    if len(floor) >= 2:
-        exp = exponents(floor)["initial"]
-        ours = {
-            (a["n"], b["n"]): v
-            for (a, b), v in zip(
-                pairwise(result["series"].get("rechunk|chroma", [])),
-                exponents(result["series"].get("rechunk|chroma", []))["initial"],
-            )
-        }
-        parts = []
-        for (a, b), v in zip(pairwise(floor), exp):
-            mine = ours.get((a["n"], b["n"]))
-            theirs = "" if mine is None else f" (rechunk's initial sync: {mine:.2f})"
-            parts.append(f"{v:.2f} from {a['n']:,} to {b['n']:,}{theirs}" if v is not None else "")
+    def initial_exponents(key: str) -> dict[tuple[int, int], float]:
+        """Exponent of the initial sync per pair of consecutive sizes that both ran."""
+        rows = result["series"].get(key, [])
+        pairs = zip(pairwise(rows), exponents(rows)["initial"])
+        return {(a["n"], b["n"]): v for (a, b), v in pairs if v is not None}
+
+    ours = initial_exponents("rechunk|chroma")
+    parts = [
+        f"{v:.2f} from {a:,} to {b:,}"
+        + ("" if (a, b) not in ours else f" (rechunk's initial sync: {ours[a, b]:.2f})")
+        for (a, b), v in initial_exponents("chroma-only|chroma").items()
+    ]
+    if parts:
         out.append(
             "- Chroma's own upserts of the same records (chroma-only: no chunking, reads or "
-            "checks) grow with exponent " + "; ".join(p for p in parts if p) + "."
+            "checks) grow with exponent " + "; ".join(parts) + "."
         )
     return out
 
