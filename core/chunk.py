@@ -15,8 +15,19 @@ _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _OTHER_SPACE = re.compile(r"[^\S\n\t ]")
 _TRAILING = re.compile(r"[ \t]+\n")
 _BLANK_RUN = re.compile(r"\n{3,}")
-#: anything steps 2-5 would change; most spans hold none, so one scan settles them
-_NEEDS_WORK = re.compile(r"[^\S\n\t ]|[ \t]\n|\n\n\n")
+#: the ASCII characters step 3 replaces (\r, \v, \f, \x1c-\x1f), read off the rule itself
+_ASCII_OTHER_SPACE = tuple(c for c in map(chr, range(128)) if _OTHER_SPACE.match(c))
+
+
+def _needs_work(text: str) -> bool:
+    """Whether steps 2-5 would change ``text``. Most spans need nothing, so this is the
+    common path: substring tests (C speed), with the regex scan only for non-ASCII text
+    (an alternation regex costs about 15 us per 450 characters, these about 3)."""
+    if " \n" in text or "\t\n" in text or "\n\n\n" in text:
+        return True
+    if text.isascii():
+        return any(c in text for c in _ASCII_OTHER_SPACE)
+    return _OTHER_SPACE.search(text) is not None
 
 
 def embedding_input(span: str) -> str:
@@ -36,7 +47,7 @@ def embedding_input(span: str) -> str:
     identical input (and the same cached vector) whatever chunker cut it.
     """
     text = span.strip()
-    if not _NEEDS_WORK.search(text):
+    if not _needs_work(text):
         return text
     text = _LINE_BREAKS.sub("\n", text)
     text = _OTHER_SPACE.sub(" ", text)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -152,3 +153,19 @@ def test_embedding_input_rule(span: str) -> None:
     assert all(not c.isspace() or c in " \t\n" for c in text)
     assert "\n\n\n" not in text and " \n" not in text and "\t\n" not in text
     assert text.split() == span.split()  # words are never changed
+
+
+def _every_step(span: str) -> str:
+    """The ws-v1 rule with every step applied, no shortcut for text that needs none."""
+    text = re.sub("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]", "\n", span.strip())
+    text = re.sub(r"[^\S\n\t ]", " ", text)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+@given(st.text(alphabet=st.sampled_from(
+    list("ab. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000中")), max_size=40))
+def test_embedding_input_shortcut_changes_no_result(span: str) -> None:
+    # the check that skips the steps for text that needs none (most spans) must never
+    # skip one that would change it: ASCII and non-ASCII spans alike
+    assert embedding_input(span) == _every_step(span)
