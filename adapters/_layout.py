@@ -626,12 +626,30 @@ def _payload_from(
         values[name] = value
     if type(text) is not str:
         raise _foreign(point_id, collection, layout, "no text")
-    skip = RESERVED_METADATA_KEYS | (LLAMAINDEX_KEYS if layout == "llamaindex" else frozenset())
-    metadata = {key: value for key, value in fields.items() if key not in skip}
+    skip = _NOT_METADATA[layout]
+    metadata = {key: detached(value) for key, value in fields.items() if key not in skip}
     if node is not None:
         values["previous_id"] = _neighbour(node, _PREVIOUS_RELATIONSHIP)
         values["next_id"] = _neighbour(node, _NEXT_RELATIONSHIP)
     return PointPayload(text=text, metadata=metadata, **values)
+
+
+#: the fields of a stored payload that are rechunk's, not the document's metadata
+_NOT_METADATA: Final[dict[Layout, frozenset[str]]] = {
+    "langchain": RESERVED_METADATA_KEYS,
+    "llamaindex": RESERVED_METADATA_KEYS | LLAMAINDEX_KEYS,
+}
+
+
+def detached(value: Any) -> Any:
+    """``value``, or for a list or dict a copy that shares no list or dict with it: a
+    decoded payload must not change what the store holds (embedded Qdrant hands out its
+    own objects) when a caller changes it."""
+    if isinstance(value, dict):
+        return {k: detached(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [detached(v) for v in value]
+    return value
 
 
 def _neighbour(node: Mapping[str, Any], relationship: str) -> str | None:

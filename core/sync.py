@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ from rechunk.identity import input_key, point_id, text_revision
 from rechunk.measure import atoms, changed_blocks, recompute_fraction
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
+    CollectionInfo,
     PointPayload,
     PointWrite,
     StoredPoint,
@@ -239,11 +240,14 @@ def check_inputs(
     return docs, raw_embedder, cache
 
 
-def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) -> bool:
-    """Refuse an incompatible collection; True when it is missing (allowed for a dry run)."""
+def _check_store(
+    store: VectorStore, embedder: Embedder, dry_run: bool = False
+) -> CollectionInfo | None:
+    """Refuse an incompatible collection; its info, None when it is missing (allowed for a
+    dry run)."""
     info = store.collection_info()
     if info is None and dry_run:
-        return True
+        return None
     if info is None:
         raise StoreError(
             f"collection {store.collection!r} does not exist; "
@@ -265,7 +269,7 @@ def _check_store(store: VectorStore, embedder: Embedder, dry_run: bool = False) 
             f"collection {info.name!r} was written by another model ({sorted(others)[0]}); "
             "sync into a new collection or reindex"
         )
-    return False
+    return info
 
 
 def _payload(
@@ -317,10 +321,17 @@ def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     return changed
 
 
-def _same_types(stored: PointPayload, new: PointPayload) -> bool:
-    """Whether two equal payloads' metadata also agree in type: Python finds ``1 == True ==
-    1.0``, but a store filters on the type (``where={"public": True}`` misses a 1)."""
-    return json.dumps(stored.metadata, sort_keys=True) == json.dumps(new.metadata, sort_keys=True)
+def _typed(metadata: Mapping[str, Any]) -> str:
+    """Metadata as JSON, in which values that Python finds equal but a store filters apart
+    differ: ``1 == True == 1.0``, but ``where={"public": True}`` misses a 1."""
+    return json.dumps(metadata, sort_keys=True)
+
+
+def _same_types(stored: PointPayload, typed: str) -> bool:
+    """Whether the metadata of a stored payload equal to a new one, whose metadata is
+    ``typed`` (:func:`_typed`, once per document), also agrees with it in type (empty
+    metadata, the common case, needs no JSON)."""
+    return not stored.metadata or _typed(stored.metadata) == typed
 
 
 def _stored_chunks(doc: Document, stored: list[StoredPoint], policy: str) -> list[Chunk] | None:
@@ -375,6 +386,7 @@ def _plan(
         report.status = "skipped"
         report.reason = f"store holds version {newest} > {doc.version}"
         return plan
+    typed = _typed(doc.metadata or {})
     occurrences: Counter[str] = Counter()
     for chunk in chunks:
         key = input_key(model_id, chunk.text)
@@ -395,7 +407,7 @@ def _plan(
             plan.writes.append(PointWrite(pid, payload, None))
             plan.needs_vector.setdefault(key, chunk.text)
             report.added += 1
-        elif current.payload != payload or not _same_types(current.payload, payload):
+        elif current.payload != payload or not _same_types(current.payload, typed):
             plan.writes.append(PointWrite(pid, payload, None))
             report.updated += 1
         else:
@@ -669,14 +681,26 @@ def _check_published(
     cache: EmbeddingCache | None,
     vectors: dict[str, Vector],
     order: Order,
+    locked: bool,
 ) -> list[tuple[str, int, int]]:
     """The stale check of a batch of published documents: ``(doc_id, wrong, missing)``
     of each that is not exactly its new revision after publishing (counted in
     ``report.stale_points``). Versioned documents are settled with concurrent writers
     first (see :func:`_settle`): a superseded one is reported skipped, and one that lost
     points to an older writer is planned and published again, :data:`REPAIR_ROUNDS`
-    times at most."""
+    times at most.
+
+    Under the writer lock (``locked``), a batch without versions is checked by ids where
+    the store can list them (``point_ids``): no other writer ran, so the points this
+    sync wrote hold what it wrote and the ones it kept what its plan proved; the ids
+    being exactly the planned ones is then the whole check. Any other answer falls back
+    to re-reading the points, which names the documents and counts."""
     seconds = report.seconds
+    point_ids = getattr(store, "point_ids", None)
+    if locked and callable(point_ids) and all(p.doc.version is None for p in published):
+        expected = {pid for plan in published for pid in plan.ids}
+        if point_ids([p.doc.doc_id for p in published]) == expected:
+            return []
     reread = store.get_points_many([p.doc.doc_id for p in published])
     for _ in range(REPAIR_ROUNDS):
         again = False
@@ -773,6 +797,7 @@ def sync(
         return _sync(
             documents,
             store,
+            locked=callable(lock),
             chunker=chunker,
             embedder=embedder,
             cache=cache,
@@ -790,6 +815,7 @@ def _sync(
     documents: Iterable[Document],
     store: VectorStore,
     *,
+    locked: bool,
     chunker: Chunker,
     embedder: Embedder,
     cache: EmbeddingCache | None = None,
@@ -800,7 +826,8 @@ def _sync(
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
 ) -> SyncReport:
-    """:func:`sync` itself, with the writer lock (if any) held."""
+    """:func:`sync` itself, with the writer lock (if any) held: ``locked`` says it is, so
+    that no other rechunk writer changes the collection until this sync ends."""
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
     docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
@@ -818,7 +845,11 @@ def _sync(
     model_id = raw_embedder.model_id
     report = SyncReport(store.collection, chunker.policy_id, model_id, order, dry_run)
     seconds = report.seconds
-    store_missing = _check_store(store, raw_embedder, dry_run)
+    info = _check_store(store, raw_embedder, dry_run)
+    store_missing = info is None
+    # under the writer lock a collection that holds no point now holds only what this
+    # sync writes: every document is new, so there is nothing to read before planning
+    nothing_stored = store_missing or (locked and info is not None and info.points == 0)
 
     def tick(stage: str, done: int, total: int) -> None:
         if progress is not None:
@@ -836,7 +867,7 @@ def _sync(
         t0 = time.perf_counter()
         # the batch's points in one read (embedded Qdrant without its index scans per read)
         ids = [doc.doc_id for doc in batch]
-        stored = {} if store_missing else store.get_points_many(ids)
+        stored = {} if nothing_stored else store.get_points_many(ids)
         seconds["plan"] += time.perf_counter() - t0
         plans = []
         for i, doc in enumerate(batch, done + 1):
@@ -902,7 +933,7 @@ def _sync(
         # unchanged documents were proven exact by their plan; re-read what was published
         t0 = time.perf_counter()
         failed += _check_published(
-            published, report, store, chunker, raw_embedder, cache, vectors, order
+            published, report, store, chunker, raw_embedder, cache, vectors, order, locked
         )
         seconds["verify"] += time.perf_counter() - t0
 

@@ -154,6 +154,17 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
     assert store.doc_ids() == set()  # so that a prune never asks for its records
 
 
+def test_point_ids_name_every_record_of_the_documents(client: Any) -> None:
+    store = ChromaStore(client, collection_name())
+    (a0, _), (a1, _), (b0, _) = _fill(store)
+    theirs = new_id()  # another tool's record under the same doc_id is listed too
+    raw = client.get_collection(store.collection, embedding_function=None)
+    raw.add(ids=[theirs], embeddings=[unit(3)], metadatas=[{"doc_id": "a.md"}], documents=["?"])
+    assert store.point_ids(["a.md"]) == {a0, a1, theirs}
+    assert store.point_ids(["b.md", "missing.md"]) == {b0}
+    assert store.point_ids([]) == set()
+
+
 def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
     name = collection_name()
     raw = persistent.create_collection(

@@ -22,6 +22,7 @@ from rechunk import (
     InputError,
     MemoryCache,
     RecursiveChunker,
+    StaleCheckError,
     StoreError,
     policy_for,
     sync,
@@ -582,3 +583,75 @@ def test_an_embedder_may_take_larger_calls(minilm: Any, chunker: Any) -> None:
         sync(docs, store, chunker=chunker, embedder=recorder)
         assert len(recorder.embedded) > expected
         assert max(len(call) for call in recorder.calls) == expected
+
+
+class _CountingChroma(ChromaStore):
+    """A real ChromaStore that counts its reads, and can be made to lose its deletes or
+    one new point of a write (store faults the stale check must report)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: list[str] = []
+        self.lose_deletes = False
+        self.lose_one_write = False
+
+    def get_points_many(self, doc_ids: Sequence[str]) -> Any:
+        self.reads.append("get_points_many")
+        return super().get_points_many(doc_ids)
+
+    def point_ids(self, doc_ids: Sequence[str]) -> set[str]:
+        self.reads.append("point_ids")
+        return super().point_ids(doc_ids)
+
+    def write(self, points: Any, **kwargs: Any) -> None:
+        new = [i for i, p in enumerate(points) if p.vector is not None]
+        if self.lose_one_write and new:
+            points = [p for i, p in enumerate(points) if i != new[0]]
+        super().write(points, **kwargs)
+
+    def delete(self, ids: Any, **kwargs: Any) -> None:
+        if not self.lose_deletes:
+            super().delete(ids, **kwargs)
+
+
+@pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
+def test_a_chroma_sync_reads_only_what_the_writer_lock_leaves_open(
+    make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache
+) -> None:
+    """Under the writer lock an empty collection holds only what the sync writes (no read
+    before planning), and the check after publishing compares ids; a re-sync reads the
+    stored points to plan, as before."""
+    store = fresh(make_store("langchain"), minilm)
+    counting = _CountingChroma(store._client, store.collection)
+    docs = [_numbered(i, False) for i in range(4)]
+    first = sync(docs, counting, chunker=chunker, embedder=minilm, cache=numbered_cache)
+    assert first.documents["new"] == 4 and first.stale_check == "passed"
+    assert counting.reads == ["point_ids"]  # one batch: no plan read, the check by ids
+    counting.reads.clear()
+    edited = [_numbered(0, True), *docs[1:]]
+    second = sync(edited, counting, chunker=chunker, embedder=minilm, cache=numbered_cache)
+    assert (second.documents["changed"], second.documents["unchanged"]) == (1, 3)
+    assert counting.reads == ["get_points_many", "point_ids"]
+    assert sync(edited, counting, chunker=chunker, embedder=minilm,
+                cache=numbered_cache).documents["unchanged"] == 4
+
+
+@pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
+@pytest.mark.parametrize("fault", ["lose_deletes", "lose_one_write"])
+def test_the_check_by_ids_still_names_a_fault(
+    make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache,
+    fault: str
+) -> None:
+    """Ids that are not exactly the planned ones send the check back to the full re-read,
+    which names the document and counts: a stale point left, or a point missing."""
+    store = fresh(make_store("langchain"), minilm)
+    counting = _CountingChroma(store._client, store.collection)
+    sync([_numbered(0, False)], counting, chunker=chunker, embedder=minilm, cache=numbered_cache)
+    setattr(counting, fault, True)
+    with pytest.raises(StaleCheckError, match=r"document 'd0' holds") as caught:
+        sync([_numbered(0, True)], counting, chunker=chunker, embedder=minilm,
+             cache=numbered_cache)
+    report = caught.value.report
+    wrong = report.chunks["deleted"] if fault == "lose_deletes" else 0
+    assert report.stale_points == wrong + (fault == "lose_one_write")
+    assert counting.reads[-2:] == ["point_ids", "get_points_many"]
