@@ -593,6 +593,36 @@ def test_local_client_holds_loaded_vectors_as_float32_with_room(tmp_path: Path) 
     c.close()
 
 
+def test_local_client_appends_deleted_flags_into_room(tmp_path: Path) -> None:
+    """qdrant-client adds each point's "deleted" flags with ``np.append``, a copy of the
+    whole array per point (what made an initial sync grow faster than the collection);
+    under ``local_client`` the flags are appended into room behind them, and hold what
+    numpy's append would have made."""
+    from rechunk.adapters.qdrant import _local_collection
+
+    c = local_client(tmp_path / "q")
+    store = QdrantStore(c, "docs")
+    store.ensure_collection(DIM)
+    collection = _local_collection(c, "docs")
+    buffers = set()
+    ids = [new_id() for _ in range(40)]
+    for n, point_id in enumerate(ids):
+        store.write([PointWrite(point_id, payload(n, doc_id=f"d{n}.md"), unit(n % 8))])
+        for flags in (collection.deleted, *collection.deleted_per_vector.values()):
+            buffers.add(flags.__array_interface__["data"][0])
+            assert flags.tolist() == [0] * (n + 1) and flags.dtype == np.int64
+    assert len(buffers) <= 4  # at most a copy per array (to numpy's dtype), none per point
+    store.delete(ids[:1])
+    assert collection.deleted.tolist() == [1] + [0] * 39
+    assert store.doc_ids() == {f"d{n}.md" for n in range(1, 40)}
+    hits = store.search(unit(0), k=40)
+    assert "d0.md" not in {point.payload.doc_id for point, _ in hits} and len(hits) == 39
+    c.close()
+    c = local_client(tmp_path / "q")  # reloaded from disk: the same points
+    assert QdrantStore(c, "docs").doc_ids() == {f"d{n}.md" for n in range(1, 40)}
+    c.close()
+
+
 def test_embedded_reads_hand_out_copies(client: QdrantClient) -> None:
     """What a read returns shares nothing with the collection embedded Qdrant holds."""
     store = QdrantStore(client, "docs")
