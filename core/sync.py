@@ -439,9 +439,11 @@ def _vectors(
     dry_run: bool,
     seconds: dict[str, float],
     progress: Progress | None,
+    only: set[str] | None = None,
 ) -> tuple[dict[str, Vector], dict[str, str]]:
     """Vectors for every key a plan needs (cache, then the collections, then the model),
-    and where each came from: ``"cache"``, ``"store"`` or ``"embed"``."""
+    and where each came from: ``"cache"``, ``"store"`` or ``"embed"``. ``only``: the keys
+    the first of ``stores`` can hold (None: any), so that no other is looked up there."""
     model_id, dimension = embedder.model_id, embedder.dimension
     wanted: dict[str, str] = {}
     for plan in plans:
@@ -452,10 +454,10 @@ def _vectors(
     if cache is not None and wanted:
         for key, vector in cache.get_many(list(wanted), model_id, dimension).items():
             found[key], source[key] = vector, "cache"
-    for store in stores:
-        missing = [k for k in wanted if k not in found]
+    for i, store in enumerate(stores):
+        missing = [k for k in wanted if k not in found and (i or only is None or k in only)]
         if not missing:
-            break
+            continue
         for key, vector in store.get_vectors(missing, model_id).items():
             if vector.shape == (dimension,):
                 found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
@@ -888,8 +890,17 @@ def _sync(
             tick(stage, before + n, before + total)
 
         active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
+        # with nothing stored before this sync, the collection holds only the inputs
+        # that earlier batches published: no other key is looked up there
         vectors, source = _vectors(
-            active, raw_embedder, cache, sources, dry_run, seconds, embed_progress
+            active,
+            raw_embedder,
+            cache,
+            sources,
+            dry_run,
+            seconds,
+            embed_progress,
+            counted if nothing_stored and not store_missing else None,
         )
         embedded_before += sum(1 for kind in source.values() if kind == "embed")
         for plan in plans:

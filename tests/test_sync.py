@@ -592,6 +592,7 @@ class _CountingChroma(ChromaStore):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reads: list[str] = []
+        self.looked_up: list[list[str]] = []
         self.lose_deletes = False
         self.lose_one_write = False
 
@@ -602,6 +603,10 @@ class _CountingChroma(ChromaStore):
     def point_ids(self, doc_ids: Sequence[str]) -> set[str]:
         self.reads.append("point_ids")
         return super().point_ids(doc_ids)
+
+    def get_vectors(self, input_keys: Sequence[str], model_id: str) -> Any:
+        self.looked_up.append(sorted(input_keys))
+        return super().get_vectors(input_keys, model_id)
 
     def write(self, points: Any, **kwargs: Any) -> None:
         new = [i for i, p in enumerate(points) if p.vector is not None]
@@ -634,6 +639,30 @@ def test_a_chroma_sync_reads_only_what_the_writer_lock_leaves_open(
     assert counting.reads == ["get_points_many", "point_ids"]
     assert sync(edited, counting, chunker=chunker, embedder=minilm,
                 cache=numbered_cache).documents["unchanged"] == 4
+
+
+@pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
+def test_into_an_empty_locked_collection_only_inputs_already_published_are_looked_up(
+    make_store: StoreFactory, minilm: Any, chunker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collection holds only what earlier batches of this sync published: the second
+    batch looks up the inputs the first one wrote (and reuses their vectors), no other."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("rechunk.sync"), "DOC_BATCH", 2)
+    store = fresh(make_store("langchain"), minilm)
+    counting = _CountingChroma(store._client, store.collection)
+    d0, d1 = _numbered(0, False), _numbered(1, False)
+    again = Document("again.md", d0.text)  # every input of d0 once more, in batch two
+    report = sync([d0, d1, again, _numbered(2, False)], counting, chunker=chunker,
+                  embedder=minilm)  # no cache: the store is where a vector is reused from
+    assert counting.reads == ["point_ids", "point_ids"]  # no read before planning a batch
+    keys = sorted({p.payload.input_key for p in counting.get_points("d0")})
+    assert counting.looked_up == [keys]
+    reused = {r.doc_id: r.from_store for r in report.per_document}
+    assert reused == {"d0": 0, "d1": 0, "again.md": len(keys), "d2": 0}
+    distinct = {p.payload.input_key for d in ("d0", "d1", "d2") for p in counting.get_points(d)}
+    assert report.inputs["embedded"] == len(distinct) and report.stale_check == "passed"
 
 
 @pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
