@@ -773,7 +773,8 @@ def sync(
     ``dry_run=True`` plans and counts and writes nothing (no vector is computed).
     When documents carry ``version``, a document older than the version in the
     store is skipped, never written.
-    After publishing, every published document is read back (the stale check): when
+    After publishing, every published document is read back (the stale check; under a
+    writer lock, its point ids first, see :func:`_check_published`): when
     one holds a point of another revision or lacks one of its own, sync raises
     :class:`~rechunk.errors.StaleCheckError` (a :class:`StoreError`), whose ``report``
     is the full :class:`SyncReport` with ``stale_check == "failed"``.
