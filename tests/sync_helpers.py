@@ -52,7 +52,7 @@ class FaultyStore:
     """A real store whose ``fail_at``-th call (0-based) raises InjectedFault."""
 
     METHODS = ("collection_info", "ensure_collection", "get_points", "get_points_many",
-               "get_vectors", "write", "delete", "doc_ids", "search")
+               "get_vectors", "write", "delete", "doc_ids", "search", "point_ids")
 
     def __init__(self, inner: Any, fail_at: int | None = None) -> None:
         self.inner = inner

@@ -125,7 +125,9 @@ def test_signal_during_embedding_is_repaired_by_next_sync(tmp_path: Path,
                                                           sig: signal.Signals) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    for i in range(16):
+    # ~320 inputs, ten embed calls: the interrupt lands well before the sync could end,
+    # however soon after the first call's vectors the poll below sees them
+    for i in range(40):
         body = "\n\n".join(f"Document {i}, paragraph {j}: " + " ".join(
             f"w{(i * 31 + j * 7 + k) % 997}" for k in range(50)) for j in range(8))
         (corpus / f"doc{i:02}.md").write_text(body)
@@ -151,7 +153,7 @@ def test_signal_during_embedding_is_repaired_by_next_sync(tmp_path: Path,
     assert report["stale_check"] == "passed"
     assert report["inputs"]["from_cache"] > 0  # the interrupted run's work was kept
     status = json.loads(cli("status", "--json", cwd=tmp_path).stdout)
-    assert status["documents"] == 16 and status["stale_check"] == "passed"
+    assert status["documents"] == 40 and status["stale_check"] == "passed"
 
 
 def _cached_entries(cache: Path) -> int:

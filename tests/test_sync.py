@@ -162,7 +162,11 @@ def test_a_sync_reads_all_its_documents_at_once(make_store: StoreFactory, minilm
                   prune=True)
     assert report.documents["changed"] == 6 and report.documents["deleted"] == 3
     assert "get_points" not in counting.calls
-    assert counting.calls.count("get_points_many") == 3  # plan, prune, verify
+    reads = [c for c in counting.calls if c in ("get_points_many", "point_ids")]
+    if hasattr(store, "writer_lock"):  # Chroma: under its lock the check compares ids
+        assert reads == ["get_points_many", "point_ids", "get_points_many"]  # plan, check, prune
+    else:
+        assert reads == ["get_points_many"] * 3  # plan, verify, prune
 
 
 def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
@@ -557,7 +561,14 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
     recorder = RecordingEmbedder(minilm)
     counting = FaultyStore(store)
     report = sync(docs, counting, chunker=chunker, embedder=recorder)
-    assert counting.calls.count("write") == 3 and counting.calls.count("get_points_many") == 6
+    assert counting.calls.count("write") == 3
+    if hasattr(store, "writer_lock"):
+        # Chroma: under its lock an empty collection needs no read before planning, and
+        # the check after publishing compares ids
+        assert "get_points_many" not in counting.calls
+        assert counting.calls.count("point_ids") == 3
+    else:
+        assert counting.calls.count("get_points_many") == 6
     assert len(recorder.embedded) == len(set(recorder.embedded))  # NOTES' chunks embedded once
     assert report.inputs["embedded"] == len(recorder.embedded)
     assert report.inputs["from_store"] == 0  # later batches reuse them, counted once
