@@ -439,11 +439,11 @@ def _vectors(
     dry_run: bool,
     seconds: dict[str, float],
     progress: Progress | None,
-    only: set[str] | None = None,
+    only: tuple[VectorStore, set[str]] | None = None,
 ) -> tuple[dict[str, Vector], dict[str, str]]:
     """Vectors for every key a plan needs (cache, then the collections, then the model),
-    and where each came from: ``"cache"``, ``"store"`` or ``"embed"``. ``only``: the keys
-    the first of ``stores`` can hold (None: any), so that no other is looked up there."""
+    and where each came from: ``"cache"``, ``"store"`` or ``"embed"``. ``only``: a store
+    of ``stores`` and the keys it can hold, so that no other is looked up there."""
     model_id, dimension = embedder.model_id, embedder.dimension
     wanted: dict[str, str] = {}
     for plan in plans:
@@ -454,8 +454,10 @@ def _vectors(
     if cache is not None and wanted:
         for key, vector in cache.get_many(list(wanted), model_id, dimension).items():
             found[key], source[key] = vector, "cache"
-    for i, store in enumerate(stores):
-        missing = [k for k in wanted if k not in found and (i or only is None or k in only)]
+    for store in stores:
+        missing = [k for k in wanted if k not in found]
+        if only is not None and store is only[0]:
+            missing = [k for k in missing if k in only[1]]
         if not missing:
             continue
         for key, vector in store.get_vectors(missing, model_id).items():
@@ -852,7 +854,7 @@ def _sync(
     store_missing = info is None
     # under the writer lock a collection that holds no point now holds only what this
     # sync writes: every document is new, so there is nothing to read before planning
-    nothing_stored = store_missing or (locked and info is not None and info.points == 0)
+    nothing_stored = info is None or (locked and info.points == 0)
 
     def tick(stage: str, done: int, total: int) -> None:
         if progress is not None:
@@ -901,7 +903,7 @@ def _sync(
             dry_run,
             seconds,
             embed_progress,
-            counted if nothing_stored and not store_missing else None,
+            (store, counted) if nothing_stored else None,
         )
         embedded_before += sum(1 for kind in source.values() if kind == "embed")
         for plan in plans:
