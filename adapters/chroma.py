@@ -208,6 +208,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     _flat = True  # Chroma metadata: str, int, float, bool or a flat list of one of them
     _lease: _Lease | None = None  # while this object holds the writer lock
+    _pinned: Collection | None = None  # the collection, opened once while the lock is held
 
     def __init__(
         self,
@@ -258,16 +259,26 @@ class ChromaStore(StoreBase["ClientAPI"]):
     # -- collection ------------------------------------------------------------------------
 
     def _open(self) -> Collection | None:
-        """The collection (never with an embedding function), or None when it does not exist."""
+        """The collection (never with an embedding function), or None when it does not exist.
+
+        Asked of the client each time, but once while this object holds the writer lock
+        (a sync's reads and writes then make one request for it, not one each)."""
+        if self._pinned is not None:
+            return self._pinned
         with self._errors("open"):
             try:
-                return self._client.get_collection(self._collection, embedding_function=None)
+                collection = self._client.get_collection(
+                    self._collection, embedding_function=None
+                )
             except NotFoundError:
                 return None
             except ValueError as exc:  # older clients
                 if "does not exist" in str(exc):
                     return None
                 raise
+        if self._lease is not None:
+            self._pinned = collection
+        return collection
 
     def _require(self) -> Collection:
         collection = self._open()
@@ -349,6 +360,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 collection.modify(
                     metadata={**kept, DIMENSION_KEY: dimension, LAYOUT_KEY: self._layout}
                 )
+            self._pinned = None  # opened again with the metadata just written
         info = self.collection_info()
         if info is None:
             self._missing()
@@ -653,7 +665,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         try:
             yield
         finally:
-            self._lease = None
+            self._lease = self._pinned = None
             lease.release()
 
     def _check_lease(self) -> None:
@@ -672,6 +684,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def drop_collection(self) -> None:
         """Delete the collection and every record in it."""
+        self._pinned = None
         with self._errors("drop"):
             self._client.delete_collection(self._collection)
 

@@ -165,6 +165,51 @@ def test_point_ids_name_every_record_of_the_documents(client: Any) -> None:
     assert store.point_ids([]) == set()
 
 
+class _Ones:  # the smallest rechunk Embedder
+    model_id, dimension, max_input_tokens = "ones", DIM, None
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), DIM), dtype=np.float32)
+
+
+class _CountsOpens:
+    """A Chroma client that counts the requests for a collection object."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.opened = client, 0
+
+    def get_collection(self, *args: Any, **kwargs: Any) -> Any:
+        self.opened += 1
+        return self.client.get_collection(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def test_the_writer_lock_keeps_the_collection_open(server: Any) -> None:
+    """Under the writer lock a sync asks the server for the collection once (each read
+    and write asked again before); outside it every call asks, so a collection dropped
+    and made anew in between is the one used."""
+    client = _CountsOpens(server)
+    store = ChromaStore(client, collection_name())
+    store.ensure_collection(DIM)
+    chunker, embedder = rechunk.FixedChunker(max_tokens=50), _Ones()
+    docs = [rechunk.Document(f"{i}.md", f"Text number {i}. " * 40) for i in range(3)]
+    client.opened = 0
+    report = rechunk.sync(docs, store, chunker=chunker, embedder=embedder)
+    assert report.stale_check == "passed" and client.opened == 1
+    edited = [rechunk.Document("0.md", "A new first line.\n\n" + docs[0].text)]
+    client.opened = 0
+    assert rechunk.sync(edited, store, chunker=chunker, embedder=embedder).documents == {
+        "synced": 1, "new": 0, "changed": 1, "unchanged": 0, "skipped": 0, "deleted": 0
+    }  # fmt: skip
+    assert client.opened == 1
+    store.drop_collection()
+    store.ensure_collection(DIM)
+    assert store.doc_ids() == set()  # the new collection, not the one held during the sync
+    assert rechunk.sync(docs, store, chunker=chunker, embedder=embedder).documents["new"] == 3
+
+
 def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
     name = collection_name()
     raw = persistent.create_collection(
@@ -174,15 +219,9 @@ def test_adopts_a_collection_it_did_not_create(persistent: Any) -> None:
     assert store.collection_info() is not None
     assert store.collection_info().dimension == 0  # type: ignore[union-attr]
 
-    class Ones:  # the smallest rechunk Embedder
-        model_id, dimension, max_input_tokens = "ones", DIM, None
-
-        def embed(self, texts: list[str]) -> np.ndarray:
-            return np.ones((len(texts), DIM), dtype=np.float32)
-
     with pytest.raises(StoreError, match="records no dimension yet"):
         rechunk.sync([rechunk.Document("a", "Some text.")], store,
-                     chunker=rechunk.FixedChunker(max_tokens=50), embedder=Ones())
+                     chunker=rechunk.FixedChunker(max_tokens=50), embedder=_Ones())
     with pytest.raises(StoreError, match="cosine"):
         store.ensure_collection(DIM)
     info = store.ensure_collection(DIM, "dot")
