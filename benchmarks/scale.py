@@ -152,12 +152,13 @@ def hash_vector(text: str) -> np.ndarray:
 # -- one case in a fresh process ---------------------------------------------------------
 
 
-def _docs_for(case: str, n: int) -> tuple[dict[str, str], bool]:
-    """The documents a case passes and whether it prunes."""
+def _docs_for(case: str, n: int, run: int = 0) -> tuple[dict[str, str], bool]:
+    """The documents a case passes and whether it prunes; ``run`` numbers the repeats of
+    ``edit_one``, each one paragraph more or less than the one before."""
     docs = corpus(n)
     first = next(iter(docs))
     if case in ("edit_all", "edit_one", "prune"):
-        docs[first] = edited(docs[first], 1 if case == "edit_all" else 2)
+        docs[first] = edited(docs[first], 1 if case == "edit_all" else 2 + run % 2)
     if case == "edit_one":
         return {first: docs[first]}, False
     if case == "prune":
@@ -166,11 +167,11 @@ def _docs_for(case: str, n: int) -> tuple[dict[str, str], bool]:
     return docs, False
 
 
-def child_rechunk(store_uri: str, case: str, n: int) -> dict[str, Any]:
+def child_rechunk(store_uri: str, case: str, n: int, run: int = 0) -> dict[str, Any]:
     import rechunk
     from rechunk.adapters.uri import open_store
 
-    docs, prune = _docs_for(case, n)
+    docs, prune = _docs_for(case, n, run)
     embedder = HashEmbedder()
     chunker = rechunk.policy_for(embedder)
     # import the store's client library first: "open" is the store's own start
@@ -188,9 +189,11 @@ def child_rechunk(store_uri: str, case: str, n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     store.doc_ids()  # the one read `rechunk sync` adds without --prune (to count the others)
     doc_ids_s = time.perf_counter() - t0
+    probe = _smallest_request_ms(store) if store_uri.startswith("chroma") else None
     opened.close()
     return {
         "doc_ids_s": doc_ids_s,
+        **({"request_ms": probe} if probe is not None else {}),
         "open_s": open_s,
         "sync_s": sync_s,
         "stages": report.seconds,
@@ -202,8 +205,20 @@ def child_rechunk(store_uri: str, case: str, n: int) -> dict[str, Any]:
     }
 
 
+def _smallest_request_ms(store: Any) -> float:
+    """Chroma's own latency for the smallest request on this collection (the id of one
+    record, nothing else), median of 9: what every read or write of a sync pays at least."""
+    collection = store._client.get_collection(COLLECTION, embedding_function=None)
+    times = []
+    for _ in range(9):
+        t0 = time.perf_counter()
+        collection.get(limit=1, include=[])
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2] * 1000
+
+
 def child_langchain(
-    store_kind: str, folder: str, case: str, n: int, uri: str | None = None
+    store_kind: str, folder: str, case: str, n: int, uri: str | None = None, run: int = 0
 ) -> dict[str, Any]:
     from langchain_classic.indexes import SQLRecordManager, index
     from langchain_core.embeddings import Embeddings
@@ -216,7 +231,7 @@ def child_langchain(
         def embed_query(self, text: str) -> list[float]:
             return hash_vector(text).tolist()
 
-    docs, prune = _docs_for(case, n)
+    docs, prune = _docs_for(case, n, run)
     if store_kind == "qdrant":
         from langchain_qdrant import QdrantVectorStore
         from qdrant_client import QdrantClient, models
@@ -316,13 +331,14 @@ def child_floor(folder: str, n: int) -> dict[str, Any]:
 def child(args: argparse.Namespace) -> None:
     spec = json.loads(args.child)
     if spec["tool"] == "rechunk":
-        out = child_rechunk(spec["uri"], spec["case"], spec["n"])
+        out = child_rechunk(spec["uri"], spec["case"], spec["n"], spec.get("run", 0))
     elif spec["tool"] == "chroma-only":
         out = child_floor(spec["folder"], spec["n"])
     else:
         out = child_langchain(
-            spec["store"], spec["folder"], spec["case"], spec["n"], spec.get("uri")
-        )
+            spec["store"], spec["folder"], spec["case"], spec["n"], spec.get("uri"),
+            spec.get("run", 0),
+        )  # fmt: skip
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 
@@ -353,8 +369,19 @@ def chroma_server(path: Path) -> Iterator[str]:
         yield f"chroma+http://127.0.0.1:{server.port}"
 
 
+def repeated(spec: dict[str, Any], runs: int, timeout: float) -> dict[str, Any]:
+    """The median of ``runs`` runs of a case (each a fresh process and, for ``edit_one``,
+    an edit of its own), with every run's sync time in ``runs_s``."""
+    results = [run_case({**spec, "run": i}, timeout) for i in range(runs)]
+    failed = [r for r in results if "error" in r]
+    if failed:
+        return failed[0]
+    results.sort(key=lambda r: r["sync_s"])
+    return {**results[len(results) // 2], "runs_s": [r["sync_s"] for r in results]}
+
+
 def series(
-    tool: str, store: str, sizes: Sequence[int], limit: float, work: Path
+    tool: str, store: str, sizes: Sequence[int], limit: float, work: Path, repeat: int = 1
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for n in sizes:
@@ -379,7 +406,7 @@ def series(
                             **({"uri": uri} if store == "chroma-server" else {}),
                         }
                     )
-                    result = run_case(spec, timeout=limit)
+                    result = repeated(spec, repeat if case == "edit_one" else 1, limit)
                     row["cases"][case] = result
                     print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
                     if "error" in result:
@@ -455,7 +482,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
-        "its whole collection into memory then). Corpus: N Markdown documents of ~4.4 KB "
+        "its whole collection into memory then). The one-document case (a sync of about a "
+        "tenth of a second) is the median of `--repeat` such processes (each a one-paragraph "
+        "edit of its own; rows run before the option have one). Corpus: N Markdown documents of ~4.4 KB "
         "drawn from the English dev revisions; a fast hash embedder, so the times are the "
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
         "document edited with all passed; one document only; prune 1% (`prune=True`, or "
@@ -557,6 +586,12 @@ def verdict(result: dict[str, Any]) -> list[str]:
             f"{worst:.2f}{fit_text} (target <= 1.1); one document only {flat:.1f}x from "
             f"{first['n']:,} to {last['n']:,} documents (target within 2x)"
         )
+        probes = [r["cases"]["edit_one"].get("request_ms") for r in (first, last)]
+        if probes[0] and probes[1]:
+            line += (
+                f" (Chroma's own smallest request, one record's id: {probes[0]:.1f} -> "
+                f"{probes[1]:.1f} ms, {probes[1] / probes[0]:.1f}x)"
+            )
         if store in ANCHOR_STORES:
             ns = [r["n"] for r in done]
             both = [n for n in ns if _case(result, "langchain", store, n, "noop")]
@@ -603,6 +638,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time Chroma's own upserts of the initial sync's records (tool chroma-only)",
     )
     parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of the one-document case (a sync of ~0.1 s), each its own edit; the median is kept",
+    )
     parser.add_argument(
         "--cap",
         action="append",
@@ -654,7 +695,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (int(caps[k]) for k in (tool, store, f"{tool}:{store}") if k in caps),
                 default=max(sizes),
             )
-            rows = series(tool, store, [n for n in sizes if n <= cap], args.limit, work)
+            ns = [n for n in sizes if n <= cap]
+            rows = series(tool, store, ns, args.limit, work, args.repeat)
             key = f"{tool}|{store}"
             if args.merge:  # replace the rows of the sizes run, keep the series' others
                 ran = {r["n"] for r in rows}
