@@ -60,9 +60,34 @@ EMBED_BATCH = 32
 #: documents read, chunked, planned, embedded, published and verified together: a sync's
 #: memory grows with this batch and the largest document, not with the corpus
 DOC_BATCH = 256
+#: bytes of vectors a sync keeps of what it published, so that a later batch needing the
+#: same input (a repeated paragraph) takes it from memory rather than from a read of the
+#: collection, whose cost grows with the collection; past it the oldest are let go
+PUBLISHED_BYTES = 64 * 1024 * 1024
 #: ``progress(stage, done, total)``: called as a sync advances (for progress bars)
 Progress = Callable[[str, int, int], None]
 Vector = npt.NDArray[np.float32]
+
+
+class _Published:
+    """The vectors this sync wrote to its collection, by input key, newest kept up to
+    ``limit`` bytes: a batch asks here before it asks the collection."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._vectors: dict[str, Vector] = {}
+        self._bytes = 0
+
+    def add(self, vectors: Mapping[str, Vector]) -> None:
+        for key, vector in vectors.items():
+            if key not in self._vectors:
+                self._vectors[key] = vector
+                self._bytes += vector.nbytes
+        while self._bytes > self._limit:  # dicts keep insertion order: oldest first
+            self._bytes -= self._vectors.pop(next(iter(self._vectors))).nbytes
+
+    def get(self, key: str) -> Vector | None:
+        return self._vectors.get(key)
 
 
 @dataclass
@@ -440,10 +465,12 @@ def _vectors(
     seconds: dict[str, float],
     progress: Progress | None,
     only: tuple[VectorStore, set[str]] | None = None,
+    published: _Published | None = None,
 ) -> tuple[dict[str, Vector], dict[str, str]]:
-    """Vectors for every key a plan needs (cache, then the collections, then the model),
-    and where each came from: ``"cache"``, ``"store"`` or ``"embed"``. ``only``: a store
-    of ``stores`` and the keys it can hold, so that no other is looked up there."""
+    """Vectors for every key a plan needs (cache, then what this sync published, then the
+    collections, then the model), and where each came from: ``"cache"``, ``"store"`` (a
+    vector the collection holds) or ``"embed"``. ``only``: a store of ``stores`` and the
+    keys it can hold, so that no other is looked up there."""
     model_id, dimension = embedder.model_id, embedder.dimension
     wanted: dict[str, str] = {}
     for plan in plans:
@@ -454,6 +481,10 @@ def _vectors(
     if cache is not None and wanted:
         for key, vector in cache.get_many(list(wanted), model_id, dimension).items():
             found[key], source[key] = vector, "cache"
+    if published is not None:
+        for key in wanted:
+            if key not in found and (kept := published.get(key)) is not None:
+                found[key], source[key] = kept, "store"
     for store in stores:
         missing = [k for k in wanted if k not in found]
         if only is not None and store is only[0]:
@@ -867,6 +898,7 @@ def _sync(
     counted: set[str] = set()  # inputs already counted in report.inputs
     changed: list[DocumentReport] = []
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
+    published_vectors = _Published(PUBLISHED_BYTES)
     done = embedded_before = 0
     for batch in batches(docs, DOC_BATCH):
         t0 = time.perf_counter()
@@ -904,6 +936,7 @@ def _sync(
             seconds,
             embed_progress,
             (store, counted) if nothing_stored else None,
+            published_vectors,
         )
         embedded_before += sum(1 for kind in source.values() if kind == "embed")
         for plan in plans:
@@ -933,6 +966,7 @@ def _sync(
         t0 = time.perf_counter()
         _publish(published, vectors, store, order)
         seconds["publish"] += time.perf_counter() - t0
+        published_vectors.add({k: vectors[k] for plan in published for k in plan.needs_vector})
         for plan in published:
             rep = plan.report
             log.info(

@@ -652,15 +652,41 @@ def test_a_chroma_sync_reads_only_what_the_writer_lock_leaves_open(
                 cache=numbered_cache).documents["unchanged"] == 4
 
 
+def test_the_memory_of_published_vectors_keeps_the_newest_within_its_bytes() -> None:
+    from rechunk.sync import _Published
+
+    def vector(i: int) -> np.ndarray:
+        return np.full(4, i, dtype=np.float32)  # 16 bytes
+
+    memory = _Published(limit=40)  # room for two
+    memory.add({"a": vector(1), "b": vector(2)})
+    memory.add({"a": vector(9), "c": vector(3)})  # "a" kept as first published
+    assert memory.get("a") is None  # the oldest let go for "c"
+    assert [memory.get(k)[0] for k in ("b", "c")] == [2, 3]  # type: ignore[index]
+    spent = _Published(limit=0)
+    spent.add({"a": vector(1)})
+    assert spent.get("a") is None
+
+
+@pytest.mark.parametrize("remembered", [True, False], ids=["in-memory", "memory-spent"])
 @pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
 def test_into_an_empty_locked_collection_only_inputs_already_published_are_looked_up(
-    make_store: StoreFactory, minilm: Any, chunker: Any, monkeypatch: pytest.MonkeyPatch
+    make_store: StoreFactory,
+    minilm: Any,
+    chunker: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    remembered: bool,
 ) -> None:
     """The collection holds only what earlier batches of this sync published: the second
-    batch looks up the inputs the first one wrote (and reuses their vectors), no other."""
+    batch reuses the vectors of the inputs the first one wrote, from the sync's memory of
+    what it published or, once that memory is spent, by looking up those inputs (and no
+    other) in the collection."""
     import importlib
 
-    monkeypatch.setattr(importlib.import_module("rechunk.sync"), "DOC_BATCH", 2)
+    module = importlib.import_module("rechunk.sync")
+    monkeypatch.setattr(module, "DOC_BATCH", 2)
+    if not remembered:
+        monkeypatch.setattr(module, "PUBLISHED_BYTES", 0)
     store = fresh(make_store("langchain"), minilm)
     counting = _CountingChroma(store._client, store.collection)
     d0, d1 = _numbered(0, False), _numbered(1, False)
@@ -669,7 +695,7 @@ def test_into_an_empty_locked_collection_only_inputs_already_published_are_looke
                   embedder=minilm)  # no cache: the store is where a vector is reused from
     assert counting.reads == ["point_ids", "point_ids"]  # no read before planning a batch
     keys = sorted({p.payload.input_key for p in counting.get_points("d0")})
-    assert counting.looked_up == [keys]
+    assert counting.looked_up == ([] if remembered else [keys])
     reused = {r.doc_id: r.from_store for r in report.per_document}
     assert reused == {"d0": 0, "d1": 0, "again.md": len(keys), "d2": 0}
     distinct = {p.payload.input_key for d in ("d0", "d1", "d2") for p in counting.get_points(d)}
