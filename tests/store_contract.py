@@ -301,6 +301,20 @@ class StoreContract:
         vectors = ready.get_vectors([payload(0).input_key], MODEL)
         np.testing.assert_allclose(vectors[payload(0).input_key], unit(1), rtol=1e-6, atol=1e-6)
 
+    def test_one_write_adds_new_points_and_replaces_stored_ones(self, ready: VectorStore) -> None:
+        stored, new = new_id(), new_id()
+        ready.write([PointWrite(stored, payload(0), unit(0))])
+        ready.write([
+            PointWrite(new, payload(1), unit(2)),
+            PointWrite(stored, payload(0, revision="rev-2"), unit(1)),
+        ])  # fmt: skip
+        assert ready.get_points("a.md") == [
+            StoredPoint(stored, payload(0, revision="rev-2")), StoredPoint(new, payload(1))
+        ]  # fmt: skip
+        vectors = ready.get_vectors([payload(0).input_key, payload(1).input_key], MODEL)
+        np.testing.assert_allclose(vectors[payload(0).input_key], unit(1), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(vectors[payload(1).input_key], unit(2), rtol=1e-6, atol=1e-6)
+
     def test_payload_only_update_keeps_the_vector(self, ready: VectorStore) -> None:
         ids = [new_id(), new_id()]
         old = [payload(0, metadata={"keep": 1, "drop": "x"}), payload(1)]
