@@ -22,7 +22,7 @@ LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing throug
 ``RecursiveCharacterTextSplitter`` length-matched to rechunk's chunks (cleanup
 ``incremental``; ``full`` for prune).
 
-With ``--floor``, the tool ``chroma-only`` times Chroma's own upserts of the records
+With ``--floor``, the tool ``chroma-only`` times Chroma's own adds of the records
 the initial sync writes, nothing else: what no tool writing them can go below.
 
 A series stops after the first N at which a case takes longer than ``--limit``
@@ -280,7 +280,7 @@ def child_langchain(
 
 def child_floor(folder: str, n: int) -> dict[str, Any]:
     """Chroma's own cost of the initial sync's writes: the records ``rechunk.sync`` writes
-    (same ids, texts, metadata and vectors, built before the clock starts), upserted
+    (same ids, texts, metadata and vectors, built before the clock starts), added
     straight through ``chromadb`` in requests of ChromaStore's default size, and nothing
     else: no chunking, no reads, no checks."""
     import chromadb
@@ -319,7 +319,7 @@ def child_floor(folder: str, n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     for start in range(0, len(records), 1024):
         part = records[start : start + 1024]
-        collection.upsert(
+        collection.add(
             ids=[pid for pid, _, _ in part],
             embeddings=vectors[start : start + len(part)],
             documents=[text for _, text, _ in part],
@@ -489,7 +489,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
         "document edited with all passed; one document only; prune 1% (`prune=True`, or "
         '`cleanup="full"` for LangChain). Tool `chroma-only` (with `--floor`): Chroma\'s '
-        "own upserts of the records rechunk's initial sync writes (the same ids, texts, "
+        "own adds of the records rechunk's initial sync writes (the same ids, texts, "
         "metadata and vectors, in requests of 1,024), timed alone: the floor under any "
         "tool writing those points.",
         "",
@@ -621,7 +621,7 @@ def verdict(result: dict[str, Any]) -> list[str]:
     ]
     if parts:
         out.append(
-            "- Chroma's own upserts of the same records (chroma-only: no chunking, reads or "
+            "- Chroma's own adds of the same records (chroma-only: no chunking, reads or "
             "checks) grow with exponent " + "; ".join(parts) + "."
         )
     return out
@@ -635,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--floor",
         action="store_true",
-        help="also time Chroma's own upserts of the initial sync's records (tool chroma-only)",
+        help="also time Chroma's own adds of the initial sync's records (tool chroma-only)",
     )
     parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
     parser.add_argument(
