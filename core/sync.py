@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from rechunk.ahead import ChunkAhead
 from rechunk.cache import EmbeddingCache, record_dimension
 from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker, embedding_input
@@ -171,6 +172,16 @@ class SyncReport:
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
+
+
+@dataclass
+class _Batch:
+    """A batch of documents read ahead: their stored points, and per document the chunks
+    (None: still to chunk; ``sent``: the helper process is chunking those)."""
+
+    stored: dict[str, list[StoredPoint]]
+    chunks: list[list[Chunk] | None]
+    sent: bool
 
 
 @dataclass
@@ -899,91 +910,116 @@ def _sync(
     changed: list[DocumentReport] = []
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
     published_vectors = _Published(PUBLISHED_BYTES)
-    done = embedded_before = 0
-    for batch in batches(docs, DOC_BATCH):
+    groups = list(batches(docs, DOC_BATCH))
+    # with more than one batch, the documents of the next batch are chunked in a helper
+    # process while this one is embedded and published (see rechunk.ahead)
+    ahead = ChunkAhead(chunker) if len(groups) > 1 else None
+
+    def read(batch: Sequence[Document], send: bool) -> _Batch:
+        """The batch's stored points in one read (embedded Qdrant without its index scans
+        per read) and the chunks they prove; ``send`` the others to the helper."""
         t0 = time.perf_counter()
-        # the batch's points in one read (embedded Qdrant without its index scans per read)
-        ids = [doc.doc_id for doc in batch]
-        stored = {} if nothing_stored else store.get_points_many(ids)
+        stored = {} if nothing_stored else store.get_points_many([d.doc_id for d in batch])
+        chunks = [_stored_chunks(doc, stored.get(doc.doc_id, []), policy) for doc in batch]
         seconds["plan"] += time.perf_counter() - t0
-        plans = []
-        for i, doc in enumerate(batch, done + 1):
-            old = stored.get(doc.doc_id, [])
-            chunks = _stored_chunks(doc, old, policy)
-            if chunks is None:
+        todo = [doc.text for doc, known in zip(batch, chunks) if known is None]
+        sent = send and ahead is not None and ahead.submit(todo)
+        return _Batch(stored, chunks, sent)
+
+    done = embedded_before = 0
+    try:
+        reads = [read(groups[0], send=False)] if groups else []  # this batch, maybe the next
+        for index, batch in enumerate(groups):
+            current = reads.pop()
+            if current.sent and ahead is not None:
                 t0 = time.perf_counter()
-                chunks = chunker.chunk(doc.text)
+                made = iter(ahead.collect() or ())  # nothing: the helper failed
+                current.chunks = [next(made, None) if c is None else c for c in current.chunks]
                 seconds["chunk"] += time.perf_counter() - t0
-            tick("chunk", i, len(docs))
-            t0 = time.perf_counter()
-            plans.append(_plan(doc, chunks, chunker, model_id, old, neighbours))
-            seconds["plan"] += time.perf_counter() - t0
-            tick("plan", i, len(docs))
-        del stored
+            if index + 1 < len(groups):
+                reads.append(read(groups[index + 1], send=True))
+            plans = []
+            for i, (doc, chunks) in enumerate(zip(batch, current.chunks), done + 1):
+                old = current.stored.get(doc.doc_id, [])
+                if chunks is None:
+                    t0 = time.perf_counter()
+                    chunks = chunker.chunk(doc.text)
+                    seconds["chunk"] += time.perf_counter() - t0
+                tick("chunk", i, len(docs))
+                t0 = time.perf_counter()
+                plans.append(_plan(doc, chunks, chunker, model_id, old, neighbours))
+                seconds["plan"] += time.perf_counter() - t0
+                tick("plan", i, len(docs))
+            del current
 
-        def embed_progress(stage: str, n: int, total: int, before: int = embedded_before) -> None:
-            tick(stage, before + n, before + total)
+            def embed_progress(
+                stage: str, n: int, total: int, before: int = embedded_before
+            ) -> None:
+                tick(stage, before + n, before + total)
 
-        active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
-        # with nothing stored before this sync, the collection holds only the inputs
-        # that earlier batches published: no other key is looked up there
-        vectors, source = _vectors(
-            active,
-            raw_embedder,
-            cache,
-            sources,
-            dry_run,
-            seconds,
-            embed_progress,
-            (store, counted) if nothing_stored else None,
-            published_vectors,
-        )
-        embedded_before += sum(1 for kind in source.values() if kind == "embed")
-        for plan in plans:
-            rep = plan.report
-            report.per_document.append(rep)
-            report.documents[rep.status] += 1
-            if rep.status == "skipped":
-                continue
-            report.documents["synced"] += 1
-            for name in ("kept", "updated", "added", "deleted"):
-                report.chunks[name] += getattr(rep, name)
-            for key, chunk in zip(plan.keys, plan.chunks):
-                tokens[key] = chunk.tokens
-            if rep.status == "changed":
-                changed.append(rep)
-        # inputs count once per sync, in the batch that first needed them
-        for key, kind in source.items():
-            if key not in counted:
-                counted.add(key)
-                report.inputs[_INPUT_COUNTER[kind]] += 1
-                if kind == "embed":
-                    report.tokens_embedded += tokens[key]
-        done += len(batch)
-        published = [p for p in plans if p.report.status in ("new", "changed")]
-        if dry_run or not published:
-            continue
-        t0 = time.perf_counter()
-        _publish(published, vectors, store, order)
-        seconds["publish"] += time.perf_counter() - t0
-        published_vectors.add({k: vectors[k] for plan in published for k in plan.needs_vector})
-        for plan in published:
-            rep = plan.report
-            log.info(
-                "synced doc_id=%s status=%s added=%d updated=%d deleted=%d",
-                rep.doc_id,
-                rep.status,
-                rep.added,
-                rep.updated,
-                rep.deleted,
+            active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
+            # with nothing stored before this sync, the collection holds only the inputs
+            # that earlier batches published: no other key is looked up there
+            vectors, source = _vectors(
+                active,
+                raw_embedder,
+                cache,
+                sources,
+                dry_run,
+                seconds,
+                embed_progress,
+                (store, counted) if nothing_stored else None,
+                published_vectors,
             )
-        tick("publish", done, len(docs))
-        # unchanged documents were proven exact by their plan; re-read what was published
-        t0 = time.perf_counter()
-        failed += _check_published(
-            published, report, store, chunker, raw_embedder, cache, vectors, order, locked
-        )
-        seconds["verify"] += time.perf_counter() - t0
+            embedded_before += sum(1 for kind in source.values() if kind == "embed")
+            for plan in plans:
+                rep = plan.report
+                report.per_document.append(rep)
+                report.documents[rep.status] += 1
+                if rep.status == "skipped":
+                    continue
+                report.documents["synced"] += 1
+                for name in ("kept", "updated", "added", "deleted"):
+                    report.chunks[name] += getattr(rep, name)
+                for key, chunk in zip(plan.keys, plan.chunks):
+                    tokens[key] = chunk.tokens
+                if rep.status == "changed":
+                    changed.append(rep)
+            # inputs count once per sync, in the batch that first needed them
+            for key, kind in source.items():
+                if key not in counted:
+                    counted.add(key)
+                    report.inputs[_INPUT_COUNTER[kind]] += 1
+                    if kind == "embed":
+                        report.tokens_embedded += tokens[key]
+            done += len(batch)
+            published = [p for p in plans if p.report.status in ("new", "changed")]
+            if dry_run or not published:
+                continue
+            t0 = time.perf_counter()
+            _publish(published, vectors, store, order)
+            seconds["publish"] += time.perf_counter() - t0
+            published_vectors.add({k: vectors[k] for plan in published for k in plan.needs_vector})
+            for plan in published:
+                rep = plan.report
+                log.info(
+                    "synced doc_id=%s status=%s added=%d updated=%d deleted=%d",
+                    rep.doc_id,
+                    rep.status,
+                    rep.added,
+                    rep.updated,
+                    rep.deleted,
+                )
+            tick("publish", done, len(docs))
+            # unchanged documents were proven exact by their plan; re-read what was published
+            t0 = time.perf_counter()
+            failed += _check_published(
+                published, report, store, chunker, raw_embedder, cache, vectors, order, locked
+            )
+            seconds["verify"] += time.perf_counter() - t0
+    finally:
+        if ahead is not None:
+            ahead.close()
 
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | kept

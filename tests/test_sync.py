@@ -579,6 +579,50 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
     assert snapshot(store) == snapshot(reference)
 
 
+@pytest.mark.parametrize("helper", ["works", "dies"])
+def test_later_batches_are_chunked_ahead_in_a_helper_process(
+        make_store: StoreFactory, minilm: Any, helper: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """With more than one batch, a helper process chunks the next batch while this one is
+    published; the sync writes what it writes without the helper, even when the helper
+    dies on the way (the sync then chunks those documents itself)."""
+    import importlib
+
+    sync_module = importlib.import_module("rechunk.sync")
+    ahead = importlib.import_module("rechunk.ahead")
+    monkeypatch.setattr(sync_module, "DOC_BATCH", 4)
+    monkeypatch.setattr(ahead, "MIN_DOCUMENTS", 2)
+    monkeypatch.setattr(ahead, "cores", lambda: 2)
+    started: list[Any] = []
+    submit = ahead.ChunkAhead.submit
+
+    def submit_and_watch(self: Any, texts: Any) -> bool:
+        sent = submit(self, texts)
+        if self.process is not None and self.process not in started:
+            started.append(self.process)
+            if helper == "dies":
+                self.process.kill()
+        return sent
+
+    monkeypatch.setattr(ahead.ChunkAhead, "submit", submit_and_watch)
+    chunker = policy_for(minilm)
+    cache = MemoryCache()
+    docs = [Document(f"d{i}.md", f"# Note {i}\n\n{NOTES}\n\nLast words of note {i}.")
+            for i in range(11)]
+    store = fresh(make_store("langchain"), minilm)
+    with caplog.at_level(logging.WARNING, "rechunk.sync"):
+        report = sync(docs, store, chunker=chunker, embedder=minilm, cache=cache)
+    assert len(started) == 1 and started[0].poll() is not None  # one helper, ended
+    assert ("chunking helper gave no answer" in caplog.text) == (helper == "dies")
+    assert report.documents["new"] == 11 and report.stale_check == "passed"
+
+    monkeypatch.setattr(ahead, "MIN_DOCUMENTS", 10**9)  # no helper
+    reference = fresh(make_store("langchain"), minilm)
+    alone = sync(docs, reference, chunker=chunker, embedder=minilm, cache=cache)
+    assert snapshot(store) == snapshot(reference)
+    assert report.chunks == alone.chunks and report.tokens_total == alone.tokens_total
+
+
 def test_an_embedder_may_take_larger_calls(minilm: Any, chunker: Any) -> None:
     """An embedder that names ``embed_batch`` (OpenAIEmbedder: requests in flight times
     their size) gets calls that large; others get 32 inputs a call."""
