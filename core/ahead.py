@@ -93,7 +93,7 @@ class ChunkAhead:
     def collect(self) -> list[list[Chunk]] | None:
         """The chunks of the texts last submitted, in order; None when the helper failed
         (the caller chunks them, and the helper is not asked again)."""
-        asked, self._asked = self._asked, None
+        asked = self._asked
         if asked is None or self._proc is None or self._proc.stdout is None:
             raise RuntimeError("no request in flight")
         try:
@@ -101,6 +101,7 @@ class ChunkAhead:
         except Exception as exc:  # died, or wrote what is not an answer
             self._give_up(f"gave no answer ({exc!r}; exit code {self._proc.poll()})")
             return None
+        self._asked = None
         if status != "ok":
             self._give_up(f"could not chunk them ({result})")
             return None
@@ -110,9 +111,13 @@ class ChunkAhead:
         return [[Chunk(*fields) for fields in chunks] for chunks in result]
 
     def close(self) -> None:
-        """End the helper (its input closed, it exits; killed if it does not)."""
+        """End the helper: its input closed, it exits; killed if it does not, or at once
+        while it chunks what nobody will collect (a sync that raised)."""
         proc, self._proc, self._off = self._proc, None, True
         if proc is not None:
+            if self._asked is not None:
+                proc.kill()
+                self._asked = None
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     stream.close()

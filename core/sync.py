@@ -139,7 +139,9 @@ class SyncReport:
     synced document that carry another revision, or that the new revision lacks, after
     the sync (the check queries the store). When it is not 0, ``stale_check`` is
     ``"failed"`` and :func:`sync` raises :class:`~rechunk.errors.StaleCheckError` whose
-    ``report`` is this report.
+    ``report`` is this report. ``seconds`` is the time the sync spent in each stage;
+    chunking done by the helper process while the sync published counts only as long
+    as the sync waited for it.
     """
 
     collection: str

@@ -143,6 +143,10 @@ class HFTokenCounter:
         # counting needs no offsets: the fast batch call skips them where it exists
         self._encode_batch = getattr(own, "encode_batch_fast", own.encode_batch)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (a sync's chunking helper gets one) starts with an empty memo."""
+        return {**self.__dict__, "_memo": {}}
+
     @property
     def identity(self) -> str:
         return self._identity

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import pickle
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,27 @@ def test_a_chunker_error_is_left_to_the_caller(chunker: Any,
     assert "could not chunk them (InputError: text contains a NUL byte" in caplog.text
     assert not helper.submit(TEXTS)
     helper.close()
+
+
+def test_a_request_nobody_will_collect_ends_the_helper_at_once(chunker: Any,
+                                                               tmp_path: Path) -> None:
+    helper = ahead.ChunkAhead(chunker)
+    assert helper.submit(TEXTS * 50)  # what a sync that raised meanwhile leaves in flight
+    process = helper.process
+    helper.close()
+    assert process.returncode == -signal.SIGKILL
+    assert list(tmp_path.glob("rechunk-ahead-*")) == []
+
+
+def test_the_chunker_sent_leaves_its_memo_behind() -> None:
+    """A long-lived process's chunker remembers up to a million words' token counts; the
+    copy the helper gets does not carry them, and chunks the same."""
+    chunker = StructuredChunker()
+    empty = len(pickle.dumps(chunker))
+    seen = [chunker.chunk(" ".join(f"w{i}x{j}" for j in range(2000))) for i in range(20)]
+    assert len(pickle.dumps(chunker)) == empty
+    copy = pickle.loads(pickle.dumps(chunker))
+    assert [copy.chunk(" ".join(f"w{i}x{j}" for j in range(2000))) for i in range(20)] == seen
 
 
 class _OwnChunker:

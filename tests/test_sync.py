@@ -623,6 +623,39 @@ def test_later_batches_are_chunked_ahead_in_a_helper_process(
     assert report.chunks == alone.chunks and report.tokens_total == alone.tokens_total
 
 
+def test_a_sync_that_fails_ends_its_chunking_helper(minilm: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that fails while the helper chunks the next batch: the error is the
+    store's, and no helper process outlives the sync."""
+    import importlib
+
+    from qdrant_client import QdrantClient
+
+    sync_module = importlib.import_module("rechunk.sync")
+    ahead = importlib.import_module("rechunk.ahead")
+    monkeypatch.setattr(sync_module, "DOC_BATCH", 4)
+    monkeypatch.setattr(ahead, "MIN_DOCUMENTS", 2)
+    monkeypatch.setattr(ahead, "cores", lambda: 2)
+    helpers: list[Any] = []
+    close = ahead.ChunkAhead.close
+
+    def close_and_keep(self: Any) -> None:
+        helpers.append(self.process)
+        close(self)
+
+    monkeypatch.setattr(ahead.ChunkAhead, "close", close_and_keep)
+    docs = [Document(f"d{i}.md", f"# Note {i}\n\n{NOTES}") for i in range(11)]
+    chunker, cache = policy_for(minilm), MemoryCache()
+    watched = FaultyStore(fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm))
+    sync(docs, watched, chunker=chunker, embedder=minilm, cache=cache)
+    first_write = watched.calls.index("write")  # the helper is chunking the next batch
+    store = fresh(QdrantStore(QdrantClient(":memory:"), "c"), minilm)
+    with pytest.raises(InjectedFault):
+        sync(docs, FaultyStore(store, first_write), chunker=chunker, embedder=minilm,
+             cache=cache)
+    assert len(helpers) == 2 and all(p is not None and p.poll() is not None for p in helpers)
+
+
 def test_an_embedder_may_take_larger_calls(minilm: Any, chunker: Any) -> None:
     """An embedder that names ``embed_batch`` (OpenAIEmbedder: requests in flight times
     their size) gets calls that large; others get 32 inputs a call."""
