@@ -579,20 +579,25 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
     assert snapshot(store) == snapshot(reference)
 
 
+@pytest.fixture
+def ahead(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``rechunk.ahead``, with batches of 4 documents and a helper for 2 of them on 2 cores."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("rechunk.sync"), "DOC_BATCH", 4)
+    module = importlib.import_module("rechunk.ahead")
+    monkeypatch.setattr(module, "MIN_DOCUMENTS", 2)
+    monkeypatch.setattr(module, "cores", lambda: 2)
+    return module
+
+
 @pytest.mark.parametrize("helper", ["works", "dies"])
 def test_later_batches_are_chunked_ahead_in_a_helper_process(
-        make_store: StoreFactory, minilm: Any, helper: str, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        make_store: StoreFactory, minilm: Any, ahead: Any, helper: str,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """With more than one batch, a helper process chunks the next batch while this one is
     published; the sync writes what it writes without the helper, even when the helper
     dies on the way (the sync then chunks those documents itself)."""
-    import importlib
-
-    sync_module = importlib.import_module("rechunk.sync")
-    ahead = importlib.import_module("rechunk.ahead")
-    monkeypatch.setattr(sync_module, "DOC_BATCH", 4)
-    monkeypatch.setattr(ahead, "MIN_DOCUMENTS", 2)
-    monkeypatch.setattr(ahead, "cores", lambda: 2)
     started: list[Any] = []
     submit = ahead.ChunkAhead.submit
 
@@ -623,19 +628,12 @@ def test_later_batches_are_chunked_ahead_in_a_helper_process(
     assert report.chunks == alone.chunks and report.tokens_total == alone.tokens_total
 
 
-def test_a_sync_that_fails_ends_its_chunking_helper(minilm: Any,
+def test_a_sync_that_fails_ends_its_chunking_helper(minilm: Any, ahead: Any,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A store that fails while the helper chunks the next batch: the error is the
     store's, and no helper process outlives the sync."""
-    import importlib
-
     from qdrant_client import QdrantClient
 
-    sync_module = importlib.import_module("rechunk.sync")
-    ahead = importlib.import_module("rechunk.ahead")
-    monkeypatch.setattr(sync_module, "DOC_BATCH", 4)
-    monkeypatch.setattr(ahead, "MIN_DOCUMENTS", 2)
-    monkeypatch.setattr(ahead, "cores", lambda: 2)
     helpers: list[Any] = []
     close = ahead.ChunkAhead.close
 
