@@ -79,7 +79,7 @@ def test_a_chunker_error_is_left_to_the_caller(chunker: Any,
     with caplog.at_level(logging.WARNING, "rechunk.sync"):
         assert helper.submit([*TEXTS, "a NUL \x00 byte"])
         assert helper.collect() is None
-    assert "could not chunk them (InputError: text contains a NUL byte" in caplog.text
+    assert "could not chunk them (InputError)" in caplog.text  # the sync raises it whole
     assert not helper.submit(TEXTS)
     helper.close()
 
