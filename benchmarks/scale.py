@@ -183,6 +183,7 @@ def child_rechunk(store_uri: str, case: str, n: int, run: int = 0) -> dict[str, 
         store.ensure_collection(DIM)
     open_s = time.perf_counter() - t0
     documents = [rechunk.Document(doc_id, text) for doc_id, text in docs.items()]
+    helper_mb = _watch_chunking_helper()
     t0 = time.perf_counter()
     report = rechunk.sync(documents, store, chunker=chunker, embedder=embedder, prune=prune)
     sync_s = time.perf_counter() - t0
@@ -202,7 +203,30 @@ def child_rechunk(store_uri: str, case: str, n: int, run: int = 0) -> dict[str, 
         "documents": report.documents,
         "stale_check": report.stale_check,
         "points": sum(report.chunks[k] for k in ("kept", "updated", "added")),
+        **({"helper_mb": max(helper_mb)} if helper_mb else {}),
     }
+
+
+def _watch_chunking_helper() -> list[float]:
+    """The peak RSS (MB) of each chunking helper a sync of this process ends, read from
+    /proc as it ends. (RUSAGE_CHILDREN would not do: a child started with vfork + exec
+    inherits its parent's peak at the exec.)"""
+    import importlib
+
+    ahead = importlib.import_module("rechunk.ahead")
+    peaks: list[float] = []
+    close = ahead.ChunkAhead.close
+
+    def close_and_measure(self: Any) -> None:
+        if self.process is not None:
+            with contextlib.suppress(OSError):
+                status = Path(f"/proc/{self.process.pid}/status").read_text()
+                kb = next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmHWM"))
+                peaks.append(int(kb) / 1024)
+        close(self)
+
+    ahead.ChunkAhead.close = close_and_measure
+    return peaks
 
 
 def _smallest_request_ms(store: Any) -> float:
@@ -340,9 +364,6 @@ def child(args: argparse.Namespace) -> None:
             spec.get("run", 0),
         )  # fmt: skip
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    helper = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if spec["tool"] == "rechunk" and helper:  # the chunking helper of a sync of many batches
-        out["helper_mb"] = helper
     print("RESULT " + json.dumps(out))
 
 
@@ -499,8 +520,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
         "case's store open; `doc_ids`: the extra read `rechunk sync` makes without `--prune` "
         "(to count the documents it was not given); peak: the largest RSS of the five processes "
-        "(with that of the chunking helper added where a sync started one: more than 256 "
-        "documents to chunk).",
+        "(plus the chunking helper's own peak where a row records one, `helper_mb`: a sync "
+        "with more than 256 documents to chunk starts it).",
         "",
         "| tool | store | N | points | initial | points/s | no-op | one edit, all passed | one doc only | prune 1% | open | `doc_ids` | peak MB |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
