@@ -27,7 +27,10 @@ the initial sync writes, nothing else: what no tool writing them can go below.
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
-consecutive sizes.
+consecutive sizes. The re-syncs that leave the store as a next run needs it (no-op,
+one edit with all passed, one document only) run ``--repeat`` times, each a fresh
+process with an edit of its own, and keep the median: a cell of a few seconds varies
+by 10-40% between runs, enough to move an exponent by 0.1.
 
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
     python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
@@ -60,6 +63,9 @@ import _report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
+#: The cases run ``--repeat`` times (median kept): each leaves the store as the next
+#: run needs it (the initial sync and the prune change what the next run starts from).
+REPEATED = ("noop", "edit_all", "edit_one")
 STORES = ("qdrant", "chroma", "chroma-server")
 ANCHOR_STORES = ("qdrant", "chroma", "chroma-server")
 DIM = 384
@@ -154,11 +160,14 @@ def hash_vector(text: str) -> np.ndarray:
 
 def _docs_for(case: str, n: int, run: int = 0) -> tuple[dict[str, str], bool]:
     """The documents a case passes and whether it prunes; ``run`` numbers the repeats of
-    ``edit_one``, each one paragraph more or less than the one before."""
+    a case: each run of ``edit_all`` and ``edit_one`` changes the first document by one
+    paragraph from what the run before left (1, 0, 1, ... inserted paragraphs, then
+    2, 3, 2, ...)."""
     docs = corpus(n)
     first = next(iter(docs))
     if case in ("edit_all", "edit_one", "prune"):
-        docs[first] = edited(docs[first], 1 if case == "edit_all" else 2 + run % 2)
+        times = {"edit_all": (run + 1) % 2, "edit_one": 2 + run % 2}.get(case, 1)
+        docs[first] = edited(docs[first], times)
     if case == "edit_one":
         return {first: docs[first]}, False
     if case == "prune":
@@ -394,7 +403,7 @@ def chroma_server(path: Path) -> Iterator[str]:
 
 
 def repeated(spec: dict[str, Any], runs: int, timeout: float) -> dict[str, Any]:
-    """The median of ``runs`` runs of a case (each a fresh process and, for ``edit_one``,
+    """The median of ``runs`` runs of a case (each a fresh process and, for the edits,
     an edit of its own), with every run's sync time in ``runs_s``."""
     results = [run_case({**spec, "run": i}, timeout) for i in range(runs)]
     failed = [r for r in results if "error" in r]
@@ -430,7 +439,7 @@ def series(
                             **({"uri": uri} if store == "chroma-server" else {}),
                         }
                     )
-                    result = repeated(spec, repeat if case == "edit_one" else 1, limit)
+                    result = repeated(spec, repeat if case in REPEATED else 1, limit)
                     row["cases"][case] = result
                     print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
                     if "error" in result:
@@ -506,9 +515,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
-        "its whole collection into memory then). The one-document case (a sync of about a "
-        "tenth of a second) is the median of `--repeat` such processes (each a one-paragraph "
-        "edit of its own; rows run before the option have one). Corpus: N Markdown documents of ~4.4 KB "
+        "its whole collection into memory then). The no-op and the two edit cases are the median "
+        "of `--repeat` such processes (each edit one paragraph of its own); the json's `runs_s` lists every run, and a "
+        "cell without it ran once. Corpus: N Markdown documents of ~4.4 KB "
         "drawn from the English dev revisions; a fast hash embedder, so the times are the "
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
         "document edited with all passed; one document only; prune 1% (`prune=True`, or "
@@ -668,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repeat",
         type=int,
         default=3,
-        help="runs of the one-document case (a sync of ~0.1 s), each its own edit; the median is kept",
+        help="runs of the no-op and the two edit cases, each its own edit; the median is kept",
     )
     parser.add_argument(
         "--cap",
