@@ -23,7 +23,9 @@ LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing throug
 ``incremental``; ``full`` for prune).
 
 With ``--floor``, the tool ``chroma-only`` times Chroma's own adds of the records
-the initial sync writes, nothing else: what no tool writing them can go below.
+the initial sync writes, nothing else: what no tool writing them can go below; the
+tool ``chroma-vectors`` adds only their ids and vectors (Chroma's vector index and
+log, without texts or metadata).
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
@@ -66,6 +68,9 @@ CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
 #: The cases run ``--repeat`` times (median kept): each leaves the store as the next
 #: run needs it (the initial sync and the prune change what the next run starts from).
 REPEATED = ("noop", "edit_all", "edit_one")
+#: The ``--floor`` tools: Chroma's own adds of the initial sync's records, and of their
+#: ids and vectors only.
+FLOORS = ("chroma-only", "chroma-vectors")
 STORES = ("qdrant", "chroma", "chroma-server")
 ANCHOR_STORES = ("qdrant", "chroma", "chroma-server")
 DIM = 384
@@ -311,11 +316,11 @@ def child_langchain(
     return {"open_s": open_s, "sync_s": sync_s, "result": dict(result), "points": len(chunks)}
 
 
-def child_floor(folder: str, n: int) -> dict[str, Any]:
+def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, Any]:
     """Chroma's own cost of the initial sync's writes: the records ``rechunk.sync`` writes
     (same ids, texts, metadata and vectors, built before the clock starts), added
     straight through ``chromadb`` in requests of ChromaStore's default size, and nothing
-    else: no chunking, no reads, no checks."""
+    else: no chunking, no reads, no checks. ``vectors_only``: ids and vectors alone."""
     import chromadb
 
     import rechunk
@@ -352,9 +357,14 @@ def child_floor(folder: str, n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     for start in range(0, len(records), 1024):
         part = records[start : start + 1024]
+        ids = [pid for pid, _, _ in part]
+        embeddings = vectors[start : start + len(part)]
+        if vectors_only:
+            collection.add(ids=ids, embeddings=embeddings)
+            continue
         collection.add(
-            ids=[pid for pid, _, _ in part],
-            embeddings=vectors[start : start + len(part)],
+            ids=ids,
+            embeddings=embeddings,
             documents=[text for _, text, _ in part],
             metadatas=[metadata for _, _, metadata in part],
         )
@@ -365,8 +375,8 @@ def child(args: argparse.Namespace) -> None:
     spec = json.loads(args.child)
     if spec["tool"] == "rechunk":
         out = child_rechunk(spec["uri"], spec["case"], spec["n"], spec.get("run", 0))
-    elif spec["tool"] == "chroma-only":
-        out = child_floor(spec["folder"], spec["n"])
+    elif spec["tool"] in FLOORS:
+        out = child_floor(spec["folder"], spec["n"], spec["tool"] == "chroma-vectors")
     else:
         out = child_langchain(
             spec["store"], spec["folder"], spec["case"], spec["n"], spec.get("uri"),
@@ -426,7 +436,7 @@ def series(
                     uri = stack.enter_context(chroma_server(folder / "server"))
                 elif tool == "rechunk":
                     uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{folder / store}"
-                for case in CASES if tool != "chroma-only" else ("initial",):
+                for case in CASES if tool not in FLOORS else ("initial",):
                     spec = (
                         {"tool": "rechunk", "uri": uri, "case": case, "n": n}
                         if tool == "rechunk"
@@ -524,7 +534,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         '`cleanup="full"` for LangChain). Tool `chroma-only` (with `--floor`): Chroma\'s '
         "own adds of the records rechunk's initial sync writes (the same ids, texts, "
         "metadata and vectors, in requests of 1,024), timed alone: the floor under any "
-        "tool writing those points.",
+        "tool writing those points; `chroma-vectors`: the same adds with ids and vectors "
+        "only (Chroma's vector index and log, no texts or metadata).",
         "",
         "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
         "case's store open; `doc_ids`: the extra read `rechunk sync` makes without `--prune` "
@@ -659,6 +670,15 @@ def verdict(result: dict[str, Any]) -> list[str]:
             "- Chroma's own adds of the same records (chroma-only: no chunking, reads or "
             "checks) grow with exponent " + "; ".join(parts) + "."
         )
+    vectors = [
+        f"{v:.2f} from {a:,} to {b:,}"
+        for (a, b), v in initial_exponents("chroma-vectors|chroma").items()
+    ]
+    if vectors:
+        out.append(
+            "- Chroma's adds of their ids and vectors alone (chroma-vectors: its vector "
+            "index and log) grow with exponent " + "; ".join(vectors) + "."
+        )
     return out
 
 
@@ -670,7 +690,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--floor",
         action="store_true",
-        help="also time Chroma's own adds of the initial sync's records (tool chroma-only)",
+        help="also time Chroma's own adds of the initial sync's records (tools chroma-only, "
+        "chroma-vectors)",
     )
     parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
     parser.add_argument(
@@ -724,7 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tmp)
         plan = [("rechunk", s) for s in args.stores.split(",") if s] + [
             ("langchain", s) for s in args.anchor_stores.split(",") if s
-        ] + ([("chroma-only", "chroma")] if args.floor else [])
+        ] + ([(tool, "chroma") for tool in FLOORS] if args.floor else [])
         for tool, store in plan:
             cap = min(
                 (int(caps[k]) for k in (tool, store, f"{tool}:{store}") if k in caps),
