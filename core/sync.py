@@ -1025,9 +1025,13 @@ def _sync(
 
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | kept
+        t0 = time.perf_counter()  # reads that find what to delete: plan
         gone_ids = sorted(store.doc_ids() - given)
+        seconds["plan"] += time.perf_counter() - t0
         for gone_batch in batches(gone_ids, DOC_BATCH):
+            t0 = time.perf_counter()
             points_of = store.get_points_many(gone_batch)
+            seconds["plan"] += time.perf_counter() - t0
             delete = [p.id for doc_id in gone_batch for p in points_of[doc_id]]
             for doc_id in gone_batch:
                 n = len(points_of[doc_id])

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
+import time
+import types
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -212,6 +215,31 @@ def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any,
     pruned = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, cache=cache,
                   prune=True)
     assert store.doc_ids() == {"a"} and pruned.documents["deleted"] == 1
+
+
+def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chunker: Any,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reads that find what a prune deletes (every stored doc_id, then the gone
+    documents' points) are in ``seconds["plan"]``: the report accounts for them."""
+    sync_module = importlib.import_module("rechunk.sync")  # the module, not the function
+    store = fresh(make_store("langchain"), minilm)
+    sync([Document("a", NOTES), Document("b", GUIDE_V1)], store, chunker=chunker,
+         embedder=minilm)
+    clock = {"skew": 0.0}
+    skewed = types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock["skew"])
+    monkeypatch.setattr(sync_module, "time", skewed)
+    def slow(read: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            clock["skew"] += 100.0  # each read "takes" 100 s on the sync's clock
+            return read(*args, **kwargs)
+        return timed
+
+    for name in ("doc_ids", "get_points_many"):
+        monkeypatch.setattr(store, name, slow(getattr(store, name)))
+    pruned = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, prune=True)
+    assert pruned.documents["deleted"] == 1
+    # the plan of "a" reads its points once, the prune reads doc_ids and b's points
+    assert pruned.seconds["plan"] >= 300.0
 
 
 def test_revision_guard_skips_older_versions(make_store: StoreFactory, minilm: Any,
