@@ -31,8 +31,8 @@ A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
 consecutive sizes. The re-syncs that leave the store as a next run needs it (no-op,
 one edit with all passed, one document only) run ``--repeat`` times, each a fresh
-process with an edit of its own, and keep the median: a cell of a few seconds varies
-by 10-40% between runs, enough to move an exponent by 0.1.
+process with an edit of its own, and keep the median: the runs of a cell of a few
+seconds differ by up to 45%, enough to move an exponent by 0.2.
 
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
     python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
@@ -525,10 +525,11 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
-        "its whole collection into memory then). The no-op and the two edit cases are the median "
-        "of `--repeat` such processes (each edit one paragraph of its own); the json's `runs_s` lists every run, and a "
-        "cell without it ran once. Corpus: N Markdown documents of ~4.4 KB "
-        "drawn from the English dev revisions; a fast hash embedder, so the times are the "
+        "its whole collection into memory then). The no-op and the two edit cases are the "
+        "median of `--repeat` such processes (each edit one paragraph of its own); the "
+        "json's `runs_s` lists every run, and a cell without it ran once. Corpus: N Markdown "
+        "documents of ~4.4 KB drawn from the English dev revisions; a fast hash embedder, so "
+        "the times are the "
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
         "document edited with all passed; one document only; prune 1% (`prune=True`, or "
         '`cleanup="full"` for LangChain). Tool `chroma-only` (with `--floor`): Chroma\'s '

@@ -228,6 +228,7 @@ def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chu
     clock = {"skew": 0.0}
     skewed = types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock["skew"])
     monkeypatch.setattr(sync_module, "time", skewed)
+
     def slow(read: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             clock["skew"] += 100.0  # each read "takes" 100 s on the sync's clock
