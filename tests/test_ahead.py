@@ -99,10 +99,11 @@ def test_the_chunker_sent_leaves_its_memo_behind() -> None:
     copy the helper gets does not carry them, and chunks the same."""
     chunker = StructuredChunker()
     empty = len(pickle.dumps(chunker))
-    seen = [chunker.chunk(" ".join(f"w{i}x{j}" for j in range(2000))) for i in range(20)]
+    texts = [" ".join(f"w{i}x{j}" for j in range(2000)) for i in range(20)]
+    seen = [chunker.chunk(text) for text in texts]
     assert len(pickle.dumps(chunker)) == empty
     copy = pickle.loads(pickle.dumps(chunker))
-    assert [copy.chunk(" ".join(f"w{i}x{j}" for j in range(2000))) for i in range(20)] == seen
+    assert [copy.chunk(text) for text in texts] == seen
 
 
 class _OwnChunker:

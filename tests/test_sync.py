@@ -611,8 +611,6 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
 @pytest.fixture
 def ahead(monkeypatch: pytest.MonkeyPatch) -> Any:
     """``rechunk.ahead``, with batches of 4 documents and a helper for 2 of them on 2 cores."""
-    import importlib
-
     monkeypatch.setattr(importlib.import_module("rechunk.sync"), "DOC_BATCH", 4)
     module = importlib.import_module("rechunk.ahead")
     monkeypatch.setattr(module, "MIN_DOCUMENTS", 2)
