@@ -165,6 +165,32 @@ def test_point_ids_name_every_record_of_the_documents(client: Any) -> None:
     assert store.point_ids([]) == set()
 
 
+def test_reads_page_through_a_collection_larger_than_a_page(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every read gives the same answer in pages of two records as in one page (Chroma's
+    ``limit`` / ``offset`` paging: the last page short, full or empty)."""
+    store = ChromaStore(client, collection_name(), batch_size=1)
+    store.ensure_collection(DIM)
+    written = [(new_id(), payload(i, doc_id=f"d{i % 3}.md")) for i in range(9)]
+    store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
+    docs = ["d0.md", "d1.md", "d2.md"]
+    keys = [p.input_key for _, p in written]
+
+    def reads() -> tuple[Any, ...]:
+        return (
+            store.doc_ids(), store.get_points_many(docs), store.point_ids(docs),
+            {k: v.tolist() for k, v in store.get_vectors(keys, MODEL).items()},
+        )  # fmt: skip
+
+    whole = reads()
+    assert whole[0] == set(docs) and len(whole[2]) == len(whole[3]) == 9
+    for records in (2, 3):  # 9 records: a short last page, then an empty one
+        monkeypatch.setattr(chroma_adapter, "_READ_PAGE", records)
+        monkeypatch.setattr(chroma_adapter, "_LIST_PAGE", records)
+        assert reads() == whole
+
+
 class _Ones:  # the smallest rechunk Embedder
     model_id, dimension, max_input_tokens = "ones", DIM, None
 
