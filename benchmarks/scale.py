@@ -13,7 +13,8 @@ Cases, in order, on one store per N:
 * ``noop``: the same documents again (nothing changed);
 * ``edit_all``: one document edited (a paragraph inserted), every document passed;
 * ``edit_one``: that document edited again, only it passed;
-* ``prune``: every document but the last 1% passed with ``prune=True``.
+* ``prune``: every document but the last 1% passed with ``prune=True`` (the first one
+  edited again).
 
 Stores: embedded Qdrant (``qdrant:DIR``), embedded Chroma (``chroma:DIR``) and a
 Chroma server this script starts (``chroma run``, 127.0.0.1). The anchor is
@@ -29,10 +30,10 @@ log, without texts or metadata).
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
-consecutive sizes. The re-syncs that leave the store as a next run needs it (no-op,
-one edit with all passed, one document only) run ``--repeat`` times, each a fresh
-process with an edit of its own, and keep the median: the runs of a cell of a few
-seconds differ by up to 45%, enough to move an exponent by 0.2.
+consecutive sizes. Every case but the initial sync runs ``--repeat`` times, each a
+fresh process with an edit of its own, and keeps the median: the runs of a cell of a
+few seconds differ by up to 45%, enough to move an exponent by 0.2. Before each prune
+but the first, an untimed process syncs the documents the last one removed back in.
 
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
     python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
@@ -65,9 +66,10 @@ import _report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
-#: The cases run ``--repeat`` times (median kept): each leaves the store as the next
-#: run needs it (the initial sync and the prune change what the next run starts from).
-REPEATED = ("noop", "edit_all", "edit_one")
+#: The cases run ``--repeat`` times (median kept); the initial sync runs once (the next
+#: run would find the store full), a prune's removed documents are synced back before
+#: the next prune (``restore``, untimed).
+REPEATED = ("noop", "edit_all", "edit_one", "prune")
 #: The ``--floor`` tools: Chroma's own adds of the initial sync's records, and of their
 #: ids and vectors only.
 FLOORS = ("chroma-only", "chroma-vectors")
@@ -165,18 +167,21 @@ def hash_vector(text: str) -> np.ndarray:
 
 def _docs_for(case: str, n: int, run: int = 0) -> tuple[dict[str, str], bool]:
     """The documents a case passes and whether it prunes; ``run`` numbers the repeats of
-    a case: each run of ``edit_all`` and ``edit_one`` changes the first document by one
-    paragraph from what the run before left (1, 0, 1, ... inserted paragraphs, then
-    2, 3, 2, ...)."""
+    a case: each run of ``edit_all``, ``edit_one`` and ``prune`` changes the first
+    document by one paragraph from what the run before left (1, 0, 1, ... inserted
+    paragraphs, then 2, 3, 2, ..., then 1, 0, 1, ...). ``restore``: the documents a
+    prune removes (the last 1%), as they were, to sync back in before the next prune."""
     docs = corpus(n)
     first = next(iter(docs))
+    keep = n - max(1, n // 100)
+    if case == "restore":
+        return dict(list(docs.items())[keep:]), False
     if case in ("edit_all", "edit_one", "prune"):
-        times = {"edit_all": (run + 1) % 2, "edit_one": 2 + run % 2}.get(case, 1)
+        times = {"edit_one": 2 + run % 2}.get(case, (run + 1) % 2)
         docs[first] = edited(docs[first], times)
     if case == "edit_one":
         return {first: docs[first]}, False
     if case == "prune":
-        keep = n - max(1, n // 100)
         return dict(list(docs.items())[:keep]), True
     return docs, False
 
@@ -414,11 +419,17 @@ def chroma_server(path: Path) -> Iterator[str]:
 
 def repeated(spec: dict[str, Any], runs: int, timeout: float) -> dict[str, Any]:
     """The median of ``runs`` runs of a case (each a fresh process and, for the edits,
-    an edit of its own), with every run's sync time in ``runs_s``."""
-    results = [run_case({**spec, "run": i}, timeout) for i in range(runs)]
-    failed = [r for r in results if "error" in r]
-    if failed:
-        return failed[0]
+    an edit of its own), with every run's sync time in ``runs_s``. Each prune but the
+    first follows a restore of what the one before removed (its own process, untimed)."""
+    results: list[dict[str, Any]] = []
+    for i in range(runs):
+        if i and spec["case"] == "prune":
+            restored = run_case({**spec, "case": "restore"}, timeout)
+            if "error" in restored:
+                return restored
+        results.append(run_case({**spec, "run": i}, timeout))
+        if "error" in results[-1]:
+            return results[-1]
     results.sort(key=lambda r: r["sync_s"])
     return {**results[len(results) // 2], "runs_s": [r["sync_s"] for r in results]}
 
@@ -525,8 +536,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
-        "its whole collection into memory then). The no-op and the two edit cases are the "
-        "median of `--repeat` such processes (each edit one paragraph of its own); the "
+        "its whole collection into memory then). Every case but the initial sync is the "
+        "median of `--repeat` such processes (each edit one paragraph of its own; before "
+        "each prune but the first, an untimed process syncs the pruned documents back); the "
         "json's `runs_s` lists every run, and a cell without it ran once. Corpus: N Markdown "
         "documents of ~4.4 KB drawn from the English dev revisions; a fast hash embedder, so "
         "the times are the "
