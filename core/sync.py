@@ -12,11 +12,12 @@ plan is always computed from what the store holds now).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -842,7 +843,7 @@ def sync(
     writers of one of them on Qdrant may end with a failed stale check (an error).
     """
     lock = None if dry_run else getattr(store, "writer_lock", None)
-    with lock() if callable(lock) else contextlib.nullcontext():
+    with _older_objects_frozen(), lock() if callable(lock) else contextlib.nullcontext():
         return _sync(
             documents,
             store,
@@ -858,6 +859,26 @@ def sync(
             progress=progress,
         )
 
+
+
+@contextlib.contextmanager
+def _older_objects_frozen() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector off the objects that exist when a sync
+    starts, until it ends (``gc.freeze()``). An embedded Qdrant collection is millions
+    of such objects, and every full collection during a re-sync walked them all
+    (5,000 documents: 0.4-0.5 s of a 3.5-s re-sync, in two or three collections, each
+    longer as the collection grows). What the sync itself makes is collected as usual,
+    and the frozen objects go back to the collector afterwards. A process that froze
+    objects itself (before forking workers, say) or turned the collector off is left
+    as it is."""
+    if gc.get_freeze_count() or not gc.isenabled():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _sync(

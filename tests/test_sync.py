@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import itertools
 import json
@@ -241,6 +242,36 @@ def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chu
     assert pruned.documents["deleted"] == 1
     # the plan of "a" reads its points once, the prune reads doc_ids and b's points
     assert pruned.seconds["plan"] >= 300.0
+
+
+def test_a_sync_keeps_the_collector_off_older_objects(minilm: Any, chunker: Any) -> None:
+    """While a sync runs, the objects that existed before it are frozen (``gc.freeze``:
+    full collections skip an embedded collection's points); afterwards they are not,
+    also when the sync fails; a process's own freeze is left as it is."""
+    from qdrant_client import QdrantClient
+
+    store = fresh(QdrantStore(QdrantClient(":memory:"), "frozen"), minilm)
+    seen: list[int] = []
+
+    def progress(stage: str, done: int, total: int) -> None:
+        seen.append(gc.get_freeze_count())
+
+    assert gc.get_freeze_count() == 0
+    sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, progress=progress)
+    assert seen and min(seen) > 0 and gc.get_freeze_count() == 0
+    with pytest.raises(InputError):
+        sync([], store, chunker=chunker, embedder=minilm, prune=True)
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # the process's own, as a server that forks workers does
+    try:
+        own = gc.get_freeze_count()
+        seen.clear()
+        report = sync([Document("a", GUIDE_V1)], store, chunker=chunker, embedder=minilm,
+                      progress=progress)
+        assert report.documents["changed"] == 1
+        assert seen and max(seen) <= own and gc.get_freeze_count() > 0  # not unfrozen
+    finally:
+        gc.unfreeze()
 
 
 def test_revision_guard_skips_older_versions(make_store: StoreFactory, minilm: Any,
