@@ -860,7 +860,6 @@ def sync(
         )
 
 
-
 @contextlib.contextmanager
 def _older_objects_frozen() -> Iterator[None]:
     """Keep Python's cyclic garbage collector off the objects that exist when a sync
