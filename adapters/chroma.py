@@ -79,11 +79,6 @@ LAYOUT_KEY: Final = "rechunk:layout"
 _MODEL_SAMPLE: Final = 256
 #: records per read request (the answers of a server stay a few MB)
 _READ_PAGE: Final = 4096
-#: records per page of a read of every record's metadata (``doc_ids``): Chroma steps
-#: over ``offset`` records for each page, so such a read costs points^2 / page (46,000
-#: records, embedded: 4.4-4.6 s in pages of 4,096, 3.5 s in pages of 16,384); a page of
-#: metadata alone is a few MB. Chroma refuses 65,536 ("too many SQL variables").
-_LIST_PAGE: Final = 16384
 #: The most bytes one write request should carry (estimated: text, metadata as JSON and
 #: the vector as JSON numbers). A Chroma server refuses large bodies ("Payload too
 #: large"), and a sync that fails there would fail the same way on every re-run.
@@ -389,13 +384,10 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _pages(
-        self, collection: Collection, records: int | None = None, **kwargs: Any
-    ) -> Iterator[Mapping[str, Any]]:
-        """``collection.get(**kwargs)`` in pages of ``records`` (default ``_READ_PAGE``;
-        Chroma skips ``offset`` rows for each page, so a read of the whole collection costs
-        points^2 / page: pages are large)."""
-        size = max(self._batch_size, _READ_PAGE if records is None else records)
+    def _pages(self, collection: Collection, **kwargs: Any) -> Iterator[Mapping[str, Any]]:
+        """``collection.get(**kwargs)`` page by page (Chroma skips ``offset`` rows for each
+        page, so a read of the whole collection costs points^2 / page: pages are large)."""
+        size = max(self._batch_size, _READ_PAGE)
         offset = 0
         while True:
             page = collection.get(limit=size, offset=offset, **kwargs)
@@ -487,7 +479,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         collection = self._require()
         found: set[str] = set()
         with self._errors("read doc ids from"):
-            for page in self._pages(collection, _LIST_PAGE, include=["metadatas"]):
+            for page in self._pages(collection, include=["metadatas"]):
                 for metadata in page["metadatas"] or []:
                     doc_id = (metadata or {}).get("doc_id")
                     if isinstance(doc_id, str) and isinstance(metadata.get("input_key"), str):

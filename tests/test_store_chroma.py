@@ -187,7 +187,6 @@ def test_reads_page_through_a_collection_larger_than_a_page(
     assert whole[0] == set(docs) and len(whole[2]) == len(whole[3]) == 9
     for records in (2, 3):  # 9 records: a short last page, then an empty one
         monkeypatch.setattr(chroma_adapter, "_READ_PAGE", records)
-        monkeypatch.setattr(chroma_adapter, "_LIST_PAGE", records)
         assert reads() == whole
 
 
