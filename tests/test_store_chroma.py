@@ -168,8 +168,9 @@ def test_point_ids_name_every_record_of_the_documents(client: Any) -> None:
 def test_reads_page_through_a_collection_larger_than_a_page(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every read gives the same answer in pages of two records as in one page (Chroma's
-    ``limit`` / ``offset`` paging: the last page short, full or empty)."""
+    """Every read gives the same answer in pages of two or three records as in one page
+    (Chroma's ``limit`` / ``offset`` paging: the last page short, or full and followed by
+    an empty one)."""
     store = ChromaStore(client, collection_name(), batch_size=1)
     store.ensure_collection(DIM)
     written = [(new_id(), payload(i, doc_id=f"d{i % 3}.md")) for i in range(9)]
