@@ -30,9 +30,10 @@ log, without texts or metadata).
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
-consecutive sizes. Every case but the initial sync runs ``--repeat`` times, each a
-fresh process with an edit of its own, and keeps the median: the runs of a cell of a
-few seconds differ by up to 45%, enough to move an exponent by 0.2. Before each prune
+consecutive sizes. Every case runs ``--repeat`` times, each a fresh process (each
+edit with an edit of its own), and keeps the median: the runs of a cell of a few
+seconds differ by up to 45%, enough to move an exponent by 0.2. Before each initial
+sync but the first, what the last one wrote is removed (untimed); before each prune
 but the first, an untimed process syncs the documents the last one removed back in.
 
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
@@ -54,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -66,10 +67,9 @@ import _report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
-#: The cases run ``--repeat`` times (median kept); the initial sync runs once (the next
-#: run would find the store full), a prune's removed documents are synced back before
-#: the next prune (``restore``, untimed).
-REPEATED = ("noop", "edit_all", "edit_one", "prune")
+#: Every case runs ``--repeat`` times (median kept): the store is emptied before each
+#: initial sync but the first (:func:`_emptier`), a prune's removed documents are synced
+#: back before the next prune (``restore``, untimed).
 #: The ``--floor`` tools: Chroma's own adds of the initial sync's records, and of their
 #: ids and vectors only.
 FLOORS = ("chroma-only", "chroma-vectors")
@@ -417,12 +417,41 @@ def chroma_server(path: Path) -> Iterator[str]:
         yield f"chroma+http://127.0.0.1:{server.port}"
 
 
-def repeated(spec: dict[str, Any], runs: int, timeout: float) -> dict[str, Any]:
+def _emptier(folder: Path, store: str, uri: str | None) -> Callable[[], None]:
+    """What removes everything an initial sync into ``folder``'s store wrote (and
+    LangChain's record manager), so that the next initial sync starts from nothing: the
+    embedded stores' folders are deleted (opening an embedded Qdrant collection to drop
+    it would load it whole), a Chroma server's collection is dropped through its API."""
+
+    def empty() -> None:
+        if store != "chroma-server":
+            shutil.rmtree(folder)
+            folder.mkdir()
+            return
+        import chromadb
+
+        assert uri is not None
+        host, port = uri.rsplit("/", 1)[-1].rsplit(":", 1)
+        client = chromadb.HttpClient(
+            host=host, port=int(port), settings=chromadb.Settings(anonymized_telemetry=False)
+        )
+        client.delete_collection(COLLECTION)
+        (folder / "records.sqlite").unlink(missing_ok=True)
+
+    return empty
+
+
+def repeated(
+    spec: dict[str, Any], runs: int, timeout: float, empty: Callable[[], None]
+) -> dict[str, Any]:
     """The median of ``runs`` runs of a case (each a fresh process and, for the edits,
-    an edit of its own), with every run's sync time in ``runs_s``. Each prune but the
-    first follows a restore of what the one before removed (its own process, untimed)."""
+    an edit of its own), with every run's sync time in ``runs_s``. Each initial sync but
+    the first follows ``empty()``; each prune but the first follows a restore of what
+    the one before removed (its own process, untimed)."""
     results: list[dict[str, Any]] = []
     for i in range(runs):
+        if i and spec["case"] == "initial":
+            empty()
         if i and spec["case"] == "prune":
             restored = run_case({**spec, "case": "restore"}, timeout)
             if "error" in restored:
@@ -443,6 +472,7 @@ def series(
         row: dict[str, Any] = {"tool": tool, "store": store, "n": n, "cases": {}}
         try:
             with contextlib.ExitStack() as stack:
+                uri: str | None = None
                 if store == "chroma-server":
                     uri = stack.enter_context(chroma_server(folder / "server"))
                 elif tool == "rechunk":
@@ -460,7 +490,7 @@ def series(
                             **({"uri": uri} if store == "chroma-server" else {}),
                         }
                     )
-                    result = repeated(spec, repeat if case in REPEATED else 1, limit)
+                    result = repeated(spec, repeat, limit, _emptier(folder, store, uri))
                     row["cases"][case] = result
                     print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
                     if "error" in result:
@@ -536,9 +566,10 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
-        "its whole collection into memory then). Every case but the initial sync is the "
-        "median of `--repeat` such processes (each edit one paragraph of its own; before "
-        "each prune but the first, an untimed process syncs the pruned documents back); the "
+        "its whole collection into memory then). Every case is the median of `--repeat` "
+        "such processes (each edit one paragraph of its own; before each initial sync but "
+        "the first, what the last one wrote is deleted, untimed; before each prune but the "
+        "first, an untimed process syncs the pruned documents back); the "
         "json's `runs_s` lists every run, and a cell without it ran once. Corpus: N Markdown "
         "documents of ~4.4 KB drawn from the English dev revisions; a fast hash embedder, so "
         "the times are the "
@@ -710,7 +741,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repeat",
         type=int,
         default=3,
-        help="runs of the no-op and the two edit cases, each its own edit; the median is kept",
+        help="runs of every case (each edit its own edit); the median is kept",
     )
     parser.add_argument(
         "--cap",
