@@ -593,6 +593,49 @@ def test_local_client_holds_loaded_vectors_as_float32_with_room(tmp_path: Path) 
     c.close()
 
 
+def test_local_client_grows_vectors_in_place_unless_referred_to(tmp_path: Path) -> None:
+    """Writes past the room grow the vector array in place (no copy of the stored rows);
+    an array something else refers to (here a view a caller holds) is copied instead,
+    and that view keeps the values it had. Every point stays readable and searchable,
+    and after a reopen too."""
+    from rechunk.adapters.qdrant import _local_collection
+
+    c = local_client(tmp_path / "q")
+    store = QdrantStore(c, "docs")
+    store.ensure_collection(DIM)
+    store.write([PointWrite(new_id(), payload(0, doc_id="d0.md"), unit(0))])
+    collection = _local_collection(c, "docs")
+    array = id(collection.vectors[""])  # not a weakref: numpy will not resize one with it
+    room = collection.vectors[""].shape[0]
+    batch = [
+        PointWrite(new_id(), payload(i, doc_id=f"d{i}.md"), unit(i % DIM))
+        for i in range(1, room + 50)
+    ]
+    store.write(batch)
+    assert id(collection.vectors[""]) == array  # the same array, resized
+    assert collection.vectors[""].shape[0] > room + 50
+    held = collection.vectors[""][:3]
+    kept = held.copy()
+    room = collection.vectors[""].shape[0]
+    more = [
+        PointWrite(new_id(), payload(i, doc_id=f"e{i}.md"), unit(i % DIM))
+        for i in range(room + 50)
+    ]
+    store.write(more)
+    assert id(collection.vectors[""]) != array  # copied: a view referred to it
+    np.testing.assert_array_equal(held, kept)
+    del held
+    written = len(batch) + len(more) + 1
+    assert len(store.doc_ids()) == written
+    assert store.search(unit(1), k=1)[0][1] == pytest.approx(1.0, abs=1e-6)
+    keys = [w.payload.input_key for w in batch[:3] + more[-3:]]
+    assert set(store.get_vectors(keys, MODEL)) == set(keys)
+    c.close()
+    c = local_client(tmp_path / "q")
+    assert len(QdrantStore(c, "docs").doc_ids()) == written
+    c.close()
+
+
 def test_local_client_appends_deleted_flags_into_room(tmp_path: Path) -> None:
     """qdrant-client adds each point's "deleted" flags with ``np.append``, a copy of the
     whole array per point (what made an initial sync grow faster than the collection);
