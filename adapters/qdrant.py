@@ -230,8 +230,8 @@ def _grown_in_place(vectors: dict[str, Any], name: str, rows: int) -> bool:
 
     numpy reallocates, which moves a large array's pages rather than copying them: the
     new rows are the only memory touched. A copy into a new array touches all of it,
-    and here a process's first touch of memory is system time: at 36,000 points the
-    array's growth in an initial sync took 0.85-1.36 s copied, 0.15-0.21 s in place."""
+    and here a process's first touch of memory is system time: in an initial sync of
+    90,809 points the array's growth took 6.0-6.3 s copied, 0.12 s in place."""
     dim = vectors[name].shape[1]
     try:
         vectors[name].resize((rows, dim), refcheck=True)
