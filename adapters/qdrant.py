@@ -191,7 +191,7 @@ def _reserve(collection: Any, extra: int) -> None:
     stores came from float32, so the conversion is exact). qdrant-client grows a full one
     with ``np.resize``, which took 2.4 s for 18,000 MiniLM vectors here on the first point
     a process added (a one-paragraph edit), and again at every doubling of an initial
-    sync. A larger array is cheaper, and Qdrant reads only the rows of its points. Grown
+    sync. Growing it here is cheaper, and Qdrant reads only the rows of its points. Grown
     by an eighth (at least 1,024 rows), so the memory held for room stays small;
     :func:`local_client` calls this as it opens the folder, so a sync that adds a few
     points copies nothing. A float32 array is grown in place where nothing else refers

@@ -30,8 +30,8 @@ log, without texts or metadata).
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
-consecutive sizes. Every case runs ``--repeat`` times, each a fresh process (each
-edit with an edit of its own), and keeps the median: the runs of a cell of a few
+consecutive sizes. Every case runs ``--repeat`` times, each a fresh process (the
+edits each with an edit of their own), and keeps the median: the runs of a cell of a few
 seconds differ by up to 45%, enough to move an exponent by 0.2. Before each initial
 sync but the first, what the last one wrote is removed (untimed); before each prune
 but the first, an untimed process syncs the documents the last one removed back in.
