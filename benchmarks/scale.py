@@ -421,21 +421,20 @@ def _emptier(folder: Path, store: str, uri: str | None) -> Callable[[], None]:
     """What removes everything an initial sync into ``folder``'s store wrote (and
     LangChain's record manager), so that the next initial sync starts from nothing: the
     embedded stores' folders are deleted (opening an embedded Qdrant collection to drop
-    it would load it whole), a Chroma server's collection is dropped through its API."""
+    it would load it whole), a Chroma server's collection is dropped through rechunk's
+    own store (`drop_collection`)."""
 
     def empty() -> None:
         if store != "chroma-server":
             shutil.rmtree(folder)
             folder.mkdir()
             return
-        import chromadb
+        from rechunk.adapters.uri import open_store
 
         assert uri is not None
-        host, port = uri.rsplit("/", 1)[-1].rsplit(":", 1)
-        client = chromadb.HttpClient(
-            host=host, port=int(port), settings=chromadb.Settings(anonymized_telemetry=False)
-        )
-        client.delete_collection(COLLECTION)
+        opened = open_store(uri, COLLECTION)
+        opened.store.drop_collection()
+        opened.close()
         (folder / "records.sqlite").unlink(missing_ok=True)
 
     return empty
