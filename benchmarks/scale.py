@@ -186,7 +186,9 @@ def _docs_for(case: str, n: int, run: int = 0) -> tuple[dict[str, str], bool]:
     return docs, False
 
 
-def child_rechunk(store_uri: str, case: str, n: int, run: int = 0) -> dict[str, Any]:
+def child_rechunk(
+    store_uri: str, case: str, n: int, run: int = 0, chroma_db: str | None = None
+) -> dict[str, Any]:
     import rechunk
     from rechunk.adapters.uri import open_store
 
@@ -202,6 +204,7 @@ def child_rechunk(store_uri: str, case: str, n: int, run: int = 0) -> dict[str, 
         store.ensure_collection(DIM)
     open_s = time.perf_counter() - t0
     documents = [rechunk.Document(doc_id, text) for doc_id, text in docs.items()]
+    backlog = _chroma_log_records(chroma_db) if chroma_db else None
     helper_mb = _watch_chunking_helper()
     t0 = time.perf_counter()
     report = rechunk.sync(documents, store, chunker=chunker, embedder=embedder, prune=prune)
@@ -214,6 +217,7 @@ def child_rechunk(store_uri: str, case: str, n: int, run: int = 0) -> dict[str, 
     return {
         "doc_ids_s": doc_ids_s,
         **({"request_ms": probe} if probe is not None else {}),
+        **({"chroma_log": backlog} if backlog is not None else {}),
         "open_s": open_s,
         "sync_s": sync_s,
         "stages": report.seconds,
@@ -258,6 +262,17 @@ def _smallest_request_ms(store: Any) -> float:
         collection.get(limit=1, include=[])
         times.append(time.perf_counter() - t0)
     return sorted(times)[len(times) // 2] * 1000
+
+
+def _chroma_log_records(db: str) -> int:
+    """Records in Chroma's write-ahead log (its SQLite ``embeddings_queue``) that it has
+    not yet let go: it keeps them until its vector index is next saved (every
+    ``sync_threshold`` records, 1,000 by default), and every write re-reads them, so a
+    small write's cost follows this backlog, not the collection's size."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        return int(conn.execute("SELECT count(*) FROM embeddings_queue").fetchone()[0])
 
 
 def child_langchain(
@@ -379,7 +394,9 @@ def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, An
 def child(args: argparse.Namespace) -> None:
     spec = json.loads(args.child)
     if spec["tool"] == "rechunk":
-        out = child_rechunk(spec["uri"], spec["case"], spec["n"], spec.get("run", 0))
+        out = child_rechunk(
+            spec["uri"], spec["case"], spec["n"], spec.get("run", 0), spec.get("chroma_db")
+        )
     elif spec["tool"] in FLOORS:
         out = child_floor(spec["folder"], spec["n"], spec["tool"] == "chroma-vectors")
     else:
@@ -476,9 +493,13 @@ def series(
                     uri = stack.enter_context(chroma_server(folder / "server"))
                 elif tool == "rechunk":
                     uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{folder / store}"
+                chroma_db: dict[str, str] = {}
+                if store.startswith("chroma"):
+                    data = folder / ("server" if store == "chroma-server" else store)
+                    chroma_db["chroma_db"] = str(data / "chroma.sqlite3")
                 for case in CASES if tool not in FLOORS else ("initial",):
                     spec = (
-                        {"tool": "rechunk", "uri": uri, "case": case, "n": n}
+                        {"tool": "rechunk", "uri": uri, "case": case, "n": n, **chroma_db}
                         if tool == "rechunk"
                         else {
                             "tool": tool,
@@ -680,6 +701,12 @@ def verdict(result: dict[str, Any]) -> list[str]:
             line += (
                 f" (Chroma's own smallest request, one record's id: {probes[0]:.1f} -> "
                 f"{probes[1]:.1f} ms, {probes[1] / probes[0]:.1f}x)"
+            )
+        backlog = [r["cases"]["edit_one"].get("chroma_log") for r in (first, last)]
+        if None not in backlog:
+            line += (
+                f" (records in Chroma's write-ahead log before those syncs, which each of "
+                f"its writes re-reads: {backlog[0]:,} and {backlog[1]:,})"
             )
         if store in ANCHOR_STORES:
             ns = [r["n"] for r in done]
