@@ -480,8 +480,17 @@ def repeated(
 
 
 def series(
-    tool: str, store: str, sizes: Sequence[int], limit: float, work: Path, repeat: int = 1
+    tool: str,
+    store: str,
+    sizes: Sequence[int],
+    limit: float,
+    work: Path,
+    repeat: int = 1,
+    cases: Sequence[str] = CASES,
 ) -> list[dict[str, Any]]:
+    """Every size's row of one tool on one store. Only ``cases`` are kept; the initial
+    sync runs (once) even when not asked for, as the other cases start from what it
+    wrote."""
     rows: list[dict[str, Any]] = []
     for n in sizes:
         folder = Path(tempfile.mkdtemp(dir=work))
@@ -498,6 +507,8 @@ def series(
                     data = folder / ("server" if store == "chroma-server" else store)
                     chroma_db["chroma_db"] = str(data / "chroma.sqlite3")
                 for case in CASES if tool not in FLOORS else ("initial",):
+                    if case not in cases and case != "initial":
+                        continue
                     spec = (
                         {"tool": "rechunk", "uri": uri, "case": case, "n": n, **chroma_db}
                         if tool == "rechunk"
@@ -510,9 +521,11 @@ def series(
                             **({"uri": uri} if store == "chroma-server" else {}),
                         }
                     )
-                    result = repeated(spec, repeat, limit, _emptier(folder, store, uri))
-                    row["cases"][case] = result
+                    runs = repeat if case in cases else 1
+                    result = repeated(spec, runs, limit, _emptier(folder, store, uri))
                     print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
+                    if case in cases or "error" in result:
+                        row["cases"][case] = result
                     if "error" in result:
                         break
         finally:
@@ -776,6 +789,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME=N",
         help="largest N for a series; NAME is a tool, a store or tool:store (repeatable)",
     )
+    parser.add_argument(
+        "--cases",
+        default=",".join(CASES),
+        help="the cases to time (the initial sync runs once anyway, untimed, as the others "
+        "start from it); with --merge the other cases keep their figures",
+    )
     parser.add_argument("--render", action="store_true", help="rewrite the docs from the json")
     parser.add_argument(
         "--merge",
@@ -798,6 +817,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(to_markdown(result))
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    cases = [c for c in args.cases.split(",") if c]
+    if not set(cases) <= set(CASES):
+        parser.error(f"--cases: each one of {', '.join(CASES)}")
     caps = dict(c.split("=", 1) for c in args.cap)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
@@ -821,11 +843,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default=max(sizes),
             )
             ns = [n for n in sizes if n <= cap]
-            rows = series(tool, store, ns, args.limit, work, args.repeat)
+            rows = series(tool, store, ns, args.limit, work, args.repeat, cases)
             key = f"{tool}|{store}"
-            if args.merge:  # replace the rows of the sizes run, keep the series' others
+            if args.merge:  # replace the sizes and cases run, keep the series' others
+                old = {r["n"]: r for r in result["series"].get(key, [])}
+                for r in rows:
+                    if r["n"] in old and not r.get("stopped"):
+                        r["cases"] = {**old[r["n"]]["cases"], **r["cases"]}
                 ran = {r["n"] for r in rows}
-                kept = [r for r in result["series"].get(key, []) if r["n"] not in ran]
+                kept = [r for n, r in old.items() if n not in ran]
                 rows = sorted(kept + rows, key=lambda r: r["n"])
             result["series"][key] = rows
             result["rows"] = [r for rows in result["series"].values() for r in rows]
