@@ -26,7 +26,8 @@ LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing throug
 With ``--floor``, the tool ``chroma-only`` times Chroma's own adds of the records
 the initial sync writes, nothing else: what no tool writing them can go below; the
 tool ``chroma-vectors`` adds only their ids and vectors (Chroma's vector index and
-log, without texts or metadata).
+log, without texts or metadata); ``qdrant-only`` upserts the same points into
+embedded Qdrant through rechunk's ``local_client``.
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
@@ -70,9 +71,10 @@ CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
 #: Every case runs ``--repeat`` times (median kept): the store is emptied before each
 #: initial sync but the first (:func:`_emptier`), a prune's removed documents are synced
 #: back before the next prune (``restore``, untimed).
-#: The ``--floor`` tools: Chroma's own adds of the initial sync's records, and of their
-#: ids and vectors only.
-FLOORS = ("chroma-only", "chroma-vectors")
+#: The ``--floor`` tools and their stores: Chroma's own adds of the initial sync's
+#: records, and of their ids and vectors only; embedded Qdrant's own upserts of them.
+FLOOR_STORES = {"chroma-only": "chroma", "chroma-vectors": "chroma", "qdrant-only": "qdrant"}
+FLOORS = tuple(FLOOR_STORES)
 STORES = ("qdrant", "chroma", "chroma-server")
 ANCHOR_STORES = ("qdrant", "chroma", "chroma-server")
 DIM = 384
@@ -336,15 +338,10 @@ def child_langchain(
     return {"open_s": open_s, "sync_s": sync_s, "result": dict(result), "points": len(chunks)}
 
 
-def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, Any]:
-    """Chroma's own cost of the initial sync's writes: the records ``rechunk.sync`` writes
-    (same ids, texts, metadata and vectors, built before the clock starts), added
-    straight through ``chromadb`` in requests of ChromaStore's default size, and nothing
-    else: no chunking, no reads, no checks. ``vectors_only``: ids and vectors alone."""
-    import chromadb
-
+def _initial_records(n: int) -> tuple[list[tuple[str, Any]], np.ndarray]:
+    """The points an initial sync of ``n`` documents writes, ``(point id, PointPayload)``,
+    and their vectors: the same ids, payloads and vectors as ``rechunk.sync``'s."""
     import rechunk
-    from rechunk.adapters._layout import chroma_record
     from rechunk.identity import input_key, point_id, text_revision
     from rechunk.store import PointPayload
 
@@ -352,7 +349,7 @@ def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, An
     embedder = HashEmbedder()
     chunker = rechunk.policy_for(embedder)
     policy = chunker.policy_id
-    records: list[tuple[str, str, dict[str, Any]]] = []
+    records: list[tuple[str, Any]] = []
     for doc_id, text in docs.items():
         seen: dict[str, int] = {}
         for ordinal, chunk in enumerate(chunker.chunk(text)):
@@ -364,8 +361,28 @@ def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, An
                 model_id=embedder.model_id, ordinal=ordinal, start=chunk.start, end=chunk.end,
                 tokens=chunk.tokens, text=chunk.text,
             )  # fmt: skip
-            records.append((pid, *chroma_record(pid, payload, "langchain")))
-    vectors = np.stack([hash_vector(text) for _, text, _ in records])
+            records.append((pid, payload))
+    return records, np.stack([hash_vector(payload.text) for _, payload in records])
+
+
+def child_floor(folder: str, n: int, tool: str) -> dict[str, Any]:
+    """The store's own cost of the initial sync's writes: the points ``rechunk.sync``
+    writes (built before the clock starts) written straight through the store's client,
+    and nothing else: no chunking, no reads, no checks.
+
+    ``chroma-only``: ``collection.add`` of ids, texts, metadata and vectors in requests
+    of ChromaStore's default size; ``chroma-vectors``: ids and vectors alone.
+    ``qdrant-only``: ``upsert`` into embedded Qdrant through rechunk's ``local_client``
+    (write-ahead logging, float32 vectors grown as QdrantStore grows them) in batches
+    of QdrantStore's default size."""
+    records, vectors = _initial_records(n)
+    if tool == "qdrant-only":
+        return _qdrant_floor(folder, records, vectors)
+    import chromadb
+
+    from rechunk.adapters._layout import chroma_record
+
+    rows = [(pid, *chroma_record(pid, payload, "langchain")) for pid, payload in records]
     t0 = time.perf_counter()
     client = chromadb.PersistentClient(
         path=os.path.join(folder, "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
@@ -375,11 +392,11 @@ def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, An
     )
     open_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for start in range(0, len(records), 1024):
-        part = records[start : start + 1024]
+    for start in range(0, len(rows), 1024):
+        part = rows[start : start + 1024]
         ids = [pid for pid, _, _ in part]
         embeddings = vectors[start : start + len(part)]
-        if vectors_only:
+        if tool == "chroma-vectors":
             collection.add(ids=ids, embeddings=embeddings)
             continue
         collection.add(
@@ -388,7 +405,32 @@ def child_floor(folder: str, n: int, vectors_only: bool = False) -> dict[str, An
             documents=[text for _, text, _ in part],
             metadatas=[metadata for _, _, metadata in part],
         )
-    return {"open_s": open_s, "sync_s": time.perf_counter() - t0, "points": len(records)}
+    return {"open_s": open_s, "sync_s": time.perf_counter() - t0, "points": len(rows)}
+
+
+def _qdrant_floor(folder: str, records: list[tuple[str, Any]], vectors: np.ndarray) -> dict[str, Any]:
+    from qdrant_client import models
+
+    from rechunk.adapters._layout import qdrant_payload
+    from rechunk.adapters.qdrant import QdrantStore, _local_collection, _reserve, local_client
+
+    points = [
+        models.PointStruct(id=pid, vector=vector.tolist(), payload=qdrant_payload(pid, payload, "langchain"))
+        for (pid, payload), vector in zip(records, vectors)
+    ]
+    t0 = time.perf_counter()
+    client = local_client(os.path.join(folder, "qdrant"))
+    QdrantStore(client, COLLECTION).ensure_collection(DIM)
+    collection = _local_collection(client, COLLECTION)
+    open_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for start in range(0, len(points), 256):
+        part = points[start : start + 256]
+        _reserve(collection, len(part))
+        client.upsert(COLLECTION, points=part, wait=True)
+    sync_s = time.perf_counter() - t0
+    client.close()
+    return {"open_s": open_s, "sync_s": sync_s, "points": len(points)}
 
 
 def child(args: argparse.Namespace) -> None:
@@ -398,7 +440,7 @@ def child(args: argparse.Namespace) -> None:
             spec["uri"], spec["case"], spec["n"], spec.get("run", 0), spec.get("chroma_db")
         )
     elif spec["tool"] in FLOORS:
-        out = child_floor(spec["folder"], spec["n"], spec["tool"] == "chroma-vectors")
+        out = child_floor(spec["folder"], spec["n"], spec["tool"])
     else:
         out = child_langchain(
             spec["store"], spec["folder"], spec["case"], spec["n"], spec.get("uri"),
@@ -612,7 +654,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         "own adds of the records rechunk's initial sync writes (the same ids, texts, "
         "metadata and vectors, in requests of 1,024), timed alone: the floor under any "
         "tool writing those points; `chroma-vectors`: the same adds with ids and vectors "
-        "only (Chroma's vector index and log, no texts or metadata).",
+        "only (Chroma's vector index and log, no texts or metadata); `qdrant-only`: "
+        "embedded Qdrant's own upserts of the same points (rechunk's `local_client`, "
+        "batches of 256), timed alone.",
         "",
         "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
         "case's store open; `doc_ids`: the extra read `rechunk sync` makes without `--prune` "
@@ -742,22 +786,21 @@ def verdict(result: dict[str, Any]) -> list[str]:
         pairs = zip(pairwise(rows), exponents(rows)["initial"])
         return {(a["n"], b["n"]): v for (a, b), v in pairs if v is not None}
 
-    ours = initial_exponents("rechunk|chroma")
-    floors = {  # what each floor tool times; the first is set beside rechunk's own
-        "chroma-only": "Chroma's own adds of the same records (chroma-only: no chunking, "
-        "reads or checks)",
-        "chroma-vectors": "Chroma's adds of their ids and vectors alone (chroma-vectors: "
-        "its vector index and log)",
-    }
-    for tool, what in floors.items():
+    floors = {  # what each floor tool times, and whether rechunk's own is set beside it
+        "chroma-only": ("Chroma's own adds of the same records (chroma-only: no chunking, "
+                        "reads or checks)", True),
+        "chroma-vectors": ("Chroma's adds of their ids and vectors alone (chroma-vectors: "
+                           "its vector index and log)", False),
+        "qdrant-only": ("Embedded Qdrant's own upserts of the same points (qdrant-only: "
+                        "rechunk's local_client, no chunking, reads or checks)", True),
+    }  # fmt: skip
+    for tool, (what, beside) in floors.items():
+        store = FLOOR_STORES[tool]
+        ours = initial_exponents(f"rechunk|{store}") if beside else {}
         parts = [
             f"{v:.2f} from {a:,} to {b:,}"
-            + (
-                f" (rechunk's initial sync: {ours[a, b]:.2f})"
-                if tool == "chroma-only" and (a, b) in ours
-                else ""
-            )
-            for (a, b), v in initial_exponents(f"{tool}|chroma").items()
+            + (f" (rechunk's initial sync: {ours[a, b]:.2f})" if (a, b) in ours else "")
+            for (a, b), v in initial_exponents(f"{tool}|{store}").items()
         ]
         if parts:
             out.append(f"- {what} grow with exponent " + "; ".join(parts) + ".")
@@ -772,8 +815,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--floor",
         action="store_true",
-        help="also time Chroma's own adds of the initial sync's records (tools chroma-only, "
-        "chroma-vectors)",
+        help="also time the stores' own writes of the initial sync's points (tools "
+        "chroma-only, chroma-vectors, qdrant-only)",
     )
     parser.add_argument("--limit", type=float, default=600.0, help="seconds; stop a series past it")
     parser.add_argument(
@@ -836,7 +879,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tmp)
         plan = [("rechunk", s) for s in args.stores.split(",") if s] + [
             ("langchain", s) for s in args.anchor_stores.split(",") if s
-        ] + ([(tool, "chroma") for tool in FLOORS] if args.floor else [])
+        ] + (list(FLOOR_STORES.items()) if args.floor else [])
         for tool, store in plan:
             cap = min(
                 (int(caps[k]) for k in (tool, store, f"{tool}:{store}") if k in caps),
