@@ -539,15 +539,15 @@ def series(
         row: dict[str, Any] = {"tool": tool, "store": store, "n": n, "cases": {}}
         try:
             with contextlib.ExitStack() as stack:
+                data = folder / ("server" if store == "chroma-server" else store)
                 uri: str | None = None
                 if store == "chroma-server":
-                    uri = stack.enter_context(chroma_server(folder / "server"))
+                    uri = stack.enter_context(chroma_server(data))
                 elif tool == "rechunk":
-                    uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{folder / store}"
-                chroma_db: dict[str, str] = {}
-                if store.startswith("chroma"):
-                    data = folder / ("server" if store == "chroma-server" else store)
-                    chroma_db["chroma_db"] = str(data / "chroma.sqlite3")
+                    uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{data}"
+                chroma_db = (
+                    {"chroma_db": str(data / "chroma.sqlite3")} if store.startswith("chroma") else {}
+                )
                 for case in CASES if tool not in FLOORS else ("initial",):
                     if case not in cases and case != "initial":
                         continue
