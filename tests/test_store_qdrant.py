@@ -593,6 +593,170 @@ def test_local_client_holds_loaded_vectors_as_float32_with_room(tmp_path: Path) 
     c.close()
 
 
+def test_local_client_loads_what_qdrant_client_loads(tmp_path: Path) -> None:
+    """A folder of another tool's collections (named dense vectors of two distances, a
+    sparse vector, a multivector, a point without one of its vectors, a re-written point)
+    opens through ``local_client`` with the same points, payloads and search results as
+    through a plain ``QdrantClient``; its dense vectors as float32."""
+    folder = tmp_path / "q"
+    writer = QdrantClient(path=str(folder))
+    writer.create_collection(
+        "mixed",
+        vectors_config={
+            "cos": models.VectorParams(size=4, distance=models.Distance.COSINE),
+            "dot": models.VectorParams(size=4, distance=models.Distance.DOT),
+            "multi": models.VectorParams(
+                size=2,
+                distance=models.Distance.DOT,
+                multivector_config=models.MultiVectorConfig(
+                    comparator=models.MultiVectorComparator.MAX_SIM
+                ),
+            ),
+        },
+        sparse_vectors_config={"sparse": models.SparseVectorParams()},
+    )
+    rng = np.random.default_rng(7)
+    points = [
+        models.PointStruct(
+            id=i,
+            vector={
+                "cos": (rng.random(4) * 3).tolist(),
+                "dot": (rng.random(4) * 3).tolist(),
+                "multi": rng.random((2, 2)).tolist(),
+                "sparse": models.SparseVector(indices=[i, i + 5], values=[0.5, 1.5]),
+            },
+            payload={"n": i, "tags": ["a", str(i)]},
+        )
+        for i in range(12)
+    ]
+    points.append(models.PointStruct(id=12, vector={"dot": [1.0, 0.0, 2.0, 0.0]}, payload={}))
+    writer.upsert("mixed", points)
+    writer.upsert("mixed", [models.PointStruct(id=3, vector=points[4].vector, payload={"n": 33})])
+    writer.create_collection("plain", vectors_config=models.VectorParams(size=4, distance="Dot"))
+    writer.upsert("plain", [models.PointStruct(id=1, vector=[0.5, 1, 2, 4], payload={"k": 1})])
+    writer.close()
+
+    def read(client: QdrantClient) -> list[Any]:
+        queries: list[Any] = [
+            ("mixed", [0.3, 0.1, 0.9, 0.2], "cos"),
+            ("mixed", [0.3, 0.1, 0.9, 0.2], "dot"),
+            ("mixed", [[0.2, 0.8], [0.5, 0.5]], "multi"),
+            ("mixed", models.SparseVector(indices=[3, 8], values=[1.0, 1.0]), "sparse"),
+            ("plain", [1.0, 1.0, 1.0, 1.0], None),
+        ]
+        out: list[Any] = []
+        for name, query, using in queries:
+            hits = client.query_points(name, query=query, using=using, limit=20).points
+            out.append([(h.id, h.score, h.payload) for h in hits])
+        for name in ("mixed", "plain"):
+            records, _ = client.scroll(name, limit=100, with_vectors=True)
+            out.append({r.id: (r.payload, r.vector) for r in records})
+        return out
+
+    plain = QdrantClient(path=str(folder))
+    expected = read(plain)
+    plain.close()
+    ours = local_client(folder)
+    from rechunk.adapters.qdrant import _local_collection
+
+    for name in ("cos", "dot"):
+        assert _local_collection(ours, "mixed").vectors[name].dtype == np.float32
+    got = read(ours)
+    ours.close()
+    for hits, want in zip(got[:5], expected[:5]):  # the same hits, scores and payloads
+        assert [(i, p) for i, _, p in hits] == [(i, p) for i, _, p in want]
+        assert [score for _, score, _ in hits] == pytest.approx([s for _, s, _ in want], rel=1e-6)
+    for records, want in zip(got[5:], expected[5:]):  # the same points, vectors to float32
+        assert records.keys() == want.keys() and len(records) in (1, 13)
+        for point_id, (point_payload, vector) in records.items():
+            assert point_payload == want[point_id][0]
+            wanted = want[point_id][1]
+            if not isinstance(vector, dict):
+                vector, wanted = {"": vector}, {"": wanted}
+            assert vector.keys() == wanted.keys()
+            for name, values in vector.items():
+                if isinstance(values, models.SparseVector):
+                    assert values == wanted[name]
+                else:
+                    assert np.allclose(values, wanted[name], rtol=1e-6, atol=1e-7)
+    # the folder is read, never rewritten
+    again = QdrantClient(path=str(folder))
+    (loaded,) = again.retrieve("plain", [1], with_vectors=True)
+    again.close()
+    assert loaded.vector == [0.5, 1, 2, 4]
+
+
+def test_lean_load_hands_over_dense_vectors_as_float32(tmp_path: Path) -> None:
+    """Inside ``_lean_load``, qdrant-client's loader gives each point's dense vectors as
+    float32 arrays (not lists of Python floats, which local mode kept until the last
+    point was read), and the rest of the point as it was stored."""
+    from qdrant_client.local.persistence import CollectionPersistence
+
+    from rechunk.adapters.qdrant import _lean_load
+
+    c = local_client(tmp_path / "q")
+    store = QdrantStore(c, "docs")
+    store.ensure_collection(DIM)
+    written = {point_id: p for point_id, p in _fill(store)}
+    c.close()
+    (storage,) = (tmp_path / "q").rglob("storage.sqlite")
+    loader = CollectionPersistence.load
+    plain = {str(p.id): p for p in CollectionPersistence(str(storage.parent)).load()}
+    with _lean_load():
+        lean = {str(p.id): p for p in CollectionPersistence(str(storage.parent)).load()}
+    assert set(lean) == set(plain) == set(written)
+    for point_id, point in lean.items():
+        assert set(point.vector) == {""} and point.vector[""].dtype == np.float32
+        assert point.vector[""].tolist() == pytest.approx(plain[point_id].vector, abs=1e-7)
+        assert point.payload == plain[point_id].payload
+    assert CollectionPersistence.load is loader
+
+
+def test_local_client_leaves_the_loader_and_the_collector_as_they_were(tmp_path: Path) -> None:
+    """``local_client`` changes qdrant-client's folder loader and pauses Python's garbage
+    collector only while it loads (no collection runs meanwhile); after it, also after a
+    failed open, both are as before, and a collector the process turned off stays off."""
+    import gc
+
+    from qdrant_client.local.persistence import CollectionPersistence
+
+    loader = CollectionPersistence.load
+    c = local_client(tmp_path / "q")
+    store = QdrantStore(c, "docs")
+    store.ensure_collection(DIM)
+    fill(store, {"tags": ["x"]})
+    store.write(
+        [PointWrite(new_id(), payload(i, doc_id=f"d{i}.md"), unit(i % DIM)) for i in range(300)]
+    )
+    c.close()
+    runs: list[str] = []
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        frame = sys._getframe()
+        while frame is not None and frame.f_code.co_name != "load_vectors":
+            frame = frame.f_back  # type: ignore[assignment]
+        if phase == "start" and frame is not None:  # while local mode loads the points
+            runs.append(phase)
+
+    gc.callbacks.append(seen)
+    try:
+        c = local_client(tmp_path / "q")
+    finally:
+        gc.callbacks.remove(seen)
+    assert runs == [] and gc.isenabled()
+    assert CollectionPersistence.load is loader
+    with pytest.raises(StoreUnavailableError):
+        local_client(tmp_path / "q")  # locked by the client still open
+    assert gc.isenabled() and CollectionPersistence.load is loader
+    c.close()
+    gc.disable()
+    try:
+        local_client(tmp_path / "q").close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_local_client_grows_vectors_in_place_unless_referred_to(tmp_path: Path) -> None:
     """Writes past the room grow the vector array in place (no copy of the stored rows);
     an array something else refers to (here a view a caller holds) is copied instead,
