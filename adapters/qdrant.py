@@ -194,7 +194,8 @@ def _lean_load() -> Iterator[None]:
 
     def load(self: Any) -> Iterator[Any]:
         for point in original(self):
-            point.vector = _as_rows(point.vector)
+            with contextlib.suppress(AttributeError, TypeError, ValueError):  # a frozen model
+                point.vector = _as_rows(point.vector)
             yield point
 
     with _LOAD_LOCK:
