@@ -78,8 +78,8 @@ FLOORS = tuple(FLOOR_STORES)
 STORES = ("qdrant", "chroma", "chroma-server")
 ANCHOR_STORES = ("qdrant", "chroma", "chroma-server")
 DIM = 384
-#: The size at which the issue set its targets against LangChain (the largest size both
-#: ran where they did not both run it)
+#: The size at which the issue set its targets against LangChain; where the two tools did
+#: not both run it, the verdict compares at the largest size they both ran
 TARGET_N = 5000
 DOC_BYTES = 4400
 COLLECTION = "scale"
@@ -370,9 +370,9 @@ def _initial_records(n: int) -> tuple[list[tuple[str, Any]], np.ndarray]:
 
 def child_floor(folder: str, n: int, tool: str) -> dict[str, Any]:
     """The store's own cost of the initial sync's writes: the points ``rechunk.sync``
-    writes (Chroma's built before the clock starts, Qdrant's each batch as it is
-    sent) written straight through the store's client,
-    and nothing else: no chunking, no reads, no checks.
+    writes (Chroma's built before the clock starts, Qdrant's each batch as it is sent)
+    written straight through the store's client, and nothing else: no chunking, no
+    reads, no checks.
 
     ``chroma-only``: ``collection.add`` of ids, texts, metadata and vectors in requests
     of ChromaStore's default size; ``chroma-vectors``: ids and vectors alone.
