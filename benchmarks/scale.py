@@ -33,9 +33,13 @@ A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
 consecutive sizes. Every case runs ``--repeat`` times, each a fresh process (the
 edits each with an edit of their own), and keeps the median: the runs of a cell of a few
-seconds differ by up to 45%, enough to move an exponent by 0.2. Before each initial
-sync but the first, what the last one wrote is removed (untimed); before each prune
-but the first, an untimed process syncs the documents the last one removed back in.
+seconds differ by up to 45%, enough to move an exponent by 0.2. The runs go in rounds,
+each round every size once, smallest first, so that a drift of the machine's speed
+during the run falls on every size alike rather than on the largest. Each size keeps
+its store between rounds: before each initial sync but the first round's, what the
+last one wrote is removed (untimed); where the initial sync is not re-run (``--cases``
+without it), before each prune but the first an untimed process syncs the documents
+the last one removed back in.
 
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
     python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
@@ -508,26 +512,10 @@ def _emptier(folder: Path, store: str, uri: str | None) -> Callable[[], None]:
     return empty
 
 
-def repeated(
-    spec: dict[str, Any], runs: int, timeout: float, empty: Callable[[], None]
-) -> dict[str, Any]:
-    """The median of ``runs`` runs of a case (each a fresh process and, for the edits,
-    an edit of its own), with every run's sync time in ``runs_s``. Each initial sync but
-    the first follows ``empty()``; each prune but the first follows a restore of what
-    the one before removed (its own process, untimed)."""
-    results: list[dict[str, Any]] = []
-    for i in range(runs):
-        if i and spec["case"] == "initial":
-            empty()
-        if i and spec["case"] == "prune":
-            restored = run_case({**spec, "case": "restore"}, timeout)
-            if "error" in restored:
-                return restored
-        results.append(run_case({**spec, "run": i}, timeout))
-        if "error" in results[-1]:
-            return results[-1]
-    results.sort(key=lambda r: r["sync_s"])
-    return {**results[len(results) // 2], "runs_s": [r["sync_s"] for r in results]}
+def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median sync time, with every run's sync time in ``runs_s``."""
+    ordered = sorted(results, key=lambda r: r["sync_s"])
+    return {**ordered[len(ordered) // 2], "runs_s": [r["sync_s"] for r in ordered]}
 
 
 def series(
@@ -539,56 +527,103 @@ def series(
     repeat: int = 1,
     cases: Sequence[str] = CASES,
 ) -> list[dict[str, Any]]:
-    """Every size's row of one tool on one store. Only ``cases`` are kept; the initial
-    sync runs (once) even when not asked for, as the other cases start from what it
-    wrote."""
-    rows: list[dict[str, Any]] = []
-    for n in sizes:
-        folder = Path(tempfile.mkdtemp(dir=work))
-        row: dict[str, Any] = {"tool": tool, "store": store, "n": n, "cases": {}}
-        try:
-            with contextlib.ExitStack() as stack:
-                data = folder / ("server" if store == "chroma-server" else store)
-                uri: str | None = None
-                if store == "chroma-server":
-                    uri = stack.enter_context(chroma_server(data))
-                elif tool == "rechunk":
-                    uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{data}"
-                chroma_db = (
-                    {"chroma_db": str(data / "chroma.sqlite3")} if store.startswith("chroma") else {}
-                )
+    """Every size's row of one tool on one store, each case the median of ``repeat``
+    runs (each a fresh process; each edit an edit of its own). Only ``cases`` are kept;
+    the initial sync runs (once, untimed) even when not asked for, as the other cases
+    start from what it wrote.
+
+    The runs go in rounds: each round runs every size's cases once, smallest N first,
+    so that the runs of different sizes are made side by side. This machine's speed
+    drifts over the hours (the same initial sync of 20,000 documents took 54 s one
+    evening and 119 s that morning), and a drift between the runs of two sizes is read
+    as growth: made an hour apart, 20,000 and 50,000 documents measured an exponent of
+    1.21 where runs made in turn measured 1.00. Each size keeps its own store between
+    rounds. Within a round, an initial sync but the first round's follows the removal
+    of what the last one wrote (untimed), and where the initial sync is not re-run, a
+    prune but the first follows a restore of what the last prune removed (its own
+    process, untimed). The series stops after the first N at which a case of the first
+    round takes longer than ``limit`` (or a case fails): larger N are not run."""
+    runs: dict[int, dict[str, list[dict[str, Any]]]] = {n: {} for n in sizes}
+    failed: dict[int, dict[str, Any]] = {}
+    ran: list[int] = []
+    stopped: str | None = None
+    with contextlib.ExitStack() as stack:
+        homes: dict[int, tuple[dict[str, Any], Callable[[], None]]] = {}
+        for round_ in range(repeat):
+            for n in ran if round_ else sizes:
+                if n in failed:
+                    continue
+                if n not in homes:
+                    homes[n] = _home(stack, tool, store, n, work)
+                    ran.append(n)
+                spec, empty = homes[n]
                 for case in CASES if tool not in FLOORS else ("initial",):
-                    if case not in cases and case != "initial":
+                    if case not in cases and not (case == "initial" and round_ == 0):
                         continue
-                    spec = (
-                        {"tool": "rechunk", "uri": uri, "case": case, "n": n, **chroma_db}
-                        if tool == "rechunk"
-                        else {
-                            "tool": tool,
-                            "store": store,
-                            "folder": str(folder),
-                            "case": case,
-                            "n": n,
-                            **({"uri": uri} if store == "chroma-server" else {}),
-                        }
+                    if round_ and case == "initial":
+                        empty()
+                    if round_ and case == "prune" and "initial" not in cases:
+                        restored = run_case({**spec, "case": "restore"}, limit)
+                        if "error" in restored:
+                            failed[n] = {**restored, "case": case}
+                            break
+                    result = run_case({**spec, "case": case, "run": round_}, limit)
+                    print(
+                        f"{tool:9} {store:13} n={n:6} {case:9} round {round_ + 1} {_brief(result)}",
+                        flush=True,
                     )
-                    runs = repeat if case in cases else 1
-                    result = repeated(spec, runs, limit, _emptier(folder, store, uri))
-                    print(f"{tool:9} {store:13} n={n:6} {case:9} {_brief(result)}", flush=True)
-                    if case in cases or "error" in result:
-                        row["cases"][case] = result
                     if "error" in result:
+                        failed[n] = {**result, "case": case}
                         break
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+                    runs[n].setdefault(case, []).append(result)
+                slowest = max((r[0]["wall_s"] for r in runs[n].values()), default=0.0)
+                if n in failed or (round_ == 0 and slowest > limit):
+                    stopped = (
+                        f"a case took {slowest:.0f} s (> {limit:.0f} s) or failed; "
+                        "larger N not run"
+                    )
+                    ran = ran[: ran.index(n) + 1]
+                    break
+    rows: list[dict[str, Any]] = []
+    for n in ran:
+        row: dict[str, Any] = {"tool": tool, "store": store, "n": n, "cases": {}}
+        for case, results in runs[n].items():
+            if case in cases:
+                row["cases"][case] = _median(results)
+        if n in failed:
+            row["cases"][failed[n].pop("case")] = failed[n]
         rows.append(row)
-        slowest = max((c.get("wall_s", 0.0) for c in row["cases"].values()), default=0.0)
-        if slowest > limit or any("error" in c for c in row["cases"].values()):
-            row["stopped"] = (
-                f"a case took {slowest:.0f} s (> {limit:.0f} s) or failed; larger N not run"
-            )
-            break
+    if rows and stopped:
+        rows[-1]["stopped"] = stopped
     return rows
+
+
+def _home(
+    stack: contextlib.ExitStack, tool: str, store: str, n: int, work: Path
+) -> tuple[dict[str, Any], Callable[[], None]]:
+    """The store of one size of a series (a folder of its own, and a Chroma server
+    started for it, both kept until ``stack`` closes): the spec every case of that size
+    runs with, and what empties the store before an initial sync."""
+    folder = Path(tempfile.mkdtemp(dir=work))
+    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+    data = folder / ("server" if store == "chroma-server" else store)
+    uri: str | None = None
+    if store == "chroma-server":
+        uri = stack.enter_context(chroma_server(data))
+    elif tool == "rechunk":
+        uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{data}"
+    chroma_db = {"chroma_db": str(data / "chroma.sqlite3")} if store.startswith("chroma") else {}
+    if tool == "rechunk":
+        spec: dict[str, Any] = {"tool": "rechunk", "uri": uri, "n": n, **chroma_db}
+    else:
+        spec = {
+            "tool": tool,
+            "store": store,
+            "folder": str(folder),
+            "n": n,
+            **({"uri": uri} if store == "chroma-server" else {}),
+        }
+    return spec, _emptier(folder, store, uri)
 
 
 def _brief(r: dict[str, Any]) -> str:
@@ -651,10 +686,12 @@ def to_markdown(result: dict[str, Any]) -> str:
         "Each cell is one fresh process, as a sync job runs: **sync** is the `rechunk.sync` "
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
         "its whole collection into memory then). Every case is the median of `--repeat` "
-        "such processes (each edit one paragraph of its own; before each initial sync but "
-        "the first, what the last one wrote is deleted, untimed; before each prune but the "
-        "first, an untimed process syncs the pruned documents back); the "
-        "json's `runs_s` lists every run, and a cell without it ran once. Corpus: N Markdown "
+        "such processes, made in rounds that run every size once in turn, so that a drift "
+        "of the machine's speed falls on every size alike (each edit one paragraph of its "
+        "own; each size keeps its store between rounds; before each initial sync but the "
+        "first round's, what the last one wrote is deleted, untimed; where the initial "
+        "sync is not re-run, before each prune but the first an untimed process syncs the "
+        "pruned documents back); the json's `runs_s` lists every run, and a cell without it ran once. Corpus: N Markdown "
         "documents of ~4.4 KB drawn from the English dev revisions; a fast hash embedder, so "
         "the times are the "
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
@@ -832,7 +869,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repeat",
         type=int,
         default=3,
-        help="runs of every case (each edit its own edit); the median is kept",
+        help="runs of every case (each edit its own edit), in rounds over the sizes; the "
+        "median is kept",
     )
     parser.add_argument(
         "--cap",
