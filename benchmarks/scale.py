@@ -31,15 +31,15 @@ embedded Qdrant through rechunk's ``local_client``.
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
-consecutive sizes. Every case runs ``--repeat`` times, each a fresh process (the
-edits each with an edit of their own), and keeps the median: the runs of a cell of a few
-seconds differ by up to 45%, enough to move an exponent by 0.2. The runs go in rounds,
-each round every size once, smallest first, so that a drift of the machine's speed
-during the run falls on every size alike rather than on the largest. Each size keeps
-its store between rounds: before each initial sync but the first round's, what the
-last one wrote is removed (untimed); where the initial sync is not re-run (``--cases``
-without it), before each prune but the first an untimed process syncs the documents
-the last one removed back in.
+consecutive sizes. Every case runs ``--repeat`` times, each a fresh process, and keeps
+the median: the runs of a cell of a few seconds differ by up to 45%, enough to move an
+exponent by 0.2. The runs go in rounds, each round every size once, smallest first, so
+that a drift of the machine's speed during the run falls on every size alike rather
+than on the largest. Each size keeps its store between rounds, and every round starts
+from the corpus as the initial sync wrote it: before each initial sync but the first
+round's, what the last one wrote is removed (untimed); where the initial sync is not
+re-run (``--cases`` without it), an untimed process syncs back what the last round
+edited and pruned.
 
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
     python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
@@ -72,9 +72,10 @@ import _report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
-#: Every case runs ``--repeat`` times (median kept): the store is emptied before each
-#: initial sync but the first (:func:`_emptier`), a prune's removed documents are synced
-#: back before the next prune (``restore``, untimed).
+#: Every case runs ``--repeat`` times (median kept), in rounds that each start from the
+#: corpus: the store is emptied before each initial sync but the first
+#: (:func:`_emptier`), or what the last round edited and pruned is synced back
+#: (``restore``, untimed).
 #: The ``--floor`` tools and their stores: Chroma's own adds of the initial sync's
 #: records, and of their ids and vectors only; embedded Qdrant's own upserts of them.
 FLOOR_STORES = {"chroma-only": "chroma", "chroma-vectors": "chroma", "qdrant-only": "qdrant"}
@@ -174,20 +175,21 @@ def hash_vector(text: str) -> np.ndarray:
 # -- one case in a fresh process ---------------------------------------------------------
 
 
-def _docs_for(case: str, n: int, run: int = 0) -> tuple[dict[str, str], bool]:
-    """The documents a case passes and whether it prunes; ``run`` numbers the repeats of
-    a case: each run of ``edit_all``, ``edit_one`` and ``prune`` changes the first
-    document by one paragraph from what the run before left (1, 0, 1, ... inserted
-    paragraphs, then 2, 3, 2, ..., then 1, 0, 1, ...). ``restore``: the documents a
-    prune removes (the last 1%), as they were, to sync back in before the next prune."""
+def _docs_for(case: str, n: int) -> tuple[dict[str, str], bool]:
+    """The documents a case passes and whether it prunes. Every round of a series starts
+    from the corpus as the initial sync wrote it, and the cases in turn change the first
+    document by one paragraph: ``edit_all`` inserts one, ``edit_one`` a second,
+    ``prune`` takes the second out again (and leaves out the last 1% of the documents).
+    ``restore``: the first document and the last 1% as they were, synced to bring the
+    store back to the corpus before a round that does not re-run the initial sync."""
     docs = corpus(n)
     first = next(iter(docs))
     keep = n - max(1, n // 100)
     if case == "restore":
-        return dict(list(docs.items())[keep:]), False
-    if case in ("edit_all", "edit_one", "prune"):
-        times = {"edit_one": 2 + run % 2}.get(case, (run + 1) % 2)
-        docs[first] = edited(docs[first], times)
+        return {first: docs[first], **dict(list(docs.items())[keep:])}, False
+    inserted = {"edit_all": 1, "edit_one": 2, "prune": 1}.get(case, 0)
+    if inserted:
+        docs[first] = edited(docs[first], inserted)
     if case == "edit_one":
         return {first: docs[first]}, False
     if case == "prune":
@@ -196,12 +198,12 @@ def _docs_for(case: str, n: int, run: int = 0) -> tuple[dict[str, str], bool]:
 
 
 def child_rechunk(
-    store_uri: str, case: str, n: int, run: int = 0, chroma_db: str | None = None
+    store_uri: str, case: str, n: int, chroma_db: str | None = None
 ) -> dict[str, Any]:
     import rechunk
     from rechunk.adapters.uri import open_store
 
-    docs, prune = _docs_for(case, n, run)
+    docs, prune = _docs_for(case, n)
     embedder = HashEmbedder()
     chunker = rechunk.policy_for(embedder)
     # import the store's client library first: "open" is the store's own start
@@ -285,7 +287,7 @@ def _chroma_log_records(db: str) -> int:
 
 
 def child_langchain(
-    store_kind: str, folder: str, case: str, n: int, uri: str | None = None, run: int = 0
+    store_kind: str, folder: str, case: str, n: int, uri: str | None = None
 ) -> dict[str, Any]:
     from langchain_classic.indexes import SQLRecordManager, index
     from langchain_core.embeddings import Embeddings
@@ -298,7 +300,7 @@ def child_langchain(
         def embed_query(self, text: str) -> list[float]:
             return hash_vector(text).tolist()
 
-    docs, prune = _docs_for(case, n, run)
+    docs, prune = _docs_for(case, n)
     if store_kind == "qdrant":
         from langchain_qdrant import QdrantVectorStore
         from qdrant_client import QdrantClient, models
@@ -449,16 +451,13 @@ def _qdrant_floor(folder: str, records: list[tuple[str, Any]], vectors: np.ndarr
 def child(args: argparse.Namespace) -> None:
     spec = json.loads(args.child)
     if spec["tool"] == "rechunk":
-        out = child_rechunk(
-            spec["uri"], spec["case"], spec["n"], spec.get("run", 0), spec.get("chroma_db")
-        )
+        out = child_rechunk(spec["uri"], spec["case"], spec["n"], spec.get("chroma_db"))
     elif spec["tool"] in FLOORS:
         out = child_floor(spec["folder"], spec["n"], spec["tool"])
     else:
         out = child_langchain(
-            spec["store"], spec["folder"], spec["case"], spec["n"], spec.get("uri"),
-            spec.get("run", 0),
-        )  # fmt: skip
+            spec["store"], spec["folder"], spec["case"], spec["n"], spec.get("uri")
+        )
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 
@@ -528,7 +527,7 @@ def series(
     cases: Sequence[str] = CASES,
 ) -> list[dict[str, Any]]:
     """Every size's row of one tool on one store, each case the median of ``repeat``
-    runs (each a fresh process; each edit an edit of its own). Only ``cases`` are kept;
+    runs (each a fresh process). Only ``cases`` are kept;
     the initial sync runs (once, untimed) even when not asked for, as the other cases
     start from what it wrote.
 
@@ -538,11 +537,12 @@ def series(
     evening and 119 s that morning), and a drift between the runs of two sizes is read
     as growth: the initial syncs of 20,000 and 50,000 documents, each size's three runs
     made together and an hour apart, grew with exponent 1.21 (53.9 -> 163.1 s); made in
-    rounds, with 1.00 (64.3 -> 160.7 s). Each size keeps its own store between rounds.
-    An initial sync but the first round's follows the removal of what the last one
-    wrote (untimed); where the initial sync is not re-run, a prune but the first
-    follows a restore of what the last prune removed (its own process, untimed). The
-    series stops after the first N at which a case of the first round takes longer than
+    rounds, with 1.00 (64.3 -> 160.7 s). Each size keeps its own store between rounds,
+    and every round starts from the corpus as the initial sync wrote it, so that each
+    round's edits are the same edits (:func:`_docs_for`): an initial sync but the first
+    round's follows the removal of what the last one wrote (untimed); where the initial
+    sync is not re-run, a round but the first starts with a restore of what the last
+    one edited and pruned (its own process, untimed). The series stops after the first N at which a case of the first round takes longer than
     ``limit`` (or a case fails): larger N are not run."""
     runs: dict[int, dict[str, list[dict[str, Any]]]] = {n: {} for n in sizes}
     failed: dict[int, dict[str, Any]] = {}
@@ -558,17 +558,19 @@ def series(
                     homes[n] = _home(stack, tool, store, n, work)
                     ran.append(n)
                 spec, empty = homes[n]
-                for case in CASES if tool not in FLOORS else ("initial",):
-                    if case not in cases and not (case == "initial" and round_ == 0):
-                        continue
-                    if round_ and case == "initial":
-                        empty()
-                    if round_ and case == "prune" and "initial" not in cases:
-                        restored = run_case({**spec, "case": "restore"}, limit)
-                        if "error" in restored:
-                            failed[n] = {**restored, "case": case}
-                            break
-                    result = run_case({**spec, "case": case, "run": round_}, limit)
+                asked = [c for c in (CASES if tool not in FLOORS else ("initial",)) if c in cases]
+                if round_ == 0 and "initial" not in asked:
+                    asked.insert(0, "initial")  # the other cases start from what it wrote
+                elif round_ and "initial" in asked:
+                    empty()
+                elif round_ and asked:  # back to the corpus the initial sync wrote
+                    restored = run_case({**spec, "case": "restore"}, limit)
+                    if "error" in restored:
+                        failed[n] = {**restored, "case": asked[0]}
+                for case in asked:
+                    if n in failed:
+                        break
+                    result = run_case({**spec, "case": case}, limit)
                     print(
                         f"{tool:9} {store:13} n={n:6} {case:9} round {round_ + 1} {_brief(result)}",
                         flush=True,
@@ -688,11 +690,12 @@ def to_markdown(result: dict[str, Any]) -> str:
         "(or `index()`) call, **open** is opening the store before it (embedded Qdrant loads "
         "its whole collection into memory then). Every case is the median of `--repeat` "
         "such processes, made in rounds that run every size once in turn, so that a drift "
-        "of the machine's speed falls on every size alike (each edit one paragraph of its "
-        "own; each size keeps its store between rounds; before each initial sync but the "
-        "first round's, what the last one wrote is deleted, untimed; where the initial "
-        "sync is not re-run, before each prune but the first an untimed process syncs the "
-        "pruned documents back); the json's `runs_s` lists every run, and a cell without it ran once. Corpus: N Markdown "
+        "of the machine's speed falls on every size alike. Each size keeps its store between "
+        "rounds, and every round starts from the corpus and makes the same edits, each one "
+        "paragraph: before each initial sync but the first round's, what the last one wrote "
+        "is deleted, untimed; where the initial sync is not re-run, an untimed process "
+        "syncs back what the last round edited and pruned. The json's `runs_s` lists every "
+        "run, and a cell without it ran once. Corpus: N Markdown "
         "documents of ~4.4 KB drawn from the English dev revisions; a fast hash embedder, so "
         "the times are the "
         "tool's and the store's, not a model's. Cases: initial sync; no-op re-sync; one "
