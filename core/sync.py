@@ -66,30 +66,54 @@ DOC_BATCH = 256
 #: same input (a repeated paragraph) takes it from memory rather than from a read of the
 #: collection, whose cost grows with the collection; past it the oldest are let go
 PUBLISHED_BYTES = 64 * 1024 * 1024
+#: inputs whose point id a sync keeps of what it published (about 30 MB), newest first:
+#: past the vectors it keeps, a store that reads by id (``get_vectors_at``: Chroma, whose
+#: filtered reads scan the collection) is asked for the vectors at those points
+PUBLISHED_IDS = 1 << 17
 #: ``progress(stage, done, total)``: called as a sync advances (for progress bars)
 Progress = Callable[[str, int, int], None]
 Vector = npt.NDArray[np.float32]
 
 
 class _Published:
-    """The vectors this sync wrote to its collection, by input key, newest kept up to
-    ``limit`` bytes: a batch asks here before it asks the collection."""
+    """What this sync wrote to its collection ``store``, by input key: the vectors, newest
+    kept up to ``limit`` bytes, and the point that holds each input, newest kept up to
+    ``ids`` inputs. A batch asks here before it asks the collection."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, store: VectorStore, limit: int, ids: int) -> None:
+        self._store = store
         self._limit = limit
         self._vectors: dict[str, Vector] = {}
         self._bytes = 0
+        self._ids_limit = ids
+        self._ids: dict[str, str] = {}
 
-    def add(self, vectors: Mapping[str, Vector]) -> None:
+    def add(self, vectors: Mapping[str, Vector], points: Mapping[str, str]) -> None:
+        """Remember ``vectors`` (input key -> vector) and ``points`` (input key -> the id
+        of the point that holds it); an input already known keeps what it had."""
         for key, vector in vectors.items():
             if key not in self._vectors:
                 self._vectors[key] = vector
                 self._bytes += vector.nbytes
         while self._bytes > self._limit:  # dicts keep insertion order: oldest first
             self._bytes -= self._vectors.pop(next(iter(self._vectors))).nbytes
+        for key, held_at in points.items():
+            self._ids.setdefault(key, held_at)
+        while len(self._ids) > self._ids_limit:
+            del self._ids[next(iter(self._ids))]
 
     def get(self, key: str) -> Vector | None:
         return self._vectors.get(key)
+
+    def read(self, keys: Sequence[str], model_id: str) -> dict[str, Vector]:
+        """The vectors of those ``keys`` this sync published and no longer holds, read by
+        point id where the store can (``get_vectors_at``); the others are left out."""
+        read_at = getattr(self._store, "get_vectors_at", None)
+        points = {key: self._ids[key] for key in keys if key in self._ids}
+        if not points or not callable(read_at):
+            return {}
+        found: dict[str, Vector] = read_at(points, model_id)
+        return found
 
 
 @dataclass
@@ -499,6 +523,10 @@ def _vectors(
         for key in wanted:
             if key not in found and (kept := published.get(key)) is not None:
                 found[key], source[key] = kept, "store"
+        gone = [k for k in wanted if k not in found]
+        for key, vector in (published.read(gone, model_id) if gone else {}).items():
+            if vector.shape == (dimension,):
+                found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
     for store in stores:
         missing = [k for k in wanted if k not in found]
         if only is not None and store is only[0]:
@@ -739,16 +767,18 @@ def _check_published(
     points to an older writer is planned and published again, :data:`REPAIR_ROUNDS`
     times at most.
 
-    Under the writer lock (``locked``), a batch without versions is checked by ids where
-    the store can list them (``point_ids``): no other writer ran, so the points this
-    sync wrote hold what it wrote and the ones it kept what its plan proved; the ids
-    being exactly the planned ones is then the whole check. Any other answer falls back
-    to re-reading the points, which names the documents and counts."""
+    Under the writer lock (``locked``), a batch without versions is checked by id where
+    the store can read by id (``present_ids``): no other writer ran, so the documents
+    hold no point but those the plan read (or, in a collection empty when the lock was
+    taken, none) and those this sync wrote; the planned ids being present and the ones
+    it deleted gone is then the whole check. Any other answer falls back to re-reading
+    the points, which names the documents and counts."""
     seconds = report.seconds
-    point_ids = getattr(store, "point_ids", None)
-    if locked and callable(point_ids) and all(p.doc.version is None for p in published):
+    present_ids = getattr(store, "present_ids", None)
+    if locked and callable(present_ids) and all(p.doc.version is None for p in published):
         expected = {pid for plan in published for pid in plan.ids}
-        if point_ids([p.doc.doc_id for p in published]) == expected:
+        gone = {pid for plan in published for pid in plan.delete}
+        if present_ids(sorted(expected | gone)) == expected:
             return []
     reread = store.get_points_many([p.doc.doc_id for p in published])
     for _ in range(REPAIR_ROUNDS):
@@ -788,6 +818,31 @@ def _check_published(
         if wrong or missing:
             failed.append((plan.doc.doc_id, wrong, missing))
     return failed
+
+
+def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[str, list[str]]]:
+    """The documents the collection holds beyond ``given``, each with its points' ids, at
+    most :data:`DOC_BATCH` documents at a time. A store that can list its ids and read
+    doc_ids by id (``all_ids`` and ``doc_ids_of``: Chroma, where every record's
+    metadata costs over ten times its id to read) is asked for its ids, and for the
+    doc_ids of those not ``held`` (the points of the given documents, which the sync
+    keeps while it prunes); any other store names every doc_id it holds, then the
+    points of each batch of the others."""
+    all_ids = getattr(store, "all_ids", None)
+    doc_ids_of = getattr(store, "doc_ids_of", None)
+    if callable(all_ids) and callable(doc_ids_of):
+        found: dict[str, list[str]] = {}
+        for page in all_ids():
+            others = [pid for pid in page if pid not in held]
+            for pid, doc_id in (doc_ids_of(others) if others else {}).items():
+                if doc_id not in given:
+                    found.setdefault(doc_id, []).append(pid)
+        for batch in batches(sorted(found), DOC_BATCH):
+            yield {doc_id: found[doc_id] for doc_id in batch}
+        return
+    for batch in batches(sorted(store.doc_ids() - given), DOC_BATCH):
+        points_of = store.get_points_many(batch)
+        yield {doc_id: [p.id for p in points_of[doc_id]] for doc_id in batch}
 
 
 def sync(
@@ -931,7 +986,8 @@ def _sync(
     counted: set[str] = set()  # inputs already counted in report.inputs
     changed: list[DocumentReport] = []
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
-    published_vectors = _Published(PUBLISHED_BYTES)
+    published_vectors = _Published(store, PUBLISHED_BYTES, PUBLISHED_IDS)
+    held: set[str] = set()  # with prune: the ids of the given documents' points
     groups = list(batches(docs, DOC_BATCH))
     # with more than one batch, the documents of the next batch are chunked in a helper
     # process while this one is embedded and published (see rechunk.ahead)
@@ -963,6 +1019,8 @@ def _sync(
             plans = []
             for i, (doc, chunks) in enumerate(zip(batch, current.chunks), done + 1):
                 old = current.stored.get(doc.doc_id, [])
+                if prune:
+                    held.update(p.id for p in old)
                 if chunks is None:
                     t0 = time.perf_counter()
                     chunks = chunker.chunk(doc.text)
@@ -970,6 +1028,8 @@ def _sync(
                 tick("chunk", i, len(docs))
                 t0 = time.perf_counter()
                 plans.append(_plan(doc, chunks, chunker, model_id, old, neighbours))
+                if prune:
+                    held.update(plans[-1].ids)
                 seconds["plan"] += time.perf_counter() - t0
                 tick("plan", i, len(docs))
             del current
@@ -1021,7 +1081,10 @@ def _sync(
             t0 = time.perf_counter()
             _publish(published, vectors, store, order)
             seconds["publish"] += time.perf_counter() - t0
-            published_vectors.add({k: vectors[k] for plan in published for k in plan.needs_vector})
+            published_vectors.add(
+                {k: vectors[k] for plan in published for k in plan.needs_vector},
+                {k: pid for plan in published for k, pid in zip(plan.keys, plan.ids)},
+            )
             for plan in published:
                 rep = plan.report
                 log.info(
@@ -1046,15 +1109,11 @@ def _sync(
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | kept
         t0 = time.perf_counter()  # reads that find what to delete: plan
-        gone_ids = sorted(store.doc_ids() - given)
-        seconds["plan"] += time.perf_counter() - t0
-        for gone_batch in batches(gone_ids, DOC_BATCH):
-            t0 = time.perf_counter()
-            points_of = store.get_points_many(gone_batch)
+        for points_of in _gone(store, given, held):
             seconds["plan"] += time.perf_counter() - t0
-            delete = [p.id for doc_id in gone_batch for p in points_of[doc_id]]
-            for doc_id in gone_batch:
-                n = len(points_of[doc_id])
+            delete = [pid for point_ids in points_of.values() for pid in point_ids]
+            for doc_id, point_ids in points_of.items():
+                n = len(point_ids)
                 report.per_document.append(DocumentReport(doc_id, "deleted", deleted=n))
                 report.documents["deleted"] += 1
                 report.chunks["deleted"] += n
@@ -1062,6 +1121,8 @@ def _sync(
                 t0 = time.perf_counter()
                 store.delete(delete)
                 seconds["publish"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+        seconds["plan"] += time.perf_counter() - t0
 
     report.tokens_total = sum(tokens.values())
     fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)

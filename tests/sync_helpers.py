@@ -52,7 +52,8 @@ class FaultyStore:
     """A real store whose ``fail_at``-th call (0-based) raises InjectedFault."""
 
     METHODS = ("collection_info", "ensure_collection", "get_points", "get_points_many",
-               "get_vectors", "write", "delete", "doc_ids", "search", "point_ids")
+               "get_vectors", "write", "delete", "doc_ids", "search", "present_ids",
+               "get_vectors_at", "all_ids", "doc_ids_of")
 
     def __init__(self, inner: Any, fail_at: int | None = None) -> None:
         self.inner = inner

@@ -154,15 +154,48 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
     assert store.doc_ids() == set()  # so that a prune never asks for its records
 
 
-def test_point_ids_name_every_record_of_the_documents(client: Any) -> None:
+def test_present_ids_name_the_records_that_exist(client: Any) -> None:
     store = ChromaStore(client, collection_name())
     (a0, _), (a1, _), (b0, _) = _fill(store)
-    theirs = new_id()  # another tool's record under the same doc_id is listed too
+    theirs = new_id()  # another tool's record is named too
     raw = client.get_collection(store.collection, embedding_function=None)
     raw.add(ids=[theirs], embeddings=[unit(3)], metadatas=[{"doc_id": "a.md"}], documents=["?"])
-    assert store.point_ids(["a.md"]) == {a0, a1, theirs}
-    assert store.point_ids(["b.md", "missing.md"]) == {b0}
-    assert store.point_ids([]) == set()
+    assert store.present_ids([a0, theirs, new_id(), a0]) == {a0, theirs}
+    assert store.present_ids([b0, a1]) == {a1, b0}
+    assert store.present_ids([]) == set()
+    with pytest.raises(ConfigError):
+        store.present_ids(["not-a-uuid"])
+
+
+def test_all_ids_and_doc_ids_of_name_rechunk_records_by_id(client: Any) -> None:
+    store = ChromaStore(client, collection_name())
+    (a0, _), (a1, _), (b0, _) = _fill(store)
+    theirs = new_id()  # another tool's record: listed by all_ids, no doc_id of rechunk's
+    raw = client.get_collection(store.collection, embedding_function=None)
+    raw.add(ids=[theirs], embeddings=[unit(3)], metadatas=[{"doc_id": "a.md"}], documents=["?"])
+    assert sorted(i for page in store.all_ids() for i in page) == sorted([a0, a1, b0, theirs])
+    assert store.doc_ids_of([a0, b0, theirs, new_id()]) == {a0: "a.md", b0: "b.md"}
+    assert store.doc_ids_of([]) == {}
+    with pytest.raises(ConfigError):
+        store.doc_ids_of(["not-a-uuid"])
+
+
+def test_get_vectors_at_reads_only_points_that_hold_the_input_of_the_model(client: Any) -> None:
+    store = ChromaStore(client, collection_name())
+    (a0, pa0), (a1, pa1), (b0, pb0) = _fill(store)
+    found = store.get_vectors_at({pa0.input_key: a0, pb0.input_key: b0}, MODEL)
+    assert set(found) == {pa0.input_key, pb0.input_key}
+    assert found[pa0.input_key].dtype == np.float32
+    assert found[pa0.input_key].tolist() == store.get_vectors([pa0.input_key], MODEL)[
+        pa0.input_key
+    ].tolist()
+    # a point that holds another input, one that is gone, another model: left out
+    assert store.get_vectors_at({pa0.input_key: a1, pa1.input_key: new_id()}, MODEL) == {}
+    assert store.get_vectors_at({pa0.input_key: a0}, "another-model") == {}
+    assert store.get_vectors_at({}, MODEL) == {}
+    for points, model in (({pa0.input_key: a0}, ""), ({pa0.input_key: a0.upper()}, MODEL)):
+        with pytest.raises(ConfigError):
+            store.get_vectors_at(points, model)
 
 
 def test_reads_page_through_a_collection_larger_than_a_page(
@@ -173,20 +206,27 @@ def test_reads_page_through_a_collection_larger_than_a_page(
     an empty one)."""
     store = ChromaStore(client, collection_name(), batch_size=1)
     store.ensure_collection(DIM)
-    written = [(new_id(), payload(i, doc_id=f"d{i % 3}.md")) for i in range(9)]
+    written = [(new_id(), payload(i, doc_id=f"d{i % 3}.md")) for i in range(12)]
     store.write([PointWrite(i, p, unit(n)) for n, (i, p) in enumerate(written)])
     docs = ["d0.md", "d1.md", "d2.md"]
     keys = [p.input_key for _, p in written]
+    ids = [i for i, _ in written]
 
     def reads() -> tuple[Any, ...]:
         return (
-            store.doc_ids(), store.get_points_many(docs), store.point_ids(docs),
+            store.doc_ids(), store.get_points_many(docs), store.present_ids(ids),
             {k: v.tolist() for k, v in store.get_vectors(keys, MODEL).items()},
+            {k: v.tolist() for k, v in store.get_vectors_at(dict(zip(keys, ids)), MODEL).items()},
+            sorted(i for page in store.all_ids() for i in page), store.doc_ids_of(ids),
         )  # fmt: skip
 
     whole = reads()
-    assert whole[0] == set(docs) and len(whole[2]) == len(whole[3]) == 9
-    for records in (2, 3):  # 9 records: a short last page, then an empty one
+    assert whole[0] == set(docs) and len(whole[2]) == len(whole[3]) == 12
+    assert whole[4] == whole[3] and whole[5] == sorted(ids)
+    assert whole[6] == {i: p.doc_id for i, p in written}
+    # 12 records: pages of 1, 3 and 5 (ids alone: 8, 24 and 40), the last page full and
+    # followed by an empty one, or short
+    for records in (1, 3, 5):
         monkeypatch.setattr(chroma_adapter, "_READ_PAGE", records)
         assert reads() == whole
 

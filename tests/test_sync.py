@@ -10,7 +10,7 @@ import logging
 import time
 import types
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 from chroma_server import running_chroma
 from sync_helpers import FaultyStore, InjectedFault, RecordingEmbedder, snapshot
 
+import rechunk.adapters.chroma as chroma_adapter
 from rechunk import (
     ConfigError,
     Document,
@@ -166,11 +167,12 @@ def test_a_sync_reads_all_its_documents_at_once(make_store: StoreFactory, minilm
                   prune=True)
     assert report.documents["changed"] == 6 and report.documents["deleted"] == 3
     assert "get_points" not in counting.calls
-    reads = [c for c in counting.calls if c in ("get_points_many", "point_ids")]
-    if hasattr(store, "writer_lock"):  # Chroma: under its lock the check compares ids
-        assert reads == ["get_points_many", "point_ids", "get_points_many"]  # plan, check, prune
+    reads = [c for c in counting.calls
+             if c in ("get_points_many", "present_ids", "doc_ids", "all_ids", "doc_ids_of")]
+    if hasattr(store, "writer_lock"):  # Chroma: reads by id for the check and the prune
+        assert reads == ["get_points_many", "present_ids", "all_ids", "doc_ids_of"]
     else:
-        assert reads == ["get_points_many"] * 3  # plan, verify, prune
+        assert reads == ["get_points_many"] * 2 + ["doc_ids", "get_points_many"]
 
 
 def test_every_injected_fault_converges(make_store: StoreFactory, minilm: Any,
@@ -236,11 +238,13 @@ def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chu
             return read(*args, **kwargs)
         return timed
 
-    for name in ("doc_ids", "get_points_many"):
-        monkeypatch.setattr(store, name, slow(getattr(store, name)))
+    for name in ("doc_ids", "get_points_many", "all_ids", "doc_ids_of"):
+        if hasattr(store, name):
+            monkeypatch.setattr(store, name, slow(getattr(store, name)))
     pruned = sync([Document("a", NOTES)], store, chunker=chunker, embedder=minilm, prune=True)
     assert pruned.documents["deleted"] == 1
-    # the plan of "a" reads its points once, the prune reads doc_ids and b's points
+    # the plan of "a" reads its points once, the prune two more times: doc_ids then b's
+    # points, or (Chroma) every id then the doc_ids of those that are not a's
     assert pruned.seconds["plan"] >= 300.0
 
 
@@ -624,9 +628,9 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
     assert counting.calls.count("write") == 3
     if hasattr(store, "writer_lock"):
         # Chroma: under its lock an empty collection needs no read before planning, and
-        # the check after publishing compares ids
+        # the check after publishing reads by id
         assert "get_points_many" not in counting.calls
-        assert counting.calls.count("point_ids") == 3
+        assert counting.calls.count("present_ids") == 3
     else:
         assert counting.calls.count("get_points_many") == 6
     assert len(recorder.embedded) == len(set(recorder.embedded))  # NOTES' chunks embedded once
@@ -737,6 +741,7 @@ class _CountingChroma(ChromaStore):
         super().__init__(*args, **kwargs)
         self.reads: list[str] = []
         self.looked_up: list[list[str]] = []
+        self.read_at: list[list[str]] = []
         self.lose_deletes = False
         self.lose_one_write = False
 
@@ -744,13 +749,17 @@ class _CountingChroma(ChromaStore):
         self.reads.append("get_points_many")
         return super().get_points_many(doc_ids)
 
-    def point_ids(self, doc_ids: Sequence[str]) -> set[str]:
-        self.reads.append("point_ids")
-        return super().point_ids(doc_ids)
+    def present_ids(self, ids: Sequence[str]) -> set[str]:
+        self.reads.append("present_ids")
+        return super().present_ids(ids)
 
     def get_vectors(self, input_keys: Sequence[str], model_id: str) -> Any:
         self.looked_up.append(sorted(input_keys))
         return super().get_vectors(input_keys, model_id)
+
+    def get_vectors_at(self, points: Mapping[str, str], model_id: str) -> Any:
+        self.read_at.append(sorted(points))
+        return super().get_vectors_at(points, model_id)
 
     def write(self, points: Any, **kwargs: Any) -> None:
         new = [i for i, p in enumerate(points) if p.vector is not None]
@@ -775,60 +784,101 @@ def test_a_chroma_sync_reads_only_what_the_writer_lock_leaves_open(
     docs = [_numbered(i, False) for i in range(4)]
     first = sync(docs, counting, chunker=chunker, embedder=minilm, cache=numbered_cache)
     assert first.documents["new"] == 4 and first.stale_check == "passed"
-    assert counting.reads == ["point_ids"]  # one batch: no plan read, the check by ids
+    assert counting.reads == ["present_ids"]  # one batch: no plan read, the check by id
     counting.reads.clear()
     edited = [_numbered(0, True), *docs[1:]]
     second = sync(edited, counting, chunker=chunker, embedder=minilm, cache=numbered_cache)
     assert (second.documents["changed"], second.documents["unchanged"]) == (1, 3)
-    assert counting.reads == ["get_points_many", "point_ids"]
+    assert counting.reads == ["get_points_many", "present_ids"]
     assert sync(edited, counting, chunker=chunker, embedder=minilm,
                 cache=numbered_cache).documents["unchanged"] == 4
 
 
-def test_the_memory_of_published_vectors_keeps_the_newest_within_its_bytes() -> None:
+@pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
+def test_a_chroma_prune_reads_ids_and_the_doc_ids_of_the_others_only(
+    make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prune on Chroma reads every id (pages of ids alone), then the doc_ids of the
+    records that are not the given documents' points, by id: it deletes every point of
+    the documents it was not given, keeps ``keep`` and leaves another tool's record,
+    even one under a gone document's doc_id, alone."""
+    monkeypatch.setattr(chroma_adapter, "_READ_PAGE", 2)  # ids in pages of 16 records
+    store = fresh(make_store("langchain"), minilm)
+    docs = [_numbered(i, False) for i in range(4)]
+    sync(docs, store, chunker=chunker, embedder=minilm, cache=numbered_cache)
+    points = {d.doc_id: {p.id for p in store.get_points(d.doc_id)} for d in docs}
+    theirs = str(uuid.uuid4())
+    raw = store._client.get_collection(store.collection, embedding_function=None)
+    raw.add(ids=[theirs], embeddings=[[0.5] * minilm.dimension], metadatas=[{"doc_id": "d3"}],
+            documents=["another tool's"])
+    counting = _CountingChroma(store._client, store.collection)
+    asked: list[list[str]] = []
+    monkeypatch.setattr(counting, "doc_ids_of",
+                        lambda ids: asked.append(list(ids)) or ChromaStore.doc_ids_of(counting, ids))
+    report = sync(docs[:2], counting, chunker=chunker, embedder=minilm, cache=numbered_cache,
+                  prune=True, keep=["d2"])
+    assert report.documents["deleted"] == 1 and report.chunks["deleted"] == len(points["d3"])
+    assert {r.doc_id for r in report.per_document if r.status == "deleted"} == {"d3"}
+    assert store.doc_ids() == {"d0", "d1", "d2"}
+    assert raw.get(ids=[theirs])["ids"] == [theirs]
+    # only the ids that are not the given documents' points were asked for
+    assert sorted(i for call in asked for i in call) == sorted(
+        points["d2"] | points["d3"] | {theirs}
+    )
+    assert "get_points_many" not in counting.reads[1:]  # the plan's read only
+
+
+def test_the_memory_of_what_a_sync_published_keeps_the_newest_within_its_bounds() -> None:
     from rechunk.sync import _Published
 
     def vector(i: int) -> np.ndarray:
         return np.full(4, i, dtype=np.float32)  # 16 bytes
 
-    memory = _Published(limit=40)  # room for two
-    memory.add({"a": vector(1), "b": vector(2)})
-    memory.add({"a": vector(9), "c": vector(3)})  # "a" kept as first published
+    memory = _Published(None, limit=40, ids=2)  # type: ignore[arg-type]  # room for two
+    memory.add({"a": vector(1), "b": vector(2)}, {"a": "p1", "b": "p2"})
+    memory.add({"a": vector(9), "c": vector(3)}, {"a": "p9", "c": "p3"})  # "a" kept as first
     assert memory.get("a") is None  # the oldest let go for "c"
     assert [memory.get(k)[0] for k in ("b", "c")] == [2, 3]  # type: ignore[index]
-    spent = _Published(limit=0)
-    spent.add({"a": vector(1)})
-    assert spent.get("a") is None
+    assert memory._ids == {"b": "p2", "c": "p3"}
+    assert memory.read(["a", "b"], "m") == {}  # a store that cannot read by id: no answer
+    spent = _Published(None, limit=0, ids=0)  # type: ignore[arg-type]
+    spent.add({"a": vector(1)}, {"a": "p1"})
+    assert spent.get("a") is None and spent._ids == {}
 
 
-@pytest.mark.parametrize("remembered", [True, False], ids=["in-memory", "memory-spent"])
+@pytest.mark.parametrize("remembered", ["vectors", "point-ids", "spent"])
 @pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
 def test_into_an_empty_locked_collection_only_inputs_already_published_are_looked_up(
     make_store: StoreFactory,
     minilm: Any,
     chunker: Any,
     monkeypatch: pytest.MonkeyPatch,
-    remembered: bool,
+    remembered: str,
 ) -> None:
     """The collection holds only what earlier batches of this sync published: the second
     batch reuses the vectors of the inputs the first one wrote, from the sync's memory of
-    what it published or, once that memory is spent, by looking up those inputs (and no
+    what it published, or, past the vectors it keeps, read by the ids of the points that
+    hold them, and, once that memory is spent too, by looking up those inputs (and no
     other) in the collection."""
     import importlib
 
     module = importlib.import_module("rechunk.sync")
     monkeypatch.setattr(module, "DOC_BATCH", 2)
-    if not remembered:
+    if remembered != "vectors":
         monkeypatch.setattr(module, "PUBLISHED_BYTES", 0)
+    if remembered == "spent":
+        monkeypatch.setattr(module, "PUBLISHED_IDS", 0)
     store = fresh(make_store("langchain"), minilm)
     counting = _CountingChroma(store._client, store.collection)
     d0, d1 = _numbered(0, False), _numbered(1, False)
     again = Document("again.md", d0.text)  # every input of d0 once more, in batch two
     report = sync([d0, d1, again, _numbered(2, False)], counting, chunker=chunker,
                   embedder=minilm)  # no cache: the store is where a vector is reused from
-    assert counting.reads == ["point_ids", "point_ids"]  # no read before planning a batch
+    assert counting.reads == ["present_ids", "present_ids"]  # no read before planning
     keys = sorted({p.payload.input_key for p in counting.get_points("d0")})
-    assert counting.looked_up == ([] if remembered else [keys])
+    assert counting.read_at == ([keys] if remembered == "point-ids" else [])
+    assert counting.looked_up == ([keys] if remembered == "spent" else [])
     reused = {r.doc_id: r.from_store for r in report.per_document}
     assert reused == {"d0": 0, "d1": 0, "again.md": len(keys), "d2": 0}
     distinct = {p.payload.input_key for d in ("d0", "d1", "d2") for p in counting.get_points(d)}
@@ -853,4 +903,4 @@ def test_the_check_by_ids_still_names_a_fault(
     report = caught.value.report
     wrong = report.chunks["deleted"] if fault == "lose_deletes" else 0
     assert report.stale_points == wrong + (fault == "lose_one_write")
-    assert counting.reads[-2:] == ["point_ids", "get_points_many"]
+    assert counting.reads[-2:] == ["present_ids", "get_points_many"]
