@@ -117,8 +117,12 @@ class VectorStore(Protocol):
     reached); none of them writes anything partially on bad input.
 
     Optional attributes a sync looks for: ``keeps_neighbours`` (true: the store holds
-    :attr:`PointPayload.previous_id` / ``next_id``, and reads them back), and
-    ``conditional_versions`` / ``writer_lock()`` (see :func:`rechunk.sync`).
+    :attr:`PointPayload.previous_id` / ``next_id``, and reads them back),
+    ``conditional_versions`` / ``writer_lock()`` (see :func:`rechunk.sync`), and reads
+    by point id for a store whose filtered reads scan the collection (Chroma):
+    ``present_ids(ids)`` (the check after publishing), ``get_vectors_at(points,
+    model_id)`` (inputs the sync published itself) and ``all_ids()`` with
+    ``doc_ids_of(ids)`` (what a prune deletes).
     """
 
     @property
