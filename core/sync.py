@@ -75,17 +75,26 @@ Progress = Callable[[str, int, int], None]
 Vector = npt.NDArray[np.float32]
 
 
+def _offers(store: object, *methods: str) -> bool:
+    """Whether ``store`` has every one of these optional methods (see VectorStore)."""
+    return all(callable(getattr(store, name, None)) for name in methods)
+
+
 class _Published:
     """What this sync wrote to its collection ``store``, by input key: the vectors, newest
-    kept up to ``limit`` bytes, and the point that holds each input, newest kept up to
-    ``ids`` inputs. A batch asks here before it asks the collection."""
+    kept up to ``limit`` bytes, and, where the store reads vectors by point id, the point
+    that holds each input, newest kept up to ``ids`` inputs. A batch asks here before it
+    asks the collection."""
 
     def __init__(self, store: VectorStore, limit: int, ids: int) -> None:
-        self._store = store
+        read_at = getattr(store, "get_vectors_at", None)
+        self._read_at: Callable[..., dict[str, Vector]] | None = (
+            read_at if callable(read_at) else None
+        )
         self._limit = limit
         self._vectors: dict[str, Vector] = {}
         self._bytes = 0
-        self._ids_limit = ids
+        self._ids_limit = ids if self._read_at is not None else 0
         self._ids: dict[str, str] = {}
 
     def add(self, vectors: Mapping[str, Vector], points: Mapping[str, str]) -> None:
@@ -108,12 +117,10 @@ class _Published:
     def read(self, keys: Sequence[str], model_id: str) -> dict[str, Vector]:
         """The vectors of those ``keys`` this sync published and no longer holds, read by
         point id where the store can (``get_vectors_at``); the others are left out."""
-        read_at = getattr(self._store, "get_vectors_at", None)
         points = {key: self._ids[key] for key in keys if key in self._ids}
-        if not points or not callable(read_at):
+        if not points or self._read_at is None:
             return {}
-        found: dict[str, Vector] = read_at(points, model_id)
-        return found
+        return self._read_at(points, model_id)
 
 
 @dataclass
@@ -515,6 +522,12 @@ def _vectors(
         wanted.update(plan.needs_vector)
     found: dict[str, Vector] = {}
     source: dict[str, str] = {}
+
+    def from_store(vectors: Mapping[str, Vector]) -> None:
+        for key, vector in vectors.items():
+            if vector.shape == (dimension,):
+                found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
+
     t0 = time.perf_counter()
     if cache is not None and wanted:
         for key, vector in cache.get_many(list(wanted), model_id, dimension).items():
@@ -524,18 +537,14 @@ def _vectors(
             if key not in found and (kept := published.get(key)) is not None:
                 found[key], source[key] = kept, "store"
         gone = [k for k in wanted if k not in found]
-        for key, vector in (published.read(gone, model_id) if gone else {}).items():
-            if vector.shape == (dimension,):
-                found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
+        from_store(published.read(gone, model_id) if gone else {})
     for store in stores:
         missing = [k for k in wanted if k not in found]
         if only is not None and store is only[0]:
             missing = [k for k in missing if k in only[1]]
         if not missing:
             continue
-        for key, vector in store.get_vectors(missing, model_id).items():
-            if vector.shape == (dimension,):
-                found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
+        from_store(store.get_vectors(missing, model_id))
     missing = [k for k in wanted if k not in found]
     seconds["plan"] += time.perf_counter() - t0
     if dry_run:
@@ -820,6 +829,10 @@ def _check_published(
     return failed
 
 
+#: what a store offers for a prune to find its gone documents by id (see :func:`_gone`)
+_LISTS_IDS = ("all_ids", "doc_ids_of")
+
+
 def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[str, list[str]]]:
     """The documents the collection holds beyond ``given``, each with its points' ids, at
     most :data:`DOC_BATCH` documents at a time. A store that can list its ids and read
@@ -828,9 +841,8 @@ def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[
     doc_ids of those not ``held`` (the points of the given documents, which the sync
     keeps while it prunes); any other store names every doc_id it holds, then the
     points of each batch of the others."""
-    all_ids = getattr(store, "all_ids", None)
-    doc_ids_of = getattr(store, "doc_ids_of", None)
-    if callable(all_ids) and callable(doc_ids_of):
+    if _offers(store, *_LISTS_IDS):
+        all_ids, doc_ids_of = (getattr(store, name) for name in _LISTS_IDS)
         found: dict[str, list[str]] = {}
         for page in all_ids():
             others = [pid for pid in page if pid not in held]
@@ -987,7 +999,8 @@ def _sync(
     changed: list[DocumentReport] = []
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
     published_vectors = _Published(store, PUBLISHED_BYTES, PUBLISHED_IDS)
-    held: set[str] = set()  # with prune: the ids of the given documents' points
+    held: set[str] = set()  # the ids of the given documents' points, for _gone
+    keep_held = prune and _offers(store, *_LISTS_IDS)
     groups = list(batches(docs, DOC_BATCH))
     # with more than one batch, the documents of the next batch are chunked in a helper
     # process while this one is embedded and published (see rechunk.ahead)
@@ -1019,7 +1032,7 @@ def _sync(
             plans = []
             for i, (doc, chunks) in enumerate(zip(batch, current.chunks), done + 1):
                 old = current.stored.get(doc.doc_id, [])
-                if prune:
+                if keep_held:
                     held.update(p.id for p in old)
                 if chunks is None:
                     t0 = time.perf_counter()
@@ -1028,7 +1041,7 @@ def _sync(
                 tick("chunk", i, len(docs))
                 t0 = time.perf_counter()
                 plans.append(_plan(doc, chunks, chunker, model_id, old, neighbours))
-                if prune:
+                if keep_held:
                     held.update(plans[-1].ids)
                 seconds["plan"] += time.perf_counter() - t0
                 tick("plan", i, len(docs))

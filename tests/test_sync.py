@@ -835,14 +835,22 @@ def test_the_memory_of_what_a_sync_published_keeps_the_newest_within_its_bounds(
     def vector(i: int) -> np.ndarray:
         return np.full(4, i, dtype=np.float32)  # 16 bytes
 
-    memory = _Published(None, limit=40, ids=2)  # type: ignore[arg-type]  # room for two
+    class ReadsById:  # the one method the memory asks a store for
+        def get_vectors_at(self, points: Mapping[str, str], model_id: str) -> Any:
+            return {key: vector(int(pid[1:])) for key, pid in points.items()}
+
+    memory = _Published(ReadsById(), limit=40, ids=2)  # type: ignore[arg-type]  # room for two
     memory.add({"a": vector(1), "b": vector(2)}, {"a": "p1", "b": "p2"})
     memory.add({"a": vector(9), "c": vector(3)}, {"a": "p9", "c": "p3"})  # "a" kept as first
     assert memory.get("a") is None  # the oldest let go for "c"
     assert [memory.get(k)[0] for k in ("b", "c")] == [2, 3]  # type: ignore[index]
     assert memory._ids == {"b": "p2", "c": "p3"}
-    assert memory.read(["a", "b"], "m") == {}  # a store that cannot read by id: no answer
-    spent = _Published(None, limit=0, ids=0)  # type: ignore[arg-type]
+    assert {k: v[0] for k, v in memory.read(["a", "b"], "m").items()} == {"b": 2}
+    # a store that cannot read by id: no ids kept, no answer
+    unable = _Published(object(), limit=40, ids=2)  # type: ignore[arg-type]
+    unable.add({"a": vector(1)}, {"a": "p1"})
+    assert unable._ids == {} and unable.read(["a"], "m") == {}
+    spent = _Published(ReadsById(), limit=0, ids=0)  # type: ignore[arg-type]
     spent.add({"a": vector(1)}, {"a": "p1"})
     assert spent.get("a") is None and spent._ids == {}
 
