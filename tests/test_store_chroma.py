@@ -231,6 +231,134 @@ def test_reads_page_through_a_collection_larger_than_a_page(
         assert reads() == whole
 
 
+# -- the index of documents' point ids -----------------------------------------------------
+
+
+def _by_where(store: ChromaStore, docs: list[str]) -> dict[str, list[str]]:
+    """Each document's point ids as a filtered read finds them (no lock, no index)."""
+    return {d: [p.id for p in points] for d, points in store.get_points_many(docs).items()}
+
+
+def _locked_read(store: ChromaStore, docs: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """:meth:`ChromaStore.get_points_many` under the writer lock, failing any filtered
+    read of the collection (the index's own rebuild reads every record, unfiltered)."""
+    pages = ChromaStore._pages
+
+    def unfiltered(self: Any, collection: Any, size: Any = None, **kwargs: Any) -> Any:
+        assert "where" not in kwargs, "a filtered read under the writer lock"
+        return pages(self, collection, size, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ChromaStore, "_pages", unfiltered)
+        with store.writer_lock():
+            return {d: [p.id for p in pts] for d, pts in store.get_points_many(docs).items()}
+
+
+def _stamp(client: Any, store: ChromaStore) -> dict[str, Any] | None:
+    index = client.get_collection(chroma_adapter.INDEX_COLLECTION, embedding_function=None)
+    collection_id = str(client.get_collection(store.collection, embedding_function=None).id)
+    found = index.get(ids=[collection_id], include=["metadatas"])["metadatas"]
+    return dict(found[0]) if found else None
+
+
+class _Rebuilds:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        rebuild = chroma_adapter._DocIndex._rebuild
+
+        def counted(index: Any, *args: Any) -> None:
+            self.count += 1
+            rebuild(index, *args)
+
+        monkeypatch.setattr(chroma_adapter._DocIndex, "_rebuild", counted)
+
+
+@pytest.mark.filterwarnings("ignore::rechunk.adapters._layout.ForeignPointsWarning")
+def test_under_the_writer_lock_points_are_read_by_id_through_the_index(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the lock a document's points are read by id through rechunk's index, with
+    the answers of the filtered read: a collection written without the lock gets its
+    index built at the first locked read, kept by locked writes and deletes (no rebuild),
+    and stamped with the collection's count when the lock is released."""
+    rebuilds = _Rebuilds(monkeypatch)
+    store = ChromaStore(client, collection_name())
+    (a0, _), (a1, _), (b0, _) = _fill(store)  # without the lock: no index yet
+    theirs = new_id()  # another tool's record under a.md: not a point, never in the index
+    raw = client.get_collection(store.collection, embedding_function=None)
+    raw.add(ids=[theirs], embeddings=[unit(3)], metadatas=[{"doc_id": "a.md"}], documents=["?"])
+    docs = ["a.md", "b.md", "c.md"]
+    expected = _by_where(store, docs)
+    assert sorted(expected["a.md"]) == sorted([a0, a1]) and expected["c.md"] == []
+    assert _locked_read(store, docs, monkeypatch) == expected and rebuilds.count == 1
+    assert _stamp(client, store) == {
+        "collection_id": str(raw.id), "version": 1, "points": 4, "token": ""
+    }  # fmt: skip
+    # locked writes and deletes keep the index: no rebuild, and what they did is read
+    c0, c1 = new_id(), new_id()
+    with store.writer_lock():
+        store.write([PointWrite(c0, payload(0, doc_id="c.md"), unit(4)),
+                     PointWrite(c1, payload(1, doc_id="c.md"), unit(5))])
+        store.delete([a1, b0, theirs])
+        within = {d: [p.id for p in pts] for d, pts in store.get_points_many(docs).items()}
+    assert within == _by_where(store, docs) == {"a.md": [a0], "b.md": [], "c.md": [c0, c1]}
+    assert _locked_read(store, docs, monkeypatch) == within and rebuilds.count == 1
+    assert _stamp(client, store)["points"] == 3  # type: ignore[index]
+
+
+def test_a_change_made_without_the_lock_rebuilds_the_index(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write or delete without the lock removes the index's stamp (even when the record
+    count stays the same, and even while another writer holds the lock, which then does
+    not stamp it again); another tool's change is seen in the count. Either way the
+    next locked read rebuilds the index and answers as the filtered read does."""
+    rebuilds = _Rebuilds(monkeypatch)
+    store = ChromaStore(client, collection_name())
+    (a0, pa0), (a1, _), _ = _fill(store)
+    docs = ["a.md", "b.md"]
+    assert _locked_read(store, docs, monkeypatch) == _by_where(store, docs)
+    assert rebuilds.count == 1
+    # as many records after as before: one deleted, one added, without the lock
+    a2 = new_id()
+    store.delete([a1])
+    store.write([PointWrite(a2, payload(2), unit(6))])
+    assert _stamp(client, store) is None
+    assert _locked_read(store, docs, monkeypatch) == _by_where(store, docs)
+    assert sorted(_by_where(store, docs)["a.md"]) == sorted([a0, a2]) and rebuilds.count == 2
+    # another tool adds a copy of a rechunk point under a new id: the count differs
+    copy = new_id()
+    raw = client.get_collection(store.collection, embedding_function=None)
+    held = raw.get(ids=[a0], include=["metadatas", "documents", "embeddings"])
+    raw.add(ids=[copy], embeddings=held["embeddings"], metadatas=held["metadatas"],
+            documents=held["documents"])
+    assert copy in _locked_read(store, docs, monkeypatch)["a.md"] and rebuilds.count == 3
+    # a write without the lock while a sync holds it: the sync leaves the stamp removed
+    other = ChromaStore(client, store.collection)
+    with store.writer_lock():
+        store.get_points_many(docs)
+        other.write([PointWrite(a0, pa0, unit(7))])
+    assert _stamp(client, store) is None
+    assert _locked_read(store, docs, monkeypatch) == _by_where(store, docs)
+    assert rebuilds.count == 4
+
+
+def test_dropping_a_collection_drops_its_index_records(client: Any) -> None:
+    store = ChromaStore(client, collection_name())
+    _fill(store)
+    with store.writer_lock():
+        store.get_points_many(["a.md"])
+    index = client.get_collection(chroma_adapter.INDEX_COLLECTION, embedding_function=None)
+    collection_id = str(client.get_collection(store.collection, embedding_function=None).id)
+    mine = {"collection_id": collection_id}
+    assert len(index.get(where=mine)["ids"]) == 3  # two documents and the stamp
+    assert chroma_adapter.INDEX_COLLECTION not in store.collections()
+    store.drop_collection()
+    assert index.get(where=mine)["ids"] == []
+    store.ensure_collection(DIM)  # made anew: an index of its own, empty
+    assert _locked_read(store, ["a.md"], pytest.MonkeyPatch()) == {"a.md": []}
+
+
 class _Ones:  # the smallest rechunk Embedder
     model_id, dimension, max_input_tokens = "ones", DIM, None
 
