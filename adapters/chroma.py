@@ -989,19 +989,19 @@ class _DocIndex:
     only under the writer lock. A sync's first read or write compares the stamp with the
     collection's count and, when they differ or there is no stamp (a collection written
     before rechunk kept the index, or changed by another tool since), rebuilds the
-    collection's records from one read of every record's metadata; the stamp then says
-    "in use" until the sync ends. During the sync a write adds its ids before its points
-    are written and a delete removes ids after its points are gone, so a sync cut short
+    collection's records from one read of every record's metadata, with a stamp of -1
+    until the sync ends. During the sync a write adds its ids before its points are
+    written and a delete removes ids after its points are gone, so a sync cut short
     leaves more ids than points, never fewer (a read by id skips the missing). A write or
     delete made without the lock removes the stamp, and so does nothing else: the next
-    sync rebuilds the index.
+    sync rebuilds the index, and a sync that holds the lock meanwhile does not stamp it.
     """
 
     def __init__(self, index: Collection, collection: Collection) -> None:
         self._index = index
         self._collection = collection
         self.collection_id = str(collection.id)
-        self._token = uuid.uuid4().hex
+        self._points = -1  # the collection's count the stamp holds
 
     @classmethod
     def open(
@@ -1011,36 +1011,38 @@ class _DocIndex:
         size: int,
         pages: Callable[[], Iterator[Mapping[str, Any]]],
     ) -> _DocIndex:
-        """The collection's index, checked against its count (rebuilt when they differ)
-        and marked in use by this writer."""
+        """The collection's index, checked against its count (rebuilt when they differ,
+        with a stamp that matches no count until the sync ends)."""
         index = client.get_or_create_collection(
             INDEX_COLLECTION, embedding_function=None, metadata={"rechunk:index": _INDEX_VERSION}
         )
         self = cls(index, collection)
         stamp = self._stamp()
-        if stamp.get("version") != _INDEX_VERSION or stamp.get("points") != collection.count():
+        points = collection.count()
+        if stamp is not None and stamp.get("version") == _INDEX_VERSION:
+            self._points = stamp.get("points", -1)
+        if self._points != points:
             self._rebuild(pages, size)
-        self._index.upsert(**self._stamp_record(-1, self._token))
+            self._put_stamp(-1)
         return self
 
-    def _stamp(self) -> Mapping[str, Any]:
+    def _stamp(self) -> Mapping[str, Any] | None:
         found = self._index.get(ids=[self.collection_id], include=["metadatas"])
         metadatas = found["metadatas"] or []
-        return (metadatas[0] or {}) if metadatas else {}
+        return (metadatas[0] or {}) if metadatas else None
 
-    def _stamp_record(self, points: int, token: str) -> dict[str, Any]:
-        return {
-            "ids": [self.collection_id],
-            "embeddings": [[0.0]],
-            "metadatas": [
-                {
-                    "collection_id": self.collection_id,
-                    "version": _INDEX_VERSION,
-                    "points": points,
-                    "token": token,
-                }
-            ],
+    def _put_stamp(self, points: int) -> None:
+        metadata: Any = {
+            "collection_id": self.collection_id,
+            "version": _INDEX_VERSION,
+            "points": points,
         }
+        self._index.upsert(
+            ids=[self.collection_id],
+            embeddings=np.zeros((1, 1), np.float32),
+            metadatas=[metadata],
+        )
+        self._points = points
 
     def _rebuild(self, pages: Callable[[], Iterator[Mapping[str, Any]]], size: int) -> None:
         log.info(
@@ -1107,11 +1109,12 @@ class _DocIndex:
             self._index.delete(ids=list(chunk))
 
     def close(self) -> None:
-        """At the end of a sync: stamp the collection's count, unless a write made
-        without the lock removed the stamp meanwhile (then the next sync rebuilds)."""
+        """At the end of a sync: stamp the collection's count (when it changed), unless a
+        write made without the lock removed the stamp meanwhile (the next sync rebuilds)."""
         try:
-            if self._stamp().get("token") == self._token:
-                self._index.upsert(**self._stamp_record(self._collection.count(), ""))
+            points = self._collection.count()
+            if points != self._points and self._stamp() is not None:
+                self._put_stamp(points)
         except Exception as exc:  # the next sync rebuilds the index
             log.warning(
                 "could not record the count of Chroma collection %r in rechunk's index "

@@ -292,7 +292,7 @@ def test_under_the_writer_lock_points_are_read_by_id_through_the_index(
     assert sorted(expected["a.md"]) == sorted([a0, a1]) and expected["c.md"] == []
     assert _locked_read(store, docs, monkeypatch) == expected and rebuilds.count == 1
     assert _stamp(client, store) == {
-        "collection_id": str(raw.id), "version": 1, "points": 4, "token": ""
+        "collection_id": str(raw.id), "version": 1, "points": 4
     }  # fmt: skip
     # locked writes and deletes keep the index: no rebuild, and what they did is read
     c0, c1 = new_id(), new_id()
