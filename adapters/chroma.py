@@ -96,10 +96,6 @@ LOCK_COLLECTION: Final = "rechunk-writer-locks"
 LOCK_SECONDS = 60.0
 #: How long a writer waits for another writer's lock before it gives up.
 LOCK_WAIT_SECONDS = 900.0
-#: The collection (in the same database) where a sync keeps, for every collection it
-#: writes, which point ids each document holds (see :class:`_DocIndex`).
-INDEX_COLLECTION: Final = "rechunk-doc-index"
-_INDEX_VERSION: Final = 1
 
 log = logging.getLogger("rechunk.chroma")
 
@@ -193,13 +189,6 @@ class ChromaStore(StoreBase["ClientAPI"]):
       release lack it, the stored vector is read and sent back instead, which
       for cosine collections can move it by a rounding step.) Updating a
       record that does not exist raises StoreError before anything is written.
-    * While the writer lock is held (a sync), a document's points are read by id
-      through an index of each document's point ids, which rechunk keeps in the
-      collection :data:`INDEX_COLLECTION` of the same database (Chroma answers a
-      ``where`` read by going through every record of the collection). A write or
-      delete made without the lock, or another tool's change to the record count,
-      makes the next sync rebuild the collection's part of it from one read of every
-      record; ``drop_collection`` removes it. See :class:`_DocIndex`.
     * ``get_vectors`` returns float32 vectors as Chroma holds them: exact for
       ip and l2 collections; a cosine collection keeps them only to within a
       rounding step of what was written (Chroma normalises internally).
@@ -221,7 +210,6 @@ class ChromaStore(StoreBase["ClientAPI"]):
     _flat = True  # Chroma metadata: str, int, float, bool or a flat list of one of them
     _lease: _Lease | None = None  # while this object holds the writer lock
     _pinned: Collection | None = None  # the collection, opened once while the lock is held
-    _index: _DocIndex | None = None  # its documents' point ids, checked while the lock is held
 
     def __init__(
         self,
@@ -428,29 +416,13 @@ class ChromaStore(StoreBase["ClientAPI"]):
         return self.get_points_many([doc_id])[doc_id]
 
     def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
-        """:meth:`get_points` of each doc_id. While this object holds the writer lock (a
-        sync), read by id through the documents' point ids (see :class:`_DocIndex`);
-        otherwise one filtered read per ``batch_size`` ids (at most the client's
-        ``get_max_batch_size()``), which Chroma answers by going through every record."""
+        """:meth:`get_points` of each doc_id: one filtered read per ``batch_size`` ids (at
+        most the client's ``get_max_batch_size()``)."""
         ids = check_doc_ids(doc_ids)
         collection = self._require()
         points: list[StoredPoint] = []
         size = self._max_batch()  # SQLite limits the values of one $in filter too
         with self._errors("read points from"):
-            index = self._doc_index(collection)
-            if index is not None:  # by id: what the documents hold, not a scan
-                wanted = set(ids)
-                held = [i for point_ids in index.entries(ids, size).values() for i in point_ids]
-                for chunk in batches(held, size):
-                    page: Any = collection.get(ids=list(chunk), include=["metadatas", "documents"])
-                    decoded = (
-                        self._decode(i, d, m)
-                        for i, d, m in zip(page["ids"], page["documents"], page["metadatas"])
-                    )
-                    points.extend(
-                        p for p in decoded if p is not None and p.payload.doc_id in wanted
-                    )
-                return by_doc(points, ids)
             for chunk in batches(ids, size):
                 where = {"doc_id": {"$in": list(chunk)}}
                 for page in self._pages(
@@ -554,14 +526,10 @@ class ChromaStore(StoreBase["ClientAPI"]):
         :meth:`doc_ids` counts them), read by id; others are left out."""
         unique = check_ids(ids)
         collection = self._require()
-        with self._errors("read doc ids from"):
-            return self._doc_ids_at(collection, unique, self._max_batch())
-
-    @staticmethod
-    def _doc_ids_at(collection: Collection, ids: Sequence[str], size: int) -> dict[str, str]:
         found: dict[str, str] = {}
-        for chunk in batches(ids, size):
-            found.update(_doc_ids(collection.get(ids=list(chunk), include=["metadatas"])))
+        with self._errors("read doc ids from"):
+            for chunk in batches(unique, self._max_batch()):
+                found.update(_doc_ids(collection.get(ids=list(chunk), include=["metadatas"])))
         return found
 
     def search(
@@ -621,7 +589,6 @@ class ChromaStore(StoreBase["ClientAPI"]):
                     f"collection {self._collection!r}: {shown}; write them with a vector; "
                     f"nothing was written"
                 )
-            self._index_writes(collection, upserts, size)
             records = [(w, *self._record(w, current)) for w in upserts]
             # records that do not exist yet are added: Chroma's add skips the existence
             # check of its upsert (an initial sync's writes take 7-10% less time)
@@ -719,49 +686,8 @@ class ChromaStore(StoreBase["ClientAPI"]):
         size = self._max_batch()
         self._check_lease()
         with self._errors("delete from"):
-            index = self._doc_index(collection)
-            gone: dict[str, list[str]] = {}  # doc_id -> its point ids deleted here
-            if index is None:
-                _DocIndex.invalidate(self._client, collection)
-            else:
-                for point_id, doc_id in self._doc_ids_at(collection, unique, size).items():
-                    gone.setdefault(doc_id, []).append(point_id)
             for chunk in batches(unique, size):
                 collection.delete(ids=list(chunk))
-            if index is not None:
-                index.remove(gone, size)
-
-    # -- the index of documents' point ids -------------------------------------------------
-
-    def _doc_index(self, collection: Collection) -> _DocIndex | None:
-        """The collection's :class:`_DocIndex` while this object holds the writer lock
-        (checked, or rebuilt, at the first call of the lock); None without the lock."""
-        if self._lease is None:
-            return None
-        if self._index is None or self._index.collection_id != str(collection.id):
-            self._index = _DocIndex.open(
-                self._client,
-                collection,
-                self._max_batch(),
-                lambda: self._pages(collection, include=["metadatas"]),
-            )
-        return self._index
-
-    def _index_writes(
-        self, collection: Collection, upserts: Sequence[PreparedWrite], size: int
-    ) -> None:
-        """Before the points are written: add their ids to the index (under the lock), or
-        (without it) remove the index's stamp, so that the next sync rebuilds it."""
-        if not upserts:  # payload-only updates leave every document's ids as they are
-            return
-        index = self._doc_index(collection)
-        if index is None:
-            _DocIndex.invalidate(self._client, collection)
-            return
-        added: dict[str, list[str]] = {}
-        for write in upserts:
-            added.setdefault(write.payload.doc_id, []).append(write.id)
-        index.add(added, size)
 
 
     # -- writers ---------------------------------------------------------------------------
@@ -793,13 +719,8 @@ class ChromaStore(StoreBase["ClientAPI"]):
         try:
             yield
         finally:
-            index, self._index = self._index, None
             self._lease = self._pinned = None
-            try:
-                if index is not None:
-                    index.close()
-            finally:
-                lease.release()
+            lease.release()
 
     def _check_lease(self) -> None:
         lease = getattr(self, "_lease", None)
@@ -810,19 +731,15 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def collections(self) -> list[str]:
         """The names of every collection of the client's database (rechunk's own
-        :data:`LOCK_COLLECTION` and :data:`INDEX_COLLECTION` left out)."""
+        :data:`LOCK_COLLECTION` left out)."""
         with self._errors("list the collections of"):
             names = [c.name for c in self._client.list_collections()]
-        return [name for name in names if name not in (LOCK_COLLECTION, INDEX_COLLECTION)]
+        return [name for name in names if name != LOCK_COLLECTION]
 
     def drop_collection(self) -> None:
-        """Delete the collection, every record in it and its records in
-        :data:`INDEX_COLLECTION`."""
-        collection = self._open()
-        self._pinned = self._index = None
+        """Delete the collection and every record in it."""
+        self._pinned = None
         with self._errors("drop"):
-            if collection is not None:
-                _DocIndex.drop(self._client, collection)
             self._client.delete_collection(self._collection)
 
 
@@ -975,186 +892,6 @@ class _Lease:
             with contextlib.suppress(Exception):  # else it expires by itself
                 self._locks.delete(ids=[self._slot])
             self._slot = None
-
-
-class _DocIndex:
-    """Which point ids each document of one collection holds, kept in
-    :data:`INDEX_COLLECTION` so that a sync reads a document's points by id: Chroma
-    answers a ``where`` read by going through every record of the collection (20 ms for
-    one document at 180,000 records), a read by id costs what it returns.
-
-    One record per document (id: the collection's id and a hash of the doc_id; document:
-    its point ids as JSON) and one stamp per collection (id: the collection's id), which
-    holds the collection's record count when the last sync ended. The index is used
-    only under the writer lock. A sync's first read or write compares the stamp with the
-    collection's count and, when they differ or there is no stamp (a collection written
-    before rechunk kept the index, or changed by another tool since), rebuilds the
-    collection's records from one read of every record's metadata, with a stamp of -1
-    until the sync ends. During the sync a write adds its ids before its points are
-    written and a delete removes ids after its points are gone, so a sync cut short
-    leaves more ids than points, never fewer (a read by id skips the missing). A write or
-    delete made without the lock removes the stamp, and so does nothing else: the next
-    sync rebuilds the index, and a sync that holds the lock meanwhile does not stamp it.
-    """
-
-    def __init__(self, index: Collection, collection: Collection) -> None:
-        self._index = index
-        self._collection = collection
-        self.collection_id = str(collection.id)
-        self._points = -1  # the collection's count the stamp holds
-
-    @classmethod
-    def open(
-        cls,
-        client: Any,
-        collection: Collection,
-        size: int,
-        pages: Callable[[], Iterator[Mapping[str, Any]]],
-    ) -> _DocIndex:
-        """The collection's index, checked against its count (rebuilt when they differ,
-        with a stamp that matches no count until the sync ends)."""
-        index = client.get_or_create_collection(
-            INDEX_COLLECTION, embedding_function=None, metadata={"rechunk:index": _INDEX_VERSION}
-        )
-        self = cls(index, collection)
-        stamp = self._stamp()
-        points = collection.count()
-        if stamp is not None and stamp.get("version") == _INDEX_VERSION:
-            self._points = stamp.get("points", -1)
-        if self._points != points:
-            self._rebuild(pages, size)
-            self._put_stamp(-1)
-        return self
-
-    def _stamp(self) -> Mapping[str, Any] | None:
-        found = self._index.get(ids=[self.collection_id], include=["metadatas"])
-        metadatas = found["metadatas"] or []
-        return (metadatas[0] or {}) if metadatas else None
-
-    def _put_stamp(self, points: int) -> None:
-        metadata: Any = {
-            "collection_id": self.collection_id,
-            "version": _INDEX_VERSION,
-            "points": points,
-        }
-        self._index.upsert(
-            ids=[self.collection_id],
-            embeddings=np.zeros((1, 1), np.float32),
-            metadatas=[metadata],
-        )
-        self._points = points
-
-    def _rebuild(self, pages: Callable[[], Iterator[Mapping[str, Any]]], size: int) -> None:
-        log.info(
-            "rebuilding rechunk's index of the documents of Chroma collection %r",
-            self._collection.name,
-        )
-        self._index.delete(where={"collection_id": self.collection_id})
-        held: dict[str, list[str]] = {}
-        for page in pages():
-            for point_id, doc_id in _doc_ids(page).items():
-                held.setdefault(doc_id, []).append(point_id)
-        self._put(held, size)
-
-    def _id(self, doc_id: str) -> str:
-        digest = hashlib.sha256(doc_id.encode("utf-8", "surrogatepass")).hexdigest()
-        return f"{self.collection_id}:{digest[:32]}"
-
-    def entries(self, doc_ids: Sequence[str], size: int) -> dict[str, list[str]]:
-        """``doc_id -> point ids`` of those of ``doc_ids`` the index holds."""
-        doc_of = {self._id(doc_id): doc_id for doc_id in doc_ids}
-        found: dict[str, list[str]] = {}
-        for chunk in batches(list(doc_of), size):
-            page: Any = self._index.get(ids=list(chunk), include=["documents"])
-            for record_id, document in zip(page["ids"], page["documents"]):
-                found[doc_of[record_id]] = json.loads(document)
-        return found
-
-    def _put(self, held: Mapping[str, Sequence[str]], size: int) -> None:
-        records = [
-            (
-                doc_id,
-                json.dumps(sorted(point_ids)),
-                {"collection_id": self.collection_id, "doc_id": doc_id},
-            )
-            for doc_id, point_ids in held.items()
-        ]
-        for chunk in _requests(records, size):
-            self._index.upsert(
-                ids=[self._id(doc_id) for doc_id, _, _ in chunk],
-                embeddings=np.array([[_spread(doc_id)] for doc_id, _, _ in chunk], np.float32),
-                documents=[document for _, document, _ in chunk],
-                metadatas=[metadata for _, _, metadata in chunk],
-            )
-
-    def add(self, added: Mapping[str, Sequence[str]], size: int) -> None:
-        """Record that the documents of ``added`` hold these point ids too."""
-        current = self.entries(list(added), size)
-        grown = {
-            doc_id: {*current.get(doc_id, ()), *point_ids}
-            for doc_id, point_ids in added.items()
-            if not set(point_ids) <= set(current.get(doc_id, ()))
-        }
-        self._put({doc_id: sorted(ids) for doc_id, ids in grown.items()}, size)
-
-    def remove(self, gone: Mapping[str, Sequence[str]], size: int) -> None:
-        """Record that the documents of ``gone`` no longer hold these point ids."""
-        left = {
-            doc_id: sorted(set(point_ids) - set(gone[doc_id]))
-            for doc_id, point_ids in self.entries(list(gone), size).items()
-        }
-        self._put({doc_id: ids for doc_id, ids in left.items() if ids}, size)
-        empty = [self._id(doc_id) for doc_id, ids in left.items() if not ids]
-        for chunk in batches(empty, size):
-            self._index.delete(ids=list(chunk))
-
-    def close(self) -> None:
-        """At the end of a sync: stamp the collection's count (when it changed), unless a
-        write made without the lock removed the stamp meanwhile (the next sync rebuilds)."""
-        try:
-            points = self._collection.count()
-            if points != self._points and self._stamp() is not None:
-                self._put_stamp(points)
-        except Exception as exc:  # the next sync rebuilds the index
-            log.warning(
-                "could not record the count of Chroma collection %r in rechunk's index "
-                "(the next sync rebuilds it): %s",
-                self._collection.name,
-                exc,
-            )
-
-    @staticmethod
-    def _existing(client: Any) -> Collection | None:
-        try:
-            index: Collection = client.get_collection(INDEX_COLLECTION, embedding_function=None)
-        except NotFoundError:
-            return None
-        except ValueError as exc:  # older clients
-            if "does not exist" in str(exc):
-                return None
-            raise
-        return index
-
-    @classmethod
-    def invalidate(cls, client: Any, collection: Collection) -> None:
-        """Remove the stamp of ``collection`` (a write without the lock)."""
-        index = cls._existing(client)
-        if index is not None:
-            index.delete(ids=[str(collection.id)])
-
-    @classmethod
-    def drop(cls, client: Any, collection: Collection) -> None:
-        """Remove every record of ``collection`` from the index."""
-        index = cls._existing(client)
-        if index is not None:
-            index.delete(where={"collection_id": str(collection.id)})
-
-
-def _spread(doc_id: str) -> float:
-    """A number in [0, 1) for the vector of a doc_id's index record (Chroma wants one;
-    distinct values keep its graph index from a pile of equal vectors)."""
-    digest = hashlib.sha256(doc_id.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:4], "big") / 2**32
 
 
 def _doc_ids(page: Mapping[str, Any]) -> dict[str, str]:
