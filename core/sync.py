@@ -62,12 +62,6 @@ EMBED_BATCH = 32
 #: documents read, chunked, planned, embedded, published and verified together: a sync's
 #: memory grows with this batch and the largest document, not with the corpus
 DOC_BATCH = 256
-#: documents whose stored points one plan read asks for (the next batches', read ahead):
-#: Chroma answers a filtered read by going through every record of the collection
-#: besides the records it returns, so fewer, larger reads cost less (at 181,600 records,
-#: 256 documents' points in one read: 92 ms; in reads of 1,024 documents: 68 ms); a
-#: store caps what one request asks for itself (Chroma: 1,024 values per filter)
-READ_BATCH = 4 * DOC_BATCH
 #: bytes of vectors a sync keeps of what it published, so that a later batch needing the
 #: same input (a repeated paragraph) takes it from memory rather than from a read of the
 #: collection, whose cost grows with the collection; past it the oldest are let go
@@ -1012,22 +1006,11 @@ def _sync(
     # process while this one is embedded and published (see rechunk.ahead)
     ahead = ChunkAhead(chunker) if len(groups) > 1 else None
 
-    fetched: dict[str, list[StoredPoint]] = {}  # stored points read ahead, by doc_id
-    read_until = 0  # the groups before it have had their stored points read
-
-    def read(index: int, send: bool) -> _Batch:
-        """Batch ``index``'s stored points (read with those of the next batches, up to
-        :data:`READ_BATCH` documents a read) and the chunks they prove; ``send`` the
-        others to the helper."""
-        nonlocal read_until
-        batch = groups[index]
+    def read(batch: Sequence[Document], send: bool) -> _Batch:
+        """The batch's stored points in one read (embedded Qdrant without its index scans
+        per read) and the chunks they prove; ``send`` the others to the helper."""
         t0 = time.perf_counter()
-        if not nothing_stored and index >= read_until:
-            read_until = index + max(1, READ_BATCH // DOC_BATCH)
-            fetched.update(
-                store.get_points_many([d.doc_id for g in groups[index:read_until] for d in g])
-            )
-        stored = {d.doc_id: fetched.pop(d.doc_id, []) for d in batch}
+        stored = {} if nothing_stored else store.get_points_many([d.doc_id for d in batch])
         chunks = [_stored_chunks(doc, stored.get(doc.doc_id, []), policy) for doc in batch]
         seconds["plan"] += time.perf_counter() - t0
         todo = [doc.text for doc, known in zip(batch, chunks) if known is None]
@@ -1036,7 +1019,7 @@ def _sync(
 
     done = embedded_before = 0
     try:
-        reads = [read(0, send=False)] if groups else []  # this batch, maybe the next
+        reads = [read(groups[0], send=False)] if groups else []  # this batch, maybe the next
         for index, batch in enumerate(groups):
             current = reads.pop()
             if current.sent and ahead is not None:
@@ -1045,7 +1028,7 @@ def _sync(
                 current.chunks = [next(made, None) if c is None else c for c in current.chunks]
                 seconds["chunk"] += time.perf_counter() - t0
             if index + 1 < len(groups):
-                reads.append(read(index + 1, send=True))
+                reads.append(read(groups[index + 1], send=True))
             plans = []
             for i, (doc, chunks) in enumerate(zip(batch, current.chunks), done + 1):
                 old = current.stored.get(doc.doc_id, [])
