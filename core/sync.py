@@ -75,9 +75,15 @@ Progress = Callable[[str, int, int], None]
 Vector = npt.NDArray[np.float32]
 
 
+def _method(store: object, name: str) -> Callable[..., Any] | None:
+    """The optional method ``name`` of ``store`` (see VectorStore), or None."""
+    method = getattr(store, name, None)
+    return method if callable(method) else None
+
+
 def _offers(store: object, *methods: str) -> bool:
     """Whether ``store`` has every one of these optional methods (see VectorStore)."""
-    return all(callable(getattr(store, name, None)) for name in methods)
+    return all(_method(store, name) is not None for name in methods)
 
 
 class _Published:
@@ -87,10 +93,7 @@ class _Published:
     asks the collection."""
 
     def __init__(self, store: VectorStore, limit: int, ids: int) -> None:
-        read_at = getattr(store, "get_vectors_at", None)
-        self._read_at: Callable[..., dict[str, Vector]] | None = (
-            read_at if callable(read_at) else None
-        )
+        self._read_at = _method(store, "get_vectors_at")
         self._limit = limit
         self._vectors: dict[str, Vector] = {}
         self._bytes = 0
@@ -120,7 +123,8 @@ class _Published:
         points = {key: self._ids[key] for key in keys if key in self._ids}
         if not points or self._read_at is None:
             return {}
-        return self._read_at(points, model_id)
+        found: dict[str, Vector] = self._read_at(points, model_id)
+        return found
 
 
 @dataclass
@@ -783,8 +787,8 @@ def _check_published(
     it deleted gone is then the whole check. Any other answer falls back to re-reading
     the points, which names the documents and counts."""
     seconds = report.seconds
-    present_ids = getattr(store, "present_ids", None)
-    if locked and callable(present_ids) and all(p.doc.version is None for p in published):
+    present_ids = _method(store, "present_ids")
+    if locked and present_ids is not None and all(p.doc.version is None for p in published):
         expected = {pid for plan in published for pid in plan.ids}
         gone = {pid for plan in published for pid in plan.delete}
         if present_ids(sorted(expected | gone)) == expected:
@@ -909,12 +913,12 @@ def sync(
     collection take turns. Documents without ``version`` have no order: concurrent
     writers of one of them on Qdrant may end with a failed stale check (an error).
     """
-    lock = None if dry_run else getattr(store, "writer_lock", None)
-    with _older_objects_frozen(), lock() if callable(lock) else contextlib.nullcontext():
+    lock = None if dry_run else _method(store, "writer_lock")
+    with _older_objects_frozen(), lock() if lock is not None else contextlib.nullcontext():
         return _sync(
             documents,
             store,
-            locked=callable(lock),
+            locked=lock is not None,
             chunker=chunker,
             embedder=embedder,
             cache=cache,
