@@ -27,7 +27,10 @@ With ``--floor``, the tool ``chroma-only`` times Chroma's own adds of the record
 the initial sync writes, nothing else: what no tool writing them can go below; the
 tool ``chroma-vectors`` adds only their ids and vectors (Chroma's vector index and
 log, without texts or metadata); ``qdrant-only`` upserts the same points into
-embedded Qdrant through rechunk's ``local_client``.
+embedded Qdrant through rechunk's ``local_client``. The read floor needs no flag: on
+Chroma, each no-op process also times Chroma's own filtered reads of every point
+the no-op read (``chroma_reads_s``), so that the no-op's growth can be set beside
+Chroma's.
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
@@ -223,10 +226,13 @@ def child_rechunk(
     t0 = time.perf_counter()
     store.doc_ids()  # the one read `rechunk sync` adds without --prune (to count the others)
     doc_ids_s = time.perf_counter() - t0
-    probe = _smallest_request_ms(store) if store_uri.startswith("chroma") else None
+    chroma = store_uri.startswith("chroma")
+    probe = _smallest_request_ms(store) if chroma else None
+    floor = _chroma_reads_s(store, list(docs)) if chroma and case == "noop" else None
     opened.close()
     return {
         "doc_ids_s": doc_ids_s,
+        **({"chroma_reads_s": floor} if floor is not None else {}),
         **({"request_ms": probe} if probe is not None else {}),
         **({"chroma_log": backlog} if backlog is not None else {}),
         "open_s": open_s,
@@ -273,6 +279,25 @@ def _smallest_request_ms(store: Any) -> float:
         collection.get(limit=1, include=[])
         times.append(time.perf_counter() - t0)
     return sorted(times)[len(times) // 2] * 1000
+
+
+def _chroma_reads_s(store: Any, doc_ids: list[str]) -> float:
+    """Chroma's own cost of the reads a no-op sync's plan makes, timed alone: every
+    document's points (metadata and text), read with the same filter, ``doc_id`` among
+    :data:`rechunk.sync.DOC_BATCH` ids a request, in the order the sync reads them,
+    and nothing decoded or compared. What no tool can go below that reads the stored
+    points to learn that nothing changed."""
+    from rechunk.sync import DOC_BATCH
+
+    collection = store._client.get_collection(COLLECTION, embedding_function=None)
+    records = 0
+    t0 = time.perf_counter()
+    for start in range(0, len(doc_ids), DOC_BATCH):
+        where = {"doc_id": {"$in": doc_ids[start : start + DOC_BATCH]}}
+        records += len(collection.get(where=where, include=["metadatas", "documents"])["ids"])
+    seconds = time.perf_counter() - t0
+    assert records == store.collection_info().points, "the floor must read every point"
+    return seconds
 
 
 def _chroma_log_records(db: str) -> int:
@@ -710,7 +735,9 @@ def to_markdown(result: dict[str, Any]) -> str:
         "",
         "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
         "case's store open; `doc_ids`: the extra read `rechunk sync` makes without `--prune` "
-        "(to count the documents it was not given); peak: the largest RSS of the five processes "
+        "(to count the documents it was not given); on Chroma, the json's `chroma_reads_s` of a no-op is Chroma's own cost "
+        "of the reads that no-op's plan made (the same filtered requests, timed alone "
+        "after it, nothing decoded); peak: the largest RSS of the five processes "
         "(plus the chunking helper's own peak where a row records one, `helper_mb`: a sync "
         "with more than 256 documents to chunk starts it).",
         "",
@@ -814,6 +841,18 @@ def verdict(result: dict[str, Any]) -> list[str]:
             line += (
                 f" (records in Chroma's write-ahead log before those syncs, which each of "
                 f"its writes re-reads: {backlog[0]:,} and {backlog[1]:,})"
+            )
+        floor = exponents(done, "chroma_reads_s")["noop"]
+        pairs = [
+            f"{f:.2f} from {a['n']:,} to {b['n']:,} (rechunk's no-op: {v:.2f})"
+            for a, b, f, v in zip(done, done[1:], floor, exp["noop"])
+            if f is not None and v is not None
+        ]
+        if pairs:
+            line += (
+                "; Chroma's own reads of the points a no-op reads (the same filtered "
+                "requests, timed alone after it: `chroma_reads_s`) grow with exponent "
+                + "; ".join(pairs)
             )
         if store in ANCHOR_STORES:
             ns = [r["n"] for r in done]
