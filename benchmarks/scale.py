@@ -849,10 +849,13 @@ def verdict(result: dict[str, Any]) -> list[str]:
             if f is not None and v is not None
         ]
         if pairs:
+            noop = last["cases"]["noop"]
             line += (
                 "; Chroma's own reads of the points a no-op reads (the same filtered "
                 "requests, timed alone after it: `chroma_reads_s`) grow with exponent "
                 + "; ".join(pairs)
+                + f" ({noop['chroma_reads_s']:.1f} s against the no-op's "
+                f"{noop['sync_s']:.1f} s at {last['n']:,} documents)"
             )
         if store in ANCHOR_STORES:
             ns = [r["n"] for r in done]
