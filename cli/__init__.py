@@ -471,23 +471,6 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
-def _not_given(
-    store: Any, report: Any, files: Any, stored: set[str], keep: set[str], *, known: bool
-) -> int:
-    """Documents the store holds that this sync was not given (``--prune`` deletes them).
-
-    When the collection holds exactly the points of the documents just synced, there
-    are none, and no other read is needed: reading every point's doc_id to count them
-    would cost a no-op sync of a large corpus as much again (Chroma)."""
-    if not known:
-        info = store.collection_info()
-        synced = sum(report.chunks[k] for k in ("kept", "updated", "added"))
-        if info is None or (not report.dry_run and info.points == synced):
-            return 0
-        stored = store.doc_ids()
-    return len(stored - {doc.doc_id for doc in files.documents} - keep)
-
-
 def _cmd_sync(args: argparse.Namespace) -> int:
     from rechunk.policy import policy_for
     from rechunk.sync import SyncReport, sync
@@ -533,19 +516,23 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                     keep=keep,
                     dry_run=args.dry_run,
                     progress=progress,
+                    # documents the store holds beyond these (--prune deletes them);
+                    # with files skipped, every stored doc_id was read above already
+                    count_not_given=not args.prune and not files.skipped,
                 )
             except StaleCheckError as exc:  # written, but not exact: report, then exit 3
                 if not isinstance(exc.report, SyncReport):
                     raise
                 report, failed = exc.report, exc
-        unlisted = 0
-        if not args.prune:
-            unlisted = _not_given(store, report, files, stored, keep, known=bool(files.skipped))
+        unlisted = report.not_given or 0
+        if not args.prune and files.skipped:
+            unlisted = len(stored - {doc.doc_id for doc in files.documents} - keep)
         if not args.dry_run:
             _record_roots(args, files.roots, replace=args.prune)
     report.documents["skipped"] += len(files.skipped)
     if args.json:
         data = {**report.to_dict(), **_file_fields(files)}
+        del data["not_given"]  # counted with the documents, as the summary shows it
         data["documents"]["not_given"] = unlisted
         data["model_loaded"] = embedder.loaded
         _print_json(data)

@@ -175,7 +175,10 @@ class SyncReport:
     synced document that carry another revision, or that the new revision lacks, after
     the sync (the check queries the store). When it is not 0, ``stale_check`` is
     ``"failed"`` and :func:`sync` raises :class:`~rechunk.errors.StaleCheckError` whose
-    ``report`` is this report. ``seconds`` is the time the sync spent in each stage;
+    ``report`` is this report. ``not_given`` is the number of documents the collection
+    holds beside the synced ones (and ``keep``), which a prune would delete: counted
+    only when :func:`sync` is asked to (``count_not_given=True``), else None.
+    ``seconds`` is the time the sync spent in each stage;
     chunking done by the helper process while the sync published counts only as long
     as the sync waited for it.
     """
@@ -203,6 +206,7 @@ class SyncReport:
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     stale_points: int = 0
     stale_check: Literal["passed", "failed", "skipped"] = "skipped"
+    not_given: int | None = None
     per_document: list[DocumentReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -861,6 +865,24 @@ def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[
         yield {doc_id: [p.id for p in points_of[doc_id]] for doc_id in batch}
 
 
+def _count_not_given(
+    store: VectorStore, report: SyncReport, given: set[str], held: set[str]
+) -> int:
+    """How many documents the collection holds beside ``given``: 0 when, after a sync
+    that wrote, it holds just the points the sync left for them (one count, no read of
+    any point); else the documents :func:`_gone` finds (by id where the store offers
+    it), or every doc_id the store names."""
+    info = store.collection_info()
+    if info is None:
+        return 0
+    synced = sum(report.chunks[k] for k in ("kept", "updated", "added"))
+    if not report.dry_run and info.points == synced:
+        return 0
+    if _offers(store, *_LISTS_IDS):
+        return sum(len(found) for found in _gone(store, given, held))
+    return len(store.doc_ids() - given)
+
+
 def sync(
     documents: Iterable[Document],
     store: VectorStore,
@@ -874,6 +896,7 @@ def sync(
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
+    count_not_given: bool = False,
 ) -> SyncReport:
     """Bring ``store`` to exactly the given revisions of ``documents``.
 
@@ -900,6 +923,10 @@ def sync(
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
+    ``count_not_given=True`` (without ``prune``) counts the documents the collection
+    holds beside the given ones and ``keep`` in ``report.not_given``: none when it
+    holds just the points the sync left for the given documents (one count), else
+    read by point id where the store offers it (Chroma), or from every doc_id.
 
     Concurrent writers: after every sync of a document has returned, the store holds
     exactly the chunks of the newest ``version`` any of them synced. On Qdrant every
@@ -928,6 +955,7 @@ def sync(
             dry_run=dry_run,
             reuse_from=reuse_from,
             progress=progress,
+            count_not_given=count_not_given,
         )
 
 
@@ -965,6 +993,7 @@ def _sync(
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
+    count_not_given: bool = False,
 ) -> SyncReport:
     """:func:`sync` itself, with the writer lock (if any) held: ``locked`` says it is, so
     that no other rechunk writer changes the collection until this sync ends."""
@@ -1004,7 +1033,8 @@ def _sync(
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
     published_vectors = _Published(store, PUBLISHED_BYTES, PUBLISHED_IDS)
     held: set[str] = set()  # the ids of the given documents' points, for _gone
-    keep_held = prune and _offers(store, *_LISTS_IDS)
+    counting = count_not_given and not prune
+    keep_held = (prune or counting) and _offers(store, *_LISTS_IDS)
     groups = list(batches(docs, DOC_BATCH))
     # with more than one batch, the documents of the next batch are chunked in a helper
     # process while this one is embedded and published (see rechunk.ahead)
@@ -1123,6 +1153,10 @@ def _sync(
         if ahead is not None:
             ahead.close()
 
+    if counting:
+        t0 = time.perf_counter()
+        report.not_given = _count_not_given(store, report, {d.doc_id for d in docs} | kept, held)
+        seconds["plan"] += time.perf_counter() - t0
     if prune and not store_missing:
         given = {doc.doc_id for doc in docs} | kept
         t0 = time.perf_counter()  # reads that find what to delete: plan

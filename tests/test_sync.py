@@ -220,6 +220,29 @@ def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any,
     assert store.doc_ids() == {"a"} and pruned.documents["deleted"] == 1
 
 
+def test_the_documents_not_given_are_counted_when_asked(make_store: StoreFactory, minilm: Any,
+                                                        chunker: Any) -> None:
+    """``count_not_given=True`` counts the stored documents a sync was not given (nor
+    ``keep``): what a prune would delete; without it, or with a prune, it is None."""
+    store = fresh(make_store("langchain"), minilm)
+    cache = MemoryCache()
+    docs = [Document("a", NOTES), Document("b", GUIDE_V1), Document("c", GUIDE_V2)]
+
+    def run(given: list[Document], **kwargs: Any) -> Any:
+        return sync(given, store, chunker=chunker, embedder=minilm, cache=cache, **kwargs)
+
+    assert run(docs, count_not_given=True).not_given == 0
+    assert run(docs[:1]).not_given is None
+    assert run(docs[:1], count_not_given=True).not_given == 2
+    assert run(docs[:1], keep=["b"], count_not_given=True).not_given == 1
+    edited = [Document("a", NOTES + "\n\nOne more paragraph.\n")]
+    assert run(edited, dry_run=True, count_not_given=True).not_given == 2
+    assert run(edited, count_not_given=True).not_given == 2
+    pruned = run(edited, prune=True, count_not_given=True)
+    assert pruned.not_given is None and pruned.documents["deleted"] == 2
+    assert store.doc_ids() == {"a"} and run(edited, count_not_given=True).not_given == 0
+
+
 def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chunker: Any,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The reads that find what a prune deletes (every stored doc_id, then the gone
@@ -827,6 +850,30 @@ def test_a_chroma_prune_reads_ids_and_the_doc_ids_of_the_others_only(
         points["d2"] | points["d3"] | {theirs}
     )
     assert "get_points_many" not in counting.reads[1:]  # the plan's read only
+
+
+@pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
+def test_chroma_counts_the_documents_not_given_without_reading_every_doc_id(
+    make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting the documents a sync was not given reads Chroma's ids, then the doc_ids
+    of the records that are not the given documents' points, by id: never every
+    record's metadata (``doc_ids``), which costs as much as the sync's own reads."""
+    store = fresh(make_store("langchain"), minilm)
+    docs = [_numbered(i, False) for i in range(4)]
+    sync(docs, store, chunker=chunker, embedder=minilm, cache=numbered_cache)
+    others = {p.id for d in docs[2:] for p in store.get_points(d.doc_id)}
+    counting = _CountingChroma(store._client, store.collection)
+    asked: list[str] = []
+    monkeypatch.setattr(counting, "doc_ids_of",
+                        lambda ids: asked.extend(ids) or ChromaStore.doc_ids_of(counting, ids))
+    monkeypatch.setattr(counting, "doc_ids", lambda: pytest.fail("read every doc_id"))
+    report = sync([_numbered(0, True), docs[1]], counting, chunker=chunker, embedder=minilm,
+                  cache=numbered_cache, count_not_given=True)
+    assert report.not_given == 2 and sorted(asked) == sorted(others)
+    assert sync(docs, counting, chunker=chunker, embedder=minilm, cache=numbered_cache,
+                count_not_given=True).not_given == 0
 
 
 def test_the_memory_of_what_a_sync_published_keeps_the_newest_within_its_bounds() -> None:
