@@ -924,9 +924,10 @@ def sync(
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
     ``count_not_given=True`` (without ``prune``) counts the documents the collection
-    holds beside the given ones and ``keep`` in ``report.not_given``: none when it
-    holds just the points the sync left for the given documents (one count), else
-    read by point id where the store offers it (Chroma), or from every doc_id.
+    holds beside the given ones and ``keep`` in ``report.not_given``: 0 from one count
+    when it holds just the points the sync left for the given documents, else found
+    by point id where the store offers it (Chroma: every id, then the others'
+    doc_ids), or from every doc_id the store names.
 
     Concurrent writers: after every sync of a document has returned, the store holds
     exactly the chunks of the newest ``version`` any of them synced. On Qdrant every
