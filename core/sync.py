@@ -1154,12 +1154,12 @@ def _sync(
         if ahead is not None:
             ahead.close()
 
+    given = {doc.doc_id for doc in docs} | kept  # a prune keeps them; the count leaves them out
     if counting:
         t0 = time.perf_counter()
-        report.not_given = _count_not_given(store, report, {d.doc_id for d in docs} | kept, held)
+        report.not_given = _count_not_given(store, report, given, held)
         seconds["plan"] += time.perf_counter() - t0
     if prune and not store_missing:
-        given = {doc.doc_id for doc in docs} | kept
         t0 = time.perf_counter()  # reads that find what to delete: plan
         for points_of in _gone(store, given, held):
             seconds["plan"] += time.perf_counter() - t0
