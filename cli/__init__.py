@@ -336,7 +336,7 @@ def _progress_bar(enabled: bool) -> Any:
     )
 
 
-def _sync_summary(report: Any, unlisted: int, notes: list[tuple[str, str]]) -> None:
+def _sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> None:
     d, c, i = report.documents, report.chunks, report.inputs
     rows = []
     docs = (
@@ -346,8 +346,14 @@ def _sync_summary(report: Any, unlisted: int, notes: list[tuple[str, str]]) -> N
     if d["skipped"]:
         docs += f", {d['skipped']} skipped"
     rows.append(("documents", docs))
-    if unlisted:
-        rows.append(("not given", f"{unlisted} kept in the store (--prune deletes them)"))
+    if report.chunks_not_given and not pruned:
+        rows.append(
+            (
+                "not given",
+                f"{report.chunks_not_given:,} chunks of other documents stay in the "
+                "collection (--prune deletes the documents this sync was not given)",
+            )
+        )
     rows.append(
         (
             "chunks",
@@ -489,12 +495,12 @@ def _cmd_sync(args: argparse.Namespace) -> int:
             from rechunk.generations import open_live
 
             store = open_live(store, chunker, embedder.dimension)
-        # files that exist but were not read (unreadable, or in a folder that could not
-        # be listed) keep their documents; an empty file's are pruned like a deleted one's.
-        # The stored ids are read only when needed: a read of every point's doc_id.
-        exists = store.collection_info() is not None
-        stored = store.doc_ids() if files.skipped and exists else set()
-        keep = {doc_id for doc_id in stored if files.covers(doc_id)}
+        # with --prune, files that exist but were not read (unreadable, or in a folder
+        # that could not be listed) keep their documents; an empty file's are pruned like
+        # a deleted one's. The stored ids are read only then: a read of every doc_id.
+        keep: set[str] = set()
+        if args.prune and files.skipped and store.collection_info() is not None:
+            keep = {doc_id for doc_id in store.doc_ids() if files.covers(doc_id)}
         with _progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}
 
@@ -516,28 +522,20 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                     keep=keep,
                     dry_run=args.dry_run,
                     progress=progress,
-                    # documents the store holds beyond these (--prune deletes them);
-                    # with files skipped, every stored doc_id was read above already
-                    count_not_given=not args.prune and not files.skipped,
                 )
             except StaleCheckError as exc:  # written, but not exact: report, then exit 3
                 if not isinstance(exc.report, SyncReport):
                     raise
                 report, failed = exc.report, exc
-        unlisted = report.not_given or 0
-        if not args.prune and files.skipped:
-            unlisted = len(stored - {doc.doc_id for doc in files.documents} - keep)
         if not args.dry_run:
             _record_roots(args, files.roots, replace=args.prune)
     report.documents["skipped"] += len(files.skipped)
     if args.json:
         data = {**report.to_dict(), **_file_fields(files)}
-        del data["not_given"]  # counted with the documents, as the summary shows it
-        data["documents"]["not_given"] = unlisted
         data["model_loaded"] = embedder.loaded
         _print_json(data)
     else:
-        _sync_summary(report, unlisted, _file_notes(files, args.prune))
+        _sync_summary(report, args.prune, _file_notes(files, args.prune))
     if failed is not None:
         _report_error(failed, args.debug)
         return EXIT_BACKEND

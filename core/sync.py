@@ -175,9 +175,10 @@ class SyncReport:
     synced document that carry another revision, or that the new revision lacks, after
     the sync (the check queries the store). When it is not 0, ``stale_check`` is
     ``"failed"`` and :func:`sync` raises :class:`~rechunk.errors.StaleCheckError` whose
-    ``report`` is this report. ``not_given`` is the number of documents the collection
-    holds beside the synced ones (and ``keep``), which a prune would delete: counted
-    only when :func:`sync` is asked to (``count_not_given=True``), else None.
+    ``report`` is this report. ``chunks_not_given`` is the number of points the collection
+    held when the sync started beside the given documents' (those of documents it was
+    not given, ``keep``'s among them): the count the sync reads first, less the given
+    documents' points that it reads to plan, so it costs no further read.
     ``seconds`` is the time the sync spent in each stage;
     chunking done by the helper process while the sync published counts only as long
     as the sync waited for it.
@@ -206,7 +207,7 @@ class SyncReport:
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     stale_points: int = 0
     stale_check: Literal["passed", "failed", "skipped"] = "skipped"
-    not_given: int | None = None
+    chunks_not_given: int = 0
     per_document: list[DocumentReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -865,24 +866,6 @@ def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[
         yield {doc_id: [p.id for p in points_of[doc_id]] for doc_id in batch}
 
 
-def _count_not_given(
-    store: VectorStore, report: SyncReport, given: set[str], held: set[str]
-) -> int:
-    """How many documents the collection holds beside ``given``: 0 when, after a sync
-    that wrote, it holds just the points the sync left for them (one count, no read of
-    any point); else the documents :func:`_gone` finds (by id where the store offers
-    it), or every doc_id the store names."""
-    info = store.collection_info()
-    if info is None:
-        return 0
-    synced = sum(report.chunks[k] for k in ("kept", "updated", "added"))
-    if not report.dry_run and info.points == synced:
-        return 0
-    if _offers(store, *_LISTS_IDS):
-        return sum(len(found) for found in _gone(store, given, held))
-    return len(store.doc_ids() - given)
-
-
 def sync(
     documents: Iterable[Document],
     store: VectorStore,
@@ -896,7 +879,6 @@ def sync(
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
-    count_not_given: bool = False,
 ) -> SyncReport:
     """Bring ``store`` to exactly the given revisions of ``documents``.
 
@@ -923,11 +905,6 @@ def sync(
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
-    ``count_not_given=True`` (without ``prune``) counts the documents the collection
-    holds beside the given ones and ``keep`` in ``report.not_given``: 0 from one count
-    when it holds just the points the sync left for the given documents, else found
-    by point id where the store offers it (Chroma: every id, then the others'
-    doc_ids), or from every doc_id the store names.
 
     Concurrent writers: after every sync of a document has returned, the store holds
     exactly the chunks of the newest ``version`` any of them synced. On Qdrant every
@@ -956,7 +933,6 @@ def sync(
             dry_run=dry_run,
             reuse_from=reuse_from,
             progress=progress,
-            count_not_given=count_not_given,
         )
 
 
@@ -994,7 +970,6 @@ def _sync(
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
-    count_not_given: bool = False,
 ) -> SyncReport:
     """:func:`sync` itself, with the writer lock (if any) held: ``locked`` says it is, so
     that no other rechunk writer changes the collection until this sync ends."""
@@ -1034,8 +1009,8 @@ def _sync(
     failed: list[tuple[str, int, int]] = []  # (doc_id, wrong, missing) of a failed check
     published_vectors = _Published(store, PUBLISHED_BYTES, PUBLISHED_IDS)
     held: set[str] = set()  # the ids of the given documents' points, for _gone
-    counting = count_not_given and not prune
-    keep_held = (prune or counting) and _offers(store, *_LISTS_IDS)
+    keep_held = prune and _offers(store, *_LISTS_IDS)
+    report.chunks_not_given = info.points if info is not None else 0
     groups = list(batches(docs, DOC_BATCH))
     # with more than one batch, the documents of the next batch are chunked in a helper
     # process while this one is embedded and published (see rechunk.ahead)
@@ -1067,6 +1042,7 @@ def _sync(
             plans = []
             for i, (doc, chunks) in enumerate(zip(batch, current.chunks), done + 1):
                 old = current.stored.get(doc.doc_id, [])
+                report.chunks_not_given -= len(old)
                 if keep_held:
                     held.update(p.id for p in old)
                 if chunks is None:
@@ -1154,12 +1130,10 @@ def _sync(
         if ahead is not None:
             ahead.close()
 
-    given = {doc.doc_id for doc in docs} | kept  # a prune keeps them; the count leaves them out
-    if counting:
-        t0 = time.perf_counter()
-        report.not_given = _count_not_given(store, report, given, held)
-        seconds["plan"] += time.perf_counter() - t0
+    # a writer that added points of a given document after the count would make it negative
+    report.chunks_not_given = max(report.chunks_not_given, 0)
     if prune and not store_missing:
+        given = {doc.doc_id for doc in docs} | kept
         t0 = time.perf_counter()  # reads that find what to delete: plan
         for points_of in _gone(store, given, held):
             seconds["plan"] += time.perf_counter() - t0

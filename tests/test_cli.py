@@ -74,14 +74,15 @@ def test_dry_run_prune_and_skipped_files(workdir: Path,
     assert not (workdir / ".rechunk" / "qdrant").exists() or not any(
         (workdir / ".rechunk" / "qdrant").iterdir()
     )
-    assert main(["sync", "docs"]) == 0
-    capsys.readouterr()
+    code, first = run_json(capsys, "sync", "docs")
+    chunks_of = {d["doc_id"]: d["chunks"] for d in first["per_document"]}
     (workdir / "docs" / "reuse-cache.md").unlink()
     (workdir / "docs" / "broken.md").write_bytes(b"caf\xe9\n")
     code, kept = run_json(capsys, "sync", "docs")
     assert code == 1  # a skipped file is a partial failure
     assert kept["skipped_files"][0]["doc_id"] == "broken.md"
-    assert kept["documents"]["not_given"] == 1 and kept["documents"]["deleted"] == 0
+    assert kept["chunks_not_given"] == chunks_of["reuse-cache.md"]
+    assert kept["documents"]["deleted"] == 0
     code, pruned = run_json(capsys, "sync", "docs", "--prune")
     assert pruned["documents"]["deleted"] == 1
     code, status = run_json(capsys, "status")
@@ -308,29 +309,27 @@ def test_sync_in_the_llamaindex_layout_links_previous_and_next(workdir: Path) ->
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "chroma"])
-def test_not_given_is_counted_without_reading_every_doc_id(
+def test_the_chunks_not_given_are_counted_without_reading_a_doc_id(
     kind: str, workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A sync without --prune counts the stored documents it was not given; when the
-    collection holds just the synced documents' points, it reads no doc_id for that,
-    and Chroma, which can read doc_ids by point id, never reads every doc_id."""
+    """A sync without --prune counts the chunks of the stored documents it was not given
+    and says so, with no read of any doc_id (a read of the whole collection), also
+    when a file was skipped."""
     from rechunk.adapters.chroma import ChromaStore
     from rechunk.adapters.qdrant import QdrantStore
 
     store = QdrantStore if kind == "qdrant" else ChromaStore
     where = ["--store", f"{kind}:{workdir / 'db'}"]
-    assert main(["sync", "docs", *where]) == 0
-    capsys.readouterr()
-    calls: list[int] = []
-    real = store.doc_ids
-    monkeypatch.setattr(store, "doc_ids", lambda self: calls.append(1) or real(self))
+    code, first = run_json(capsys, "sync", "docs", *where)
+    chunks_of = {d["doc_id"]: d["chunks"] for d in first["per_document"]}
+    monkeypatch.setattr(store, "doc_ids", lambda self: pytest.fail("read every doc_id"))
     code, again = run_json(capsys, "sync", "docs", *where)
-    assert code == 0 and again["documents"]["not_given"] == 0 and calls == []
-    assert "not_given" not in again  # counted with the documents only
+    assert code == 0 and again["chunks_not_given"] == 0
     (workdir / "docs" / "reuse-cache.md").unlink()
-    code, fewer = run_json(capsys, "sync", "docs", *where)
-    assert code == 0 and fewer["documents"]["not_given"] == 1
-    assert calls == ([1] if kind == "qdrant" else [])
+    (workdir / "docs" / "broken.md").write_bytes(b"caf\xe9\n")
+    assert main(["sync", "docs", *where]) == 1
+    out = capsys.readouterr().out
+    assert f"{chunks_of['reuse-cache.md']} chunks of other documents stay" in " ".join(out.split())
 
 
 def test_status_advises_a_server_past_the_embedded_size(

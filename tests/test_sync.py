@@ -220,10 +220,12 @@ def test_prune_and_untouched_documents(make_store: StoreFactory, minilm: Any,
     assert store.doc_ids() == {"a"} and pruned.documents["deleted"] == 1
 
 
-def test_the_documents_not_given_are_counted_when_asked(make_store: StoreFactory, minilm: Any,
-                                                        chunker: Any) -> None:
-    """``count_not_given=True`` counts the stored documents a sync was not given (nor
-    ``keep``): what a prune would delete; without it, or with a prune, it is None."""
+def test_the_chunks_not_given_are_counted_without_a_read_of_their_own(
+    make_store: StoreFactory, minilm: Any, chunker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chunks_not_given`` is the points the collection held at the sync's start beside
+    the given documents' (``keep``'s among them), from the count and the plan's reads:
+    a sync without a prune reads no doc_id and no other document's point for it."""
     store = fresh(make_store("langchain"), minilm)
     cache = MemoryCache()
     docs = [Document("a", NOTES), Document("b", GUIDE_V1), Document("c", GUIDE_V2)]
@@ -231,16 +233,21 @@ def test_the_documents_not_given_are_counted_when_asked(make_store: StoreFactory
     def run(given: list[Document], **kwargs: Any) -> Any:
         return sync(given, store, chunker=chunker, embedder=minilm, cache=cache, **kwargs)
 
-    assert run(docs, count_not_given=True).not_given == 0
-    assert run(docs[:1]).not_given is None
-    assert run(docs[:1], count_not_given=True).not_given == 2
-    assert run(docs[:1], keep=["b"], count_not_given=True).not_given == 1
+    assert run(docs).chunks_not_given == 0
+    others = len(store.get_points("b")) + len(store.get_points("c"))
     edited = [Document("a", NOTES + "\n\nOne more paragraph.\n")]
-    assert run(edited, dry_run=True, count_not_given=True).not_given == 2
-    assert run(edited, count_not_given=True).not_given == 2
-    pruned = run(edited, prune=True, count_not_given=True)
-    assert pruned.not_given is None and pruned.documents["deleted"] == 2
-    assert store.doc_ids() == {"a"} and run(edited, count_not_given=True).not_given == 0
+    with monkeypatch.context() as patch:
+        for name in ("doc_ids", "all_ids", "doc_ids_of"):
+            if hasattr(store, name):
+                patch.setattr(store, name, lambda *a, n=name: pytest.fail(f"{n} read"))
+        assert run(docs[:1]).chunks_not_given == others
+        assert run(docs[:1], keep=["b"]).chunks_not_given == others
+        assert run(edited, dry_run=True).chunks_not_given == others
+        assert run(edited).chunks_not_given == others
+        assert run([*edited, docs[1]]).chunks_not_given == len(store.get_points("c"))
+    pruned = run(edited, prune=True)  # what the collection held at its start
+    assert pruned.chunks_not_given == others and pruned.documents["deleted"] == 2
+    assert store.doc_ids() == {"a"} and run(edited).chunks_not_given == 0
 
 
 def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chunker: Any,
@@ -850,30 +857,6 @@ def test_a_chroma_prune_reads_ids_and_the_doc_ids_of_the_others_only(
         points["d2"] | points["d3"] | {theirs}
     )
     assert "get_points_many" not in counting.reads[1:]  # the plan's read only
-
-
-@pytest.mark.parametrize("make_store", ["chroma-persistent"], indirect=True)
-def test_chroma_counts_the_documents_not_given_without_reading_every_doc_id(
-    make_store: StoreFactory, minilm: Any, chunker: Any, numbered_cache: MemoryCache,
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Counting the documents a sync was not given reads Chroma's ids, then the doc_ids
-    of the records that are not the given documents' points, by id: never every
-    record's metadata (``doc_ids``), which costs as much as the sync's own reads."""
-    store = fresh(make_store("langchain"), minilm)
-    docs = [_numbered(i, False) for i in range(4)]
-    sync(docs, store, chunker=chunker, embedder=minilm, cache=numbered_cache)
-    others = {p.id for d in docs[2:] for p in store.get_points(d.doc_id)}
-    counting = _CountingChroma(store._client, store.collection)
-    asked: list[str] = []
-    monkeypatch.setattr(counting, "doc_ids_of",
-                        lambda ids: asked.extend(ids) or ChromaStore.doc_ids_of(counting, ids))
-    monkeypatch.setattr(counting, "doc_ids", lambda: pytest.fail("read every doc_id"))
-    report = sync([_numbered(0, True), docs[1]], counting, chunker=chunker, embedder=minilm,
-                  cache=numbered_cache, count_not_given=True)
-    assert report.not_given == 2 and sorted(asked) == sorted(others)
-    assert sync(docs, counting, chunker=chunker, embedder=minilm, cache=numbered_cache,
-                count_not_given=True).not_given == 0
 
 
 def test_the_memory_of_what_a_sync_published_keeps_the_newest_within_its_bounds() -> None:
