@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -150,6 +151,7 @@ class HashEmbedder:
     dimension = DIM
     max_input_tokens = 256
     special_tokens = 2
+    loaded = True  # nothing to load (``rechunk sync --json`` reports it)
 
     def __init__(self) -> None:
         from tokenizers import Tokenizer
@@ -223,13 +225,19 @@ def child_rechunk(
     t0 = time.perf_counter()
     report = rechunk.sync(documents, store, chunker=chunker, embedder=embedder, prune=prune)
     sync_s = time.perf_counter() - t0
-    not_given_s = None if prune else _not_given_s(store, report, list(docs))
     chroma = store_uri.startswith("chroma")
     probe = _smallest_request_ms(store) if chroma else None
     floor = _chroma_reads_s(store, list(docs)) if chroma and case == "noop" else None
+    cli = {}
+    if case == "edit_one":
+        t0 = time.perf_counter()
+        rechunk.sync(documents, store, chunker=chunker, embedder=embedder)
+        cli = {"api_again_s": time.perf_counter() - t0}
     opened.close()
+    if cli:
+        cli["cli_s"] = _cli_s(store_uri, docs, embedder)
     return {
-        **({"not_given_s": not_given_s} if not_given_s is not None else {}),
+        **cli,
         **({"chroma_reads_s": floor} if floor is not None else {}),
         **({"request_ms": probe} if probe is not None else {}),
         **({"chroma_log": backlog} if backlog is not None else {}),
@@ -279,21 +287,45 @@ def _smallest_request_ms(store: Any) -> float:
     return sorted(times)[len(times) // 2] * 1000
 
 
-def _not_given_s(store: Any, report: Any, given: list[str]) -> float:
-    """What ``rechunk sync`` adds to the sync without ``--prune``: the count of the
-    stored documents it was not given (``count_not_given=True``), timed alone. Its
-    ``held`` (the given documents' point ids, which the sync keeps as it goes) is
-    read here untimed, and only when the count needs it."""
-    from rechunk.sync import _count_not_given
+def _cli_s(store_uri: str, docs: dict[str, str], embedder: Any) -> float:
+    """``rechunk sync FILE`` of the documents just synced (now unchanged), run in this
+    process through the CLI's ``main`` with this benchmark's embedder, less the CLI's
+    own opening of the store: what the CLI adds to the sync beside ``api_again_s``, the
+    same sync made straight through the API (files read, the collection checked, the
+    summary, the manifest of synced folders, and any read of its own)."""
+    import tempfile
 
-    info = store.collection_info()
-    synced = sum(report.chunks[k] for k in ("kept", "updated", "added"))
-    held: set[str] = set()
-    if info is not None and info.points != synced:
-        held = {p.id for points in store.get_points_many(given).values() for p in points}
-    t0 = time.perf_counter()
-    _count_not_given(store, report, set(given), held)
-    return time.perf_counter() - t0
+    import rechunk.adapters.uri
+    import rechunk.cli as cli
+
+    real_open = rechunk.adapters.uri.open_store
+    opening: list[float] = []
+
+    def timed_open(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return real_open(*args, **kwargs)
+        finally:
+            opening.append(time.perf_counter() - t0)
+
+    rechunk.adapters.uri.open_store = timed_open
+    cli._embedder = lambda args: embedder
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory() as folder:
+        for doc_id, text in docs.items():
+            Path(folder, doc_id).write_text(text, encoding="utf-8")
+        os.chdir(folder)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                t0 = time.perf_counter()
+                code = cli.main(
+                    ["sync", *docs, "--store", store_uri, "--collection", COLLECTION, "--json"]
+                )
+                seconds = time.perf_counter() - t0
+        finally:
+            os.chdir(here)
+    assert code == 0 and len(opening) == 1, (code, opening)
+    return seconds - opening[0]
 
 
 def _chroma_reads_s(store: Any, doc_ids: list[str]) -> float:
@@ -749,17 +781,16 @@ def to_markdown(result: dict[str, Any]) -> str:
         "batches of 256), timed alone.",
         "",
         "Seconds of the sync call per case; points/s of the initial sync; open: the no-op "
-        "case's store open; not given: what `rechunk sync` adds without `--prune` to count "
-        "the stored documents it was not given, in the one-document case (every other "
-        "document not given; the json's `not_given_s` of each case; on Chroma read by "
-        "point id, elsewhere every doc_id; where the collection holds only the given "
-        "documents, one count); on Chroma, the json's `chroma_reads_s` of a no-op is Chroma's own cost "
+        "case's store open; CLI adds: in the one-document case, what `rechunk sync FILE` "
+        "(run through the CLI's `main` in the same process, its own store open left out: "
+        "`cli_s`) takes beyond the same sync made through the API (`api_again_s`; both "
+        "sync that document once more, unchanged, after the timed one); on Chroma, the json's `chroma_reads_s` of a no-op is Chroma's own cost "
         "of the reads that no-op's plan made (the same filtered requests, timed alone "
         "after it, nothing decoded); peak: the largest RSS of the five processes "
         "(plus the chunking helper's own peak where a row records one, `helper_mb`: a sync "
         "with more than 256 documents to chunk starts it).",
         "",
-        "| tool | store | N | points | initial | points/s | no-op | one edit, all passed | one doc only | prune 1% | open | not given | peak MB |",
+        "| tool | store | N | points | initial | points/s | no-op | one edit, all passed | one doc only | prune 1% | open | CLI adds | peak MB |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["rows"]:
@@ -781,7 +812,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {row['tool']} | {row['store']} | {row['n']:,} | {points} | {cell('initial')} | "
             f"{rate} | " + " | ".join(cell(k) for k in CASES[1:])
-            + f" | {_s(noop.get('open_s'))} | {_s(c.get('edit_one', {}).get('not_given_s'))} | {peak:,.0f} |"
+            + f" | {_s(noop.get('open_s'))} | {_s(_cli_adds(c.get('edit_one', {})))} | {peak:,.0f} |"
         )
     lines += [
         "",
@@ -819,6 +850,13 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _cli_adds(case: dict[str, Any]) -> float | None:
+    """What ``rechunk sync`` took beyond the API in a one-document case (see _cli_s)."""
+    if "cli_s" not in case:
+        return None
+    return float(case["cli_s"] - case["api_again_s"])
+
+
 def _case(result: dict[str, Any], tool: str, store: str, n: int, case: str) -> dict[str, Any]:
     for row in result["rows"]:
         if (row["tool"], row["store"], row["n"]) == (tool, store, n):
@@ -848,6 +886,9 @@ def verdict(result: dict[str, Any]) -> list[str]:
             f"{worst:.2f}{fit_text} (target <= 1.1); one document only {flat:.1f}x from "
             f"{first['n']:,} to {last['n']:,} documents (target within 2x)"
         )
+        adds = [_cli_adds(r["cases"]["edit_one"]) for r in (first, last)]
+        if adds[0] is not None and adds[1] is not None:
+            line += f"; the CLI adds {adds[0]:.3f} -> {adds[1]:.3f} s to it"
         probes = [r["cases"]["edit_one"].get("request_ms") for r in (first, last)]
         if probes[0] and probes[1]:
             line += (
