@@ -30,7 +30,10 @@ log, without texts or metadata); ``qdrant-only`` upserts the same points into
 embedded Qdrant through rechunk's ``local_client``. The read floor needs no flag: on
 Chroma, each no-op process also times Chroma's own filtered reads of every point
 the no-op read (``chroma_reads_s``), so that the no-op's growth can be set beside
-Chroma's.
+Chroma's. Each ``edit_one`` process also syncs its document once more, unchanged,
+through the API (``api_again_s``) and through ``rechunk sync FILE`` (the CLI's
+``main`` in the same process, its store open left out: ``cli_s``), so that what the
+CLI adds to the API is measured at every size.
 
 A series stops after the first N at which a case takes longer than ``--limit``
 seconds (default 600); the growth exponent b of time ~ N^b is fitted between
