@@ -810,8 +810,8 @@ def to_markdown(result: dict[str, Any]) -> str:
             r = c.get(case)
             if r is None:
                 return "not run"
-            if "error" in r:
-                return "failed"
+            if "error" in r:  # a case killed at --limit reads "over 600 s"
+                return "> " + r["error"][5:] if str(r["error"]).startswith("over ") else "failed"
             return _s(r["sync_s"])
 
         points = f"{c['initial']['points']:,}" if "points" in c.get("initial", {}) else ""
@@ -851,13 +851,24 @@ def to_markdown(result: dict[str, Any]) -> str:
             )
     lines += ["", *verdict(result)]
     stops = [
-        f"{r['tool']} on {r['store']} at N={r['n']:,}: {r['stopped']}"
+        f"{r['tool']} on {r['store']} at N={r['n']:,}: " + _stop_reason(r)
         for r in result["rows"]
         if r.get("stopped")
     ]
     if stops:
         lines += ["", "Series stopped: " + "; ".join(stops) + "."]
     return "\n".join(lines)
+
+
+def _stop_reason(row: dict[str, Any]) -> str:
+    """Why a series stopped at ``row``: the case that failed or ran past --limit (its
+    process killed then), else the recorded reason."""
+    for case, r in row["cases"].items():
+        if "error" in r:
+            error = r["error"] if isinstance(r["error"], str) else " ".join(r["error"])
+            why = f"ran {error} and was killed" if error.startswith("over ") else f"failed ({error})"
+            return f"the {case} sync {why}, so no later case and no larger N ran"
+    return str(row["stopped"])
 
 
 def _cli_adds(case: dict[str, Any]) -> float | None:
