@@ -822,7 +822,8 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {row['tool']} | {row['store']} | {row['n']:,} | {points} | {cell('initial')} | "
             f"{rate} | " + " | ".join(cell(k) for k in CASES[1:])
-            + f" | {_s(noop.get('open_s'))} | {_s(_cli_adds(c.get('edit_one', {})))} | {peak:,.0f} |"
+            + f" | {_s(noop.get('open_s'))} | {_s(_cli_adds(c.get('edit_one', {})))} | "
+            + (f"{peak:,.0f} |" if peak else " |")
         )
     lines += [
         "",
