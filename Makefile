@@ -46,4 +46,5 @@ bench: install
 	$(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/store_reads.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/sync_memory.py
 	$(BIN)/python benchmarks/embed.py
