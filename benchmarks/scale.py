@@ -810,8 +810,9 @@ def to_markdown(result: dict[str, Any]) -> str:
             r = c.get(case)
             if r is None:
                 return "not run"
-            if "error" in r:  # a case killed at --limit reads "over 600 s"
-                return "> " + r["error"][5:] if str(r["error"]).startswith("over ") else "failed"
+            if "error" in r:
+                over = _killed_past(r)
+                return f"> {over}" if over else "failed"
             return _s(r["sync_s"])
 
         points = f"{c['initial']['points']:,}" if "points" in c.get("initial", {}) else ""
@@ -861,13 +862,21 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _killed_past(result: dict[str, Any]) -> str | None:
+    """The limit a case ran past, its process killed (``run_case``'s error "over 600 s"
+    gives "600 s"); None for a case that finished or failed otherwise."""
+    error = result.get("error")
+    return error[len("over ") :] if isinstance(error, str) and error.startswith("over ") else None
+
+
 def _stop_reason(row: dict[str, Any]) -> str:
     """Why a series stopped at ``row``: the case that failed or ran past --limit (its
     process killed then), else the recorded reason."""
     for case, r in row["cases"].items():
         if "error" in r:
+            over = _killed_past(r)
             error = r["error"] if isinstance(r["error"], str) else " ".join(r["error"])
-            why = f"ran {error} and was killed" if error.startswith("over ") else f"failed ({error})"
+            why = f"ran over {over} and was killed" if over else f"failed ({error})"
             return f"the {case} sync {why}, so no later case and no larger N ran"
     return str(row["stopped"])
 
