@@ -1,0 +1,239 @@
+"""What every parser yields: text, blocks that are spans of it, and where they came from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rechunk.errors import InputError
+
+if TYPE_CHECKING:
+    from rechunk.sources.registry import ParseOptions
+
+__all__ = ["BLOCK_KINDS", "Block", "ParseError", "Parsed", "Parser", "TextBuilder", "locate"]
+
+BLOCK_KINDS = ("heading", "paragraph", "list_item", "table", "code", "quote")
+
+
+class ParseError(InputError):
+    """A file that cannot be parsed (encrypted, corrupt, no text layer, not the format its
+    name says). The message is one line and names the reason; the file is skipped."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of a parsed text: ``text[start:end]`` is its span.
+
+    ``level`` is a heading's level (1-6; 0 for other kinds). ``locator`` says where the
+    block is in the source, in JSON values a reader can cite: ``{"page": 3}`` (1-based),
+    ``{"slide": 2}``, ``{"sheet": "Q3", "row": 14}``, ``{"cell": 5}``, ``{"line": 40}``;
+    a block that spans several pages (or lines) gives ``[first, last]`` instead of one int.
+    """
+
+    kind: str
+    start: int
+    end: int
+    level: int = 0
+    locator: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in BLOCK_KINDS:
+            raise ValueError(f"block kind {self.kind!r} is not one of {BLOCK_KINDS}")
+        if not 0 <= self.start <= self.end:
+            raise ValueError(f"block span [{self.start}, {self.end}) is not a span")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One document parsed from a file.
+
+    ``parser`` and ``version`` name what produced the text (``version`` includes the
+    third-party library's version, so a payload tells which build made a record).
+    ``part`` is ``None`` for a whole file, or a record's id when one file holds many
+    documents (JSON, JSONL). ``metadata``: JSON values the format states about the
+    document (a title, an e-mail's subject and date), stored beside every chunk and
+    never embedded.
+    """
+
+    text: str
+    blocks: tuple[Block, ...]
+    parser: str
+    version: str
+    part: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        last = 0
+        for block in self.blocks:
+            if block.start < last or block.end > len(self.text):
+                raise ValueError(
+                    f"{self.parser}: blocks must be in order, apart and inside the text "
+                    f"([{block.start}, {block.end}) after {last}, text of {len(self.text)})"
+                )
+            last = block.end
+
+
+class Parser(Protocol):
+    """A parser for one format: bytes in, documents out. Stateless and deterministic."""
+
+    name: str
+    suffixes: tuple[str, ...]
+
+    def version(self) -> str:
+        """``name/N`` and the third-party library's name and version it runs on."""
+        ...
+
+    def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
+        """The documents in ``data``; a :class:`ParseError` when there is none to read."""
+        ...
+
+
+_SPACE = re.compile(r"\s+")
+# a paragraph that starts like Markdown structure would be read as structure: escape it
+_LOOKS_STRUCTURAL = re.compile(r"(?:#{1,6}(?:\s|$)|>|\||[-*+]\s|\d{1,9}[.)]\s|```|~~~)")
+_CJK = (
+    "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+)
+_CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+
+
+def clean_inline(text: str) -> str:
+    """One line of running text: whitespace runs become one space, none at the ends, and
+    no space left between two CJK characters (a line break inside Chinese is no space)."""
+    return _CJK_GAP.sub("", _SPACE.sub(" ", text).strip())
+
+
+class TextBuilder:
+    """Writes the Markdown-shaped text of a parsed document and records its blocks.
+
+    Blocks are separated by a blank line; consecutive list items and table rows by one
+    line break. Inline text is cleaned with :func:`clean_inline`; a block that is empty
+    after cleaning is dropped, so an empty element never yields an empty block.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+        self._blocks: list[Block] = []
+        self._last_kind: str | None = None
+
+    def _add(self, kind: str, body: str, level: int, locator: Mapping[str, Any]) -> None:
+        if self._parts:
+            joined = kind in ("list_item",) and self._last_kind == kind
+            sep = "\n" if joined else "\n\n"
+            self._parts.append(sep)
+            self._length += len(sep)
+        start = self._length
+        self._parts.append(body)
+        self._length += len(body)
+        self._blocks.append(Block(kind, start, self._length, level, dict(locator)))
+        self._last_kind = kind
+
+    def heading(self, text: str, level: int = 1, **locator: Any) -> None:
+        body = clean_inline(text)
+        if body:
+            level = min(max(level, 1), 6)
+            self._add("heading", "#" * level + " " + body, level, locator)
+
+    def paragraph(self, text: str, **locator: Any) -> None:
+        body = clean_inline(text)
+        if body:
+            if _LOOKS_STRUCTURAL.match(body):
+                body = "\\" + body
+            self._add("paragraph", body, 0, locator)
+
+    def list_item(
+        self, text: str, depth: int = 0, ordered: int | None = None, **locator: Any
+    ) -> None:
+        body = clean_inline(text)
+        if body:
+            marker = f"{ordered}." if ordered is not None else "-"
+            self._add("list_item", "  " * max(depth, 0) + marker + " " + body, 0, locator)
+
+    def table(self, rows: Iterable[Sequence[str]], **locator: Any) -> None:
+        lines = []
+        for row in rows:
+            cells = [clean_inline(cell).replace("|", "\\|") for cell in row]
+            if any(cells):
+                lines.append("| " + " | ".join(cells) + " |")
+        if lines:
+            self._add("table", "\n".join(lines), 0, locator)
+
+    def code(self, text: str, language: str = "", **locator: Any) -> None:
+        body = text.strip("\n")
+        if body.strip():
+            fence = "````" if "```" in body else "```"
+            self._add("code", f"{fence}{language}\n{body}\n{fence}", 0, locator)
+
+    def quote(self, text: str, **locator: Any) -> None:
+        body = clean_inline(text)
+        if body:
+            self._add("quote", "> " + body, 0, locator)
+
+    @property
+    def empty(self) -> bool:
+        return not self._parts
+
+    def build(
+        self,
+        parser: str,
+        version: str,
+        *,
+        part: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Parsed:
+        """The document written so far (``text`` ends with one line break)."""
+        text = "".join(self._parts)
+        if text:
+            text += "\n"
+        return Parsed(text, tuple(self._blocks), parser, version, part, dict(metadata or {}))
+
+
+def _heading_path(blocks: Sequence[Block], text: str, before: int) -> list[str]:
+    path: list[tuple[int, str]] = []
+    for block in blocks:
+        if block.start >= before:
+            break
+        if block.kind == "heading":
+            while path and path[-1][0] >= block.level:
+                path.pop()
+            path.append((block.level, text[block.start : block.end].lstrip("#").strip()))
+    return [title for _, title in path]
+
+
+_RANGED = {"page": "pages", "slide": "slides", "line": "lines", "cell": "cells", "row": "rows"}
+
+
+def locate(parsed: Parsed, start: int, end: int) -> dict[str, Any]:
+    """Where ``parsed.text[start:end]`` is in the source, for a reader to cite.
+
+    ``section``: the heading path in force at ``start`` (when the text has headings);
+    ``pages`` / ``slides`` / ``lines`` / ``cells`` / ``rows``: ``[first, last]`` over
+    the blocks the span overlaps; other locator keys (a sheet, a record) from the first
+    block it overlaps; ``record`` is the part's id for a document from a file of records.
+    """
+    found: dict[str, Any] = {}
+    section = _heading_path(parsed.blocks, parsed.text, start + 1)
+    if section:
+        found["section"] = section
+    ranges: dict[str, list[int]] = {}
+    for block in parsed.blocks:
+        if block.end <= start and not (block.start == block.end == start):
+            continue
+        if block.start >= end:
+            break
+        for key, value in block.locator.items():
+            name = _RANGED.get(key)
+            if name:  # an int, or [first, last] for a block that spans several
+                values = value if isinstance(value, (list, tuple)) else [value]
+                lo_hi = ranges.setdefault(name, [min(values), max(values)])
+                lo_hi[0], lo_hi[1] = min(lo_hi[0], *values), max(lo_hi[1], *values)
+            else:
+                found.setdefault(key, value)
+    found.update(ranges)
+    if parsed.part is not None:
+        found["record"] = parsed.part
+    return found

@@ -1,0 +1,101 @@
+"""Which parser reads which file: by suffix, or by a format named with ``--format``."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from rechunk.errors import ConfigError, InputError
+from rechunk.sources.base import Parsed, ParseError, Parser
+
+__all__ = [
+    "FORMATS",
+    "ParseOptions",
+    "format_for",
+    "parse_file",
+    "parser_for",
+    "supported_suffixes",
+]
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """Options some parsers take.
+
+    ``id_field``: for JSON and JSONL records, the field whose value is a record's id
+    (its doc_id is ``path#id``); without it a record's id is its position.
+    ``html_include`` / ``html_exclude``: CSS selectors of the HTML elements to read
+    (instead of ``main``, ``article`` or ``body``) and to drop (beside the built-in
+    boilerplate rules), for a site whose template the rules do not know.
+    """
+
+    id_field: str | None = None
+    html_include: tuple[str, ...] = ()
+    html_exclude: tuple[str, ...] = ()
+
+
+# format name -> (module:class, suffixes). Each module is imported on first use only.
+FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "text": ("rechunk.sources.text:TextParser", (".txt", ".text")),
+    "markdown": ("rechunk.sources.text:MarkdownParser", (".md", ".markdown", ".mdx")),
+    "rst": ("rechunk.sources.text:RstParser", (".rst",)),
+    "html": ("rechunk.sources.html:HtmlParser", (".html", ".htm", ".xhtml")),
+    "pdf": ("rechunk.sources.pdf:PdfParser", (".pdf",)),
+    "docx": ("rechunk.sources.docx:DocxParser", (".docx",)),
+    "pptx": ("rechunk.sources.pptx:PptxParser", (".pptx",)),
+    "xlsx": ("rechunk.sources.sheets:XlsxParser", (".xlsx", ".xlsm")),
+    "csv": ("rechunk.sources.sheets:CsvParser", (".csv", ".tsv")),
+    "ipynb": ("rechunk.sources.notebook:NotebookParser", (".ipynb",)),
+    "eml": ("rechunk.sources.email:EmailParser", (".eml",)),
+    "json": ("rechunk.sources.records:JsonParser", (".json",)),
+    "jsonl": ("rechunk.sources.records:JsonlParser", (".jsonl", ".ndjson")),
+}
+
+_BY_SUFFIX = {suffix: name for name, (_, suffixes) in FORMATS.items() for suffix in suffixes}
+_LOADED: dict[str, Parser] = {}
+
+
+def supported_suffixes() -> tuple[str, ...]:
+    """Every suffix some parser reads (lower case, with the dot)."""
+    return tuple(sorted(_BY_SUFFIX))
+
+
+def format_for(path: str | Path) -> str | None:
+    """The format a file's suffix names (case-insensitive), or None."""
+    return _BY_SUFFIX.get(Path(path).suffix.lower())
+
+
+def parser_for(fmt: str) -> Parser:
+    """The parser of format ``fmt`` (a key of :data:`FORMATS`)."""
+    parser = _LOADED.get(fmt)
+    if parser is None:
+        if fmt not in FORMATS:
+            raise ConfigError(f"--format {fmt!r}: not a format (one of {', '.join(FORMATS)})")
+        module, _, cls = FORMATS[fmt][0].partition(":")
+        parser = getattr(importlib.import_module(module), cls)()
+        _LOADED[fmt] = parser
+    return parser
+
+
+def parse_file(
+    path: str | Path, fmt: str | None = None, options: ParseOptions | None = None
+) -> list[Parsed]:
+    """The documents in one file, read by ``fmt``'s parser or the one its suffix names.
+
+    Raises :class:`ParseError` (an :class:`~rechunk.errors.InputError`) with a one-line
+    reason when the file cannot be parsed, and :class:`InputError` when it cannot be read
+    or no parser reads its type."""
+    path = Path(path)
+    name = fmt or format_for(path)
+    if name is None:
+        raise InputError(f"{path}: no parser reads {path.suffix or 'files without a suffix'}")
+    parser = parser_for(name)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return parser.parse(data, options or ParseOptions())
+    except ParseError as exc:
+        raise ParseError(f"{path}: {exc}") from None
