@@ -19,6 +19,8 @@ import math
 import os
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -707,10 +709,10 @@ class ChromaStore(StoreBase["ClientAPI"]):
         sync with :class:`StoreError` rather than writing beside the next holder), and
         deletes its record at the end. A lock whose holder died is taken over once
         ``LOCK_SECONDS`` pass without renewal (at once when the holder ran on this
-        machine and its process is gone); waiting longer than ``wait`` (default
-        :data:`LOCK_WAIT_SECONDS`) raises :class:`StoreUnavailableError` naming the
-        holder. The clocks of the machines involved must agree to well within
-        ``LOCK_SECONDS``.
+        machine and its process is gone, or a zombie its parent has not reaped);
+        waiting longer than ``wait`` (default :data:`LOCK_WAIT_SECONDS`) raises
+        :class:`StoreUnavailableError` naming the holder. The clocks of the machines
+        involved must agree to well within ``LOCK_SECONDS``.
         """
         lease = _Lease(self._client, self._collection, LOCK_SECONDS)
         with self._errors("lock"):
@@ -835,12 +837,7 @@ class _Lease:
             return False
         host, _, pid = str(metadata.get("holder", "")).rpartition(":")
         if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
-                return False
-            except OSError:
-                return True  # it runs, as another user
+            return not _ended(int(pid))
         return True
 
     def _metadata(self, now: float) -> dict[str, Any]:
@@ -892,6 +889,46 @@ class _Lease:
             with contextlib.suppress(Exception):  # else it expires by itself
                 self._locks.delete(ids=[self._slot])
             self._slot = None
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` of this machine has ended: it does not exist, or it is a
+    zombie (killed or exited, not yet reaped by its parent: it runs no code, and
+    ``os.kill(pid, 0)`` still succeeds on it). Unknown (Windows, where signal 0 would
+    interrupt the process; no way to read its state) is False: the lease decides."""
+    if sys.platform == "win32":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass  # it exists, as another user's
+    return _process_state(pid) in ("Z", "X")  # zombie, dead
+
+
+def _process_state(pid: int) -> str | None:
+    """The one-letter state of process ``pid`` (``R``, ``S``, ``Z`` ...), or None when it
+    cannot be read: from ``/proc/PID/stat`` where there is a /proc (Linux), else from
+    ``ps -o stat= -p PID`` (macOS, the BSDs)."""
+    if os.path.isdir("/proc/self"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            return None
+        # "PID (COMMAND) STATE ...": COMMAND may hold spaces and parentheses
+        fields = data[data.rfind(b")") + 1 :].split()
+        return fields[0].decode("ascii", "replace") if fields else None
+    try:
+        answer = subprocess.run(
+            ["ps", "-o", "stat=", "-p", str(pid)],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    state = answer.stdout.strip()
+    return state[:1] if answer.returncode == 0 and state else None
 
 
 def _doc_ids(page: Mapping[str, Any]) -> dict[str, str]:

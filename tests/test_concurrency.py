@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -229,3 +234,50 @@ def test_processes_against_one_chroma_server(chroma_server: Any, embedder: Any,
     assert "rechunk-writer-locks" not in store.collections()
     locks = chroma_server.client.get_collection("rechunk-writer-locks")
     assert locks.count() == 0
+
+
+HOLDER = """
+import sys, time
+from rechunk.adapters.chroma import ChromaStore, http_client
+store = ChromaStore(http_client("127.0.0.1", {port}), {collection!r})
+with store.writer_lock():
+    print("HELD", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "waitid"), reason="needs os.waitid (POSIX)")
+def test_a_killed_holder_left_unreaped_frees_the_lock_at_once(chroma_server: Any) -> None:
+    """A writer killed while it holds the lock, its parent not (yet) reaping it: the
+    zombie's pid still answers ``kill(pid, 0)``, but the next writer takes the lock at
+    once, not after the lease."""
+    from rechunk.adapters.chroma import LOCK_SECONDS, ChromaStore, http_client
+
+    collection = f"zombie{uuid.uuid4().hex[:8]}"
+    script = HOLDER.format(port=chroma_server.port, collection=collection)
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline()
+        assert line == "HELD\n", holder.stderr.read() if holder.stderr else line
+        os.kill(holder.pid, signal.SIGKILL)
+        # wait until it has ended, without reaping it: it stays a zombie
+        os.waitid(os.P_PID, holder.pid, os.WEXITED | os.WNOWAIT)
+        if os.path.exists(f"/proc/{holder.pid}/stat"):
+            stat = Path(f"/proc/{holder.pid}/stat").read_text()
+            assert stat[stat.rfind(")") + 1 :].split()[0] == "Z"
+        os.kill(holder.pid, 0)  # no error: the liveness check alone takes it for alive
+        store = ChromaStore(http_client("127.0.0.1", chroma_server.port), collection)
+        started = time.monotonic()
+        with store.writer_lock(wait=20):
+            took = time.monotonic() - started
+        assert took < LOCK_SECONDS / 6, f"waited {took:.1f} s for a dead holder's lock"
+        assert holder.poll() is None or holder.returncode == -signal.SIGKILL
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait(timeout=30)
+        for stream in (holder.stdout, holder.stderr):
+            if stream is not None:
+                stream.close()
