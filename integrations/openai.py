@@ -14,6 +14,14 @@ Every re-embedded token is billed there, so it is careful about what it sends:
 * 429, 408, 409, 5xx, timeouts and dropped connections are retried with
   exponential backoff (with jitter), honouring ``Retry-After``; after the last
   try an :class:`EmbeddingUnavailableError` is raised;
+* one request, its retries and the waits between them included, gets at most
+  ``deadline`` seconds (no try waits past what is left of it), so a server that
+  takes connections and never answers fails an embed call in about ``deadline``
+  seconds, not ``(max_retries + 1) * timeout``; a request still waiting after
+  ``notice_after`` seconds says so on stderr (a ``logging`` warning);
+* an answer that is not an embeddings answer (not JSON, no ``data`` list, items
+  without a list of numbers, a count or size that does not match) is an
+  :class:`EmbeddingResponseError` saying what the server sent;
 * each request's vectors are kept as soon as it succeeds (in ``cache`` when one
   is given, else in memory until a later call takes them), so when a call fails
   part-way, a retried call (or sync) sends only the inputs that did not succeed.
@@ -26,6 +34,9 @@ from __future__ import annotations
 
 import email.utils
 import importlib.util
+import json
+import logging
+import math
 import os
 import random
 import threading
@@ -33,7 +44,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -57,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOWN_MODELS",
+    "EmbeddingResponseError",
     "EmbeddingUnavailableError",
     "OpenAIEmbedder",
     "RequestStats",
@@ -73,11 +85,22 @@ KNOWN_MODELS: dict[str, tuple[int, int, str, bool]] = {
     "text-embedding-ada-002": (1536, 8191, "cl100k_base", False),
 }
 _RETRY_STATUS = frozenset({408, 409, 429})
+#: How much of a server's answer an error message quotes (the answer, never an input).
+_EXCERPT = 80
+log = logging.getLogger(__name__)
 
 
 class EmbeddingUnavailableError(EmbeddingError, TransientError):
     """The embeddings API kept failing (429, 5xx, timeouts, dropped connections) after the
-    last try. What succeeded before is kept; running again sends only the rest."""
+    last try, or past its ``deadline``. What succeeded before is kept; running again sends
+    only the rest."""
+
+
+class EmbeddingResponseError(EmbeddingError):
+    """The embeddings API answered, but not with embeddings: a body that is not JSON, no
+    ``data`` list, an item without a list of numbers, or the wrong count or size. The
+    message says what came instead (a short excerpt of the server's answer, never an
+    input). Not retried: a server or proxy that answers this way will again."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +198,80 @@ def _hf_tokenizer(path: Path) -> Any:
     return tokenizer
 
 
+class _NoAnswer(Exception):
+    """A request's deadline passed while a try still waited (internal)."""
+
+
+@dataclass
+class _Clock:
+    """One request's time: when it started, when it gives up, when it next says it waits."""
+
+    start: float
+    deadline: float
+    notice_after: float
+
+    def __post_init__(self) -> None:
+        self.give_up_at = self.start + self.deadline
+        self.next_notice = self.start + self.notice_after
+
+    def left(self) -> float:
+        return self.give_up_at - time.monotonic()
+
+
+def _one_line(exc: BaseException | None) -> str:
+    if exc is None:
+        return "none"
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _excerpt(value: str | bytes, limit: int = _EXCERPT) -> str:
+    """At most ``limit`` characters of a server's answer, quoted on one line."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return f"a string {_excerpt(value, 24)}"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _error_message(error: Any) -> str | None:
+    """The message of an ``error`` member, as servers put it in their answers."""
+    if isinstance(error, dict):
+        error = error.get("message")
+    return _excerpt(error) if isinstance(error, str) else None
+
+
+def _numbers(value: Any) -> npt.NDArray[np.float32] | None:
+    """A JSON list of numbers as float32, or None for anything else (strings of digits,
+    booleans, nulls, nested lists): nothing is coerced."""
+    if not isinstance(value, list):
+        return None
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+    if array.ndim != 1 or array.dtype.kind not in "fiu":
+        return None
+    return array.astype(np.float32)
+
+
+def _what_is_not_a_number(value: Any) -> str:
+    if not isinstance(value, list):
+        return _json_kind(value)
+    for position, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            return f"its item {position} is {_json_kind(item)}"
+    return "numbers out of range"
+
+
 def _retry_after(exc: Exception) -> float | None:
     """Seconds the server asked to wait (``retry-after-ms`` or ``Retry-After``), or None."""
     response = getattr(exc, "response", None)
@@ -226,9 +323,22 @@ class OpenAIEmbedder:
     behind several URLs.
 
     Batching, retries and what is kept after a failure: see the module
-    docstring. ``cache``: an :class:`~rechunk.cache.EmbeddingCache` (the one
-    given to sync) each request's vectors are written to as soon as it
-    succeeds and read from before anything is sent. Counters: :attr:`stats`.
+    docstring. ``timeout`` bounds one try (seconds without an answer);
+    ``deadline`` (default 120 s) bounds one request with all its tries and the
+    waits between them: a try never waits past what is left of it, and when it
+    has passed, :class:`EmbeddingUnavailableError` is raised. The default leaves
+    room for two full tries or several backed-off retries of a busy server,
+    yet a server that never answers fails a sync in two minutes, not in seven
+    tries of ``timeout``. Requests in flight run side by side and a failure
+    starts no new one, so an embed call against a server that stopped answering
+    fails about ``deadline`` seconds after it stopped, however many inputs it
+    holds. A request still waiting after ``notice_after`` seconds (default 10,
+    or a quarter of ``deadline`` when that is shorter) logs a warning on the
+    ``rechunk.integrations.openai`` logger, which the command line prints on
+    stderr; it names the server and the seconds, no input. ``cache``: an
+    :class:`~rechunk.cache.EmbeddingCache` (the one given to sync) each
+    request's vectors are written to as soon as it succeeds and read from
+    before anything is sent. Counters: :attr:`stats`.
     """
 
     def __init__(
@@ -246,6 +356,8 @@ class OpenAIEmbedder:
         max_in_flight: int = 4,
         max_retries: int = 6,
         timeout: float = 60.0,
+        deadline: float = 120.0,
+        notice_after: float | None = None,
         backoff: float = 0.5,
         max_backoff: float = 60.0,
         api_key_env: str = "OPENAI_API_KEY",
@@ -270,6 +382,16 @@ class OpenAIEmbedder:
         ):
             if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
                 raise ConfigError(f"{name} must be a number >= 0, got {number!r}")
+        for name, bound in (("deadline", deadline), ("notice_after", notice_after)):
+            if bound is None and name == "notice_after":
+                continue
+            if (
+                isinstance(bound, bool)
+                or not isinstance(bound, (int, float))
+                or not math.isfinite(bound)
+                or bound <= 0
+            ):
+                raise ConfigError(f"{name} must be a positive number of seconds, got {bound!r}")
         sizes: tuple[tuple[str, int | None], ...] = (
             ("dimensions", dimensions),
             ("dimension", dimension),
@@ -342,6 +464,10 @@ class OpenAIEmbedder:
         self.embed_batch = batch_size * max_in_flight
         self.max_retries = max_retries
         self.timeout = float(timeout)
+        self.deadline = float(deadline)
+        self.notice_after = float(
+            notice_after if notice_after is not None else min(10.0, self.deadline / 4)
+        )
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.cache = cache
@@ -349,6 +475,7 @@ class OpenAIEmbedder:
         self._lock = threading.Lock()
         self._pending: dict[str, npt.NDArray[np.float32]] = {}
         self._stats = RequestStats()
+        self._noticed = -math.inf  # when a waiting line was last logged (monotonic)
         self.sleep: Callable[[float], None] = time.sleep
 
     def __repr__(self) -> str:
@@ -451,15 +578,29 @@ class OpenAIEmbedder:
         return float(ceiling * (0.5 + random.random() / 2))
 
     def _request(self, texts: list[str], tokens: int) -> npt.NDArray[np.float32]:
-        """One request, retried; float32 ``(len(texts), dimension)`` in input order."""
+        """One request, retried within ``deadline``; float32 ``(len(texts), dimension)`` in
+        input order."""
         openai = require("openai", "openai")
         client = self._get_client()
         options: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             options["dimensions"] = self.dimensions
+        clock = _Clock(time.monotonic(), self.deadline, self.notice_after)
+        last: Exception | None = None
+        tries = 0
         for attempt in range(self.max_retries + 1):
+            left = clock.left()
+            if left <= 0:
+                break
+            tries += 1
+            # the try's own timeout never reaches past the deadline
+            timeout = min(self.timeout, left)
             try:
-                response = client.embeddings.create(**options)
+                call = partial(client.embeddings.with_raw_response.create, **options)
+                raw = self._wait_for(partial(call, timeout=timeout), clock)
+            except _NoAnswer as exc:
+                last = exc
+                break
             except openai.APIStatusError as exc:
                 self._add(requests=1)
                 status = int(getattr(exc, "status_code", 0) or 0)
@@ -468,7 +609,7 @@ class OpenAIEmbedder:
                         f"the embeddings API at {self._host} refused the request "
                         f"(HTTP {status}): {exc}"
                     ) from exc
-                last: Exception = exc
+                last = exc
             except openai.APIConnectionError as exc:  # timeouts and dropped connections
                 last = exc
             except openai.OpenAIError as exc:  # an answer the client cannot read, ...
@@ -477,37 +618,137 @@ class OpenAIEmbedder:
                 ) from exc
             else:
                 self._add(requests=1)
-                return self._vectors(response, len(texts), tokens)
+                return self._vectors(raw, len(texts), tokens)
             if attempt == self.max_retries:
                 raise EmbeddingUnavailableError(
                     f"the embeddings API at {self._host} still failed after "
-                    f"{self.max_retries + 1} tries: {type(last).__name__}: {last}"
+                    f"{self.max_retries + 1} tries: {_one_line(last)}; what succeeded is "
+                    "kept, run again to send the rest"
                 ) from last
+            delay = self._delay(attempt, last)
+            if delay >= clock.left():  # the next try could not start in time
+                break
             self._add(retries=1)
-            self.sleep(self._delay(attempt, last))
-        raise AssertionError("unreachable")  # pragma: no cover
+            self.sleep(delay)
+        why = str(last) if isinstance(last, _NoAnswer) else f"last: {_one_line(last)}"
+        raise EmbeddingUnavailableError(
+            f"the embeddings API at {self._host} gave no usable answer within the deadline "
+            f"of {self.deadline:g} s ({tries} {'try' if tries == 1 else 'tries'}, {why}); "
+            "what succeeded is kept: run again when the server answers, or allow it longer "
+            "with deadline= (openai:MODEL?deadline=SECONDS)"
+        ) from last
 
-    def _vectors(self, response: Any, n: int, tokens: int) -> npt.NDArray[np.float32]:
-        data = list(getattr(response, "data", None) or [])
+    def _wait_for(self, call: Callable[[], Any], clock: _Clock) -> Any:
+        """``call()`` on a helper thread, waited for until the deadline (_NoAnswer then),
+        logging a line each time the request's wait passes a notice mark.
+
+        The try's own timeout normally ends it first; the deadline also holds against
+        a server that keeps a try alive by trickling bytes (each within the timeout).
+        A try given up on is left to its timeout, and its answer, if any, dropped.
+        """
+        box: Future[Any] = Future()
+
+        def run() -> None:
+            if box.set_running_or_notify_cancel():
+                try:
+                    box.set_result(call())
+                except BaseException as exc:  # handed to the waiting thread
+                    box.set_exception(exc)
+
+        threading.Thread(target=run, name="rechunk-embeddings-request", daemon=True).start()
+        while True:
+            now = time.monotonic()
+            if now >= clock.next_notice and now < clock.give_up_at:
+                self._notice(now - clock.start)
+                clock.next_notice = clock.start + 2 * (clock.next_notice - clock.start)
+            if now >= clock.give_up_at:
+                raise _NoAnswer("the last one unanswered")
+            done, _ = wait([box], timeout=min(clock.give_up_at, clock.next_notice) - now)
+            if done:
+                return box.result()
+
+    def _notice(self, waited: float) -> None:
+        """The waiting line; one at a time when several requests in flight wait alike."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._noticed < 0.9 * self.notice_after:
+                return
+            self._noticed = now
+        log.warning(
+            "rechunk: waiting for %s (embeddings): %s s so far, giving up after %g s",
+            self._host,
+            f"{waited:.0f}" if waited >= 9.5 else f"{waited:.1f}",
+            self.deadline,
+        )
+
+    def _vectors(self, raw: Any, n: int, tokens: int) -> npt.NDArray[np.float32]:
+        """The vectors of a 2xx answer, checked item by item against what was asked."""
+        body: bytes = raw.content
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            kind = raw.headers.get("content-type") or "no content-type"
+            raise self._bad_answer(
+                f"a body that is not JSON (HTTP {raw.status_code}, {_excerpt(kind)}, "
+                f"{len(body)} bytes: {_excerpt(body)}); check that the URL serves an "
+                "OpenAI-compatible /embeddings"
+            ) from None
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if data is None:
+            if isinstance(answer, dict):
+                keys = ", ".join(_excerpt(str(k), 20) for k in list(answer)[:6]) or "none"
+                said = _error_message(answer.get("error"))
+                what = f"a JSON object without 'data' (keys: {keys})" + (
+                    f", error: {said}" if said else ""
+                )
+            else:
+                what = f"JSON that is {_json_kind(answer)}, not an object with a 'data' list"
+            raise self._bad_answer(what)
+        if not isinstance(data, list):
+            raise self._bad_answer(f"'data' that is {_json_kind(data)}, not a list of embeddings")
         if len(data) != n:
-            raise EmbeddingError(f"the embeddings API returned {len(data)} vectors for {n} inputs")
+            raise self._bad_answer(f"{len(data)} embeddings in 'data' for {n} inputs")
         out = np.empty((n, self._dimension), dtype=np.float32)
         seen = set()
         for position, item in enumerate(data):
-            index = getattr(item, "index", position)
-            vector = np.asarray(item.embedding, dtype=np.float32)
+            if not isinstance(item, dict):
+                raise self._bad_answer(
+                    f"item {position} of 'data' that is {_json_kind(item)}, not an object "
+                    "with an 'embedding'"
+                )
+            if "embedding" not in item:
+                keys = ", ".join(_excerpt(str(k), 20) for k in list(item)[:6]) or "none"
+                raise self._bad_answer(
+                    f"item {position} of 'data' without an 'embedding' (keys: {keys})"
+                )
+            index = item.get("index", position)
             if type(index) is not int or not 0 <= index < n or index in seen:
-                raise EmbeddingError(f"the embeddings API returned a bad index {index!r}")
+                raise self._bad_answer(
+                    f"a bad index {json.dumps(index)[:20]} in item {position} (not an int "
+                    f"from 0 to {n - 1}, or given twice)"
+                )
+            vector = _numbers(item["embedding"])
+            if vector is None:
+                raise self._bad_answer(
+                    f"an 'embedding' in item {position} that is not a list of numbers: "
+                    f"{_what_is_not_a_number(item['embedding'])}"
+                )
             if vector.shape != (self._dimension,) or not np.isfinite(vector).all():
-                raise EmbeddingError(
-                    f"the embeddings API returned a vector of shape {vector.shape} for model "
+                raise self._bad_answer(
+                    f"a vector of shape {vector.shape} in item {position} for model "
                     f"{self.model}, expected ({self._dimension},) finite values"
                 )
             seen.add(index)
             out[index] = vector
-        usage = getattr(getattr(response, "usage", None), "prompt_tokens", None)
-        self._add(inputs=n, tokens=tokens, usage_tokens=int(usage or 0))
+        usage = answer.get("usage")
+        prompt_tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if type(prompt_tokens) is not int or prompt_tokens < 0:
+            prompt_tokens = 0
+        self._add(inputs=n, tokens=tokens, usage_tokens=prompt_tokens)
         return out
+
+    def _bad_answer(self, what: str) -> EmbeddingResponseError:
+        return EmbeddingResponseError(f"the embeddings API at {self._host} answered {what}")
 
     # ----------------------------------------------------------------- embedding
 

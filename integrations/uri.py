@@ -18,7 +18,9 @@ URI                         embedder
                             model folder, or ``tiktoken:ENCODING``),
                             ``window=N`` (tokens, special ones included),
                             ``dimension=N``; ``dimensions=N`` asks OpenAI's
-                            ``text-embedding-3-*`` for shorter vectors
+                            ``text-embedding-3-*`` for shorter vectors; for any
+                            model, ``deadline=SECONDS`` bounds one request with
+                            its retries (default 120)
 ==========================  ====================================================
 
 ``PATH`` left out (or ``all-MiniLM-L6-v2``) means the all-MiniLM-L6-v2 shipped
@@ -32,6 +34,7 @@ filled by one is reused by the other without re-embedding.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from typing import Any
 
@@ -133,6 +136,7 @@ _OPENAI_OPTIONS = {
     "window": "max_input_tokens",
     "dimension": "dimension",
     "dimensions": "dimensions",
+    "deadline": "deadline",
 }
 
 
@@ -155,12 +159,25 @@ def _openai(spec: str, embed_url: str | None) -> Any:
         if key == "tokenizer":
             options["tokenizer"] = value
             continue
+        if key == "deadline":
+            options["deadline"] = _seconds(value, key, spec)
+            continue
         if not value.isdigit() or int(value) <= 0:
             raise ConfigError(f"option {key} of openai:{spec} must be a positive integer")
         options[_OPENAI_OPTIONS[key]] = int(value)
     from rechunk.integrations.openai import OpenAIEmbedder
 
     return OpenAIEmbedder(name, base_url=embed_url, **options)
+
+
+def _seconds(value: str, key: str, spec: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(f"option {key} of openai:{spec} must be a positive number of seconds")
+    return seconds
 
 
 def share_cache(embedder: Any, cache: Any) -> None:

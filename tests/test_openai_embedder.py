@@ -1,13 +1,16 @@
 """OpenAIEmbedder against a real OpenAI-compatible server (infinity-emb serving the packaged
 MiniLM), directly and through a local proxy that injects 429s, 500s, slow answers, hangs and
-dropped connections."""
+dropped connections; and against a local server that misbehaves (never answers, trickles,
+answers with something that is not embeddings)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +23,7 @@ import rechunk
 from rechunk.errors import ConfigError, EmbeddingError, MissingDependencyError, TransientError
 from rechunk.integrations._st_folder import ModelFolder
 from rechunk.integrations.openai import (
+    EmbeddingResponseError,
     EmbeddingUnavailableError,
     OpenAIEmbedder,
     TiktokenCounter,
@@ -27,6 +31,7 @@ from rechunk.integrations.openai import (
 from rechunk.integrations.uri import open_embedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bad_embeddings_server import BadEmbeddingsServer, json_reply
 from fault_proxy import FaultProxy
 from infinity_server import InfinityServer, ensure_venv, running_infinity
 
@@ -190,6 +195,205 @@ def test_over_window_input_is_refused_before_any_request(folder: Path) -> None:
         assert proxy.seen == [] and not embedder.loaded
     finally:
         proxy.close()
+
+
+# --------------------------------------------------------------------------- misbehaving servers
+
+PRIVATE = "a private sentence about the quarterly numbers"
+
+
+def waiting_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "rechunk: waiting for" in r.getMessage()]
+
+
+def test_a_silent_server_fails_within_the_deadline_saying_it_waits(
+    folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that takes the connection and never answers: no longer 7 tries of 60 s."""
+    pytest.importorskip("openai")  # imported now: the time below is spent waiting
+    inputs = [f"{PRIVATE} {i}" for i in range(9)]
+    with BadEmbeddingsServer("silent") as server, caplog.at_level(logging.WARNING):
+        embedder = api(server.url, folder, batch_size=2, deadline=2.0)  # 5 requests, 4 at once
+        assert embedder.notice_after == 0.5  # a quarter of a deadline under 40 s
+        started = time.monotonic()
+        with pytest.raises(EmbeddingUnavailableError, match="within the deadline of 2 s") as err:
+            embedder.embed(inputs)
+        took = time.monotonic() - started
+        assert 2.0 <= took < 3.5
+        assert len(server.requests) == 4  # the four in flight waited; the fifth never started
+    assert "\n" not in str(err.value) and "deadline=" in str(err.value)
+    lines = waiting_lines(caplog)
+    assert re.fullmatch(
+        r"rechunk: waiting for 127\.0\.0\.1:\d+ \(embeddings\): 0\.5 s so far, giving up "
+        r"after 2 s",
+        lines[0],
+    )
+    # four requests waiting alike say so together, not once each (8 lines)
+    assert 1 <= len(lines) <= 3
+    assert not [line for line in lines if PRIVATE in line or "quarterly" in line]
+
+
+def test_a_trickling_server_is_bounded_by_the_deadline(folder: Path) -> None:
+    """A byte every 0.2 s keeps each read within any per-read timeout; the deadline holds."""
+    pytest.importorskip("openai")
+    with BadEmbeddingsServer("trickle", trickle_every=0.2) as server:
+        embedder = api(server.url, folder, deadline=1.5, timeout=60.0)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingUnavailableError, match="1 try, the last one unanswered"):
+            embedder.embed(["hello"])
+        assert time.monotonic() - started < 2.5
+
+
+def test_tries_share_one_deadline(folder: Path) -> None:
+    pytest.importorskip("openai")
+    with BadEmbeddingsServer("silent") as server:
+        embedder = api(server.url, folder, deadline=1.5, timeout=0.4)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingUnavailableError, match=r"within the deadline of 1\.5 s"):
+            embedder.embed(["hello"])
+        assert time.monotonic() - started < 2.5
+        assert len(server.requests) >= 3 and embedder.stats.retries == len(server.requests) - 1
+    # a server that asks for a wait longer than what is left: given up at once, no sleep
+    asked = json.dumps({"error": {"message": "slow down"}}).encode()
+    with BadEmbeddingsServer(
+        reply=lambda request: (429, "application/json", asked), headers={"retry-after": "30"}
+    ) as server:
+        embedder = api(server.url, folder, deadline=5.0)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingUnavailableError, match=r"1 try, last: RateLimitError"):
+            embedder.embed(["hello"])
+        assert time.monotonic() - started < 2.0 and len(server.requests) == 1
+
+
+def _body(text: bytes, content_type: str = "text/html") -> Any:
+    return lambda request: (200, content_type, text)
+
+
+WRONG_ANSWERS = {
+    "html": (
+        _body(b"<html><body>502 Bad Gateway</body></html>"),
+        r"answered a body that is not JSON \(HTTP 200, 'text/html', 41 bytes: "
+        r"'<html><body>502 Bad Gateway</body></html>'\)",
+    ),
+    "garbage json": (
+        _body(b"{not json" + b"x" * 500, "application/json"),
+        r"not JSON \(HTTP 200, 'application/json', 509 bytes: '\{not jsonx+'\.\.\.\)",
+    ),
+    "data nope": (json_reply({"data": "nope"}), r"'data' that is a string 'nope', not a list"),
+    "a list": (json_reply([1, 2]), r"JSON that is a list, not an object with a 'data' list"),
+    "an error": (
+        json_reply({"error": {"message": "model minilm is not loaded"}}),
+        r"a JSON object without 'data' \(keys: 'error'\), error: 'model minilm is not loaded'",
+    ),
+    "no embeddings": (
+        json_reply({"data": [{"object": "embedding", "index": i} for i in range(2)]}),
+        r"item 0 of 'data' without an 'embedding' \(keys: 'object', 'index'\)",
+    ),
+    "items not objects": (json_reply({"data": [1, 2]}), r"item 0 of 'data' that is a number"),
+    "base64": (
+        json_reply({"data": [{"index": i, "embedding": "AACAPwAAAEA="} for i in range(2)]}),
+        r"an 'embedding' in item 0 that is not a list of numbers: a string 'AACAPwAAAEA='",
+    ),
+    "numbers as strings": (
+        json_reply({"data": [{"index": i, "embedding": ["0.5"] * 384} for i in range(2)]}),
+        r"not a list of numbers: its item 0 is a string '0\.5'",
+    ),
+    "nulls": (
+        json_reply({"data": [{"index": i, "embedding": [0.5] * 383 + [None]} for i in range(2)]}),
+        r"not a list of numbers: its item 383 is null",
+    ),
+    "too few": (
+        json_reply({"data": [{"index": 0, "embedding": [0.5] * 384}]}),
+        r"answered 1 embeddings in 'data' for 2 inputs",
+    ),
+    "too many": (
+        json_reply({"data": [{"index": i, "embedding": [0.5] * 384} for i in range(3)]}),
+        r"answered 3 embeddings in 'data' for 2 inputs",
+    ),
+    "wrong size": (
+        json_reply({"data": [{"index": i, "embedding": [0.5] * 3} for i in range(2)]}),
+        r"a vector of shape \(3,\) in item 0 for model minilm, expected \(384,\)",
+    ),
+    "index twice": (
+        json_reply({"data": [{"index": 0, "embedding": [0.5] * 384}] * 2}),
+        r"a bad index 0 in item 1 \(not an int from 0 to 1, or given twice\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_ANSWERS))
+def test_answers_that_are_not_embeddings_say_what_came(case: str, folder: Path) -> None:
+    reply, message = WRONG_ANSWERS[case]
+    with BadEmbeddingsServer(reply=reply) as server:
+        embedder = api(server.url, folder)
+        with pytest.raises(EmbeddingResponseError, match=message) as err:
+            embedder.embed([PRIVATE, "hello"])
+        assert len(server.requests) == 1  # the same server would answer the same: not retried
+    text = str(err.value)
+    assert not isinstance(err.value, TransientError) and isinstance(err.value, EmbeddingError)
+    assert text.startswith("the embeddings API at 127.0.0.1:") and "\n" not in text
+    assert PRIVATE not in text and len(text) < 400
+    assert embedder.stats.inputs == 0
+
+
+def test_a_well_formed_answer_in_any_order(folder: Path) -> None:
+    def shuffled(request: dict[str, Any]) -> tuple[int, str, bytes]:
+        n = len(request["input"])
+        data = [{"index": i, "embedding": [float(i + 1)] * 384} for i in reversed(range(n))]
+        return (
+            200,
+            "application/json",
+            json.dumps({"data": data, "usage": {"prompt_tokens": 7}}).encode(),
+        )
+
+    with BadEmbeddingsServer(reply=shuffled) as server:
+        embedder = api(server.url, folder)
+        vectors = embedder.embed(["one", "two", "three", "two"])
+        assert server.requests[0]["input"] == ["one", "two", "three"]
+    assert vectors.dtype == np.float32 and vectors[:, 0].tolist() == [1.0, 2.0, 3.0, 2.0]
+    assert embedder.stats.inputs == 3 and embedder.stats.usage_tokens == 7
+
+
+def test_deadline_in_the_uri(folder: Path) -> None:
+    url = "http://127.0.0.1:9"
+    embedder = open_embedder(f"openai:minilm?tokenizer={folder}&deadline=2.5", embed_url=url)
+    assert (embedder.deadline, embedder.notice_after) == (2.5, 0.625)
+    default = open_embedder(f"openai:minilm?tokenizer={folder}", embed_url=url)
+    assert (default.deadline, default.notice_after) == (120.0, 10.0)
+    for bad in ("0", "-1", "x", "inf", "nan", ""):
+        with pytest.raises(ConfigError, match=r"deadline .*positive number of seconds"):
+            open_embedder(f"openai:minilm?tokenizer={folder}&deadline={bad}", embed_url=url)
+    for options in ({"deadline": 0}, {"deadline": True}, {"notice_after": -1.0}):
+        with pytest.raises(ConfigError, match="positive number of seconds"):
+            api(url, folder, **options)
+
+
+def test_cli_sync_against_a_silent_server(folder: Path, tmp_path: Path) -> None:
+    """What a person sees: a waiting line, then one error line, within the deadline."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(f"# Notes\n\n{PRIVATE}.\n", encoding="utf-8")
+    uri = f"openai:minilm?tokenizer={folder}&deadline=3"
+    with BadEmbeddingsServer("silent") as server:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "rechunk.cli", "sync", "docs", "--embedder", uri,
+             "--embed-url", server.url],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        took = time.monotonic() - started
+    assert done.returncode != 0 and took < 15
+    lines = done.stderr.splitlines()
+    assert re.fullmatch(
+        r"rechunk: waiting for 127\.0\.0\.1:\d+ \(embeddings\): 0\.8 s so far, giving up "
+        r"after 3 s",
+        lines[0],
+    ), done.stderr
+    assert re.fullmatch(
+        r"rechunk: error: the embeddings API at 127\.0\.0\.1:\d+ gave no usable answer within "
+        r"the deadline of 3 s .*",
+        lines[-1],
+    ), done.stderr
+    assert "quarterly" not in done.stderr + done.stdout
 
 
 # --------------------------------------------------------------------------- the real server
