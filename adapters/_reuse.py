@@ -41,8 +41,8 @@ from rechunk.cache import EmbeddingCache, record_dimension, recorded_dimension
 from rechunk.cached_embedder import EmbedStats, StatsCounter
 from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
-from rechunk.embedding import check_texts
-from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.embedding import check_texts, check_vectors, usable_vectors
+from rechunk.errors import ConfigError, InputError
 from rechunk.identity import input_key, is_utf8
 
 if TYPE_CHECKING:
@@ -428,32 +428,21 @@ class Reuse:
         dimension = self._known_dimension() if key_of else self.dimension
         found: dict[str, npt.NDArray[np.float32]] = {}
         if dimension is not None and key_of:
-            found = dict(self.cache.get_many(list(key_of.values()), self.model_id, dimension))
+            cached = self.cache.get_many(list(key_of.values()), self.model_id, dimension)
+            # a cached vector that fails the vector check (all zeros...) is a miss: embedded
+            # again, and the new vector replaces it
+            found, _ = usable_vectors(cached, dimension)
         missing = [text for text, key in key_of.items() if key not in found]
         self._stats.add(inputs=len(items), hits=len(key_of) - len(missing), misses=len(missing))
         return Plan(items, key_of, found, missing)
 
     def absorb(self, plan: Plan, batch: list[str], raw: object, seconds: float) -> None:
-        """Check the model's vectors for ``batch``, cache them and add them to ``plan``."""
-        try:
-            vectors = np.asarray(raw, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise EmbeddingError(
-                f"model {self.model_id!r} returned something that is not a list of equal-length "
-                f"number lists ({exc}); nothing was cached"
-            ) from exc
-        if vectors.ndim != 2 or vectors.shape[0] != len(batch) or vectors.shape[1] == 0:
-            raise EmbeddingError(
-                f"model {self.model_id!r} returned shape {vectors.shape} for {len(batch)} texts; "
-                "nothing was cached"
-            )
-        if self.dimension is not None and vectors.shape[1] != self.dimension:
-            raise EmbeddingError(
-                f"model {self.model_id!r} returned {vectors.shape[1]}-dimensional vectors, "
-                f"expected {self.dimension}; nothing was cached"
-            )
-        if not np.isfinite(vectors).all():
-            raise EmbeddingError(f"model {self.model_id!r} returned NaN or infinite values")
+        """Check the model's vectors for ``batch`` (:func:`~rechunk.embedding.check_vectors`:
+        :class:`~rechunk.errors.BadVectorError` and nothing cached when one fails), cache
+        them and add them to ``plan``."""
+        vectors = check_vectors(
+            raw, model_id=self.model_id, dimension=self.dimension, count=len(batch)
+        )
         dimension = int(vectors.shape[1])
         keys = [plan.key_of[text] for text in batch]
         rows = [np.ascontiguousarray(row) for row in vectors]

@@ -44,6 +44,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from rechunk.embedding import MAX_COMPONENT, MIN_NORM, first_fault
 from rechunk.errors import CacheError, InputError
 from rechunk.identity import hash_fields, is_utf8
 
@@ -173,6 +174,7 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
     if not isinstance(items, Iterable):
         raise InputError(f"items must be (key, vector) pairs, got {type(items).__name__}")
     rows: list[tuple[str, int, int, bytes]] = []
+    vectors: list[Vector] = []
     for index, item in enumerate(items):
         try:
             key, vector = item
@@ -187,10 +189,15 @@ def encode_items(items: Iterable[tuple[str, Vector]]) -> list[tuple[str, int, in
             raise InputError(f"item {index}: vector must be a float32 ndarray, got {kind}")
         if vector.ndim != 1 or vector.shape[0] == 0:
             raise InputError(f"item {index}: vector must be 1-D and non-empty, got {vector.shape}")
-        if not np.isfinite(vector).all():
-            raise InputError(f"item {index}: vector holds NaN or infinite values")
+        vectors.append(vector)
         blob = vector.astype(_DTYPE, copy=False).tobytes()
         rows.append((key, int(vector.shape[0]), zlib.crc32(blob), blob))
+    fault = first_fault(vectors)  # NaN, all zeros, near float32's limit: never cached
+    if fault is not None:
+        raise InputError(
+            f"item {fault[0]}: vector {fault[1]}; nothing was written (a cache holds only "
+            f"finite vectors of norm >= {MIN_NORM:g} with no value beyond +-{MAX_COMPONENT:g})"
+        )
     return rows
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.cache import EmbeddingCache, record_dimension
-from rechunk.embedding import Embedder, check_texts
+from rechunk.embedding import Embedder, check_texts, check_vectors, usable_vectors
 from rechunk.errors import ConfigError, EmbeddingError
 from rechunk.identity import input_key
 
@@ -96,15 +96,19 @@ class CachedEmbedder:
     1. de-duplicates the texts of the call and computes each one's
        :func:`~rechunk.input_key` under ``model_id``;
     2. looks all keys up in one ``cache.get_many`` call (model and dimension
-       checked by the cache);
+       checked by the cache); a cached vector that fails
+       :func:`~rechunk.embedding.check_vectors` (all zeros, a value near float32's
+       limit: written by an older version or another tool) is a miss;
     3. sends only the misses to the wrapped embedder, ``batch_size`` at a time;
-    4. checks every batch it gets back: a float32 ndarray of shape
-       ``(len(batch), dimension)`` with finite values, else
-       :class:`~rechunk.errors.EmbeddingError` and that batch is not cached
-       (batches validated before it are correct and stay cached);
-    5. writes each validated batch to the cache (one ``put_many`` per batch;
-       skipped for a cache opened with ``readonly=True``) and returns float32
-       ``(len(texts), dimension)`` in input order.
+    4. checks every batch it gets back: a float32 ndarray that passes
+       :func:`~rechunk.embedding.check_vectors` (shape ``(len(batch), dimension)``,
+       finite, a norm in range), else :class:`~rechunk.errors.EmbeddingError`
+       (:class:`~rechunk.errors.BadVectorError` for bad values) and that batch is not
+       cached (batches validated before it are correct and stay cached);
+    5. writes each validated batch to the cache (one ``put_many`` per batch, which
+       replaces a bad cached vector; skipped for a cache opened with
+       ``readonly=True``) and returns float32 ``(len(texts), dimension)`` in input
+       order.
 
     A vector returned from the cache is bit-identical to the one the wrapped
     embedder returned when it was first computed. Counters: :attr:`stats`.
@@ -177,7 +181,8 @@ class CachedEmbedder:
             if text not in key_of:
                 key_of[text] = input_key(self._model_id, text)
         keys = list(key_of.values())
-        vectors = dict(self._cache.get_many(keys, self._model_id, self._dimension))
+        cached = self._cache.get_many(keys, self._model_id, self._dimension)
+        vectors, _ = usable_vectors(cached, self._dimension)  # a bad one is embedded again
         missing = [text for text, key in key_of.items() if key not in vectors]
         self._stats.add(inputs=len(texts), hits=len(keys) - len(missing), misses=len(missing))
         for start in range(0, len(missing), self.batch_size):
@@ -199,7 +204,6 @@ class CachedEmbedder:
         started = time.perf_counter()
         result = self._embedder.embed(batch)
         elapsed = time.perf_counter() - started
-        expected = (len(batch), self._dimension)
         if not isinstance(result, np.ndarray):
             raise EmbeddingError(
                 f"embedder {self._model_id!r} returned {type(result).__name__}, not an ndarray"
@@ -208,13 +212,10 @@ class CachedEmbedder:
             raise EmbeddingError(
                 f"embedder {self._model_id!r} returned dtype {result.dtype}, expected float32"
             )
-        if result.shape != expected:
-            raise EmbeddingError(
-                f"embedder {self._model_id!r} returned shape {result.shape}, expected {expected} "
-                f"(dimension {self._dimension}); nothing was cached"
-            )
-        if not np.isfinite(result).all():
-            raise EmbeddingError(f"embedder {self._model_id!r} returned NaN or infinite values")
+        # a fresh copy (an embedder may reuse its buffer) of checked vectors
+        own = check_vectors(
+            result, model_id=self._model_id, dimension=self._dimension, count=len(batch)
+        )
         tokens = 0
         count_tokens = getattr(self._embedder, "count_tokens", None)
         if callable(count_tokens):
@@ -222,5 +223,4 @@ class CachedEmbedder:
         self._stats.add(
             inputs_embedded=len(batch), tokens_embedded=tokens, seconds_embedding=elapsed
         )
-        own: npt.NDArray[np.float32] = result.copy()  # an embedder may reuse its buffer
         return own

@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
-from rechunk.errors import InputError
+import numpy as np
+import numpy.typing as npt
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+from rechunk.errors import BadVectorError, InputError
 
-__all__ = ["Embedder", "check_texts"]
+__all__ = [
+    "MAX_COMPONENT",
+    "MIN_NORM",
+    "Embedder",
+    "check_texts",
+    "check_vectors",
+    "first_fault",
+    "usable_rows",
+    "usable_vectors",
+]
+
+#: A vector with a value of larger magnitude is refused: no embedding model makes one, and
+#: float32 arithmetic on it (a norm, a cosine) overflows long before float32's limit.
+MAX_COMPONENT = 1e6
+#: A vector whose Euclidean norm is below this (all zeros, or nearly) has no direction:
+#: it cannot be a cosine vector, and a store would rank it arbitrarily.
+MIN_NORM = 1e-6
+
+# fault codes of vector_faults, in the order a row is judged
+_OK, _NONFINITE, _HUGE, _ZERO, _TINY = range(5)
+#: each fault: what one vector / several vectors "do"
+_FAULT_WORDS = {
+    _NONFINITE: ("holds NaN or infinite values", "hold NaN or infinite values"),
+    _HUGE: (f"has a value beyond +-{MAX_COMPONENT:g}", f"have values beyond +-{MAX_COMPONENT:g}"),
+    _ZERO: ("is all zeros", "are all zeros"),
+    _TINY: (f"has a norm below {MIN_NORM:g}", f"have a norm below {MIN_NORM:g}"),
+}
+_FAULT_NAMES = {_NONFINITE: "nonfinite", _HUGE: "huge", _ZERO: "zero", _TINY: "tiny"}
 
 
 def check_texts(texts: object) -> list[str]:
@@ -55,3 +81,158 @@ class Embedder(Protocol):
     def max_input_tokens(self) -> int | None: ...
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def _faults(rows: npt.NDArray[np.floating]) -> npt.NDArray[np.int8]:
+    """One fault code per row of a 2-D float array (``_OK`` for a usable vector). Vectorised
+    over the batch; norms are summed in float64 with warnings silenced, so a value near
+    float32's limit is judged, never an overflow warning printed."""
+    codes = np.zeros(rows.shape[0], dtype=np.int8)
+    if rows.size == 0:
+        return codes
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(rows).all(axis=1)
+        huge = (np.abs(rows) > MAX_COMPONENT).any(axis=1)
+        zero = ~(rows != 0).any(axis=1)
+        squares = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+        tiny = squares < MIN_NORM * MIN_NORM
+    codes[tiny] = _TINY
+    codes[zero] = _ZERO
+    codes[huge] = _HUGE
+    codes[~finite] = _NONFINITE
+    return codes
+
+
+def usable_rows(vectors: npt.NDArray[np.floating]) -> npt.NDArray[np.bool_]:
+    """For a 2-D float array, which rows are usable vectors: finite, no value beyond
+    :data:`MAX_COMPONENT`, a norm of at least :data:`MIN_NORM`."""
+    usable: npt.NDArray[np.bool_] = _faults(vectors) == _OK
+    return usable
+
+
+def first_fault(vectors: Sequence[npt.NDArray[np.float32]]) -> tuple[int, str] | None:
+    """The position of the first unusable one of ``vectors`` (1-D float arrays, of one
+    length or several) and what is wrong with it ("is all zeros"), or ``None``. Judged a
+    length at a time, vectorised: what a cache checks before it writes anything."""
+    by_length: dict[int, list[int]] = {}
+    for position, vector in enumerate(vectors):
+        by_length.setdefault(int(vector.shape[0]), []).append(position)
+    worst: tuple[int, str] | None = None
+    for positions in by_length.values():
+        codes = _faults(np.stack([vectors[p] for p in positions]))
+        failed = np.flatnonzero(codes != _OK)
+        if failed.size and (worst is None or positions[int(failed[0])] < worst[0]):
+            row = int(failed[0])
+            worst = (positions[row], _FAULT_WORDS[int(codes[row])][0])
+    return worst
+
+
+def usable_vectors(
+    vectors: Mapping[str, npt.NDArray[np.float32]], dimension: int
+) -> tuple[dict[str, npt.NDArray[np.float32]], list[str]]:
+    """``vectors`` (key -> 1-D vector, as a cache or a collection hands them back) split
+    into the usable ones of ``dimension`` values and the keys of the others, which a
+    caller treats as missing: embedded again, and the bad entry overwritten."""
+    keys = list(vectors)
+    if not keys:
+        return {}, []
+    shaped = [k for k in keys if getattr(vectors[k], "shape", None) == (dimension,)]
+    bad = [k for k in keys if getattr(vectors[k], "shape", None) != (dimension,)]
+    if not shaped:
+        return {}, bad
+    ok = usable_rows(np.stack([vectors[k] for k in shaped]))
+    good = {k: vectors[k] for k, fine in zip(shaped, ok) if fine}
+    bad += [k for k, fine in zip(shaped, ok) if not fine]
+    return good, bad
+
+
+def _counted(n: int, words: tuple[str, str]) -> str:
+    return f"{n} {words[0] if n == 1 else words[1]}"
+
+
+def _expected(count: int | str, dimension: int | str | None) -> str:
+    """The tail of every BadVectorError message: what was done, what was expected."""
+    return (
+        f"; none of this batch was stored or cached (expected ({count}, {dimension}) finite "
+        f"real numbers, each vector's norm at least {MIN_NORM:g} and no value beyond "
+        f"+-{MAX_COMPONENT:g}: check the model or the embedding server)"
+    )
+
+
+def check_vectors(
+    vectors: object, *, model_id: str, dimension: int | None, count: int | None = None
+) -> npt.NDArray[np.float32]:
+    """What an embedder returned for ``count`` inputs, as a fresh C-contiguous float32
+    array ``(count, dimension)`` of usable vectors, else :class:`~rechunk.errors.
+    BadVectorError` (an ``EmbeddingError``) naming ``model_id``, how many vectors of the
+    batch failed and why, in one line. Every vector rechunk stores or caches passes here
+    first; a batch that fails is neither stored nor cached.
+
+    Usable: real numbers, the model's ``dimension``, finite, no value beyond
+    :data:`MAX_COMPONENT` (near float32's limit, a norm or cosine overflows), and a norm
+    of at least :data:`MIN_NORM` (a zero vector has no direction). Values are judged
+    before the cast to float32 (a float64 too large for float32 is "beyond", not "inf"),
+    and no numpy warning is raised on the way. ``dimension=None`` (a framework's model
+    whose dimension is not known yet) takes the batch's width, which must be at least 1.
+    """
+    try:
+        with np.errstate(all="ignore"):
+            raw = np.asarray(vectors)
+            if raw.dtype.kind not in "biuf":
+                raise TypeError(f"{raw.dtype} values")
+    except (TypeError, ValueError) as exc:
+        raise BadVectorError(
+            f"embedder {model_id!r} returned unusable output ({exc}), not rows of numbers"
+            + _expected(count if count is not None else "n", dimension or "d"),
+            model_id=model_id,
+            total=count or 0,
+        ) from None
+    n = raw.shape[0] if raw.ndim >= 1 else 0
+    if count is not None and (raw.ndim != 2 or n != count):
+        raise BadVectorError(
+            f"embedder {model_id!r} returned shape {raw.shape} for {count} inputs"
+            + _expected(count, dimension or "d"),
+            model_id=model_id,
+            bad=count,
+            total=count,
+        )
+    if dimension is None and raw.ndim == 2 and raw.shape[1] >= 1:
+        dimension = int(raw.shape[1])
+    if raw.ndim != 2 or raw.shape[1] != dimension:
+        width = raw.shape[1] if raw.ndim == 2 else "?"
+        wanted = "at least 1" if dimension is None else str(dimension)
+        raise BadVectorError(
+            f"embedder {model_id!r} returned {n} of {n} vectors with {width} values, expected "
+            f"{wanted} (the model's dimension; shape {raw.shape})"
+            + _expected(n, dimension or "d"),
+            model_id=model_id,
+            bad=n,
+            total=n,
+            reasons={"dimension": n},
+        )
+    judged = raw if raw.dtype.kind == "f" else raw.astype(np.float64)
+    codes = _faults(judged)
+    failed = codes != _OK
+    if failed.any():
+        present = [int(c) for c in np.unique(codes[failed])]
+        tally = {c: int((codes == c).sum()) for c in present}
+        bad = int(failed.sum())
+        if len(present) == 1:
+            why = _FAULT_WORDS[present[0]][0 if bad == 1 else 1]
+        else:
+            why = (
+                "are unusable ("
+                + ", ".join(_counted(tally[c], _FAULT_WORDS[c]) for c in present)
+                + ")"
+            )
+        noun = "vector" if n == 1 else "vectors"
+        raise BadVectorError(
+            f"embedder {model_id!r}: {bad} of {n} {noun} {why}" + _expected(n, dimension),
+            model_id=model_id,
+            bad=bad,
+            total=n,
+            reasons={_FAULT_NAMES[c]: tally[c] for c in present},
+        )
+    with np.errstate(all="ignore"):
+        out: npt.NDArray[np.float32] = np.array(judged, dtype=np.float32, order="C", copy=True)
+    return out

@@ -10,6 +10,7 @@ are safe to retry (a store or model that did not answer this time).
 from __future__ import annotations
 
 __all__ = [
+    "BadVectorError",
     "CacheError",
     "ConfigError",
     "EmbeddingError",
@@ -54,6 +55,29 @@ class TransientError(RechunkError):
 
 class EmbeddingError(RechunkError):
     """The embedder refused or failed: input too long, wrong dimension, model mismatch."""
+
+
+class BadVectorError(EmbeddingError):
+    """An embedder returned vectors that cannot be cosine vectors (all zeros or of a norm
+    near zero, NaN or infinite values, values near float32's limit, the wrong dimension).
+    Nothing of that batch was stored or cached. ``model_id`` names the embedder, ``bad``
+    and ``total`` count the vectors of the batch, ``reasons`` maps each fault to how many
+    vectors have it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model_id: str = "",
+        bad: int = 0,
+        total: int = 0,
+        reasons: dict[str, int] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.model_id = model_id
+        self.bad = bad
+        self.total = total
+        self.reasons = dict(reasons or {})
 
 
 class CacheError(RechunkError):

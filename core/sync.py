@@ -29,10 +29,9 @@ from rechunk.cache import EmbeddingCache, record_dimension
 from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker, embedding_input
 from rechunk.document import Document
-from rechunk.embedding import Embedder
+from rechunk.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.errors import (
     ConfigError,
-    EmbeddingError,
     InputError,
     StaleCheckError,
     StoreError,
@@ -238,6 +237,8 @@ class _Plan:
     needs_vector: dict[str, str]  # input key -> text, for points that are new
     delete: list[str]
     report: DocumentReport
+    # ids of existing points written again with a vector: theirs failed the vector check
+    revector: frozenset[str] = frozenset()
 
 
 def _check_documents(documents: Iterable[Document]) -> list[Document]:
@@ -449,14 +450,16 @@ def _plan(
     model_id: str,
     stored: list[StoredPoint],
     neighbours: bool = False,
+    revector: frozenset[str] = frozenset(),
 ) -> _Plan:
     """What to write and delete so that the store holds exactly ``chunks`` of ``doc``.
     ``neighbours``: the store keeps each point's PREVIOUS / NEXT ids (a point whose
-    neighbour changed is updated, payload only)."""
+    neighbour changed is updated, payload only). ``revector``: ids of stored points whose
+    vector failed the vector check; each is written again, with a vector, as if absent."""
     existing = {p.id: p for p in stored}
     policy = chunker.policy_id  # a hash of the chunker's settings: once per document
     report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
-    plan = _Plan(doc, chunks, [], [], existing, [], {}, [], report)
+    plan = _Plan(doc, chunks, [], [], existing, [], {}, [], report, revector)
     newest = max(
         (p.payload.version for p in existing.values() if p.payload.version is not None),
         default=None,
@@ -482,7 +485,7 @@ def _plan(
             )
         payload = _payload(doc, policy, model_id, key, ordinal, chunk, around)
         current = existing.get(pid)
-        if current is None:
+        if current is None or pid in revector:
             plan.writes.append(PointWrite(pid, payload, None))
             plan.needs_vector.setdefault(key, chunk.text)
             report.added += 1
@@ -524,37 +527,58 @@ def _vectors(
     """Vectors for every key a plan needs (cache, then what this sync published, then the
     collections, then the model), and where each came from: ``"cache"``, ``"store"`` (a
     vector the collection holds) or ``"embed"``. ``only``: a store of ``stores`` and the
-    keys it can hold, so that no other is looked up there."""
+    keys it can hold, so that no other is looked up there.
+
+    Every vector is checked (:func:`~rechunk.embedding.check_vectors`): a cached or stored
+    one that fails (all zeros, a value near float32's limit: written by an older version
+    or another tool) is not reused; the input is embedded again, which replaces the bad
+    cache entry, and the points this sync writes get the new vector. The model's vectors
+    that fail raise :class:`~rechunk.errors.BadVectorError`, before any of that batch is
+    cached or stored."""
     model_id, dimension = embedder.model_id, embedder.dimension
     wanted: dict[str, str] = {}
     for plan in plans:
         wanted.update(plan.needs_vector)
     found: dict[str, Vector] = {}
     source: dict[str, str] = {}
+    refused = {"cache": 0, "store": 0}  # bad vectors not reused, by where they were
 
     def from_store(vectors: Mapping[str, Vector]) -> None:
-        for key, vector in vectors.items():
-            if vector.shape == (dimension,):
-                found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
+        good, bad = usable_vectors(vectors, dimension)
+        refused["store"] += len(bad)
+        for key, vector in good.items():
+            found[key], source[key] = np.asarray(vector, dtype=np.float32), "store"
 
     t0 = time.perf_counter()
+    recache: set[str] = set()  # a bad cache entry: embedded again, so that it is replaced
     if cache is not None and wanted:
-        for key, vector in cache.get_many(list(wanted), model_id, dimension).items():
+        good, bad = usable_vectors(cache.get_many(list(wanted), model_id, dimension), dimension)
+        for key, vector in good.items():
             found[key], source[key] = vector, "cache"
+        recache.update(bad)
+        refused["cache"] += len(bad)
     if published is not None:
         for key in wanted:
-            if key not in found and (kept := published.get(key)) is not None:
+            if key not in found and key not in recache and (kept := published.get(key)) is not None:
                 found[key], source[key] = kept, "store"
-        gone = [k for k in wanted if k not in found]
+        gone = [k for k in wanted if k not in found and k not in recache]
         from_store(published.read(gone, model_id) if gone else {})
     for store in stores:
-        missing = [k for k in wanted if k not in found]
+        missing = [k for k in wanted if k not in found and k not in recache]
         if only is not None and store is only[0]:
             missing = [k for k in missing if k in only[1]]
         if not missing:
             continue
         from_store(store.get_vectors(missing, model_id))
     missing = [k for k in wanted if k not in found]
+    if refused["cache"] or refused["store"]:
+        log.warning(
+            "%d cached and %d stored vector(s) of %s failed the vector check (all zeros, "
+            "NaN, or values near float32's limit) and are embedded again",
+            refused["cache"],
+            refused["store"],
+            model_id,
+        )
     seconds["plan"] += time.perf_counter() - t0
     if dry_run:
         for key in missing:
@@ -565,7 +589,9 @@ def _vectors(
             batch = missing[start : start + step]
             t0 = time.perf_counter()
             texts = [wanted[k] for k in batch]
-            vectors = _as_float32(embedder.embed(texts), len(texts), dimension, model_id)
+            vectors = check_vectors(
+                embedder.embed(texts), model_id=model_id, dimension=dimension, count=len(texts)
+            )
             for i, key in enumerate(batch):
                 found[key], source[key] = vectors[i], "embed"
             seconds["embed"] += time.perf_counter() - t0
@@ -606,24 +632,32 @@ def _embed_step(embedder: Embedder) -> int:
 _INPUT_COUNTER = {"cache": "from_cache", "store": "from_store", "embed": "embedded"}
 
 
-def _as_float32(output: object, n: int, dimension: int, model_id: str) -> Vector:
-    """The embedder's output for ``n`` inputs as finite float32 rows, or EmbeddingError
-    (checked after the cast: a float64 too large for float32 would cache infinities)."""
-    expected = f"expected ({n}, {dimension}) finite real numbers"
-    try:
-        raw = np.asarray(output)
-        if raw.dtype.kind not in "biuf":
-            raise TypeError(f"{raw.dtype} values")
-        with np.errstate(over="ignore"):  # overflow becomes inf, refused below
-            vectors = raw.astype(np.float32)
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError(f"{model_id} returned unusable output ({exc}); {expected}") from None
-    if vectors.shape != (n, dimension) or not np.isfinite(vectors).all():
-        raise EmbeddingError(
-            f"{model_id} returned shape {vectors.shape} for {n} inputs; {expected} "
-            "(within float32 range)"
+def _bad_stored(
+    stored: Mapping[str, list[StoredPoint]], store: VectorStore, model_id: str, dimension: int
+) -> dict[str, frozenset[str]]:
+    """For ``check_stored``: per doc_id, the ids of its stored points of ``model_id``
+    whose vector fails the vector check (read by input key: one vector per key, so every
+    point of a key whose vector is bad is written again)."""
+    keys = sorted(
+        {
+            p.payload.input_key
+            for pts in stored.values()
+            for p in pts
+            if p.payload.model_id == model_id
+        }
+    )
+    if not keys:
+        return {}
+    _, bad_keys = usable_vectors(store.get_vectors(keys, model_id), dimension)
+    bad = set(bad_keys)
+    out: dict[str, frozenset[str]] = {}
+    for doc_id, pts in stored.items():
+        ids = frozenset(
+            p.id for p in pts if p.payload.model_id == model_id and p.payload.input_key in bad
         )
-    return vectors
+        if ids:
+            out[doc_id] = ids
+    return out
 
 
 def _keeps(store: VectorStore) -> bool:
@@ -651,7 +685,7 @@ def _publish(
     for version, group in by_version.items():
         writes = [
             PointWrite(w.id, w.payload, vectors[w.payload.input_key])
-            if w.id not in plan.existing
+            if w.id not in plan.existing or w.id in plan.revector
             else w
             for plan in group
             for w in plan.writes
@@ -879,6 +913,7 @@ def sync(
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
+    check_stored: bool = False,
 ) -> SyncReport:
     """Bring ``store`` to exactly the given revisions of ``documents``.
 
@@ -905,6 +940,17 @@ def sync(
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
+
+    Every vector is checked before it is stored or cached, and before it is reused
+    (:func:`~rechunk.embedding.check_vectors`: the model's dimension, finite, a norm
+    in range): a batch the model answers with unusable vectors (all zeros, NaN, values
+    near float32's limit) raises :class:`~rechunk.errors.BadVectorError`, and none of
+    that batch is cached or stored; a cached or stored vector that fails is not reused
+    but embedded again, replacing the bad cache entry. Points a sync keeps as they are
+    are not read back; ``check_stored=True`` also reads the vectors of every stored
+    point of the given documents and writes again, with a new vector, each point whose
+    vector fails the check (counted as ``added``): the repair of a collection written
+    by an embedder that answered badly before these checks existed.
 
     Concurrent writers: after every sync of a document has returned, the store holds
     exactly the chunks of the newest ``version`` any of them synced. On Qdrant every
@@ -933,6 +979,7 @@ def sync(
             dry_run=dry_run,
             reuse_from=reuse_from,
             progress=progress,
+            check_stored=check_stored,
         )
 
 
@@ -970,6 +1017,7 @@ def _sync(
     dry_run: bool = False,
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
+    check_stored: bool = False,
 ) -> SyncReport:
     """:func:`sync` itself, with the writer lock (if any) held: ``locked`` says it is, so
     that no other rechunk writer changes the collection until this sync ends."""
@@ -1040,6 +1088,18 @@ def _sync(
             if index + 1 < len(groups):
                 reads.append(read(groups[index + 1], send=True))
             plans = []
+            revector: dict[str, frozenset[str]] = {}
+            if check_stored and current.stored:
+                t0 = time.perf_counter()
+                revector = _bad_stored(current.stored, store, model_id, raw_embedder.dimension)
+                seconds["plan"] += time.perf_counter() - t0
+                if revector:
+                    log.warning(
+                        "%d stored point(s) of %d document(s) hold a vector that fails the "
+                        "vector check; they are written again",
+                        sum(len(ids) for ids in revector.values()),
+                        len(revector),
+                    )
             for i, (doc, chunks) in enumerate(zip(batch, current.chunks), done + 1):
                 old = current.stored.get(doc.doc_id, [])
                 report.chunks_not_given -= len(old)
@@ -1051,7 +1111,17 @@ def _sync(
                     seconds["chunk"] += time.perf_counter() - t0
                 tick("chunk", i, len(docs))
                 t0 = time.perf_counter()
-                plans.append(_plan(doc, chunks, chunker, model_id, old, neighbours))
+                plans.append(
+                    _plan(
+                        doc,
+                        chunks,
+                        chunker,
+                        model_id,
+                        old,
+                        neighbours,
+                        revector.get(doc.doc_id, frozenset()),
+                    )
+                )
                 if keep_held:
                     held.update(plans[-1].ids)
                 seconds["plan"] += time.perf_counter() - t0
