@@ -19,6 +19,21 @@ whose vectors differ by more than :data:`PARITY_TOLERANCE` is refused. So an
 ONNX export shares the torch backend's ``model_id`` and switching backend
 re-embeds nothing. (A quantised graph would give other vectors and would
 need an identity of its own; rechunk does not make one.)
+
+An export is checked again every time it is loaded, so a graph changed after
+its export (damaged bytes, a truncated copy, edited weights) never gives
+vectors under the model's identity. Its sidecar ``export.json`` records the
+file's size and sha256 and the torch model's vectors of two short probe texts
+(:data:`LOAD_PROBES`); a load hashes the file (~0.07 s for MiniLM's 90 MB) and
+embeds the probes in one tiny batch, which must match with cosine above
+:data:`LOAD_MIN_COSINE`. A graph that fails is moved aside (its folder renamed
+``<key>.damaged-<time>``, never deleted) and exported again where torch is
+installed (an :class:`OnnxExportWarning` says so); elsewhere the load raises an
+:class:`~rechunk.errors.EmbeddingError` naming the export command. An export
+made by an older rechunk records no checksum: where torch is installed it is
+compared with the torch model on every probe text and, if it matches, its
+sidecar is completed; elsewhere it is refused with the same command (it is
+not known to be damaged, so it stays where it is).
 """
 
 from __future__ import annotations
@@ -32,6 +47,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from functools import cached_property
@@ -44,14 +60,23 @@ from rechunk._optional import require
 from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError, EmbeddingError, MissingDependencyError
 from rechunk.identity import hash_fields
-from rechunk.integrations._st_folder import ModelFolder, _file_sha256, _read_json, default_threads
+from rechunk.integrations._st_folder import (
+    DEFAULT_MODEL,
+    ModelFolder,
+    _file_sha256,
+    _read_json,
+    default_threads,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "LOAD_MIN_COSINE",
+    "LOAD_PROBES",
     "PARITY_TOLERANCE",
     "OnnxEmbedder",
+    "OnnxExportWarning",
     "export_onnx",
     "exported_onnx",
     "onnx_cache_dir",
@@ -79,6 +104,15 @@ _PROBES = (
     "Ein Absatz auf Deutsch, mit Umlauten: äöü ß — und Zahlen 1,234.5!",
     "def f(x):\n    return {'key': [x, x * 2]}  # code, too",
 )
+#: Texts whose torch vectors an export records and every load embeds again (one tiny batch).
+LOAD_PROBES = (_PROBES[1], _PROBES[3])
+#: Smallest cosine allowed, at load, between a graph's vectors of :data:`LOAD_PROBES` and
+#: the ones its export recorded (float32 noise is ~1e-7; weights scaled by 1.3 give ~0.99).
+LOAD_MIN_COSINE = 0.99999
+
+
+class OnnxExportWarning(UserWarning):
+    """An exported graph failed its check at load and was moved aside and exported again."""
 
 
 def onnx_cache_dir() -> Path:
@@ -158,7 +192,10 @@ def exported_onnx(
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> Path | None:
     """The folder holding ``model.onnx`` and ``export.json`` for ``model``, or None if not
-    exported yet (or exported for another model identity)."""
+    exported yet (or exported for another model identity).
+
+    A presence check only: the graph's bytes are checked when it is loaded (and by
+    :func:`export_onnx`), see the module docstring."""
     folder = _folder_of(model)
     root = Path(cache_dir) if cache_dir is not None else onnx_cache_dir()
     target = root / _export_key(folder)
@@ -181,6 +218,263 @@ def _read_meta(target: Path) -> dict[str, Any] | None:
     return meta
 
 
+# --------------------------------------------------------------------------- checks at load
+
+
+def _command(folder: ModelFolder) -> str:
+    """The shell command that exports (or checks) ``folder``'s graph."""
+    packaged = folder.name == DEFAULT_MODEL and folder.folder == _packaged_folder()
+    where = "" if packaged else f" {folder.folder}"
+    return f"`python -m rechunk.integrations.onnx export{where}`"
+
+
+def _packaged_folder() -> Path | None:
+    try:
+        return ModelFolder(None).folder
+    except (ConfigError, MissingDependencyError):
+        return None
+
+
+def _stat_key(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells one file from its replacement (device, inode, size, mtime)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _reference(meta: dict[str, Any]) -> tuple[list[str], npt.NDArray[np.float32]] | None:
+    """The probe texts and torch vectors an export recorded, or None if absent or malformed."""
+    ref = meta.get("reference")
+    if not isinstance(ref, dict):
+        return None
+    texts, vectors = ref.get("texts"), ref.get("vectors")
+    if (
+        not isinstance(texts, list)
+        or not texts
+        or not all(isinstance(t, str) and t for t in texts)
+        or not isinstance(vectors, list)
+        or len(vectors) != len(texts)
+    ):
+        return None
+    try:
+        array = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if array.ndim != 2 or array.shape[1] == 0 or not np.isfinite(array).all():
+        return None
+    return texts, array.astype(np.float32)
+
+
+def _integrity(meta: dict[str, Any]) -> tuple[str, int] | None:
+    """The recorded sha256 and size of ``model.onnx``, or None (an export made before they
+    were recorded)."""
+    digest, size = meta.get("sha256"), meta.get("bytes")
+    if not isinstance(digest, str) or type(size) is not int:
+        return None
+    return digest, size
+
+
+def _min_cosine(got: npt.NDArray[np.float32], expected: npt.NDArray[np.float32]) -> float:
+    a, b = got.astype(np.float64), expected.astype(np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    cosines = np.sum(a * b, axis=1) / np.maximum(norms, 1e-300)
+    return float(cosines.min()) if np.isfinite(cosines).all() else float("nan")
+
+
+class _Untrusted(Exception):
+    """The export in a folder is not the graph its sidecar describes; ``args[0]`` says why."""
+
+
+def _check_file(target: Path, meta: dict[str, Any]) -> None:
+    """Raise :class:`_Untrusted` unless ``model.onnx`` has the recorded size and sha256 (and
+    the sidecar records probe vectors to check it against)."""
+    recorded = _integrity(meta)
+    assert recorded is not None
+    digest, size = recorded
+    path = target / "model.onnx"
+    try:
+        actual = path.stat().st_size
+        if actual != size:
+            raise _Untrusted(f"model.onnx has {actual} bytes, its export recorded {size}")
+        if _file_sha256(path) != digest:
+            raise _Untrusted("model.onnx's sha256 differs from the one its export recorded")
+    except OSError as exc:
+        raise _Untrusted(f"cannot read model.onnx: {exc.strerror or exc}") from exc
+    if _reference(meta) is None:
+        raise _Untrusted("its export.json records no valid probe vectors")
+
+
+def _torch_parity(
+    folder: ModelFolder, path: Path, reference: Any = None
+) -> tuple[float, float, npt.NDArray[np.float32]]:
+    """Largest absolute difference and smallest cosine between the graph at ``path`` (run
+    by onnxruntime) and the torch backend on every probe text, and the torch vectors."""
+    if reference is None:
+        from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+        reference = SentenceTransformerEmbedder(folder.folder, threads=1)
+    probe = OnnxEmbedder(folder.folder, threads=1, onnx_file=path)
+    expected = reference.embed(list(_PROBES))
+    # the long probe alone too: a batch padded to its length and one that is not
+    got = np.concatenate([probe.embed(list(_PROBES)), probe.embed([_PROBES[2]])])
+    both = np.concatenate([expected, expected[2:3]])
+    diff = float(np.abs(got - both).max())
+    return diff, _min_cosine(got, both), expected
+
+
+def _integrity_fields(path: Path, expected: npt.NDArray[np.float32]) -> dict[str, Any]:
+    """The sidecar fields a load checks: size, sha256 and the torch vectors of LOAD_PROBES."""
+    rows = [_PROBES.index(text) for text in LOAD_PROBES]
+    return {
+        "bytes": path.stat().st_size,
+        "sha256": _file_sha256(path),
+        "reference": {
+            "texts": list(LOAD_PROBES),
+            "vectors": [[float(x) for x in expected[row]] for row in rows],
+        },
+    }
+
+
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    """Write ``path`` through a temporary file in its folder and a rename: a reader sees the
+    old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(data, indent=2))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _adopt(folder: ModelFolder, target: Path, meta: dict[str, Any]) -> None:
+    """Check an export made before sidecars recorded a checksum against the torch model on
+    every probe text and, if it matches, record its checksum and probe vectors.
+
+    Raises :class:`_Untrusted` when it does not match, and
+    :class:`~rechunk.errors.EmbeddingError` (naming the export command) where torch is
+    not installed: such a graph cannot be checked here, and it is not known to be damaged.
+    """
+    if not onnx_export_possible():
+        raise EmbeddingError(
+            f"the ONNX export of {folder.name} in {target} was made by an older rechunk and "
+            f"records no checksum, so it cannot be checked here: run {_command(folder)} "
+            "where torch is installed (pip install 'rechunk[st]') to check it"
+        )
+    path = target / "model.onnx"
+    before = _stat_key(path)
+    log.info("checking the ONNX export in %s against the torch backend (once)", target)
+    try:
+        diff, _, expected = _torch_parity(folder, path)
+    except EmbeddingError as exc:
+        raise _Untrusted(f"it cannot run: {exc}") from exc
+    if not diff <= PARITY_TOLERANCE:
+        raise _Untrusted(
+            f"it differs from the torch backend by {diff:.2e} (more than {PARITY_TOLERANCE:g})"
+        )
+    fields = _integrity_fields(path, expected)
+    if _stat_key(path) != before:  # replaced meanwhile: check whatever is there now
+        raise _Untrusted("model.onnx changed while it was being checked")
+    _write_json_atomically(target / "export.json", {**meta, **fields, "adopted": True})
+
+
+def _set_aside(target: Path) -> Path:
+    """Rename a failed export folder to ``<key>.damaged-<time>`` (kept, never deleted)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = target.with_name(f"{target.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        aside = target.with_name(f"{target.name}.damaged-{stamp}-{n}")
+        n += 1
+    os.rename(target, aside)
+    return aside
+
+
+def _checked_session(folder: ModelFolder, target: Path, runner: OnnxEmbedder) -> Any:
+    """An onnxruntime session on ``target``'s graph once it passed every check, or
+    :class:`_Untrusted` saying why it did not (``runner`` tokenises and pools the probes)."""
+    meta = _read_meta(target)
+    if meta is None:
+        raise _Untrusted("its model.onnx or export.json is missing or unreadable")
+    if meta.get("model_id") != folder.model_id:
+        raise _Untrusted(f"its export.json names another model ({meta.get('model_id')})")
+    if _integrity(meta) is None:
+        _adopt(folder, target, meta)
+        meta = _read_meta(target)
+        if meta is None or _integrity(meta) is None:
+            raise _Untrusted("its export.json could not be completed")
+    _check_file(target, meta)
+    session = runner._open_session(target / "model.onnx")
+    texts, expected = _reference(meta) or ([], np.zeros((0, 0), dtype=np.float32))
+    try:
+        got = runner._run(session, [i.name for i in session.get_inputs()], texts)
+    except EmbeddingError as exc:
+        raise _Untrusted(f"it fails on the probe texts: {exc}") from exc
+    cosine = _min_cosine(got, expected) if got.shape == expected.shape else float("nan")
+    if not cosine > LOAD_MIN_COSINE:
+        raise _Untrusted(
+            f"its vectors of the probe texts differ from the recorded ones (cosine {cosine:.6f}, "
+            f"at least {LOAD_MIN_COSINE} expected)"
+        )
+    return session
+
+
+def _trusted_session(folder: ModelFolder, root: Path, runner: OnnxEmbedder, export: str) -> Any:
+    """A checked session on ``folder``'s export under ``root``, or None (see ``export``).
+
+    An export that fails its check is moved aside, then, by ``export``: ``"auto"``
+    exports it again where torch is installed (an :class:`OnnxExportWarning`) and
+    raises :class:`~rechunk.errors.EmbeddingError` naming the export command
+    elsewhere; ``"never"`` raises that error; ``"caller"`` warns and returns None (the
+    caller exports). A missing export is exported by ``"auto"``; the others return None.
+    """
+    target = root / _export_key(folder)
+    problem = ""
+    for _ in range(3):
+        if not target.exists():
+            if export != "auto":
+                return None
+            export_onnx(folder, cache_dir=root)
+        checked = _stat_key(target / "model.onnx")
+        try:
+            return _checked_session(folder, target, runner)
+        except _Untrusted as exc:
+            problem = str(exc)
+        if _stat_key(target / "model.onnx") != checked:
+            continue  # replaced meanwhile (another process repaired it): check the new one
+        try:
+            aside = _set_aside(target)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise EmbeddingError(
+                f"the ONNX export of {folder.name} in {target} failed its check ({problem}) "
+                f"and cannot be moved aside: {exc.strerror or exc}"
+            ) from exc
+        failed = f"the ONNX export of {folder.name} failed its check ({problem}); it was moved "
+        if export == "never" or (export == "auto" and not onnx_export_possible()):
+            raise EmbeddingError(
+                f"{failed}aside to {aside}: run {_command(folder)} where torch is installed "
+                "(pip install 'rechunk[st]') to export it again"
+            )
+        warnings.warn(f"{failed}aside to {aside} and is exported again", OnnxExportWarning, 4)
+        if export == "caller":
+            return None
+    raise EmbeddingError(
+        f"the ONNX export of {folder.name} in {target} keeps failing its check ({problem}); "
+        f"run {_command(folder)} --force"
+    )
+
+
+# --------------------------------------------------------------------------- export
+
+
 def export_onnx(
     model: str | os.PathLike[str] | ModelFolder | None = None,
     *,
@@ -194,17 +488,28 @@ def export_onnx(
     run with onnxruntime on fixed probe texts and compared with the torch backend:
     a largest absolute difference above :data:`PARITY_TOLERANCE` is an
     :class:`~rechunk.errors.EmbeddingError` and nothing is kept. The file and an
-    ``export.json`` (model id, versions, the measured difference) are written into
-    a temporary folder and renamed into place, so a crash or a concurrent export
-    never leaves a half-written export. An existing export is returned as is
-    unless ``force``.
+    ``export.json`` (model id, versions, the measured difference, the file's size
+    and sha256, the torch vectors of :data:`LOAD_PROBES`) are written into a
+    temporary folder and renamed into place, so a crash or a concurrent export
+    never leaves a half-written export.
+
+    An existing export is checked as a load checks it (and one made by an older
+    rechunk against the torch backend); it is returned as is if it passes, else it
+    is moved aside (an :class:`OnnxExportWarning`) and exported again. ``force``
+    exports again whatever is there.
     """
     folder = _folder_of(model)
     _check_exportable(folder)
     root = Path(cache_dir) if cache_dir is not None else onnx_cache_dir()
     target = root / _export_key(folder)
-    if not force and exported_onnx(folder, cache_dir=root) is not None:
-        return target
+    if not force and target.exists() and onnxruntime_installed():
+        runner = (
+            folder if isinstance(folder, OnnxEmbedder) else OnnxEmbedder(folder.folder, threads=1)
+        )
+        if _trusted_session(folder, root, runner, "caller") is not None:
+            return target
+    elif not force and exported_onnx(folder, cache_dir=root) is not None:
+        return target  # nothing here can check (or run) it: onnxruntime is absent
     if not onnx_export_possible():
         missing = next(
             name
@@ -282,17 +587,7 @@ def _export_into(folder: ModelFolder, path: Path) -> dict[str, Any]:
             )
         except Exception as exc:
             raise EmbeddingError(f"cannot export {folder.folder} to ONNX: {exc}") from exc
-    probe = OnnxEmbedder(folder.folder, threads=1, onnx_file=path)
-    expected = reference.embed(list(_PROBES))
-    got = np.concatenate([probe.embed(list(_PROBES)), probe.embed([_PROBES[2]])])
-    expected = np.concatenate([expected, expected[2:3]])
-    diff = float(np.abs(got - expected).max())
-    cosine = float(
-        (
-            np.sum(got * expected, axis=1)
-            / (np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1))
-        ).min()
-    )
+    diff, cosine, expected = _torch_parity(folder, path, reference)
     if not diff <= PARITY_TOLERANCE:
         raise EmbeddingError(
             f"the ONNX export of {folder.folder} differs from the torch backend by {diff:.2e} "
@@ -309,6 +604,7 @@ def _export_into(folder: ModelFolder, path: Path) -> dict[str, Any]:
         "onnxruntime": str(ort.__version__),
         "probe_max_abs_diff": diff,
         "probe_min_cosine": cosine,
+        **_integrity_fields(path, expected),
     }
 
 
@@ -401,45 +697,46 @@ class OnnxEmbedder(ModelFolder):
             return self._onnx_file.is_file()
         return exported_onnx(self, cache_dir=self._cache_dir) is not None
 
-    def _graph(self) -> Path:
-        """The ONNX file to run, exported first if allowed."""
-        if self._onnx_file is not None:
-            if not self._onnx_file.is_file():
-                raise ConfigError(f"onnx_file {self._onnx_file} does not exist")
-            return self._onnx_file
-        target = exported_onnx(self, cache_dir=self._cache_dir)
-        if target is None:
-            if self.export == "never":
-                raise ConfigError(
-                    f"model {self._name} has no ONNX export in "
-                    f"{self._cache_dir or onnx_cache_dir()}; run `python -m "
-                    f"rechunk.integrations.onnx export {self._folder}` where torch is installed"
-                )
-            target = export_onnx(self, cache_dir=self._cache_dir)
-        return target / "model.onnx"
-
     def _load(self) -> Any:
+        """The session to run: ``onnx_file`` as given, else the cached export once it passed
+        its check (exported first, or again after a failed check, if allowed)."""
         with self._load_lock:
             if self._session is not None:
                 return self._session
-            path = self._graph()
-            ort = require("onnxruntime", "onnx")
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
-            try:
-                session = ort.InferenceSession(
-                    str(path), sess_options=options, providers=["CPUExecutionProvider"]
-                )
-            except Exception as exc:
-                raise EmbeddingError(f"cannot load the ONNX model {path}: {exc}") from exc
+            if self._onnx_file is not None:
+                if not self._onnx_file.is_file():
+                    raise ConfigError(f"onnx_file {self._onnx_file} does not exist")
+                session = self._open_session(self._onnx_file)
+            else:
+                root = self._cache_dir if self._cache_dir is not None else onnx_cache_dir()
+                session = _trusted_session(self, root, self, self.export)
+                if session is None:
+                    raise ConfigError(
+                        f"model {self._name} has no ONNX export in {root}; run `python -m "
+                        f"rechunk.integrations.onnx export {self._folder}` where torch is "
+                        "installed"
+                    )
             self._inputs = [i.name for i in session.get_inputs()]
-            unknown = set(self._inputs) - set(_INPUT_NAMES)
-            if unknown:
-                raise EmbeddingError(f"the ONNX model {path} takes unknown inputs {unknown}")
             self._session = session
             return session
+
+    def _open_session(self, path: Path) -> Any:
+        """An onnxruntime session on ``path`` (CPU, this embedder's threads), inputs checked."""
+        ort = require("onnxruntime", "onnx")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load the ONNX model {path}: {exc}") from exc
+        unknown = {i.name for i in session.get_inputs()} - set(_INPUT_NAMES)
+        if unknown:
+            raise EmbeddingError(f"the ONNX model {path} takes unknown inputs {unknown}")
+        return session
 
     @cached_property
     def _pad_id(self) -> int:
@@ -492,6 +789,13 @@ class OnnxEmbedder(ModelFolder):
             return out
         self.check_lengths(items)
         session = self._load()
+        return self._run(session, self._inputs, items)
+
+    def _run(self, session: Any, inputs: list[str], items: list[str]) -> npt.NDArray[np.float32]:
+        """Vectors of ``items`` (checked already) from ``session``, batched by length."""
+        out = np.zeros((len(items), self.dimension), dtype=np.float32)
+        if not items:
+            return out
         ids = self._encode(items)
         order = sorted(range(len(items)), key=lambda i: len(ids[i]))
         pad = self._pad_id
@@ -504,13 +808,19 @@ class OnnxEmbedder(ModelFolder):
                 input_ids[r, : len(ids[i])] = ids[i]
                 mask[r, : len(ids[i])] = 1
             feed = {"input_ids": input_ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
+            if "token_type_ids" in inputs:
                 feed["token_type_ids"] = np.zeros_like(input_ids)
             try:
                 (hidden,) = session.run(["last_hidden_state"], feed)
             except Exception as exc:
                 raise EmbeddingError(f"model {self._name} failed to embed: {exc}") from exc
-            out[rows] = self._pool(hidden, mask)
+            pooled = self._pool(hidden, mask)
+            if pooled.shape[1] != self.dimension:
+                raise EmbeddingError(
+                    f"model {self._name} gave vectors of {pooled.shape[1]} values, "
+                    f"not {self.dimension}"
+                )
+            out[rows] = pooled
         return out
 
 
