@@ -5,7 +5,13 @@ from __future__ import annotations
 from rechunk.cache import CacheStats, EmbeddingCache, MemoryCache, SQLiteCache
 from rechunk.cached_embedder import CachedEmbedder, EmbedStats
 from rechunk.chunk import Chunk, Chunker, embedding_input
-from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
+from rechunk.chunkers import (
+    CDCChunker,
+    CodeChunker,
+    FixedChunker,
+    RecursiveChunker,
+    StructuredChunker,
+)
 from rechunk.document import Document
 from rechunk.embedding import Embedder
 from rechunk.errors import (
@@ -38,6 +44,7 @@ __all__ = [
     "CachedEmbedder",
     "Chunk",
     "Chunker",
+    "CodeChunker",
     "ConfigError",
     "Document",
     "DocumentReport",

@@ -1,7 +1,8 @@
-"""Chunkers: fixed windows, recursive paragraph-first, content-defined, structured."""
+"""Chunkers: fixed windows, recursive paragraph-first, content-defined, structured, code."""
 
 from rechunk.chunkers.base import BaseChunker
 from rechunk.chunkers.cdc import CDCChunker
+from rechunk.chunkers.code import CodeChunker, code_chunker_for, language_for
 from rechunk.chunkers.fixed import FixedChunker
 from rechunk.chunkers.recursive import RecursiveChunker
 from rechunk.chunkers.structured import StructuredChunker
@@ -9,7 +10,10 @@ from rechunk.chunkers.structured import StructuredChunker
 __all__ = [
     "BaseChunker",
     "CDCChunker",
+    "CodeChunker",
     "FixedChunker",
     "RecursiveChunker",
     "StructuredChunker",
+    "code_chunker_for",
+    "language_for",
 ]

@@ -1,0 +1,611 @@
+"""Syntax-aware chunking of source code: tree-sitter boundaries, content-chosen cuts."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rechunk.chunk import NORMALIZATION_VERSION
+from rechunk.chunkers.base import (
+    Analysis,
+    BaseChunker,
+    IntArray,
+    Units,
+    check_sizes,
+    check_text,
+    pre_token_pieces,
+    refine,
+)
+from rechunk.chunkers.code_languages import (
+    LANGUAGES,
+    LanguageSpec,
+    grammar,
+    language_for,
+    spec_for,
+    symbol_name,
+)
+from rechunk.chunkers.recursive import RecursiveChunker
+from rechunk.chunkers.structured import _best, _local_maxima, _mix, _span_hashes
+from rechunk.errors import ConfigError, MissingDependencyError
+from rechunk.identity import hash_fields
+
+__all__ = ["LANGUAGES", "CodeChunker", "code_chunker_for", "language_for"]
+
+U64 = npt.NDArray[np.uint64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Strength of the boundary before a unit (higher wins); FORBID is never cut by choice.
+FORBID, PIECE, WORD, CLOSING_LINE, TEXT_LINE = range(5)
+_BASE = 5  # first syntax level: the deepest statement boundary
+_DEPTHS = 7  # nesting depths told apart (0 .. 6; deeper counts as 6)
+_SUBLEVELS = 4  # within a depth: plain, after a blank line, at a block's edge, both
+_TOP = _BASE + _DEPTHS * _SUBLEVELS  # the two ends of the text
+_LEVEL_SHIFT = 56
+_HASH_BITS = 28  # the first line's hash, then a longer context's (ties)
+_LINE_UNITS = 8  # units of the first line hashed for the key
+_CONTEXT_UNITS = 24  # units hashed to break ties between equal first lines
+_MAX_KEY = np.int64(_TOP << _LEVEL_SHIFT)
+
+_LINE_FIRST = re.compile(r"^[^\S\n]*(\S)", re.M)
+
+
+def _last_row(node: Any) -> int:
+    """The row of a node's last character (a node ending at a line start ends on the row before)."""
+    end = node.end_point
+    row: int = end.row
+    if end.column == 0 and row > node.start_point.row:
+        row -= 1
+    return row
+
+
+@dataclass
+class _Structure:
+    """What one parse says about the lines of a text.
+
+    ``first[r]``: character offset of the first non-whitespace character of row
+    ``r`` (-1 for a blank row). ``level[r]``: the level of a boundary before that
+    character. ``head[r]``: the row that starts the item whose first line is ``r``
+    (earlier when comments or attributes are attached above it). ``spans``: the
+    (first row, last row, end character) of every multi-line item starting a line.
+    """
+
+    text: str
+    source: bytes
+    first: list[int]
+    level: list[int]
+    head: list[int]
+    spans: list[tuple[int, int, int]]
+    line_starts: list[int]
+    tree: Any
+    char_of: Callable[[int], int]
+    #: node id -> row, for every named node that starts a line
+    items: dict[int, int]
+
+
+def _byte_to_char(text: str, source: bytes) -> Callable[[int], int]:
+    if len(source) == len(text):
+        return lambda b: b
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    widths = 1 + (codes >= 0x80) + (codes >= 0x800) + (codes >= 0x10000)
+    byte_of_char = np.zeros(len(text) + 1, dtype=np.int64)
+    np.cumsum(widths, out=byte_of_char[1:])
+
+    def char_of(b: int) -> int:
+        return int(np.searchsorted(byte_of_char, b, side="right")) - 1
+
+    return char_of
+
+
+def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
+    """Parse ``text`` and classify the boundary before the first character of each line."""
+    language, _ = grammar(spec.name)
+    from tree_sitter import Parser
+
+    source = text.encode("utf-8")
+    tree = Parser(language).parse(source)
+    char_of = _byte_to_char(text, source)
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    line_starts = [0, *(n + 1 for n in newlines)]
+    n_rows = len(line_starts)
+    first = [-1] * n_rows
+    for m in _LINE_FIRST.finditer(text):
+        pos = m.start(1)
+        first[bisect.bisect_right(newlines, pos - 1)] = pos
+    if len(source) == len(text):
+        first_byte = first
+    else:
+        prefix = np.zeros(len(text) + 1, dtype=np.int64)
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+        np.cumsum(1 + (codes >= 0x80) + (codes >= 0x800) + (codes >= 0x10000), out=prefix[1:])
+        first_byte = [int(prefix[c]) if c >= 0 else -1 for c in first]
+    level = [TEXT_LINE] * n_rows
+    head = list(range(n_rows))
+    spans: list[tuple[int, int, int]] = []
+    assigned = [False] * n_rows
+    item_rows: dict[int, int] = {}
+    attached = spec.attached
+    definitions = spec.definitions
+    lists = spec.lists
+
+    def blank_before(row: int) -> bool:
+        return row > 0 and first[row - 1] < 0
+
+    # iterative walk over the nodes that span several lines: (node, distinct start rows of
+    # its ancestors below the root, the last of those rows)
+    stack: list[tuple[Any, int, int]] = [(tree.root_node, 0, -1)]
+    while stack:
+        node, count, last = stack.pop()
+        # the children that start a line, in order: (child, row, last row, depth)
+        items: list[tuple[Any, int, int, int]] = []
+        descend: list[tuple[Any, int, int]] = []
+        for child in node.children:
+            row = child.start_point.row
+            end_row = _last_row(child)
+            if child.type in lists:
+                if end_row > row or child.child_count:
+                    descend.append((child, count, last))
+                continue
+            if (
+                row < n_rows
+                and not assigned[row]
+                and child.start_byte == first_byte[row]
+                and child.end_byte > child.start_byte
+            ):
+                assigned[row] = True
+                depth = count - (1 if last == row else 0)
+                if child.is_named:
+                    items.append((child, row, end_row, depth))
+                    item_rows[child.id] = row
+                else:
+                    level[row] = CLOSING_LINE
+            if end_row > row:
+                if row != last:
+                    descend.append((child, count + 1, row))
+                else:
+                    descend.append((child, count, last))
+        if items:
+            _classify(items, level, head, spans, attached, definitions, blank_before, char_of)
+        stack.extend(reversed(descend))
+    return _Structure(
+        text, source, first, level, head, spans, line_starts, tree, char_of, item_rows
+    )
+
+
+def _classify(
+    items: list[tuple[Any, int, int, int]],
+    level: list[int],
+    head: list[int],
+    spans: list[tuple[int, int, int]],
+    attached: frozenset[str],
+    definitions: frozenset[str],
+    blank_before: Callable[[int], bool],
+    char_of: Callable[[int], int],
+) -> None:
+    """Levels of the lines started by one node's children (siblings, in order).
+
+    A run of attached items (comments, attributes) with no blank line between them
+    and the item below belongs to that item: its first line takes the item's level
+    and the lines after it inside the run are text lines.
+    """
+    previous_block = False  # the item before was a block (several lines or a definition)
+    k = 0
+    while k < len(items):
+        # extend a run of attached items down to the item they sit on
+        j = k
+        while (
+            items[j][0].type in attached
+            and j + 1 < len(items)
+            and items[j + 1][1] == items[j][2] + 1
+        ):
+            j += 1
+        if j > k and items[j][0].type in attached:
+            j = k  # the run ends in nothing to attach to: each stands alone
+        node, row, end_row, depth = items[j]
+        first_row = items[k][1]
+        block = end_row > row or node.type in definitions
+        sub = 2 * (block or previous_block) + blank_before(first_row)
+        level[first_row] = _BASE + (_DEPTHS - 1 - min(depth, _DEPTHS - 1)) * _SUBLEVELS + sub
+        for inner in range(k + 1, j + 1):
+            level[items[inner][1]] = TEXT_LINE
+            head[items[inner][1]] = first_row
+        if end_row > first_row:
+            spans.append((first_row, end_row, char_of(node.end_byte)))
+        previous_block = block
+        k = j + 1
+
+
+class CodeChunker(BaseChunker):
+    """Chunks of source code whose boundaries follow its syntax (tree-sitter).
+
+    **Structure.** The text is parsed with the language's tree-sitter grammar
+    (from its own grammar wheel; a file that does not parse is read through
+    tree-sitter's error recovery, so this never fails). Every line gets the
+    level of a boundary before its first character, from the outermost syntax
+    node starting there:
+
+    * a node that starts a line and is one of a list of siblings (a top-level
+      definition, import or statement; a method in a class body; a statement in
+      a function body) gives a *syntax level*: shallower nesting is stronger (the
+      depth counts the distinct lines on which the enclosing nodes start, so a
+      callback's body is one level below the call that opens it); at the same
+      depth a boundary at the edge of a block (the item before or after spans
+      several lines or is a definition) beats one after a blank line, which
+      beats one between two one-line items;
+    * comments and attributes directly above an item (no blank line) belong to
+      it: the first of them takes the item's level and the lines after it within
+      the run are text lines;
+    * a line inside a multi-line token (a docstring, a block comment) is a text
+      line; a line starting with a closing bracket is below it; a word inside a
+      line is below both, and a piece of a word (a word of more than
+      ``min_tokens`` tokens, cut at the tokenizer's pre-tokens) lowest.
+
+    An item of several lines that holds at most ``max_tokens`` tokens (with what
+    is attached to it) is never cut inside: a small function, class or statement
+    stays whole, and a larger one is split at its members or statements, then
+    as text.
+
+    **The cut rule** is the structured policy's, with content *after* a
+    boundary: each boundary's key is its level, then 28 bits of a hash of the
+    first line of the item that starts there (up to 8 units), then 28 bits of a
+    hash of the 24 units from there (breaking ties between equal first lines,
+    such as ``#[test]``). A boundary is an *anchor* iff its key beats every other
+    key less than ``min_tokens`` tokens away (the leftmost wins a tie); a span
+    between consecutive anchors that holds at most ``max_tokens`` tokens is one
+    chunk, a longer one is cut from its left end at the allowed boundary with the
+    greatest key that makes the chunk ``min_tokens`` to ``max_tokens`` tokens
+    (else the best within ``max_tokens``, else the last boundary within it). So
+    small neighbouring definitions and imports are grouped by their content, not
+    packed greedily, and an inserted function changes only the chunks within
+    about ``max_tokens`` tokens of it: the chunks after the next anchor keep their
+    bytes.
+
+    No chunk exceeds ``max_tokens`` (every unit holds at most ``min_tokens``
+    tokens; with a tokenizer that is not additive the finished chunks are
+    re-counted and one over ``max_tokens`` is cut near its middle). The policy id
+    names the language and the grammar wheel's version: a new grammar is a new
+    policy (inputs with the same text still share their vectors).
+    """
+
+    kind = "code"
+    version = 1
+
+    def __init__(
+        self,
+        language: str,
+        *,
+        min_tokens: int = 160,
+        max_tokens: int = 400,
+        tokenizer: Any = None,
+        hard_max_tokens: int = 512,
+    ) -> None:
+        spec = spec_for(language)
+        check_sizes(hard_max_tokens, min_tokens=min_tokens, max_tokens=max_tokens)
+        self._spec = spec
+        _, self._grammar_version = grammar(spec.name)
+        self.min_tokens = min_tokens
+        self.max_tokens = max_tokens
+        super().__init__(tokenizer, hard_max_tokens)
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def language(self) -> str:
+        return self._spec.name
+
+    @property
+    def grammar_version(self) -> str:
+        """The version of the grammar wheel that parses this language."""
+        return self._grammar_version
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {
+            "min_tokens": self.min_tokens,
+            "max_tokens": self.max_tokens,
+            "hard_max_tokens": self.hard_max_tokens,
+        }
+
+    @property
+    def policy_id(self) -> str:
+        """``code-<language>-<grammar version>-<12 hex>`` (the hash covers all of it)."""
+        fields = (
+            self.kind,
+            str(self.version),
+            json.dumps(self.params, sort_keys=True),
+            self._counter.identity,
+            NORMALIZATION_VERSION,
+            self.language,
+            self._spec.package,
+            self._grammar_version,
+        )
+        digest = hash_fields("rechunk/policy/v1", fields)[:12]
+        return f"{self.kind}-{self.language}-{self._grammar_version}-{digest}"
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out["language"] = self.language
+        out["grammar"] = f"{self._spec.package} {self._grammar_version}"
+        return out
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{type(self).__name__}({self.language!r}, {params})"
+
+    # -- chunking ---------------------------------------------------------------------------
+
+    @property
+    def _recount_limit(self) -> int:
+        """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
+        return self.max_tokens
+
+    def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:
+        units, levels = self._units(analysis)
+        keys = np.append(self._keys(analysis, units, levels), _MAX_KEY)
+        prefix = units.prefix
+        allowed = np.append(levels >= PIECE, True)
+        anchors = (_local_maxima(prefix, keys, self.min_tokens) & allowed) | (keys == _MAX_KEY)
+        bounds = np.flatnonzero(anchors).tolist()
+        starts: list[int] = []
+        for a, b in zip(bounds, bounds[1:]):
+            self._chain(prefix, keys, allowed, a, b, starts)
+        return units, starts
+
+    def _word_levels(self, analysis: Analysis) -> tuple[IntArray, BoolArray]:
+        """The level of the boundary before each word, and whether a word lies inside an
+        item kept whole (its inner pieces may not be cut either)."""
+        structure = _parse_structure(self._spec, analysis.text)
+        starts = analysis.starts
+        n = len(starts)
+        levels = np.full(n, WORD, dtype=np.int64)
+        first = np.asarray(structure.first, dtype=np.int64)
+        rows = np.flatnonzero(first >= 0)
+        at = np.searchsorted(starts, first[rows])
+        ok = (at < n) & (starts[np.minimum(at, n - 1)] == first[rows])
+        row_level = np.asarray(structure.level, dtype=np.int64)
+        levels[at[ok]] = row_level[rows[ok]]
+        # items of several lines that fit in max_tokens are kept whole
+        prefix = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(analysis.counts, out=prefix[1:])
+        inside = np.zeros(n + 1, dtype=np.int64)
+        if structure.spans:
+            spans = np.asarray(structure.spans, dtype=np.int64)
+            lo = np.searchsorted(starts, first[spans[:, 0]])
+            hi = np.searchsorted(starts, spans[:, 2])  # first word at or after the end
+            fits = (prefix[hi] - prefix[lo] <= self.max_tokens) & (hi > lo)
+            np.add.at(inside, lo[fits], 1)
+            np.add.at(inside, hi[fits], -1)
+            within = np.cumsum(inside[:n]) > 0  # words whose pieces may not be cut
+            before = np.zeros(n + 1, dtype=np.int64)
+            np.add.at(before, lo[fits] + 1, 1)
+            np.add.at(before, hi[fits], -1)
+            levels[np.cumsum(before[:n]) > 0] = FORBID
+        else:
+            within = np.zeros(n, dtype=np.bool_)
+        if n:
+            levels[0] = _TOP
+        return levels, within
+
+    def _units(self, analysis: Analysis) -> tuple[Units, IntArray]:
+        """Units (words; a word of more than ``min_tokens`` tokens as pre-token pieces)
+        and the level of the boundary before each."""
+        word_levels, within = self._word_levels(analysis)
+        counter = self._counter
+        threshold = self.min_tokens
+        splits: dict[int, list[tuple[int, int]]] = {}
+        exact = True
+        for i in np.flatnonzero(analysis.counts > threshold).tolist():
+            pieces, ok = pre_token_pieces(counter, analysis.words[i], threshold)
+            exact = exact and ok
+            if len(pieces) > 1:
+                splits[i] = pieces
+        units = refine(analysis, splits, exact)
+        if not splits:
+            return units, word_levels
+        word_of = units.word
+        levels = word_levels[word_of].copy()
+        first_piece = np.ones(len(units), dtype=np.bool_)
+        first_piece[1:] = word_of[1:] != word_of[:-1]
+        inner = np.flatnonzero(~first_piece)
+        levels[inner] = np.where(within[word_of[inner]], FORBID, PIECE)
+        return units, levels
+
+    def _keys(self, analysis: Analysis, units: Units, levels: IntArray) -> IntArray:
+        """Key of the boundary before each unit: level, a hash of the first line that
+        starts there (up to ``_LINE_UNITS`` units), a hash of ``_CONTEXT_UNITS`` units."""
+        text = analysis.text
+        n = len(units)
+        starts, word_of = units.starts, units.word
+        # where each unit's own text ends (a piece ends where the next piece of its word starts)
+        ends = analysis.ends[word_of].copy()
+        same_next = np.zeros(n, dtype=np.bool_)
+        same_next[:-1] = word_of[1:] == word_of[:-1]
+        ends[same_next] = starts[1:][same_next[:-1]]
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+        newlines = np.append(np.flatnonzero(codes == 10), len(text)).astype(np.int64)
+        line_end = newlines[np.searchsorted(newlines, starts, side="left")]
+        index = np.arange(n, dtype=np.int64)
+        # the first line's last unit: at most _LINE_UNITS units, none past the line's end
+        stop = np.minimum(index + _LINE_UNITS, n) - 1
+        stop = np.maximum(np.minimum(stop, np.searchsorted(starts, line_end) - 1), index)
+        wide = np.minimum(index + _CONTEXT_UNITS, n) - 1
+        both = _span_hashes(
+            codes, np.concatenate((starts, starts)), np.concatenate((ends[stop], ends[wide]))
+        )
+        line_hash, context_hash = both[:n], both[n:]
+        content = ((line_hash >> np.uint64(64 - _HASH_BITS)) << np.uint64(_HASH_BITS)) | (
+            _mix(context_hash) >> np.uint64(64 - _HASH_BITS)
+        )
+        keys: IntArray = (levels << _LEVEL_SHIFT) | content.astype(np.int64)
+        keys[levels == _TOP] = _MAX_KEY
+        return keys
+
+    def _chain(
+        self, prefix: IntArray, keys: IntArray, allowed: BoolArray, a: int, b: int, out: list[int]
+    ) -> None:
+        """Append the starts of the chunks between anchors ``a`` and ``b`` (unit indices)."""
+        low, high = self.min_tokens, self.max_tokens
+        end = int(prefix[b])
+        start = a
+        while True:
+            out.append(start)
+            base = int(prefix[start])
+            if end - base <= high:
+                return
+            stop = min(b, int(np.searchsorted(prefix, base + high, side="right")))
+            first = max(start + 1, int(np.searchsorted(prefix, base + low, side="left")))
+            choice = _best(keys, allowed, first, stop)
+            if choice < 0:
+                choice = _best(keys, allowed, start + 1, stop)
+            if choice < 0:
+                choice = max(start + 1, stop - 1)
+            start = choice
+
+    # -- locating chunks --------------------------------------------------------------------
+
+    def locator(self, text: str) -> Callable[[int, int], dict[str, Any]]:
+        """Parse ``text`` once; return ``where(start, end)`` for spans of it.
+
+        ``where`` gives ``{"language": ..., "symbol": "Cart.add", "lines": [first, last]}``:
+        the 1-based lines of the span's first and last non-whitespace characters, and
+        the path of the innermost definition holding its first non-whitespace character
+        (a comment or attribute attached above a definition counts as part of it;
+        ``symbol`` is left out at top level, outside any definition).
+        """
+        text = check_text(text)
+        structure = _parse_structure(self._spec, text)
+        definitions = _definitions(self._spec, structure)
+        starts = structure.line_starts
+        language = self.language
+
+        def where(start: int, end: int) -> dict[str, Any]:
+            piece = text[start:end]
+            stripped = piece.lstrip()
+            first = start + len(piece) - len(stripped)
+            last = start + len(piece.rstrip()) - 1
+            if not stripped:
+                first = last = start
+            out: dict[str, Any] = {"language": language}
+            symbol = _innermost(definitions, first)
+            if symbol is not None:
+                out["symbol"] = symbol
+            out["lines"] = [bisect.bisect_right(starts, first), bisect.bisect_right(starts, last)]
+            return out
+
+        return where
+
+
+def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, int, int, str]]:
+    """Every named definition: (start, end, depth, symbol path), in characters. The start
+    is the first line of what is attached above it when the definition begins the item
+    that starts its line (``export function f``, a decorated or commented method)."""
+    source = structure.source
+    char_of = structure.char_of
+    first, head, items = structure.first, structure.head, structure.items
+    out: list[tuple[int, int, int, str]] = []
+    claimed: set[int] = set()  # items whose first definition took what is attached above
+    stack: list[tuple[Any, tuple[str, ...]]] = [(structure.tree.root_node, ())]
+    while stack:
+        node, path = stack.pop()
+        later: list[tuple[Any, tuple[str, ...]]] = []
+        for child in node.children:
+            inner = path
+            if child.type in spec.definitions:
+                name = symbol_name(spec, child, source)
+                if name:
+                    inner = (*path, name)
+                    start = char_of(child.start_byte)
+                    # the item starting the line this definition opens (itself, or a
+                    # wrapper: decorators, export, template, declaration), not through
+                    # another definition
+                    item = None
+                    above = child
+                    while above is not None and above.type not in spec.lists:
+                        if above.id in items:
+                            item = above
+                        above = above.parent
+                        if above is not None and above.type in spec.definitions:
+                            break
+                    if item is not None and item.id not in claimed:
+                        claimed.add(item.id)
+                        top = first[head[items[item.id]]]
+                        if 0 <= top <= start:
+                            start = top
+                    end = char_of(child.end_byte)
+                    out.append((start, end, len(inner), spec.separator.join(inner)))
+            if child.child_count:
+                later.append((child, inner))
+        stack.extend(reversed(later))
+    return out
+
+
+def _innermost(definitions: list[tuple[int, int, int, str]], at: int) -> str | None:
+    best: tuple[int, int] | None = None
+    symbol = None
+    for start, end, depth, path in definitions:
+        if start <= at < end and (best is None or (depth, start) > best):
+            best = (depth, start)
+            symbol = path
+    return symbol
+
+
+def code_chunker_for(
+    path_or_language: str | PurePath,
+    *,
+    min_tokens: int = 160,
+    max_tokens: int = 400,
+    tokenizer: Any = None,
+    hard_max_tokens: int = 512,
+    fallback_target_tokens: int | None = None,
+) -> tuple[BaseChunker, str | None]:
+    """The code policy for a file (by its suffix) or a language name, else the recursive one.
+
+    Returns ``(CodeChunker, None)``, or ``(RecursiveChunker, reason)`` when the
+    language has no grammar here or tree-sitter or its grammar wheel is not
+    installed; ``reason`` is one line for a report. ``fallback_target_tokens``
+    sizes the fallback (default ``max_tokens``). Bad sizes or a bad tokenizer
+    raise :class:`ConfigError` either way.
+    """
+    check_sizes(hard_max_tokens, min_tokens=min_tokens, max_tokens=max_tokens)
+    given = str(path_or_language)
+    name = _language_name(given) or language_for(given)
+    if name is None:
+        reason = f"no code grammar for {given!r}: chunked with the recursive policy"
+    else:
+        try:
+            grammar(name)
+        except MissingDependencyError as exc:
+            reason = (
+                f"{exc.package} is not installed (pip install 'rechunk[code]'): "
+                "chunked with the recursive policy"
+            )
+        else:
+            chunker = CodeChunker(
+                name,
+                min_tokens=min_tokens,
+                max_tokens=max_tokens,
+                tokenizer=tokenizer,
+                hard_max_tokens=hard_max_tokens,
+            )
+            return chunker, None
+    fallback = RecursiveChunker(
+        target_tokens=fallback_target_tokens or max_tokens,
+        tokenizer=tokenizer,
+        hard_max_tokens=hard_max_tokens,
+    )
+    return fallback, reason
+
+
+def _language_name(given: str) -> str | None:
+    """``given`` as a language of :data:`LANGUAGES` when it names one (or an alias)."""
+    try:
+        return spec_for(given).name
+    except ConfigError:
+        return None

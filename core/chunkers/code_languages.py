@@ -1,0 +1,380 @@
+"""The languages of the code policy: grammar wheels, file suffixes, definitions and names.
+
+Each language's grammar comes from its own PyPI wheel (``tree-sitter-python``, ...),
+which ships the compiled grammar: nothing is downloaded at run time. The tables
+here say which syntax nodes are *definitions* (they name a symbol path and a chunk
+boundary prefers their edges) and which are *attached* to the item that follows
+them (comments, Rust attributes: kept in the same chunk as that item).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from rechunk._optional import require
+from rechunk.errors import ConfigError, MissingDependencyError
+
+__all__ = [
+    "LANGUAGES",
+    "LanguageSpec",
+    "grammar",
+    "language_for",
+    "symbol_name",
+]
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """One language: where its grammar comes from and how its definitions look."""
+
+    name: str
+    #: the grammar wheel's import name, the function returning its language, its PyPI name
+    module: str
+    function: str
+    package: str
+    suffixes: tuple[str, ...]
+    #: node types that define a symbol
+    definitions: frozenset[str]
+    #: node types kept with the item right below them (no blank line between)
+    attached: frozenset[str]
+    #: joins the names of a symbol path (``Cart.add``, ``geo::Point::x``)
+    separator: str = "."
+    #: list nodes that begin where their first element begins (Python's ``block``):
+    #: not a nesting level of their own, and never the item that starts a line
+    lists: frozenset[str] = frozenset()
+
+
+_JS_DEFINITIONS = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "class_declaration",
+        "abstract_class_declaration",
+        "class",
+        "method_definition",
+        "interface_declaration",
+        "enum_declaration",
+        "internal_module",
+        "module",
+        "variable_declarator",  # named only when its value is a function or class
+        "assignment_expression",  # named only when its value is a function or class
+        "pair",  # named only when its value is a function
+    }
+)
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+
+LANGUAGES: dict[str, LanguageSpec] = {
+    spec.name: spec
+    for spec in (
+        LanguageSpec(
+            "python",
+            "tree_sitter_python",
+            "language",
+            "tree-sitter-python",
+            (".py", ".pyi"),
+            frozenset({"function_definition", "class_definition"}),
+            _COMMENTS,
+            lists=frozenset({"block"}),
+        ),
+        LanguageSpec(
+            "javascript",
+            "tree_sitter_javascript",
+            "language",
+            "tree-sitter-javascript",
+            (".js", ".mjs", ".cjs", ".jsx"),
+            _JS_DEFINITIONS,
+            _COMMENTS,
+        ),
+        LanguageSpec(
+            "typescript",
+            "tree_sitter_typescript",
+            "language_typescript",
+            "tree-sitter-typescript",
+            (".ts", ".mts", ".cts"),
+            _JS_DEFINITIONS,
+            _COMMENTS,
+        ),
+        LanguageSpec(
+            "tsx",
+            "tree_sitter_typescript",
+            "language_tsx",
+            "tree-sitter-typescript",
+            (".tsx",),
+            _JS_DEFINITIONS,
+            _COMMENTS,
+        ),
+        LanguageSpec(
+            "go",
+            "tree_sitter_go",
+            "language",
+            "tree-sitter-go",
+            (".go",),
+            frozenset({"function_declaration", "method_declaration", "type_spec"}),
+            _COMMENTS,
+            lists=frozenset({"statement_list"}),
+        ),
+        LanguageSpec(
+            "rust",
+            "tree_sitter_rust",
+            "language",
+            "tree-sitter-rust",
+            (".rs",),
+            frozenset(
+                {
+                    "function_item",
+                    "impl_item",
+                    "struct_item",
+                    "enum_item",
+                    "union_item",
+                    "trait_item",
+                    "mod_item",
+                    "macro_definition",
+                }
+            ),
+            _COMMENTS | {"attribute_item"},
+            "::",
+        ),
+        LanguageSpec(
+            "java",
+            "tree_sitter_java",
+            "language",
+            "tree-sitter-java",
+            (".java",),
+            frozenset(
+                {
+                    "class_declaration",
+                    "interface_declaration",
+                    "enum_declaration",
+                    "record_declaration",
+                    "annotation_type_declaration",
+                    "method_declaration",
+                    "constructor_declaration",
+                }
+            ),
+            _COMMENTS,
+        ),
+        LanguageSpec(
+            "c",
+            "tree_sitter_c",
+            "language",
+            "tree-sitter-c",
+            (".c", ".h"),
+            frozenset(
+                {"function_definition", "struct_specifier", "union_specifier", "enum_specifier"}
+            ),
+            _COMMENTS,
+        ),
+        LanguageSpec(
+            "cpp",
+            "tree_sitter_cpp",
+            "language",
+            "tree-sitter-cpp",
+            (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++"),
+            frozenset(
+                {
+                    "function_definition",
+                    "struct_specifier",
+                    "union_specifier",
+                    "enum_specifier",
+                    "class_specifier",
+                    "namespace_definition",
+                }
+            ),
+            _COMMENTS,
+            "::",
+        ),
+    )
+}
+_ALIASES = {
+    "py": "python",
+    "js": "javascript",
+    "jsx": "javascript",
+    "ts": "typescript",
+    "golang": "go",
+    "rs": "rust",
+    "c++": "cpp",
+    "cxx": "cpp",
+}
+_BY_SUFFIX = {suffix: spec.name for spec in LANGUAGES.values() for suffix in spec.suffixes}
+
+
+def language_for(path: str | PurePath) -> str | None:
+    """The language of a source file by its suffix (``"src/app.tsx"`` -> ``"tsx"``), or None.
+
+    ``.h`` counts as C. The suffix is matched without regard to case.
+    """
+    return _BY_SUFFIX.get(PurePath(path).suffix.lower())
+
+
+def spec_for(language: str) -> LanguageSpec:
+    """The table of ``language`` (a name such as ``"python"`` or an alias such as ``"py"``)."""
+    if not isinstance(language, str):
+        raise ConfigError(f"language must be a str, not {type(language).__name__}")
+    key = language.strip().lower()
+    spec = LANGUAGES.get(_ALIASES.get(key, key))
+    if spec is None:
+        raise ConfigError(
+            f"no code grammar for language {language!r}; choose from {', '.join(LANGUAGES)} "
+            "or use the recursive policy for this file"
+        )
+    return spec
+
+
+@functools.cache
+def grammar(name: str) -> tuple[Any, str]:
+    """``(tree_sitter.Language, grammar wheel version)`` for a language of :data:`LANGUAGES`.
+
+    Raises :class:`MissingDependencyError` (naming the ``code`` extra) when
+    ``tree_sitter`` or the language's grammar wheel is not installed.
+    """
+    spec = LANGUAGES[name]
+    tree_sitter = require("tree_sitter", "code", "tree-sitter")
+    wheel = require(spec.module, "code", spec.package)
+    try:
+        version = importlib.metadata.version(spec.package)
+    except importlib.metadata.PackageNotFoundError as exc:  # pragma: no cover - odd installs
+        raise MissingDependencyError(spec.package, "code") from exc
+    return tree_sitter.Language(getattr(wheel, spec.function)()), version
+
+
+# -- symbol names -----------------------------------------------------------------------------
+
+_FUNCTION_VALUES = frozenset(
+    {
+        "function_expression",
+        "function",
+        "arrow_function",
+        "generator_function",
+        "class",
+    }
+)
+
+
+def _text(node: Any, source: bytes) -> str:
+    return " ".join(source[node.start_byte : node.end_byte].decode("utf-8", "replace").split())
+
+
+def _field_text(node: Any, field: str, source: bytes) -> str | None:
+    child = node.child_by_field_name(field)
+    return None if child is None else _text(child, source)
+
+
+def _c_declarator_name(node: Any, source: bytes) -> str | None:
+    """The name inside a C/C++ declarator (``*make(void)`` -> ``make``)."""
+    seen = 0
+    while node is not None and seen < 16:
+        if node.type in (
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+            "operator_name",
+            "destructor_name",
+        ):
+            return _text(node, source)
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            named = [
+                c
+                for c in node.named_children
+                if "declarator" in c.type or "identifier" in c.type
+            ]
+            inner = named[0] if named else None
+        node = inner
+        seen += 1
+    return None
+
+
+def _header(node: Any, body_field: str, source: bytes) -> str:
+    """The text of ``node`` up to its body, whitespace collapsed (``impl Display for Point``)."""
+    body = node.child_by_field_name(body_field)
+    end = body.start_byte if body is not None else node.end_byte
+    header = " ".join(source[node.start_byte : end].decode("utf-8", "replace").split())
+    return header[:200]
+
+
+def _go_receiver(node: Any, source: bytes) -> str | None:
+    receiver = node.child_by_field_name("receiver")
+    if receiver is None:
+        return None
+    for param in receiver.named_children:
+        kind = param.child_by_field_name("type")
+        if kind is None:
+            continue
+        name = _text(kind, source).lstrip("*")
+        return name.split("[", 1)[0] or None
+    return None
+
+
+def _js_name(node: Any, source: bytes) -> str | None:
+    kind = node.type
+    if kind == "variable_declarator":
+        value = node.child_by_field_name("value")
+        if value is None or value.type not in _FUNCTION_VALUES:
+            return None
+        return _field_text(node, "name", source)
+    if kind == "assignment_expression":
+        value = node.child_by_field_name("right")
+        if value is None or value.type not in _FUNCTION_VALUES:
+            return None
+        return _field_text(node, "left", source)
+    if kind == "pair":
+        value = node.child_by_field_name("value")
+        if value is None or value.type not in _FUNCTION_VALUES:
+            return None
+        key = _field_text(node, "key", source)
+        return None if key is None else key.strip("\"'`")
+    return _field_text(node, "name", source)
+
+
+def _names(spec: LanguageSpec) -> Callable[[Any, bytes], str | None]:
+    if spec.name in ("javascript", "typescript", "tsx"):
+        return _js_name
+    if spec.name == "rust":
+
+        def rust(node: Any, source: bytes) -> str | None:
+            if node.type == "impl_item":
+                return _header(node, "body", source)
+            return _field_text(node, "name", source)
+
+        return rust
+    if spec.name == "go":
+
+        def go(node: Any, source: bytes) -> str | None:
+            name = _field_text(node, "name", source)
+            if node.type == "method_declaration" and name is not None:
+                receiver = _go_receiver(node, source)
+                return f"{receiver}.{name}" if receiver else name
+            return name
+
+        return go
+    if spec.name in ("c", "cpp"):
+
+        def c_like(node: Any, source: bytes) -> str | None:
+            if node.type == "function_definition":
+                return _c_declarator_name(node.child_by_field_name("declarator"), source)
+            name = _field_text(node, "name", source)
+            if node.type in ("struct_specifier", "union_specifier", "enum_specifier"):
+                if name is None or node.child_by_field_name("body") is None:
+                    return None
+                return f"{node.type.split('_')[0]} {name}"
+            return name
+
+        return c_like
+    return lambda node, source: _field_text(node, "name", source)
+
+
+@functools.cache
+def _namer(name: str) -> Callable[[Any, bytes], str | None]:
+    return _names(LANGUAGES[name])
+
+
+def symbol_name(spec: LanguageSpec, node: Any, source: bytes) -> str | None:
+    """The name a definition node contributes to a symbol path (None: not a named definition)."""
+    if node.type not in spec.definitions:
+        return None
+    return _namer(spec.name)(node, source)
