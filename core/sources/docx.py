@@ -83,8 +83,10 @@ _CORE_NS = {
 }
 
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])")
+# Word's built-in "List Bullet 2" and the like: a list at that depth on its own level 0
+_LIST_STYLE = re.compile(r"list(?: bullet| number| continue)? ([2-9])")
 _CODE_STYLES = frozenset(
-    {"source code", "html preformatted", "plain text", "macro text", "code", "code block"}
+    {"source code", "html preformatted", "plain text", "macro", "macro text", "code", "code block"}
 )
 _QUOTE_STYLES = frozenset({"quote", "intense quote", "block text"})
 # fields whose displayed result is page furniture or changes without an edit
@@ -172,6 +174,7 @@ class _Style:
 @dataclass
 class _Resolved:
     heading: int = 0
+    depth: int = 0  # the list depth a built-in list style's name gives
     code: bool = False
     quote: bool = False
     num: tuple[str, int] | None = None
@@ -402,6 +405,9 @@ class _Walker:
                 res.heading = int(match.group(1))
             elif not res.heading and style.name == "title":
                 res.heading = 1
+            listed = _LIST_STYLE.fullmatch(style.name)
+            if listed and not res.depth:
+                res.depth = int(listed.group(1)) - 1
             if outline is None and style.outline is not None:
                 outline = style.outline
             res.code = res.code or style.name in _CODE_STYLES
@@ -580,7 +586,8 @@ class _Walker:
         num = num if num is not None else res.num
         if num is not None and num[0] not in ("", "0"):
             number = self.numbering.number(num[0], num[1])
-            self.out.list_item(text, depth=num[1], ordered=number)
+            depth = num[1] or res.depth
+            self.out.list_item(text, depth=depth, ordered=number)
         elif res.quote:
             self.out.quote(text)
         else:
