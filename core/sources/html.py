@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,12 +318,13 @@ def _int(value: str | None, default: int) -> int:
 
 
 class _Writer:
-    def __init__(self, builder: TextBuilder) -> None:
+    def __init__(self, builder: TextBuilder, base: Mapping[str, Any]) -> None:
         self.builder = builder
+        self.base = dict(base)
         self.buffer: list[str] = []
         self.modes = [_Mode("para")]
         self.lists: list[list[int] | None] = []  # per open list: [next number], or None
-        self.locator: dict[str, Any] = {}
+        self.locator: dict[str, Any] = dict(base)
         self.first_h1: str | None = None
 
     def flush(self) -> None:
@@ -344,7 +345,7 @@ class _Writer:
         self.flush()
         text = _inline_text(node)
         anchor = node.attributes.get("id")
-        self.locator = {"anchor": anchor} if anchor else {}
+        self.locator = {**self.base, "anchor": anchor} if anchor else dict(self.base)
         self.builder.heading(text, level, **self.locator)
         if level == 1 and self.first_h1 is None and clean_inline(text):
             self.first_h1 = clean_inline(text)
@@ -437,14 +438,16 @@ def write_html(
     builder: TextBuilder,
     options: ParseOptions | None = None,
     rules: HtmlRules = DEFAULT_RULES,
+    locator: Mapping[str, Any] | None = None,
 ) -> str | None:
-    """Write the blocks of an HTML page into ``builder``; the page's title, or None."""
+    """Write the blocks of an HTML page into ``builder`` (each with ``locator`` beside its
+    anchor); the page's title, or None."""
     options = options or ParseOptions()
     tree = _lexbor().LexborHTMLParser(markup)
     if options.html_exclude:
         for node in tree.css(", ".join(options.html_exclude)):
             node.remove()
-    writer = _Writer(builder)
+    writer = _Writer(builder, locator or {})
     for root in _roots(tree, options):
         _drop_boilerplate(root, rules)
         writer.walk(root)
