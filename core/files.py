@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,16 +14,59 @@ from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
 from rechunk.ignore import IgnoreRules, wildmatch
 
-__all__ = ["DEFAULT_GLOBS", "FileSet", "printable", "read_documents", "read_text_file"]
+__all__ = [
+    "DEFAULT_GLOBS",
+    "FileSet",
+    "printable",
+    "read_documents",
+    "read_text_file",
+    "special_kind",
+]
 
 DEFAULT_GLOBS = ("*.md", "*.markdown", "*.rst", "*.txt")
 
 
+#: What a file that is neither a regular file nor a folder is, by its mode.
+_SPECIAL_KINDS = (
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISFIFO, "FIFO"),
+    (stat.S_ISSOCK, "socket"),
+)
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` (its link followed) is when it exists but is neither a regular file
+    nor a folder (``"character device"``, ``"block device"``, ``"FIFO"``, ``"socket"``),
+    else None. Only its metadata is read: a special file is never opened (opening a FIFO
+    blocks until a writer comes; a device may act on being opened)."""
+    try:
+        return _kind(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return None
+
+
 def read_text_file(path: Path) -> str:
     """A file's text as UTF-8 (without a leading byte-order mark); invalid UTF-8 or NUL
-    bytes are an :class:`InputError`."""
+    bytes, and a file that is not a regular file (a device, a FIFO: never opened), are an
+    :class:`InputError`."""
+    kind = special_kind(path)
+    if kind is not None:
+        raise InputError(f"{path} is not a regular file ({kind})")
     try:
-        data = path.read_bytes()
+        # non-blocking, in case it became a FIFO since: then it is refused, not waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb") as file:
+            kind = _kind(os.fstat(file.fileno()).st_mode)
+            if kind is not None:
+                raise InputError(f"{path} is not a regular file ({kind})")
+            data = file.read()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
@@ -38,8 +82,9 @@ def read_text_file(path: Path) -> str:
 class FileSet:
     """Documents read from files, and what was left out.
 
-    ``skipped``: ``(doc_id, reason)`` of files that could not be read, and of folders
-    that could not be listed (shown as ``folder/``). ``unlisted``: the doc_id prefix
+    ``skipped``: ``(doc_id, reason)`` of files that could not be read, of special files
+    (devices, FIFOs, sockets: never opened), and of folders that could not be listed
+    (shown as ``folder/``). ``unlisted``: the doc_id prefix
     of each such folder (``""`` for a whole root). ``empty``: doc_ids of empty or
     blank files. ``ignored``: the folders (shown as ``folder/``) and the matching files
     that ``.gitignore`` files excluded. ``links``: symbolic links to folders, which are
@@ -85,7 +130,9 @@ class _Found:
     unreadable: list[tuple[Path, str]]
     ignored: list[tuple[Path, str]]  # (path, "/" for a folder, else "")
     links: list[tuple[Path, str]]
-    broken: list[tuple[Path, str]]  # matching symbolic links that lead to no file, with why
+    # matching entries that are no file to read (links that lead nowhere, devices,
+    # FIFOs, sockets), with why
+    broken: list[tuple[Path, str]]
 
 
 def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
@@ -123,6 +170,10 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
                 found.files.append(here / name)
             elif os.path.islink(here / name):
                 found.broken.append((here / name, _broken_link(here / name)))
+            else:
+                kind = special_kind(here / name)
+                if kind is not None:
+                    found.broken.append((here / name, f"not a regular file ({kind})"))
     return found
 
 
@@ -130,13 +181,16 @@ def _broken_link(path: Path) -> str:
     """Why a symbolic link leads to no file: it dangles, loops, or names a folder or a
     special file."""
     try:
-        path.stat()
+        mode = path.stat().st_mode
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return "a symbolic link loop"
         if exc.errno == errno.ENOENT:
             return f"a dangling symbolic link (to {os.readlink(path)})"
         return f"cannot follow the symbolic link: {exc.strerror or exc}"
+    kind = _kind(mode)
+    if kind is not None:
+        return f"not a regular file (a symbolic link to a {kind})"
     return "a symbolic link to something that is not a file"
 
 
@@ -184,7 +238,8 @@ def read_documents(
     repository) exclude, unless ``gitignore`` is False (see :mod:`rechunk.ignore`).
     A file or folder named directly is read whatever ``.gitignore`` says. Symbolic
     links to folders are not followed; a matching symbolic link that dangles or loops
-    is skipped with the reason. ``globs`` use git's wildcard syntax and match
+    is skipped with the reason, and so is a device, FIFO or socket, given or found (it
+    is never opened). ``globs`` use git's wildcard syntax and match
     at any depth (``*.md``; ``guides/*.rst``; ``docs/**/*.md``).
     """
     pattern = _globs_regex(globs)
@@ -213,10 +268,15 @@ def read_documents(
                 prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
                 out.unlisted.append(prefix)
                 out.skipped.append((prefix or "./", f"cannot read folder {folder}: {why}"))
-        elif root.is_file():
+        elif root.is_file() or special_kind(root) is not None:
             resolved = root.resolve()
             home = next((h for h in homes if resolved.is_relative_to(h)), None)
-            files = [(root, resolved.relative_to(home).as_posix() if home else root.name)]
+            doc_id = resolved.relative_to(home).as_posix() if home else root.name
+            kind = special_kind(root)
+            if kind is not None:  # never opened: a FIFO would block, a device never end
+                out.skipped.append((_printable(doc_id), f"not a regular file ({kind})"))
+                continue
+            files = [(root, doc_id)]
         else:
             raise ConfigError(f"no such file or folder: {root}")
         out.roots.append(str(root.resolve()))
