@@ -109,6 +109,7 @@ def http_client(
     ssl: bool = False,
     headers: Mapping[str, str] | None = None,
     settings: Any = None,
+    path: str = "",
 ) -> ClientAPI:
     """``chromadb.HttpClient(...)``, raising :class:`StoreUnavailableError` when nobody answers.
 
@@ -117,8 +118,17 @@ def http_client(
     Its requests wait for an answer for ever; this client's give up after
     :data:`REQUEST_SECONDS` (connecting: 10 s), so a server that stops answering
     mid-sync is a :class:`~rechunk.errors.StoreTimeoutError`, not a hang.
+
+    ``host`` may be an IPv6 address (``::1``, or with a zone id ``fe80::1%eth0``; Chroma
+    itself would take its colons for a port), and ``path`` the prefix a reverse proxy
+    serves the server under (``/chroma``: requests go to ``/chroma/api/v2/...``).
     """
-    kwargs: dict[str, Any] = {"host": host, "port": port, "ssl": ssl}
+    netloc = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    target = netloc
+    if path.strip("/"):
+        target = f"{'https' if ssl else 'http'}://{netloc}:{port}/{path.strip('/')}"
+    where = f"{netloc}:{port}{'/' + path.strip('/') if path.strip('/') else ''}"
+    kwargs: dict[str, Any] = {"host": target, "port": port, "ssl": ssl}
     if headers is not None:
         kwargs["headers"] = dict(headers)
     if settings is not None:
@@ -127,10 +137,9 @@ def http_client(
         client = chromadb.HttpClient(**kwargs)
     except Exception as exc:
         if is_unreachable(exc):
-            raise StoreUnavailableError(
-                f"cannot reach the Chroma server at {host}:{port}: {exc}"
-            ) from exc
-        raise StoreError(f"cannot connect to the Chroma server at {host}:{port}: {exc}") from exc
+            message = f"cannot reach the Chroma server at {where}: {exc}"
+            raise StoreUnavailableError(message) from exc
+        raise StoreError(f"cannot connect to the Chroma server at {where}: {exc}") from exc
     import httpx
 
     session = getattr(getattr(client, "_server", None), "_session", None)
@@ -222,6 +231,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         batch_size: int = 1024,
     ) -> None:
         super().__init__(client, collection, layout, batch_size=batch_size)
+        check_collection_name(collection)
 
     # -- errors ----------------------------------------------------------------------------
 
@@ -743,6 +753,16 @@ class ChromaStore(StoreBase["ClientAPI"]):
         self._pinned = None
         with self._errors("drop"):
             self._client.delete_collection(self._collection)
+
+
+def check_collection_name(collection: str) -> None:
+    """:class:`ConfigError` for :data:`LOCK_COLLECTION`, which rechunk reserves: a store on
+    it would rewrite the lock records of every collection of the database."""
+    if collection == LOCK_COLLECTION:
+        raise ConfigError(
+            f"the Chroma collection name {LOCK_COLLECTION!r} is reserved (rechunk keeps its "
+            "writer locks there): choose another collection name"
+        )
 
 
 class _Lease:

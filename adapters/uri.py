@@ -10,19 +10,31 @@ URI                            store
                                for TLS; the API key is read from the
                                environment variable ``QDRANT_API_KEY``
 ``chroma:DIR``                 embedded Chroma persisted in DIR
-``chroma+http://HOST:PORT``    a Chroma server (``chroma run``)
+``chroma+http://HOST:PORT``    a Chroma server (``chroma run``); credentials
+                               from Chroma's own environment variables
+                               ``CHROMA_CLIENT_AUTH_PROVIDER`` and
+                               ``CHROMA_CLIENT_AUTH_CREDENTIALS``
 =============================  ===============================================
+
+A server URI may end in a path (``qdrant+http://HOST:6333/qdrant``, a server behind a
+reverse proxy under that prefix). HOST may be an IPv6 address in brackets, with a zone
+id as RFC 6874 writes it (``[fe80::1%25eth0]``) or as is (``[fe80::1%eth0]``). A user,
+password, query or fragment in a server URI is refused (:class:`ConfigError`) rather
+than dropped: rechunk records store URIs in ``.rechunk/manifest.json``, so secrets come
+from the environment.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from rechunk._optional import require
 from rechunk.adapters._layout import Layout, check_layout
@@ -35,6 +47,8 @@ SCHEMES = ("qdrant:", "qdrant+http://", "qdrant+https://", "chroma:", "chroma+ht
 #: How long a server may take to answer the first request before the CLI gives up (the
 #: clients themselves wait much longer, or, Chroma's, for ever).
 PROBE_SECONDS = 10.0
+#: Where the command line records the store URIs it synced (so no secret may be in one).
+_MANIFEST = ".rechunk/manifest.json"
 #: The file an embedded store writes into its folder when it is first opened.
 _MARKERS = {"qdrant:": "meta.json", "chroma:": "chroma.sqlite3"}
 
@@ -96,10 +110,11 @@ def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
     from rechunk.adapters.qdrant import QdrantStore, local_client
 
     if uri.startswith("qdrant+"):
-        url = uri[len("qdrant+") :]
-        host, port = _host_port(uri, required_port=False)
+        server = _server(uri, required_port=False, secrets="QDRANT_API_KEY")
+        server = _Server(server.scheme, server.host, server.port or 6333, server.path)
+        url = server.url()
         key = os.environ.get("QDRANT_API_KEY")
-        _probe(uri, host, port or 6333, "/", {"api-key": key} if key else {})
+        _probe(uri, server, server.path + "/", {"api-key": key} if key else {})
         # the client checks the server's version in a thread of its own and warns in two
         # lines when it cannot; the request that follows reports that failure in one
         warnings.filterwarnings("ignore", message="Failed to obtain server version")
@@ -115,29 +130,89 @@ def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
     return OpenStore(uri, "qdrant", QdrantStore(client, collection, layout=layout), client)
 
 
-def _host_port(uri: str, *, required_port: bool) -> tuple[str, int | None]:
-    """The host and port of a server URI; ConfigError when either is missing or invalid."""
+@dataclass(frozen=True)
+class _Server:
+    """What a server URI names: ``host`` (an IPv6 address without brackets, its zone id
+    decoded: ``fe80::1%eth0``), ``port`` and ``path`` (``""`` or ``/a/b``, as written)."""
+
+    scheme: str
+    host: str
+    port: int | None
+    path: str
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+    def url(self, path: str | None = None) -> str:
+        return f"{self.scheme}://{self.netloc}{self.path if path is None else path}"
+
+
+#: RFC 6874's ZoneID characters (unreserved), once decoded
+_ZONE = re.compile(r"[A-Za-z0-9._~-]+")
+
+
+def _server(uri: str, *, required_port: bool, secrets: str) -> _Server:
+    """The parts of a server URI; ConfigError when the host or port is missing or invalid,
+    and when it holds what would be dropped (a user or password: ``secrets`` names the
+    environment variables they go in instead; a query or fragment)."""
     try:
         parts = urlsplit(uri.split("+", 1)[1])
         port = parts.port
     except ValueError as exc:  # a bad port, or a bracket that is not closed
         raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from exc
+    if parts.username is not None or parts.password is not None:
+        shown = uri.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
+        raise ConfigError(
+            f"store URI {shown!r} holds credentials, which rechunk does not read from a URI "
+            f"(it records store URIs in {_MANIFEST}): set {secrets} in the environment instead"
+        )
+    if parts.query or parts.fragment or uri.endswith(("?", "#")):
+        shown = re.split("[?#]", uri, maxsplit=1)[0]  # a query may hold a secret
+        raise ConfigError(
+            f"store URI {shown!r} is followed by a query or fragment ('?...', '#...'), which "
+            f"would be ignored: remove it (credentials come from {secrets} in the environment)"
+        )
     if not parts.hostname:
         raise ConfigError(f"store URI {uri!r} has no host")
     if required_port and not port:
         raise ConfigError(f"store URI {uri!r} needs a host and a port")
-    return parts.hostname, port
+    host = parts.hostname
+    netloc = parts.netloc.rpartition("@")[2]
+    if netloc.startswith("[") and "]" in netloc:
+        host = _ipv6(uri, netloc[1 : netloc.index("]")])
+    return _Server(parts.scheme, host, port, parts.path.rstrip("/"))
 
 
-def _probe(uri: str, host: str, port: int, path: str, headers: dict[str, str]) -> None:
+def _ipv6(uri: str, literal: str) -> str:
+    """An IPv6 literal of a URI (without brackets) as a socket takes it: the zone id
+    written as RFC 6874 says (``%25eth0``) or as is (``%eth0``) becomes ``%eth0`` (a zone
+    id that starts with 25 is read as RFC 6874's: write ``%2525`` for it)."""
+    address, percent, zone = literal.partition("%")
+    if zone.startswith("25"):
+        zone = unquote(zone[2:])
+    try:
+        address = str(ipaddress.IPv6Address(address))
+    except ValueError as exc:
+        raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from exc
+    if not percent:
+        return address
+    if not _ZONE.fullmatch(zone):
+        raise ConfigError(
+            f"store URI {uri!r} is not a valid URL: the IPv6 zone id {zone!r} is not an "
+            "interface name or number (write it as [fe80::1%25eth0])"
+        )
+    return f"{address}%{zone}"
+
+
+def _probe(uri: str, server: _Server, path: str, headers: dict[str, str]) -> None:
     """StoreUnavailableError when the server accepts no request within PROBE_SECONDS; any
     answer (an error status included) or a refused connection is left to the client."""
     import httpx
 
-    scheme = "https" if "+https://" in uri else "http"
-    netloc = f"[{host}]" if ":" in host else host
     try:
-        httpx.get(f"{scheme}://{netloc}:{port}{path}", headers=headers, timeout=PROBE_SECONDS)
+        httpx.get(server.url(path), headers=headers, timeout=PROBE_SECONDS)
     except httpx.InvalidURL as exc:  # a host such as 256.256.256.256
         raise ConfigError(f"store URI {uri!r} is not a valid URL: {exc}") from None
     except httpx.TimeoutException:
@@ -150,13 +225,19 @@ def _probe(uri: str, host: str, port: int, path: str, headers: dict[str, str]) -
 
 def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStore:
     chromadb = require("chromadb", "chroma")
-    from rechunk.adapters.chroma import ChromaStore, http_client
+    from rechunk.adapters.chroma import ChromaStore, check_collection_name, http_client
 
+    check_collection_name(collection)  # before a folder or a client is made
     if uri.startswith("chroma+http://"):
-        host, port = _host_port(uri, required_port=True)
-        assert port is not None
-        _probe(uri, host, port, "/api/v2/heartbeat", {})
-        client = http_client(host, port)
+        server = _server(
+            uri,
+            required_port=True,
+            secrets="CHROMA_CLIENT_AUTH_PROVIDER and CHROMA_CLIENT_AUTH_CREDENTIALS (Chroma's "
+            "own settings)",
+        )
+        assert server.port is not None
+        _probe(uri, server, server.path + "/api/v2/heartbeat", {})
+        client = http_client(server.host, server.port, path=unquote(server.path))
     else:
         client = chromadb.PersistentClient(path=_folder(uri, create))
     return OpenStore(uri, "chroma", ChromaStore(client, collection, layout=layout), client)

@@ -110,6 +110,21 @@ def test_constructor_validates(args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         ChromaStore(NoIO(), *args, **kwargs)  # type: ignore[arg-type]
 
 
+def test_the_lock_collection_is_not_a_store(persistent: Any) -> None:
+    """rechunk's writer locks live in LOCK_COLLECTION: a store on it is refused before any
+    request, so a sync cannot rewrite the locks (nor their collection's metadata)."""
+    with pytest.raises(ConfigError, match="'rechunk-writer-locks' is reserved"):
+        ChromaStore(NoIO(), chroma_adapter.LOCK_COLLECTION)  # type: ignore[arg-type]
+    store = ChromaStore(persistent, collection_name())
+    with store.writer_lock(wait=5):  # the lock collection exists now
+        pass
+    locks = persistent.get_collection(chroma_adapter.LOCK_COLLECTION)
+    assert locks.metadata == {"rechunk:locks": 1}
+    with pytest.raises(ConfigError, match="reserved"):
+        ChromaStore(persistent, chroma_adapter.LOCK_COLLECTION).ensure_collection(DIM)
+    assert persistent.get_collection(chroma_adapter.LOCK_COLLECTION).metadata == locks.metadata
+
+
 def test_nothing_listening_is_store_unavailable() -> None:
     port = free_port()
     with pytest.raises(StoreUnavailableError, match="cannot reach") as exc:
