@@ -82,6 +82,18 @@ _INDEXED: Final = ("doc_id", "input_key", "model_id")
 #: mode loads every point into memory when a process opens the folder (about 2 s and
 #: 270 MB per 10,000 points of MiniLM-sized chunks in benchmarks/scale.py).
 EMBEDDED_POINTS_ADVICE: Final = 100_000
+#: qdrant-client's own warning (three lines on stderr) once an embedded collection holds
+#: 20,000 points: rechunk silences it and advises a server past EMBEDDED_POINTS_ADVICE
+#: points instead (:meth:`QdrantStore.size_advice`, shown by ``rechunk sync`` and ``status``).
+_LOCAL_MODE_WARNING: Final = "Local mode is not recommended"
+
+
+@contextmanager
+def _quiet_local_mode() -> Iterator[None]:
+    """Silence :data:`_LOCAL_MODE_WARNING` while inside."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LOCAL_MODE_WARNING, category=UserWarning)
+        yield
 
 #: qdrant-client local mode's threshold for normalising a cosine vector (f32 epsilon)
 _EPSILON: Final = 1.1920929e-7
@@ -141,7 +153,7 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
     from qdrant_client import QdrantClient
 
     try:
-        with _lean_load(), _collector_paused():
+        with _lean_load(), _collector_paused(), _quiet_local_mode():
             client = QdrantClient(path=os.fspath(path))
     except RuntimeError as exc:
         if _LOCK_TEXT in str(exc):
@@ -874,6 +886,23 @@ class QdrantStore(StoreBase["QdrantClient"]):
             return False
         return options.get("path") is not None or options.get("location") == ":memory:"
 
+    def size_advice(self, points: int | None = None) -> str | None:
+        """rechunk's advice when this embedded collection holds more than
+        :data:`EMBEDDED_POINTS_ADVICE` points (``points``, else counted), in place of
+        qdrant-client's warning past 20,000; None for a server or a smaller collection."""
+        if not self.is_embedded():
+            return None
+        if points is None:
+            info = self.collection_info()
+            points = info.points if info is not None else 0
+        if points <= EMBEDDED_POINTS_ADVICE:
+            return None
+        return (
+            f"embedded Qdrant holds {points:,} points (more than {EMBEDDED_POINTS_ADVICE:,}): "
+            "every process that opens the folder loads them all into memory first; move the "
+            "collection to a Qdrant server (--store qdrant+http://HOST:6333) or a Chroma server"
+        )
+
     def _index(self) -> _LocalIndex | None:
         """The embedded collection's :class:`_LocalIndex`, current (call it holding the
         client's lock); None for a server, or where the internals are not as expected."""
@@ -1022,20 +1051,22 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 updates = [w for w in updates if w.id in allowed]
             if index is not None and self._client in _TUNED_CLIENTS:
                 _reserve(index.collection, len(upserts))
-            for chunk in batches(upserts, self._batch_size):
-                self._client.upsert(
-                    self._collection,
-                    points=[
-                        models.PointStruct(
-                            id=w.id,
-                            vector=self._vector_struct(w.vector, vectors.name),
-                            payload=qdrant_payload(w.id, w.payload, self._layout),
-                        )
-                        for w in chunk
-                    ],
-                    wait=True,
-                    update_filter=guard,
-                )
+            # embedded Qdrant warns past 20,000 points: rechunk advises at its own size
+            with _quiet_local_mode() if self.is_embedded() else nullcontext():
+                for chunk in batches(upserts, self._batch_size):
+                    self._client.upsert(
+                        self._collection,
+                        points=[
+                            models.PointStruct(
+                                id=w.id,
+                                vector=self._vector_struct(w.vector, vectors.name),
+                                payload=qdrant_payload(w.id, w.payload, self._layout),
+                            )
+                            for w in chunk
+                        ],
+                        wait=True,
+                        update_filter=guard,
+                    )
             for chunk in batches(updates, self._batch_size):
                 self._client.batch_update_points(
                     self._collection,

@@ -6,7 +6,8 @@ It composes the parts (stores from :mod:`rechunk.adapters.uri`, embedders from
 
 Exit codes: 0 ok, 1 partial failure (a file or folder skipped), 2 usage or
 configuration error, 3 store or embedder error (a failed stale check too). Errors
-print one line; the traceback only with ``--debug``. Names are printed through
+print one line (a usage error too: the full usage with ``--help``); the traceback
+only with ``--debug``. Names are printed through
 :func:`rechunk.files.printable` (control characters escaped).
 """
 
@@ -19,9 +20,9 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from rechunk.chunk import Chunker
 from rechunk.errors import (
@@ -529,6 +530,9 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                 report, failed = exc.report, exc
         if not args.dry_run:
             _record_roots(args, files.roots, replace=args.prune)
+            advice = _size_advice(store)
+            if advice:  # in place of the store client's own warning
+                print(f"rechunk: warning: {advice}", file=sys.stderr)
     report.documents["skipped"] += len(files.skipped)
     if args.json:
         data = {**report.to_dict(), **_file_fields(files)}
@@ -576,17 +580,9 @@ def collection_status(store: Any) -> dict[str, Any]:
         "stale_check": "passed" if not stale else "failed",
         "warnings": [],
     }
-    is_embedded = getattr(store, "is_embedded", None)
-    if callable(is_embedded) and is_embedded():
-        from rechunk.adapters.qdrant import EMBEDDED_POINTS_ADVICE
-
-        if info.points > EMBEDDED_POINTS_ADVICE:
-            status["warnings"].append(
-                f"embedded Qdrant holds {info.points:,} points (more than "
-                f"{EMBEDDED_POINTS_ADVICE:,}): every process that opens the folder loads them "
-                "all into memory first; move the collection to a Qdrant server "
-                "(--store qdrant+http://HOST:6333) or a Chroma server"
-            )
+    advice = _size_advice(store, info.points)
+    if advice:
+        status["warnings"].append(advice)
     aliases = getattr(store, "aliases", None)
     if callable(aliases):
         status["aliases"] = aliases()
@@ -594,6 +590,12 @@ def collection_status(store: Any) -> dict[str, Any]:
 
     status["generations"] = generations(store)
     return status
+
+
+def _size_advice(store: Any, points: int | None = None) -> str | None:
+    """The store's advice on its size (embedded Qdrant: a server past 100,000 points)."""
+    advise = getattr(store, "size_advice", None)
+    return advise(points) if callable(advise) else None
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -836,10 +838,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 # -- entry point --------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line, naming the --help that shows the usage."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def error(self, message: str) -> NoReturn:
+        print(f"rechunk: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> _Parser:
     from rechunk.policy import DEFAULT_POLICY, POLICIES
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rechunk",
         description="Revision-aware chunking and embedding reuse: re-embed only what changed.",
     )
@@ -849,7 +861,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     # --debug also after the command (`rechunk sync docs --debug`); SUPPRESS keeps the
     # value given before the command when it is not repeated after it
-    debug = argparse.ArgumentParser(add_help=False)
+    debug = _Parser(add_help=False)
     debug.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
     )
@@ -1052,6 +1064,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_p.add_argument("--plot", metavar="FILE.png", help="write a chart of R_c by band")
     bench_p.add_argument("--json", action="store_true", help="print JSON")
     bench_p.set_defaults(func=_cmd_bench)
+    parser.commands = sub.choices
     return parser
 
 
@@ -1088,7 +1101,9 @@ def _report_error(exc: BaseException, debug: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's --help, not the top-level one
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "glob", "absent") is None:
         from rechunk.files import DEFAULT_GLOBS
 

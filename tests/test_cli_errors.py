@@ -4,9 +4,13 @@ failed stale check is an error in the API and a non-zero exit in `sync` and `sta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +187,329 @@ def test_an_unexpected_client_error_is_one_line(
     assert main(["--debug", "status"]) == 3
     assert capsys.readouterr().err.startswith("Traceback")
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+# -- usage errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "said", "help_of"),
+    [
+        (["sync"], "the following arguments are required: PATH", "rechunk sync"),
+        (["sync", "notes", "--frob"], "unrecognized arguments: --frob", "rechunk sync"),
+        (["sync", "notes", "--policy", "nope"], "invalid choice: 'nope'", "rechunk sync"),
+        (["query", "x", "-k", "many"], "invalid int value: 'many'", "rechunk query"),
+        (["frob"], "invalid choice: 'frob'", "rechunk"),
+        ([], "the following arguments are required: COMMAND", "rechunk"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_help(
+    notes: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str, help_of: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    captured = capsys.readouterr()
+    line = one_error_line(captured.err)
+    assert said in line and line.endswith(f"(see {help_of} --help)"), line
+    assert captured.out == ""
+
+
+# -- special files -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+@pytest.mark.timeout(60)  # before: reading the FIFO blocked for ever
+def test_special_files_are_skipped_never_opened(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    os.mkfifo(notes / "pipe.md")
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind("notes/sock.md")  # relative: a socket's path is short
+        (notes / "null.md").symlink_to(os.devnull)
+        files = read_documents([notes])
+        assert sorted(d.doc_id for d in files.documents) == ["alpha.md", "beta.md"]
+        assert dict(files.skipped) == {
+            "null.md": "not a regular file (a symbolic link to a character device)",
+            "pipe.md": "not a regular file (FIFO)",
+            "sock.md": "not a regular file (socket)",
+        }
+        # a special file named on the command line: skipped too (not "no such file")
+        assert read_documents([notes / "pipe.md", os.devnull]).skipped == [
+            ("pipe.md", "not a regular file (FIFO)"),
+            ("null", "not a regular file (character device)"),
+        ]
+        assert main(["sync", "notes", os.devnull, "--dry-run"]) == 1
+        out = capsys.readouterr().out
+        assert "pipe.md: not a regular file (FIFO)" in out
+        assert "null: not a regular file (character device)" in out
+        assert "4 skipped" in out
+    # a file read directly (measure) is refused, not read (a FIFO would block)
+    assert main(["measure", "notes/pipe.md", "notes/alpha.md"]) == 2
+    assert "notes/pipe.md is not a regular file (FIFO)" in one_error_line(capsys.readouterr().err)
+    if os.path.exists("/dev/zero"):  # would be read for ever
+        assert main(["measure", "/dev/zero", "notes/alpha.md"]) == 2
+        assert "not a regular file (character device)" in capsys.readouterr().err
+
+
+# -- the Chroma lock collection's name -----------------------------------------------------
+
+
+def test_the_lock_collection_name_is_reserved(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for args in (["sync", "notes"], ["status"], ["query", "x"]):
+        code = main([*args, "--store", "chroma:chroma", "--collection", "rechunk-writer-locks"])
+        assert code == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert "'rechunk-writer-locks' is reserved" in line and "choose another" in line
+    assert not (notes.parent / "chroma").exists()  # nothing made
+    assert not (notes.parent / ".rechunk").exists()
+
+
+# -- server URIs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("store", "said"),
+    [
+        ("chroma+http://user:secret@127.0.0.1:8000", "CHROMA_CLIENT_AUTH_CREDENTIALS"),
+        ("chroma+http://user:secret@127.0.0.1:8000/some/path", "CHROMA_CLIENT_AUTH_PROVIDER"),
+        ("qdrant+http://user:secret@127.0.0.1:6333", "set QDRANT_API_KEY"),
+        ("qdrant+https://:secret@127.0.0.1", "set QDRANT_API_KEY"),
+        ("qdrant+http://127.0.0.1:6333/?api_key=secret", "query or fragment"),
+        ("chroma+http://127.0.0.1:8000/#secret", "query or fragment"),
+        ("chroma+http://[fe80::1%25]:8000", "not a valid URL"),
+        ("chroma+http://[fe80::1%]:8000", "not a valid URL"),
+        ("chroma+http://[fe80::1%25e$th0]:8000", "zone id 'e$th0'"),
+        ("qdrant+http://[fe80::1%e/th0]:6333", "not a valid URL"),
+    ],
+)
+def test_what_a_server_uri_cannot_honour_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    store: str, said: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["status", "--store", store]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert said in line and "secret" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("uri", "host", "port", "path"),
+    [
+        ("chroma+http://[::1]:8000", "::1", 8000, ""),
+        ("chroma+http://[fe80::1%25eth0]:8000/", "fe80::1", 8000, ""),
+        ("chroma+http://[fe80::1%eth0]:8000/chroma/", "fe80::1", 8000, "/chroma"),
+        ("qdrant+https://[FE80::A%25En0]/a/b", "fe80::a", None, "/a/b"),
+        ("qdrant+http://Example.org:6333", "example.org", 6333, ""),
+    ],
+)
+def test_server_uri_parts(uri: str, host: str, port: int | None, path: str) -> None:
+    """An IPv6 zone id as RFC 6874 writes it (%25) or as is; its case is kept."""
+    from rechunk.adapters.uri import _server
+
+    server = _server(uri, required_port=False, secrets="X")
+    zone = {"eth0": "%eth0", "En0": "%En0"}
+    expected = host + next((z for k, z in zone.items() if k in uri), "")
+    assert (server.host, server.port, server.path) == (expected, port, path)
+
+
+def _link_local() -> tuple[str, str] | None:
+    """A link-local IPv6 address of this machine and its interface (Linux), or None."""
+    import ipaddress
+
+    try:
+        rows = Path("/proc/net/if_inet6").read_text().split("\n")
+    except OSError:
+        return None
+    for row in rows:
+        fields = row.split()
+        if len(fields) == 6 and fields[3] == "20" and fields[0].startswith("fe80"):
+            return str(ipaddress.IPv6Address(bytes.fromhex(fields[0]))), fields[5]
+    return None
+
+
+@contextlib.contextmanager
+def chroma_on(host: str, path: Path) -> Iterator[int]:
+    """A real Chroma server listening on ``host`` alone; yields its port."""
+    import httpx
+    from chroma_server import chroma_cli, free_port, stop_process
+
+    port = free_port()
+    process = subprocess.Popen(
+        [os.fspath(chroma_cli()), "run", "--path", os.fspath(path), "--host", host,
+         "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://[{host}]:{port}/api/v2/heartbeat", timeout=2)
+                break
+            except httpx.HTTPError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.skip(f"no Chroma server could listen on {host}")
+                time.sleep(0.1)
+        yield port
+    finally:
+        stop_process(process)
+
+
+def test_ipv6_servers_with_and_without_a_zone_id(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """[::1] and, where this machine has a link-local address, [fe80::...%25IFACE] and
+    [fe80::...%IFACE] reach a real Chroma server (before: "Invalid port", exit 3)."""
+    if not socket_has_ipv6():
+        pytest.skip("no IPv6 on this machine")
+    with chroma_on("::1", notes.parent / "v6") as port:
+        assert main(["status", "--store", f"chroma+http://[::1]:{port}"]) == 3
+        assert "collection 'rechunk' does not exist" in one_error_line(capsys.readouterr().err)
+    local = _link_local()
+    if local is None:
+        pytest.skip("no link-local IPv6 address: the zone id forms are not tried")
+    address, interface = local
+    with chroma_on(f"{address}%{interface}", notes.parent / "zone") as port:
+        for zone in (f"%25{interface}", f"%{interface}"):
+            store = f"chroma+http://[{address}{zone}]:{port}"
+            assert main(["status", "--store", store]) == 3
+            assert "collection 'rechunk' does not exist" in one_error_line(capsys.readouterr().err)
+
+
+def socket_has_ipv6() -> bool:
+    import socket
+
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+class PrefixProxy:
+    """A reverse proxy on 127.0.0.1 serving the server on ``upstream`` (a port; None: no
+    server, every request answered 404) under ``prefix``, and 404 outside it. ``paths``:
+    every path it was asked for."""
+
+    def __init__(self, prefix: str, upstream: int | None) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.paths: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def forward(self) -> None:
+                proxy.paths.append(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if upstream is None or not self.path.startswith(prefix + "/"):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                server = http.client.HTTPConnection("127.0.0.1", upstream, timeout=30)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "connection")}  # fmt: skip
+                server.request(self.command, self.path[len(prefix) :], body, headers)
+                answer = server.getresponse()
+                data = answer.read()
+                server.close()
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = forward
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_server_path_is_honoured(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A server behind a reverse proxy under a path prefix: every request goes under it
+    (before: Chroma's requests went to the root, the path dropped without a word)."""
+    from chroma_server import running_chroma
+
+    with running_chroma(notes.parent / "data") as chroma:
+        from rechunk.adapters.chroma import ChromaStore
+
+        ChromaStore(chroma.client, "rechunk").ensure_collection(384)
+        proxy = PrefixProxy("/chroma", chroma.port)
+        try:
+            assert main(["status", "--store", f"chroma+http://127.0.0.1:{proxy.port}/chroma/"]) == 0
+            assert "collection rechunk: 0 documents" in capsys.readouterr().out
+        finally:
+            proxy.close()
+    assert proxy.paths and all(p.startswith("/chroma/api/v2/") for p in proxy.paths), proxy.paths
+    # Qdrant (no server here): what the client asks for, asked under the prefix
+    listener = PrefixProxy("/qdrant", None)
+    try:
+        assert main(["status", "--store", f"qdrant+http://127.0.0.1:{listener.port}/qdrant"]) == 3
+        capsys.readouterr()
+    finally:
+        listener.close()
+    assert any("/collections" in p for p in listener.paths), listener.paths
+    assert all(p.startswith("/qdrant/") for p in listener.paths), listener.paths
+
+
+# -- third-party warnings ----------------------------------------------------------------
+
+
+def test_qdrant_local_mode_warning_becomes_rechunks_advice(
+    notes: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """qdrant-client warns (three lines) once an embedded collection passes 20,000 points;
+    its threshold is lowered here so that two notes pass it. rechunk says nothing until its
+    own threshold (that of `rechunk status`), then advises a server in one line."""
+    import warnings
+
+    from qdrant_client import QdrantClient, models
+    from qdrant_client.common import client_warnings
+    from qdrant_client.local import local_collection, qdrant_local
+
+    import rechunk.adapters.qdrant as adapter
+
+    monkeypatch.setattr(local_collection.LocalCollection, "LARGE_DATA_THRESHOLD", 1)
+    monkeypatch.setattr(qdrant_local.QdrantLocal, "LARGE_DATA_THRESHOLD", 1)
+    monkeypatch.setattr(client_warnings, "SEEN_MESSAGES", set())
+    raw = QdrantClient(":memory:")  # the warning this is about, from qdrant-client itself
+    raw.create_collection("c", vectors_config=models.VectorParams(size=2, distance="Cosine"))
+    with pytest.warns(UserWarning, match="Local mode is not recommended"):
+        raw.upsert("c", [models.PointStruct(id=i, vector=[1.0, i]) for i in range(2)])
+    monkeypatch.setattr(client_warnings, "SEEN_MESSAGES", set())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert main(["sync", "notes"]) == 0  # writes: the upsert's warning
+        assert main(["status"]) == 0  # opens the folder: the loader's warning
+    assert not [w for w in seen if "Local mode" in str(w.message)], [str(w.message) for w in seen]
+    captured = capsys.readouterr()
+    assert "Local mode" not in captured.err and "warning" not in captured.err
+    monkeypatch.setattr(adapter, "EMBEDDED_POINTS_ADVICE", 1)
+    (notes / "alpha.md").write_text("# alpha\n\nThe note called alpha, edited.\n")
+    assert main(["sync", "notes"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "rechunk: warning: embedded Qdrant holds 2 points (more than 1): every process that "
+        "opens the folder loads them all into memory first; move the collection to a Qdrant "
+        "server (--store qdrant+http://HOST:6333) or a Chroma server"
+    ], err
