@@ -277,7 +277,11 @@ def test_rst_titles_levels_lists_literals_and_tables() -> None:
         ("code", 0, ".. code-block:: python\n\n   x = 1"),
         ("heading", 3, "Sub section\n~~~~~~~~~~~"),
         ("quote", 0, "A block quote."),
-        ("table", 0, "=====  =====\ncol a  col b\n=====  =====\n1      2\n\n3      4\n=====  ====="),
+        (
+            "table",
+            0,
+            "=====  =====\ncol a  col b\n=====  =====\n1      2\n\n3      4\n=====  =====",
+        ),
         # the transition "----" is no block; a CJK title's underline counts columns
         ("heading", 4, "中文标题\n========"),
         ("paragraph", 0, "Last paragraph."),
