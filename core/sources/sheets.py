@@ -96,7 +96,9 @@ _NUMBER = re.compile(r"[0#?][0#?,]*(?:\.[0#?]*)?(?:[eE][+-]0+)?|\.[0#?]+")
 
 def _sections(fmt: str) -> list[str]:
     """The format's ``;``-separated sections (not splitting inside quotes)."""
-    out, current, quoted = [], [], False
+    out: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in fmt:
         if ch == '"':
             quoted = not quoted
