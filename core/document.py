@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rechunk.errors import InputError
 from rechunk.identity import is_utf8, text_revision
 
-__all__ = ["Document", "json_problem"]
+__all__ = ["Document", "flat_problem", "json_problem"]
 
 _INT64 = 1 << 63
 
@@ -50,6 +50,22 @@ def json_problem(value: object, where: str) -> str | None:
     )
 
 
+def flat_problem(values: Mapping[str, Any], where: str) -> str | None:
+    """Why ``values`` is not flat metadata that every store holds (str keys; str, int,
+    float or bool values, or non-empty lists of one of those types), or None."""
+    for key, value in values.items():
+        if type(key) is not str or not key:
+            return f"{where}: key {key!r} is not a non-empty str"
+        items = value if type(value) is list else [value]
+        kinds = {type(item) for item in items}
+        if not items or len(kinds) != 1 or not kinds <= {str, int, float, bool}:
+            return f"{where}[{key!r}]: {value!r:.60} is not a str, int, float, bool or list of one"
+        problem = json_problem(value, f"{where}[{key!r}]")
+        if problem:
+            return problem
+    return None
+
+
 @dataclass(frozen=True)
 class Document:
     """One version of a document.
@@ -58,6 +74,15 @@ class Document:
     monotonic number: a sync never lets an older version overwrite a newer one
     already in the store. ``metadata`` must be JSON-serialisable; it is stored
     beside every chunk but never embedded.
+
+    ``locator``, when given, says where a span of ``text`` lies in the source the text
+    was parsed from: ``locator(start, end)`` returns flat metadata for the chunk that
+    spans ``text[start:end]`` (say ``{"pages": [2, 3], "section": ["Guide", "Setup"]}``:
+    str, int, float or bool values, or non-empty lists of one of those, which every store
+    holds). A sync stores it with ``metadata`` on that chunk's point (its keys win), so a
+    reader can cite the page or section; it is never embedded, and a chunk whose locator
+    changed (a paragraph inserted on an earlier page) gets a payload-only update.
+    ``rechunk sync`` sets it from the file's parser (see :mod:`rechunk.sources`).
     """
 
     doc_id: str
@@ -65,6 +90,9 @@ class Document:
     revision: str | None = None
     metadata: Mapping[str, Any] | None = None
     version: int | None = field(default=None, kw_only=True)
+    locator: Callable[[int, int], Mapping[str, Any]] | None = field(
+        default=None, kw_only=True, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.doc_id, str) or not self.doc_id:
@@ -86,6 +114,8 @@ class Document:
             type(self.version) is not int or not 0 <= self.version < _INT64
         ):
             raise InputError(f"Document {self.doc_id!r}: version must be a non-negative int")
+        if self.locator is not None and not callable(self.locator):
+            raise InputError(f"Document {self.doc_id!r}: locator must be a callable (start, end)")
         if self.metadata is not None:
             if not isinstance(self.metadata, Mapping):
                 raise InputError(f"Document {self.doc_id!r}: metadata must be a mapping")

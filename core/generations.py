@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -181,6 +181,7 @@ def reindex(
     alias: str | None = None,
     cache: EmbeddingCache | None = None,
     drop_old: bool = False,
+    chunker_for: Callable[[Document], Chunker | None] | None = None,
 ) -> ReindexReport:
     """Build a new generation of ``chunker`` for ``documents`` and make it live.
 
@@ -195,6 +196,8 @@ def reindex(
     older generation of this alias that no alias points at. Bad input raises
     before anything is created; if building or verifying fails, the live
     generation is untouched and queries never see the partial one.
+    ``chunker_for`` picks another chunker per document, as in :func:`~rechunk.sync`;
+    the generation is named after ``chunker``'s policy.
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
@@ -227,7 +230,7 @@ def reindex(
     shadow.ensure_collection(embedder.dimension)
     report = sync(
         docs, shadow, chunker=chunker, embedder=embedder, cache=cache, prune=True,
-        reuse_from=lenders,
+        reuse_from=lenders, chunker_for=chunker_for,
     )
     held = shadow.doc_ids()
     wanted = {doc.doc_id for doc in docs}

@@ -28,7 +28,7 @@ from rechunk.ahead import ChunkAhead
 from rechunk.cache import EmbeddingCache, record_dimension
 from rechunk.cached_embedder import CachedEmbedder
 from rechunk.chunk import Chunk, Chunker, embedding_input
-from rechunk.document import Document
+from rechunk.document import Document, flat_problem
 from rechunk.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.errors import (
     ConfigError,
@@ -154,6 +154,7 @@ class DocumentReport:
     changed_bytes: int = 0
     reindexed_bytes: int = 0
     reason: str | None = None
+    policy: str | None = None
 
 
 @dataclass
@@ -207,6 +208,7 @@ class SyncReport:
     stale_points: int = 0
     stale_check: Literal["passed", "failed", "skipped"] = "skipped"
     chunks_not_given: int = 0
+    policies: dict[str, int] = field(default_factory=dict)
     per_document: list[DocumentReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -219,11 +221,12 @@ class SyncReport:
 @dataclass
 class _Batch:
     """A batch of documents read ahead: their stored points, and per document the chunks
-    (None: still to chunk; ``sent``: the helper process is chunking those)."""
+    (None: still to chunk; ``sent``: the positions of those the helper process is
+    chunking, none when it is not)."""
 
     stored: dict[str, list[StoredPoint]]
     chunks: list[list[Chunk] | None]
-    sent: bool
+    sent: list[int]
 
 
 @dataclass
@@ -360,7 +363,9 @@ def _payload(
     ordinal: int,
     chunk: Chunk,
     neighbours: tuple[str | None, str | None] = (None, None),
+    located: Mapping[str, Any] | None = None,
 ) -> PointPayload:
+    """The payload of one chunk; ``located``: what ``doc.locator`` says of its span."""
     assert doc.revision is not None
     return PointPayload(
         doc_id=doc.doc_id,
@@ -374,7 +379,7 @@ def _payload(
         tokens=chunk.tokens,
         text=chunk.text,
         version=doc.version,
-        metadata=dict(doc.metadata or {}),
+        metadata={**(doc.metadata or {}), **located} if located else dict(doc.metadata or {}),
         previous_id=neighbours[0],
         next_id=neighbours[1],
     )
@@ -443,6 +448,24 @@ def _stored_chunks(doc: Document, stored: list[StoredPoint], policy: str) -> lis
     return chunks if position == len(doc.text) else None
 
 
+def _located(doc: Document, chunk: Chunk) -> Mapping[str, Any] | None:
+    """What ``doc.locator`` says of ``chunk``'s span (None without a locator), checked to
+    be flat metadata that every store holds and that uses no key rechunk owns."""
+    if doc.locator is None:
+        return None
+    located = doc.locator(chunk.start, chunk.end)
+    where = f"document {doc.doc_id!r}: locator({chunk.start}, {chunk.end})"
+    if not isinstance(located, Mapping):
+        raise InputError(f"{where} returned a {type(located).__name__}, not a mapping")
+    problem = flat_problem(located, where)
+    clash = RESERVED_METADATA_KEYS & set(located)
+    if clash:
+        problem = f"{where}: keys {sorted(clash)} are reserved by rechunk"
+    if problem:
+        raise InputError(problem)
+    return located
+
+
 def _plan(
     doc: Document,
     chunks: list[Chunk],
@@ -459,6 +482,7 @@ def _plan(
     existing = {p.id: p for p in stored}
     policy = chunker.policy_id  # a hash of the chunker's settings: once per document
     report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
+    report.policy = policy
     plan = _Plan(doc, chunks, [], [], existing, [], {}, [], report, revector)
     newest = max(
         (p.payload.version for p in existing.values() if p.payload.version is not None),
@@ -483,13 +507,16 @@ def _plan(
                 plan.ids[ordinal - 1] if ordinal else None,
                 plan.ids[ordinal + 1] if ordinal < last else None,
             )
-        payload = _payload(doc, policy, model_id, key, ordinal, chunk, around)
+        located = _located(doc, chunk)
+        payload = _payload(doc, policy, model_id, key, ordinal, chunk, around, located)
         current = existing.get(pid)
         if current is None or pid in revector:
             plan.writes.append(PointWrite(pid, payload, None))
             plan.needs_vector.setdefault(key, chunk.text)
             report.added += 1
-        elif current.payload != payload or not _same_types(current.payload, typed):
+        elif current.payload != payload or not _same_types(
+            current.payload, typed if located is None else _typed(payload.metadata)
+        ):
             plan.writes.append(PointWrite(pid, payload, None))
             report.updated += 1
         else:
@@ -805,7 +832,7 @@ def _check_published(
     published: list[_Plan],
     report: SyncReport,
     store: VectorStore,
-    chunker: Chunker,
+    pick: Callable[[Document], Chunker],
     embedder: Embedder,
     cache: EmbeddingCache | None,
     vectors: dict[str, Vector],
@@ -848,7 +875,7 @@ def _check_published(
                 points = store.get_points_many([plan.doc.doc_id])[plan.doc.doc_id]
             if _verify(plan, points)[1]:  # points missing: plan and publish again
                 redo = _plan(
-                    plan.doc, plan.chunks, chunker, embedder.model_id, points, _keeps(store)
+                    plan.doc, plan.chunks, pick(plan.doc), embedder.model_id, points, _keeps(store)
                 )
                 if redo.report.status == "skipped":
                     again = True
@@ -914,6 +941,7 @@ def sync(
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
     check_stored: bool = False,
+    chunker_for: Callable[[Document], Chunker | None] | None = None,
 ) -> SyncReport:
     """Bring ``store`` to exactly the given revisions of ``documents``.
 
@@ -940,6 +968,11 @@ def sync(
     copied by input key (a reindex reuses the live generation this way).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
+    ``chunker_for(document)`` picks another chunker for a document (code by its
+    language, say), or returns None for ``chunker``; it is asked once per document,
+    before anything is read, and every chunker it picks must fit the embedder as
+    ``chunker`` must. ``report.policy`` names ``chunker``, ``report.policies`` counts
+    the documents of each policy and each document's report names its own.
 
     Every vector is checked before it is stored or cached, and before it is reused
     (:func:`~rechunk.embedding.check_vectors`: the model's dimension, finite, a norm
@@ -980,7 +1013,37 @@ def sync(
             reuse_from=reuse_from,
             progress=progress,
             check_stored=check_stored,
+            chunker_for=chunker_for,
         )
+
+
+def _chooser(
+    chunker: Chunker,
+    chunker_for: Callable[[Document], Chunker | None] | None,
+    docs: Sequence[Document],
+    embedder: Embedder,
+) -> Callable[[Document], Chunker]:
+    """Each document's chunker: ``chunker_for``'s pick (asked once per document, here,
+    before any I/O, each pick checked to fit the embedder), else ``chunker``."""
+    if chunker_for is None:
+        return lambda doc: chunker
+    if not callable(chunker_for):
+        raise ConfigError("chunker_for must be a callable (Document) -> Chunker | None")
+    chosen: dict[str, Chunker] = {}
+    checked = {id(chunker)}
+    for doc in docs:
+        picked = chunker_for(doc)
+        if picked is None or picked is chunker:
+            continue
+        if not callable(getattr(picked, "chunk", None)):
+            raise ConfigError(
+                f"chunker_for({doc.doc_id!r}) returned a {type(picked).__name__}, not a chunker"
+            )
+        if id(picked) not in checked:
+            check_compatible(picked, embedder)
+            checked.add(id(picked))
+        chosen[doc.doc_id] = picked
+    return lambda doc: chosen.get(doc.doc_id, chunker)
 
 
 @contextlib.contextmanager
@@ -1018,12 +1081,14 @@ def _sync(
     reuse_from: Sequence[VectorStore] = (),
     progress: Progress | None = None,
     check_stored: bool = False,
+    chunker_for: Callable[[Document], Chunker | None] | None = None,
 ) -> SyncReport:
     """:func:`sync` itself, with the writer lock (if any) held: ``locked`` says it is, so
     that no other rechunk writer changes the collection until this sync ends."""
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
     docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
+    pick = _chooser(chunker, chunker_for, docs, raw_embedder)
     if isinstance(keep, (str, bytes)):
         raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
     kept = set(keep)
@@ -1049,7 +1114,6 @@ def _sync(
             progress(stage, done, total)
 
     sources = [*([] if store_missing else [store]), *reuse_from]
-    policy = chunker.policy_id
     neighbours = _keeps(store)
     tokens: dict[str, int] = {}  # every distinct input of the synced documents
     counted: set[str] = set()  # inputs already counted in report.inputs
@@ -1062,6 +1126,7 @@ def _sync(
     groups = list(batches(docs, DOC_BATCH))
     # with more than one batch, the documents of the next batch are chunked in a helper
     # process while this one is embedded and published (see rechunk.ahead)
+    # (only the documents of the sync's own chunker: another policy's are chunked here)
     ahead = ChunkAhead(chunker) if len(groups) > 1 else None
 
     def read(batch: Sequence[Document], send: bool) -> _Batch:
@@ -1069,11 +1134,17 @@ def _sync(
         per read) and the chunks they prove; ``send`` the others to the helper."""
         t0 = time.perf_counter()
         stored = {} if nothing_stored else store.get_points_many([d.doc_id for d in batch])
-        chunks = [_stored_chunks(doc, stored.get(doc.doc_id, []), policy) for doc in batch]
+        chunks = [
+            _stored_chunks(doc, stored.get(doc.doc_id, []), pick(doc).policy_id)
+            for doc in batch
+        ]
         seconds["plan"] += time.perf_counter() - t0
-        todo = [doc.text for doc, known in zip(batch, chunks) if known is None]
-        sent = send and ahead is not None and ahead.submit(todo)
-        return _Batch(stored, chunks, sent)
+        todo = [
+            i for i, (doc, known) in enumerate(zip(batch, chunks))
+            if known is None and pick(doc) is chunker
+        ]
+        sent = send and ahead is not None and ahead.submit([batch[i].text for i in todo])
+        return _Batch(stored, chunks, todo if sent else [])
 
     done = embedded_before = 0
     try:
@@ -1082,8 +1153,9 @@ def _sync(
             current = reads.pop()
             if current.sent and ahead is not None:
                 t0 = time.perf_counter()
-                made = iter(ahead.collect() or ())  # nothing: the helper failed
-                current.chunks = [next(made, None) if c is None else c for c in current.chunks]
+                made = ahead.collect() or ()  # nothing: the helper failed
+                for i, chunks_made in zip(current.sent, made):
+                    current.chunks[i] = chunks_made
                 seconds["chunk"] += time.perf_counter() - t0
             if index + 1 < len(groups):
                 reads.append(read(groups[index + 1], send=True))
@@ -1107,7 +1179,7 @@ def _sync(
                     held.update(p.id for p in old)
                 if chunks is None:
                     t0 = time.perf_counter()
-                    chunks = chunker.chunk(doc.text)
+                    chunks = pick(doc).chunk(doc.text)
                     seconds["chunk"] += time.perf_counter() - t0
                 tick("chunk", i, len(docs))
                 t0 = time.perf_counter()
@@ -1115,7 +1187,7 @@ def _sync(
                     _plan(
                         doc,
                         chunks,
-                        chunker,
+                        pick(doc),
                         model_id,
                         old,
                         neighbours,
@@ -1152,6 +1224,8 @@ def _sync(
                 rep = plan.report
                 report.per_document.append(rep)
                 report.documents[rep.status] += 1
+                if rep.policy is not None:
+                    report.policies[rep.policy] = report.policies.get(rep.policy, 0) + 1
                 if rep.status == "skipped":
                     continue
                 report.documents["synced"] += 1
@@ -1193,7 +1267,7 @@ def _sync(
             # unchanged documents were proven exact by their plan; re-read what was published
             t0 = time.perf_counter()
             failed += _check_published(
-                published, report, store, chunker, raw_embedder, cache, vectors, order, locked
+                published, report, store, pick, raw_embedder, cache, vectors, order, locked
             )
             seconds["verify"] += time.perf_counter() - t0
     finally:
