@@ -4,13 +4,9 @@ failed stale check is an error in the API and a non-zero exit in `sync` and `sta
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -315,82 +311,6 @@ def test_server_uri_parts(uri: str, host: str, port: int | None, path: str) -> N
     zone = {"eth0": "%eth0", "En0": "%En0"}
     expected = host + next((z for k, z in zone.items() if k in uri), "")
     assert (server.host, server.port, server.path) == (expected, port, path)
-
-
-def _link_local() -> tuple[str, str] | None:
-    """A link-local IPv6 address of this machine and its interface (Linux), or None."""
-    import ipaddress
-
-    try:
-        rows = Path("/proc/net/if_inet6").read_text().split("\n")
-    except OSError:
-        return None
-    for row in rows:
-        fields = row.split()
-        if len(fields) == 6 and fields[3] == "20" and fields[0].startswith("fe80"):
-            return str(ipaddress.IPv6Address(bytes.fromhex(fields[0]))), fields[5]
-    return None
-
-
-@contextlib.contextmanager
-def chroma_on(host: str, path: Path) -> Iterator[int]:
-    """A real Chroma server listening on ``host`` alone; yields its port."""
-    import httpx
-    from chroma_server import chroma_cli, free_port, stop_process
-
-    port = free_port()
-    process = subprocess.Popen(
-        [os.fspath(chroma_cli()), "run", "--path", os.fspath(path), "--host", host,
-         "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://[{host}]:{port}/api/v2/heartbeat", timeout=2)
-                break
-            except httpx.HTTPError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.skip(f"no Chroma server could listen on {host}")
-                time.sleep(0.1)
-        yield port
-    finally:
-        stop_process(process)
-
-
-def test_ipv6_servers_with_and_without_a_zone_id(
-    notes: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """[::1] and, where this machine has a link-local address, [fe80::...%25IFACE] and
-    [fe80::...%IFACE] reach a real Chroma server (before: "Invalid port", exit 3)."""
-    if not socket_has_ipv6():
-        pytest.skip("no IPv6 on this machine")
-    with chroma_on("::1", notes.parent / "v6") as port:
-        assert main(["status", "--store", f"chroma+http://[::1]:{port}"]) == 3
-        assert "collection 'rechunk' does not exist" in one_error_line(capsys.readouterr().err)
-    local = _link_local()
-    if local is None:
-        pytest.skip("no link-local IPv6 address: the zone id forms are not tried")
-    address, interface = local
-    with chroma_on(f"{address}%{interface}", notes.parent / "zone") as port:
-        for zone in (f"%25{interface}", f"%{interface}"):
-            store = f"chroma+http://[{address}{zone}]:{port}"
-            assert main(["status", "--store", store]) == 3
-            assert "collection 'rechunk' does not exist" in one_error_line(capsys.readouterr().err)
-
-
-def socket_has_ipv6() -> bool:
-    import socket
-
-    if not socket.has_ipv6:
-        return False
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
 
 
 class PrefixProxy:
