@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from parser_contract import ParserContract, check_parsed
 
+from rechunk.errors import ConfigError
 from rechunk.sources import Parsed, ParseError, ParseOptions, parse_file
 from rechunk.sources.html import HtmlParser, HtmlRules
 
@@ -158,6 +159,12 @@ def test_site_selectors_include_and_exclude_come_first() -> None:
     assert doc.text == "Wiki text.\n\nMore wiki.\n"
     with pytest.raises(ParseError, match="no element matches html_include"):
         parse(markup, html_include=("#absent",))
+
+
+@pytest.mark.parametrize("option", ["html_include", "html_exclude"])
+def test_a_selector_that_is_not_css_is_a_config_error(option: str) -> None:
+    with pytest.raises(ConfigError, match=rf"{option} selector 'p\[' is not a CSS selector"):
+        parse(page("<p>x</p>"), **{option: ("main", "p[")})
 
 
 def test_rules_can_be_overridden() -> None:

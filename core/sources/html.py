@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rechunk._optional import require
+from rechunk.errors import ConfigError
 from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
 from rechunk.sources.registry import FORMATS, ParseOptions
 
@@ -276,9 +277,26 @@ def _drop_boilerplate(root: Any, rules: HtmlRules) -> None:
         node.remove()
 
 
+def _select(tree: Any, selectors: tuple[str, ...], option: str) -> list[Any]:
+    """The elements ``selectors`` match, in document order; a selector that is not CSS is
+    a :class:`ConfigError` (every page would fail the same way)."""
+    lexbor = _lexbor()
+    try:
+        return list(tree.css(", ".join(selectors)))
+    except lexbor.SelectolaxError:
+        for selector in selectors:
+            try:
+                tree.css(selector)
+            except lexbor.SelectolaxError:
+                raise ConfigError(
+                    f"{option} selector {selector!r} is not a CSS selector selectolax reads"
+                ) from None
+        raise ConfigError(f"{option} selectors {selectors!r} are not CSS") from None
+
+
 def _roots(tree: Any, options: ParseOptions) -> list[Any]:
     if options.html_include:
-        matches = tree.css(", ".join(options.html_include))
+        matches = _select(tree, options.html_include, "html_include")
         if not matches:
             raise ParseError(f"no element matches html_include {', '.join(options.html_include)}")
         ids = {node.mem_id for node in matches}
@@ -445,7 +463,7 @@ def write_html(
     options = options or ParseOptions()
     tree = _lexbor().LexborHTMLParser(markup)
     if options.html_exclude:
-        for node in tree.css(", ".join(options.html_exclude)):
+        for node in _select(tree, options.html_exclude, "html_exclude"):
             node.remove()
     writer = _Writer(builder, locator or {})
     for root in _roots(tree, options):
