@@ -27,7 +27,7 @@ from rechunk._optional import require
 from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
 from rechunk.sources.registry import FORMATS, ParseOptions
 
-__all__ = ["NotebookParser", "load_json"]
+__all__ = ["NotebookParser", "load_json", "write_markdown"]
 
 
 def load_json(data: bytes) -> Any:
