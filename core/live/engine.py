@@ -1,0 +1,1109 @@
+"""The watcher: an initial sync of some folders, then a sync of each batch of changes.
+
+File events only say *which* paths to look at; what a path holds is read when it is
+stable (its size, mtime and inode unchanged for ``settle`` seconds, so that a save
+written in several steps, a truncate-then-write or a temp file renamed into place is
+never read half-written), through :func:`rechunk.files.read_documents` with the same
+globs, ``.gitignore`` and hidden-name rules as ``rechunk sync`` (:class:`Selection`).
+Paths that become ready together form one batch (a burst of events waits, up to
+``max_wait``, until every path in it is stable, so a ``git checkout`` is a few
+batches); each batch is one :func:`rechunk.sync` of the documents read, then the
+deletion of the documents whose files are gone (after the sync, so that a file moved
+within the folder is published under its new doc_id with the vectors of its old
+points: nothing is embedded again), then the freshness probe of every revision the
+batch accepted.
+
+A batch that fails for a reason that may pass (a store that cannot be reached, an
+embedder that failed, a stale check) goes back to the queue, whole, and is tried again
+after a back-off that doubles up to ``backoff[1]`` seconds: no change is lost, and
+since a sync plans from what the store holds, trying again repairs whatever the
+failure left half-done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.cache import EmbeddingCache
+from rechunk.chunk import Chunker
+from rechunk.document import Document
+from rechunk.embedding import Embedder
+from rechunk.errors import (
+    ConfigError,
+    InputError,
+    RechunkError,
+    StaleCheckError,
+    TransientError,
+)
+from rechunk.files import DEFAULT_GLOBS, FileSet, read_documents
+from rechunk.live.freshness import DiagnosisLog, Freshness
+from rechunk.live.metrics import LiveMetrics
+from rechunk.live.selection import Selection
+from rechunk.store import StoredPoint, VectorStore
+from rechunk.sync import SyncReport, sync
+
+__all__ = ["BatchReport", "Watcher"]
+
+log = logging.getLogger("rechunk.live")
+
+#: the source types a metric may name (anything else is ``other``)
+_SOURCE_TYPES = frozenset(
+    {
+        "text",
+        "markdown",
+        "rst",
+        "html",
+        "pdf",
+        "docx",
+        "pptx",
+        "xlsx",
+        "csv",
+        "ipynb",
+        "eml",
+        "json",
+        "jsonl",
+        "code",
+    }
+)
+#: how many of a document's points a freshness probe may search with
+_PROBES = 3
+
+Stat = tuple[int, int, int, bool]  # size, mtime_ns, inode, is a folder
+FileKey = tuple[int, str]  # (root index, path below the root)
+
+
+def _stat(path: str) -> Stat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, os.path.isdir(path))
+
+
+@dataclass
+class _Entry:
+    """A path waiting to be read: when it was first seen (monotonic and wall clock), its
+    last event, its last stat and when that last changed, and failed attempts."""
+
+    first_seen: float
+    wall: float
+    last_event: float
+    stat: Stat | None = None
+    changed_at: float = 0.0
+    checked: bool = False
+    parse_attempts: int = 0
+    failures: int = 0
+
+
+@dataclass
+class BatchReport:
+    """What one batch did. Counts, sizes and durations only: no document text.
+
+    ``accepted``: document revisions read that differ from what the store held (new,
+    changed, and deletions); ``published`` / ``deleted``: written and removed;
+    ``retrievable``: revisions the probe found returned by the store's query path (and
+    no earlier one); ``stale``: documents for which an earlier revision was still
+    returned; ``pending``: accepted revisions not yet retrievable after the batch (all
+    batches). ``lag``: seconds from each verified revision's first event to its
+    verification. ``retry_in``: the batch failed and is queued again, to be tried after
+    that many seconds; ``errors``: (kind, one line) of what failed."""
+
+    kind: str = "batch"  # "initial", "batch", "rescan" or "verify"
+    files: int = 0
+    accepted: int = 0
+    published: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    retrievable: int = 0
+    stale: int = 0
+    pending: int = 0
+    embedded: int = 0
+    reused: int = 0
+    tokens_embedded: int = 0
+    lag: list[float] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    retry_in: float | None = None
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    sync: SyncReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("sync")
+        data["lag"] = [round(x, 4) for x in self.lag]
+        data["seconds"] = {k: round(v, 4) for k, v in self.seconds.items()}
+        return data
+
+
+class _Retry(Exception):
+    """A batch to try again later (the cause is chained)."""
+
+    def __init__(self, cause: BaseException, counts: bool) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.counts = counts  # whether it counts against the batch's attempts
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+class Watcher:
+    """Keep a collection in step with folders as their files change.
+
+    ``paths`` are folders; documents are read as :func:`rechunk.files.read_documents`
+    reads them (``globs``, ``gitignore``, and ``read_options`` passed on: the parser
+    options of ``rechunk sync``), and synced with ``chunker`` / ``chunker_for`` and
+    ``embedder`` through ``cache`` into ``store``, all kept open. ``prune``: as in
+    :func:`rechunk.sync`, for the initial sync (and a rescan after a ``.gitignore``
+    changes); an emptied file's documents are then deleted too, as a pruning sync does.
+
+    Run it with :meth:`run` (events from ``watchfiles``), or in your own loop:
+    :meth:`initial_sync`, then :meth:`feed` the paths your watcher reports (from any
+    thread) and call :meth:`step` now and then (it syncs what is ready, and returns
+    a :class:`BatchReport`, or None when nothing was ready).
+
+    ``freshness`` keeps the accepted revisions not yet retrievable (give one with a
+    path to keep them in a file); ``metrics`` and ``diagnosis`` receive counts and
+    durations. ``settle``: seconds a path must stay unchanged before it is read;
+    ``max_wait``: how long ready paths wait for the others of a burst; ``max_batch``:
+    paths per batch; ``backoff``: the first and the longest wait before a failed batch
+    is tried again; ``parse_retries``: how often a file that fails to parse is read
+    again (it may still have been written) before it is reported failed.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        store: VectorStore,
+        *,
+        chunker: Chunker,
+        embedder: Embedder,
+        cache: EmbeddingCache | None = None,
+        globs: Sequence[str] = DEFAULT_GLOBS,
+        gitignore: bool = True,
+        read_options: Mapping[str, Any] | None = None,
+        chunker_for: Callable[[Document], Chunker | None] | None = None,
+        prune: bool = False,
+        settle: float = 0.2,
+        max_wait: float = 2.0,
+        max_batch: int = 1000,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        parse_retries: int = 2,
+        max_failures: int = 5,
+        freshness: Freshness | None = None,
+        metrics: LiveMetrics | None = None,
+        diagnosis: DiagnosisLog | None = None,
+        probe_k: int = 20,
+    ) -> None:
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        if not paths:
+            raise ConfigError("watch needs at least one folder")
+        for path in paths:
+            if not Path(path).is_dir():
+                raise ConfigError(
+                    f"{path} is not a folder: watch takes folders (a single file: watch its "
+                    "folder with --glob naming it)"
+                )
+        self.store = store
+        self.chunker = chunker
+        self.embedder = embedder
+        self.cache = cache
+        self.globs = list(globs)
+        self.gitignore = gitignore
+        self.read_options = dict(read_options or {})
+        self.chunker_for = chunker_for
+        self.prune = prune
+        self.settle = settle
+        self.max_wait = max_wait
+        self.max_batch = max_batch
+        self.backoff = backoff
+        self.parse_retries = parse_retries
+        self.max_failures = max_failures
+        self.freshness = freshness if freshness is not None else Freshness()
+        self.metrics = metrics
+        self.diagnosis = diagnosis
+        self.probe_k = probe_k
+        self.selections = [Selection(p, self.globs, gitignore) for p in paths]
+        self._files: dict[FileKey, set[str]] = {}
+        self._known: dict[str, str] = {}  # doc_id -> the revision the store holds
+        self._pending: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
+        self._rescan: _Entry | None = None
+        self._retry_at = 0.0
+        self._delay = backoff[0]
+        self._last_verify = 0.0
+        self._probes: dict[str, Any] = {}  # doc_id -> a vector a deleted document had
+        self._events: queue.Queue[list[str] | BaseException] = queue.Queue()
+        self._pump: threading.Thread | None = None
+        self._pump_stop = threading.Event()
+        if metrics is not None:
+            metrics.watch(self.queue_state, self.freshness_state)
+
+    # -- state --------------------------------------------------------------------------
+
+    def queue_state(self) -> tuple[int, float | None]:
+        """Paths waiting, and the age in seconds of the oldest (None: none)."""
+        with self._lock:
+            firsts = [e.first_seen for e in self._pending.values()]
+        if not firsts:
+            return 0, None
+        return len(firsts), max(0.0, time.monotonic() - min(firsts))
+
+    def freshness_state(self) -> tuple[int, int, float | None]:
+        """Accepted revisions not yet retrievable, how many of them an earlier revision
+        still answers for, and the age of the oldest (None: none)."""
+        f = self.freshness
+        return len(f.pending), f.stale_count(), f.oldest_age()
+
+    def _policy(self, doc: Document) -> str:
+        picked = self.chunker_for(doc) if self.chunker_for is not None else None
+        return (picked or self.chunker).policy_id
+
+    @staticmethod
+    def _source_type(doc: Document | None, name: str) -> str:
+        fmt = (doc.metadata or {}).get("format") if doc is not None else None
+        if fmt in _SOURCE_TYPES:
+            return str(fmt)
+        from rechunk.sources.registry import format_for
+
+        found = format_for(name.partition("#")[0])
+        return found if found in _SOURCE_TYPES else "other"
+
+    def _locate(self, path: str) -> tuple[int, tuple[str, ...]] | None:
+        """The root (the deepest that holds ``path``) and ``path``'s parts below it."""
+        best: tuple[int, tuple[str, ...]] | None = None
+        for index, selection in enumerate(self.selections):
+            parts = selection.relative(path)
+            if parts is not None and parts and (best is None or len(parts) < len(best[1])):
+                best = (index, parts)
+        return best
+
+    def _file_key(self, doc_id: str) -> FileKey | None:
+        """The file a doc_id read at the start came from (a record: ``file#id``)."""
+        candidates = [doc_id] + [doc_id[:i] for i, c in enumerate(doc_id) if c == "#"]
+        for index, selection in enumerate(self.selections):
+            for name in candidates:
+                if (selection.root / name).is_file():
+                    return index, name
+        return None
+
+    # -- the initial sync ---------------------------------------------------------------
+
+    def read_all(self) -> FileSet:
+        """Every document under the folders, as ``rechunk sync`` reads them."""
+        return read_documents(
+            [s.root for s in self.selections],
+            self.globs,
+            gitignore=self.gitignore,
+            **self.read_options,
+        )
+
+    def initial_sync(self, files: FileSet | None = None, *, kind: str = "initial") -> BatchReport:
+        """Sync every document under the folders (``files``: read already, by the
+        caller), as ``rechunk sync`` does; revisions accepted before and not yet
+        retrievable (the state file of an earlier watcher) are published and probed
+        again, and a document such a watcher was deleting whose file is gone is deleted."""
+        started, wall = time.monotonic(), time.time()
+        report = BatchReport(kind=kind)
+        if files is None:
+            files = self.read_all()
+        docs = list({doc.doc_id: doc for doc in files.documents}.values())
+        report.files = len(docs)
+        mapping: dict[FileKey, set[str]] = {}
+        for doc in docs:
+            key = self._file_key(doc.doc_id)
+            if key is not None:
+                mapping.setdefault(key, set()).add(doc.doc_id)
+        for doc_id in files.empty:
+            key = self._file_key(doc_id)
+            if key is not None:
+                mapping.setdefault(key, set())
+        read_ids = {doc.doc_id for doc in docs}
+        gone = {
+            doc_id
+            for doc_id in self.freshness.pending
+            if doc_id not in read_ids and not files.covers(doc_id)
+        }
+        for doc in docs:
+            entry = self.freshness.pending.get(doc.doc_id)
+            if entry is not None and entry.revision != doc.revision:
+                self.freshness.accept(
+                    doc.doc_id,
+                    doc.revision,
+                    entry.accepted,
+                    self._source_type(doc, doc.doc_id),
+                    self._policy(doc),
+                )
+        for doc_id in gone:
+            self.freshness.accept(doc_id, None, wall, self._source_type(None, doc_id))
+        keep: set[str] = set()
+        if self.prune and files.skipped and self.store.collection_info() is not None:
+            keep = {doc_id for doc_id in self.store.doc_ids() if files.covers(doc_id)}
+        result = None
+        try:
+            if docs or not self.prune:
+                result = self._sync(docs, prune=self.prune, keep=keep, report=report)
+            if gone:
+                self._delete(gone, report)
+        except _Retry as failure:
+            raise failure.cause from None
+        if result is not None:
+            for rep in result.per_document:
+                if rep.status == "deleted":
+                    if rep.doc_id not in self.freshness.pending:
+                        self.freshness.accept(rep.doc_id, None, wall, "other")
+                    self.freshness.published(rep.doc_id, time.time())
+        by_id = {doc.doc_id: doc for doc in docs}
+        self._account(result, by_id, wall, report, initial=True)
+        self._files = mapping
+        self.freshness.save()
+        targets = {d: e.revision for d, e in self.freshness.pending.items()}
+        self._verify_guarded(targets, report)
+        report.pending = len(self.freshness.pending)
+        report.seconds["total"] = time.monotonic() - started
+        return report
+
+    # -- events -------------------------------------------------------------------------
+
+    def feed(self, paths: Iterable[str | os.PathLike[str]], now: float | None = None) -> None:
+        """Paths that changed (created, modified, deleted or moved: either name)."""
+        now = time.monotonic() if now is None else now
+        wall = time.time()
+        with self._lock:
+            for raw in paths:
+                path = os.path.abspath(raw)
+                found = self._locate(path)
+                if found is None:
+                    continue
+                index, parts = found
+                if parts[-1] == ".gitignore" and self.gitignore:
+                    if not self.selections[index].hidden(parts[:-1]):
+                        if self._rescan is None:
+                            self._rescan = _Entry(now, wall, now)
+                        self._rescan.last_event = now
+                    continue
+                if self.selections[index].hidden(parts):
+                    continue
+                entry = self._pending.get(path)
+                if entry is None:
+                    self._pending[path] = _Entry(now, wall, now)
+                else:
+                    entry.last_event = now
+
+    def _ready(self, now: float) -> list[tuple[str, _Entry]]:
+        """The paths to read now: every stable path, once no other path is still settling
+        (or the oldest waited ``max_wait``); at most ``max_batch``, oldest first."""
+        with self._lock:
+            items = list(self._pending.items())
+        ready, waiting = [], False
+        for path, entry in items:
+            stat = _stat(path)
+            if not entry.checked or stat != entry.stat:
+                entry.stat, entry.changed_at, entry.checked = stat, now, True
+            if now - max(entry.changed_at, entry.last_event) >= self.settle:
+                ready.append((path, entry))
+            else:
+                waiting = True
+        if not ready:
+            return []
+        oldest = min(entry.first_seen for _, entry in items)
+        if waiting and now - oldest < self.max_wait:
+            return []
+        ready.sort(key=lambda item: item[1].first_seen)
+        ready = ready[: self.max_batch]
+        with self._lock:
+            for path, entry in ready:
+                if self._pending.get(path) is entry:
+                    del self._pending[path]
+        return ready
+
+    def _requeue(self, batch: Sequence[tuple[str, _Entry]], now: float) -> None:
+        with self._lock:
+            for path, entry in batch:
+                newer = self._pending.get(path)
+                if newer is not None:  # seen again meanwhile: keep the first sighting
+                    newer.first_seen = min(newer.first_seen, entry.first_seen)
+                    newer.wall = min(newer.wall, entry.wall)
+                else:
+                    entry.changed_at = now
+                    self._pending[path] = entry
+
+    def step(self, now: float | None = None) -> BatchReport | None:
+        """Sync what is ready; None when nothing was (or a failed batch still waits)."""
+        now = time.monotonic() if now is None else now
+        if now < self._retry_at:
+            return None
+        rescan = self._rescan
+        if rescan is not None and now - rescan.last_event >= self.settle:
+            return self._do_rescan(rescan, now)
+        batch = self._ready(now)
+        if not batch:
+            return self._reverify(now)
+        try:
+            report = self._process(batch, now)
+        except _Retry as failure:
+            return self._failed(batch, failure, now)
+        self._delay = self.backoff[0]
+        return report
+
+    def _failed(
+        self, batch: Sequence[tuple[str, _Entry]], failure: _Retry, now: float
+    ) -> BatchReport:
+        report = BatchReport(files=len(batch))
+        kind = type(failure.cause).__name__
+        report.errors.append((kind, _one_line(failure.cause)))
+        if self.metrics is not None:
+            self.metrics.errors.labels(kind).inc()
+        given_up = []
+        for item in batch:
+            item[1].failures += failure.counts
+            if item[1].failures >= self.max_failures:
+                given_up.append(item)
+        if given_up:  # a batch that keeps failing for a reason that does not pass
+            report.failed = len(given_up)
+            log.warning(
+                "giving up on %d file(s) after %d failures", len(given_up), self.max_failures
+            )
+        self._requeue([item for item in batch if item not in given_up], now)
+        report.retry_in = self._delay
+        self._retry_at = now + self._delay
+        self._delay = min(self._delay * 2, self.backoff[1])
+        report.pending = len(self.freshness.pending)
+        log.warning("batch failed (%s); trying again in %.1f s", kind, report.retry_in)
+        return report
+
+    def _do_rescan(self, entry: _Entry, now: float) -> BatchReport:
+        """A ``.gitignore`` changed: read and sync everything again."""
+        for selection in self.selections:
+            selection.refresh()
+        try:
+            report = self.initial_sync(kind="rescan")
+        except (RechunkError, OSError) as exc:
+            self._retry_at = now + self._delay
+            self._delay = min(self._delay * 2, self.backoff[1])
+            return BatchReport(
+                kind="rescan",
+                retry_in=self._retry_at - now,
+                errors=[(type(exc).__name__, _one_line(exc))],
+            )
+        self._rescan = None
+        self._delay = self.backoff[0]
+        return report
+
+    def _reverify(self, now: float) -> BatchReport | None:
+        """Probe again, once a second, the published revisions not yet retrievable."""
+        if now - self._last_verify < 1.0:
+            return None
+        self._last_verify = now
+        targets = {
+            d: e.revision for d, e in self.freshness.pending.items() if e.published is not None
+        }
+        if not targets:
+            return None
+        report = BatchReport(kind="verify")
+        self._verify_guarded(targets, report)
+        report.pending = len(self.freshness.pending)
+        return report if report.retrievable or report.errors else None
+
+    # -- one batch ----------------------------------------------------------------------
+
+    def _read(self, index: int, paths: list[str]) -> FileSet:
+        root = self.selections[index].root
+        return read_documents(
+            paths, self.globs, within=[root], gitignore=self.gitignore, **self.read_options
+        )
+
+    def _read_folder(self, index: int, parts: tuple[str, ...]) -> FileSet:
+        """A folder that appeared (made, or moved in), its doc_ids below the root."""
+        selection = self.selections[index]
+        files = read_documents(
+            [selection.root.joinpath(*parts)],
+            self.globs,
+            gitignore=self.gitignore,
+            **self.read_options,
+        )
+        prefix = "/".join(parts) + "/"
+        files.documents = [replace(d, doc_id=prefix + d.doc_id) for d in files.documents]
+        files.skipped = [(prefix + d, why) for d, why in files.skipped]
+        files.empty = [prefix + d for d in files.empty]
+        return files
+
+    def _process(self, batch: Sequence[tuple[str, _Entry]], now: float) -> BatchReport:
+        started = time.monotonic()
+        report = BatchReport(files=len(batch))
+        to_read: dict[int, list[tuple[str, str, _Entry]]] = {}
+        folders: list[tuple[int, tuple[str, ...], _Entry]] = []
+        gone_files: dict[FileKey, _Entry] = {}
+        for path, entry in batch:
+            found = self._locate(path)
+            if found is None:
+                continue
+            index, parts = found
+            selection, rel = self.selections[index], "/".join(parts)
+            if entry.stat is None or not os.path.lexists(path):
+                gone_files[(index, rel)] = entry
+                prefix = rel + "/"
+                for key in self._files:
+                    if key[0] == index and key[1].startswith(prefix):
+                        gone_files.setdefault(key, entry)
+            elif entry.stat[3]:
+                if selection.folder_read(parts):
+                    folders.append((index, parts, entry))
+            elif selection.file_read(parts):
+                to_read.setdefault(index, []).append((path, rel, entry))
+        t0 = time.monotonic()
+        read: dict[FileKey, list[Document]] = {}
+        entries: dict[FileKey, _Entry] = {}
+        requeue: list[tuple[str, _Entry]] = []
+        empty: set[FileKey] = set()
+        for index, items in to_read.items():
+            for path, rel, entry in items:
+                try:
+                    files = self._read(index, [path])
+                except ConfigError:  # gone since it was looked at: seen as gone next time
+                    entry.stat, entry.checked = None, True
+                    requeue.append((path, entry))
+                    continue
+                read[(index, rel)] = []
+                entries[(index, rel)] = entry
+                self._collect(files, index, read, empty, {rel: (path, entry)}, requeue, report)
+        for index, parts, entry in folders:
+            files = self._read_folder(index, parts)
+            for doc in files.documents:
+                key = self._file_of(index, doc.doc_id)
+                read.setdefault(key, []).append(doc)
+                entries[key] = entry
+            for doc_id in files.empty:
+                empty.add((index, doc_id))
+        report.seconds["read"] = time.monotonic() - t0
+        # what the store should hold after this batch
+        docs: dict[str, Document] = {}
+        doc_entry: dict[str, _Entry] = {}
+        for key, found_docs in read.items():
+            for doc in found_docs:
+                docs[doc.doc_id] = doc
+                doc_entry[doc.doc_id] = entries[key]
+        deleted: dict[str, _Entry] = {}
+        for key, entry in gone_files.items():
+            for doc_id in self._files.get(key, ()):
+                deleted[doc_id] = entry
+        for key, found_docs in read.items():
+            if key in empty and not self.prune:
+                continue  # an emptied file keeps its documents, as in a sync without --prune
+            for doc_id in self._files.get(key, set()) - {d.doc_id for d in found_docs}:
+                deleted[doc_id] = entries[key]
+        for doc_id in docs:
+            deleted.pop(doc_id, None)
+        # accepted: what differs from the store
+        changed = [d for d in docs.values() if self._known.get(d.doc_id) != d.revision]
+        for doc in changed:
+            entry = doc_entry[doc.doc_id]
+            self._accept(
+                doc.doc_id,
+                doc.revision,
+                entry.wall,
+                self._source_type(doc, doc.doc_id),
+                self._policy(doc),
+            )
+        for doc_id, entry in deleted.items():
+            self._accept(
+                doc_id, None, entry.wall, self._source_type(None, doc_id), self.chunker.policy_id
+            )
+        report.accepted = len(changed) + len(deleted)
+        self.freshness.save()
+        try:
+            result = self._sync(changed, prune=False, keep=(), report=report) if changed else None
+            if deleted:
+                self._delete(set(deleted), report)
+        except _Retry:
+            self._requeue(requeue, now)
+            raise
+        self._account(result, docs, time.time(), report, initial=False)
+        # commit: the files now hold these documents
+        for key in gone_files:
+            self._files.pop(key, None)
+        for key, found_docs in read.items():
+            if key in empty and not self.prune:
+                continue
+            if found_docs:
+                self._files[key] = {d.doc_id for d in found_docs}
+            else:
+                self._files.pop(key, None)
+        for doc_id in deleted:
+            self._known.pop(doc_id, None)
+        self.freshness.save()
+        self._requeue(requeue, now)
+        targets = {d: e.revision for d, e in self.freshness.pending.items() if e.published}
+        self._verify_guarded(targets, report)
+        report.pending = len(self.freshness.pending)
+        report.seconds["total"] = time.monotonic() - started
+        return report
+
+    def _file_of(self, index: int, doc_id: str) -> FileKey:
+        root = self.selections[index].root
+        for i in [len(doc_id)] + [i for i, c in enumerate(doc_id) if c == "#"]:
+            if (root / doc_id[:i]).is_file():
+                return index, doc_id[:i]
+        return index, doc_id
+
+    def _collect(
+        self,
+        files: FileSet,
+        index: int,
+        read: dict[FileKey, list[Document]],
+        empty: set[FileKey],
+        by_rel: Mapping[str, tuple[str, _Entry]],
+        requeue: list[tuple[str, _Entry]],
+        report: BatchReport,
+    ) -> None:
+        """Sort what one read found by file; a file that failed to parse is read again
+        later (it may have been caught mid-write), then reported failed."""
+
+        def rel_of(doc_id: str) -> str | None:
+            for i in [len(doc_id)] + [i for i, c in enumerate(doc_id) if c == "#"]:
+                if doc_id[:i] in by_rel:
+                    return doc_id[:i]
+            return None
+
+        for doc in files.documents:
+            rel = rel_of(doc.doc_id)
+            if rel is not None:
+                read[(index, rel)].append(doc)
+        for doc_id in files.empty:
+            rel = rel_of(doc_id)
+            if rel is not None:
+                empty.add((index, rel))
+        for doc_id, reason in files.skipped:
+            rel = rel_of(doc_id)
+            if rel is None:
+                continue
+            read.pop((index, rel), None)  # nothing changes for it in this batch
+            path, entry = by_rel[rel]
+            entry.parse_attempts += 1
+            if entry.parse_attempts <= self.parse_retries:
+                requeue.append((path, entry))
+                continue
+            report.failed += 1
+            report.errors.append(("ParseError", reason[:300]))
+            if self.metrics is not None:
+                self.metrics.errors.labels("ParseError").inc()
+                self.metrics.failed.labels(
+                    self._source_type(None, rel), self.chunker.policy_id
+                ).inc()
+            if self.diagnosis is not None:
+                self.diagnosis.write(rel, "failed", reason="parse")
+
+    def _accept(
+        self, doc_id: str, revision: str | None, wall: float, source_type: str, policy: str
+    ) -> None:
+        self.freshness.accept(doc_id, revision, wall, source_type, policy)
+        if self.metrics is not None:
+            self.metrics.accepted.labels(source_type, policy).inc()
+        if self.diagnosis is not None:
+            self.diagnosis.write(
+                doc_id, "accepted", revision=revision, policy=policy, source_type=source_type
+            )
+
+    # -- store work ---------------------------------------------------------------------
+
+    def _sync(
+        self,
+        docs: Sequence[Document],
+        *,
+        prune: bool,
+        keep: Iterable[str],
+        report: BatchReport,
+    ) -> SyncReport | None:
+        """One sync; a failure that may pass raises :class:`_Retry`. Documents a sync
+        refuses (bad input) are synced one by one, and those refused reported failed."""
+        t0 = time.monotonic()
+        try:
+            result = self._guarded(
+                lambda: sync(
+                    docs,
+                    self.store,
+                    chunker=self.chunker,
+                    embedder=self.embedder,
+                    cache=self.cache,
+                    prune=prune,
+                    keep=keep,
+                    chunker_for=self.chunker_for,
+                )
+            )
+        except (InputError, ConfigError) as exc:
+            if len(docs) <= 1:
+                self._refused(docs, exc, report)
+                return None
+            result = self._one_by_one(docs, report)
+        report.seconds["sync"] = report.seconds.get("sync", 0.0) + time.monotonic() - t0
+        report.sync = result
+        return result
+
+    def _one_by_one(self, docs: Sequence[Document], report: BatchReport) -> SyncReport | None:
+        merged: SyncReport | None = None
+        for doc in docs:
+            try:
+                one = self._guarded(
+                    functools.partial(
+                        sync,
+                        [doc],
+                        self.store,
+                        chunker=self.chunker,
+                        embedder=self.embedder,
+                        cache=self.cache,
+                        chunker_for=self.chunker_for,
+                    )
+                )
+            except (InputError, ConfigError) as exc:
+                self._refused([doc], exc, report)
+                continue
+            if merged is None:
+                merged = one
+                continue
+            merged.per_document.extend(one.per_document)
+            for name in ("documents", "chunks", "inputs"):
+                for k, v in getattr(one, name).items():
+                    getattr(merged, name)[k] += v
+            merged.tokens_embedded += one.tokens_embedded
+        return merged
+
+    def _refused(self, docs: Sequence[Document], exc: BaseException, report: BatchReport) -> None:
+        kind = type(exc).__name__
+        for doc in docs:
+            report.failed += 1
+            report.errors.append((kind, _one_line(exc)))
+            self.freshness.pending.pop(doc.doc_id, None)
+            if self.metrics is not None:
+                self.metrics.errors.labels(kind).inc()
+                self.metrics.failed.labels(
+                    self._source_type(doc, doc.doc_id), self._policy(doc)
+                ).inc()
+            if self.diagnosis is not None:
+                self.diagnosis.write(doc.doc_id, "failed", revision=doc.revision, reason=kind)
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        """Run ``call``; an error that may pass (the store, the embedder, the cache, a
+        stale check, a client library's own) becomes :class:`_Retry`. Bad input does not."""
+        try:
+            return call()
+        except (InputError, ConfigError):
+            raise
+        except (TransientError, StaleCheckError) as exc:
+            raise _Retry(exc, counts=False) from exc
+        except (RechunkError, OSError) as exc:
+            raise _Retry(exc, counts=True) from exc
+        except Exception as exc:  # a client library's error no adapter translated
+            raise _Retry(exc, counts=True) from exc
+
+    @contextlib.contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        lock = getattr(self.store, "writer_lock", None)
+        if callable(lock):
+            with lock():
+                yield
+        else:
+            yield
+
+    def _points(self, doc_ids: Iterable[str]) -> dict[str, list[StoredPoint]]:
+        ids = sorted(doc_ids)
+        if not ids or self.store.collection_info() is None:
+            return {d: [] for d in ids}
+        found: dict[str, list[StoredPoint]] = self.store.get_points_many(ids)
+        return found
+
+    def _delete(self, doc_ids: set[str], report: BatchReport) -> None:
+        """Delete every point of ``doc_ids`` (a probe vector of each is kept first, to
+        check afterwards that nothing of it is returned any more)."""
+        t0 = time.monotonic()
+
+        def run() -> None:
+            points = self._points(doc_ids)
+            ids = [p.id for pts in points.values() for p in pts]
+            if ids:
+                with self._writer_lock():
+                    self.store.delete(ids)
+            self._probe_vectors({d: pts[0].payload.input_key for d, pts in points.items() if pts})
+            report.deleted += sum(1 for pts in points.values() if pts)
+
+        self._guarded(run)
+        now = time.time()
+        for doc_id in doc_ids:
+            self.freshness.published(doc_id, now)
+            entry = self.freshness.pending.get(doc_id)
+            if entry is not None and self.metrics is not None:
+                self.metrics.published.labels(entry.source_type, entry.policy).inc()
+        report.seconds["delete"] = time.monotonic() - t0
+
+    def _probe_vectors(self, keys: Mapping[str, str]) -> None:
+        """Remember, per deleted document, the vector of one of its points."""
+        if not keys:
+            return
+        vectors = self.store.get_vectors(sorted(set(keys.values())), self.embedder.model_id)
+        for doc_id, key in keys.items():
+            if key in vectors:
+                self._probes[doc_id] = vectors[key]
+
+    def _account(
+        self,
+        result: SyncReport | None,
+        docs: Mapping[str, Document],
+        wall: float,
+        report: BatchReport,
+        *,
+        initial: bool,
+    ) -> None:
+        """Record what a sync published: known revisions, freshness, metrics, the log."""
+        if result is None:
+            return
+        now = time.time()
+        for rep in result.per_document:
+            doc = docs.get(rep.doc_id)
+            if rep.status == "deleted":
+                self._known.pop(rep.doc_id, None)
+                continue
+            if rep.status == "skipped" or doc is None or rep.revision is None:
+                continue
+            self._known[rep.doc_id] = rep.revision
+            source, policy = (
+                self._source_type(doc, rep.doc_id),
+                rep.policy or self.chunker.policy_id,
+            )
+            reused = rep.from_cache + rep.from_store
+            report.embedded += rep.embedded
+            report.reused += reused
+            report.tokens_embedded += rep.tokens_embedded
+            if rep.status == "unchanged":
+                report.unchanged += 1
+                entry = self.freshness.pending.get(rep.doc_id)
+                if entry is not None and entry.published is None:
+                    self.freshness.published(rep.doc_id, now)  # written by an earlier try
+                continue
+            if initial and rep.doc_id not in self.freshness.pending:
+                report.accepted += 1
+                self.freshness.accept(rep.doc_id, rep.revision, wall, source, policy)
+                if self.metrics is not None:
+                    self.metrics.accepted.labels(source, policy).inc()
+            report.published += 1
+            self.freshness.published(rep.doc_id, now)
+            if self.metrics is not None:
+                m = self.metrics
+                m.published.labels(source, policy).inc()
+                m.embedded.labels(source, policy).inc(rep.embedded)
+                m.reused.labels(source, policy).inc(reused)
+                m.tokens.labels(source, policy).inc(rep.tokens_embedded)
+                if rep.status == "changed" and rep.changed_bytes:
+                    m.amplification.labels(source, policy).observe(
+                        rep.reindexed_bytes / rep.changed_bytes
+                    )
+            if self.diagnosis is not None:
+                self.diagnosis.write(
+                    rep.doc_id,
+                    "published",
+                    revision=rep.revision,
+                    policy=policy,
+                    source_type=source,
+                    status=rep.status,
+                    chunks=rep.chunks,
+                    added=rep.added,
+                    updated=rep.updated,
+                    deleted=rep.deleted,
+                    embedded=rep.embedded,
+                    reused=reused,
+                    tokens_embedded=rep.tokens_embedded,
+                    changed_bytes=rep.changed_bytes,
+                    reindexed_bytes=rep.reindexed_bytes,
+                )
+
+    def _verify_guarded(self, targets: Mapping[str, str | None], report: BatchReport) -> None:
+        """:meth:`_verify`; a store that fails the probe leaves the revisions pending (they
+        are probed again within a second, see :meth:`_reverify`)."""
+        try:
+            self._verify(targets, report)
+        except _Retry as failure:
+            kind = type(failure.cause).__name__
+            report.errors.append((kind, _one_line(failure.cause)))
+            if self.metrics is not None:
+                self.metrics.errors.labels(kind).inc()
+
+    def _verify(self, targets: Mapping[str, str | None], report: BatchReport) -> None:
+        """Probe the store's query path: a revision is retrievable when a search with the
+        vector of one of its points returns a point of it and none of another revision of
+        the document; a deletion, when a search with a vector it had returns nothing of
+        it. Verified revisions leave the freshness state."""
+        if not targets:
+            return
+        t0 = time.monotonic()
+        present = {d: r for d, r in targets.items() if r is not None}
+        points = self._guarded(lambda: self._points(present))
+        chosen: dict[str, list[str]] = {}
+        for doc_id, revision in present.items():
+            own = sorted(
+                (p for p in points.get(doc_id, []) if p.payload.revision == revision),
+                key=lambda p: p.payload.ordinal,
+            )
+            picks = [own[0], own[len(own) // 2], own[-1]] if own else []
+            chosen[doc_id] = list(dict.fromkeys(p.payload.input_key for p in picks))[:_PROBES]
+        keys = sorted({k for ks in chosen.values() for k in ks})
+        vectors = (
+            self._guarded(lambda: self.store.get_vectors(keys, self.embedder.model_id))
+            if keys
+            else {}
+        )
+        k = self.probe_k
+        now = time.time()
+        for doc_id, revision in targets.items():
+            found, stale = False, False
+            if revision is None:
+                vector = self._probes.get(doc_id)
+                if vector is not None:
+                    hits = self._guarded(lambda v=vector: self.store.search(v, k))
+                    stale = any(p.payload.doc_id == doc_id for p, _ in hits)
+                found = not stale
+            else:
+                for key in chosen.get(doc_id, []):
+                    vector = vectors.get(key)
+                    if vector is None:
+                        continue
+                    hits = self._guarded(lambda v=vector: self.store.search(np.asarray(v), k))
+                    mine = [p.payload.revision for p, _ in hits if p.payload.doc_id == doc_id]
+                    stale = stale or any(r != revision for r in mine)
+                    found = found or revision in mine
+                    if found or stale:
+                        break
+            if stale:
+                report.stale += 1
+                self.freshness.mark_stale(doc_id)
+                continue
+            if not found:
+                continue
+            entry = self.freshness.verified(doc_id, revision)
+            if revision is None:
+                self._probes.pop(doc_id, None)
+            if entry is None:
+                continue
+            report.retrievable += 1
+            lag = max(0.0, now - entry.accepted)
+            report.lag.append(lag)
+            if self.metrics is not None:
+                self.metrics.lag.labels(entry.source_type, entry.policy).observe(lag)
+            if self.diagnosis is not None:
+                self.diagnosis.write(
+                    doc_id,
+                    "retrievable",
+                    revision=revision,
+                    policy=entry.policy,
+                    source_type=entry.source_type,
+                    accept_to_retrievable_s=round(lag, 4),
+                )
+        self.freshness.save()
+        if self.diagnosis is not None:
+            self.diagnosis.flush()
+        report.seconds["verify"] = time.monotonic() - t0
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def start(self, *, debounce_ms: int = 1000, step_ms: int = 30) -> None:
+        """Start watching the folders (``watchfiles``, from a thread); events wait in a
+        queue until :meth:`serve` (or :meth:`run`) takes them."""
+        if self._pump is not None:
+            return
+        watchfiles = require("watchfiles", "watch")
+        roots = [str(s.real) for s in self.selections]
+        ready = threading.Event()
+
+        def pump() -> None:
+            try:
+                changes = watchfiles.watch(
+                    *roots,
+                    watch_filter=None,
+                    debounce=debounce_ms,
+                    step=step_ms,
+                    stop_event=self._pump_stop,
+                    rust_timeout=200,
+                    yield_on_timeout=True,
+                    raise_interrupt=False,
+                )
+                for found in changes:
+                    ready.set()
+                    if found:
+                        self._events.put([path for _, path in found])
+            except BaseException as exc:  # the watcher failed: the loop raises it
+                self._events.put(exc)
+            finally:
+                ready.set()
+
+        self._pump = threading.Thread(target=pump, name="rechunk-watch", daemon=True)
+        self._pump.start()
+        ready.wait(timeout=5)  # the first timeout yield: the watcher is in place
+
+    def stop_watching(self) -> None:
+        self._pump_stop.set()
+        if self._pump is not None:
+            self._pump.join(timeout=5)
+            self._pump = None
+
+    def serve(
+        self,
+        stop: threading.Event,
+        on_batch: Callable[[BatchReport], None] | None = None,
+        *,
+        tick: float = 0.05,
+    ) -> None:
+        """Sync batches of changes until ``stop`` is set; the batch running then is
+        finished first. Needs :meth:`start`."""
+        try:
+            while not stop.is_set():
+                self._drain(tick)
+                report = self.step()
+                if report is not None and on_batch is not None:
+                    on_batch(report)
+        finally:
+            self.stop_watching()
+
+    def _drain(self, timeout: float) -> None:
+        try:
+            first = self._events.get(timeout=timeout)
+        except queue.Empty:
+            return
+        items = [first]
+        with contextlib.suppress(queue.Empty):
+            while True:
+                items.append(self._events.get_nowait())
+        for item in items:
+            if isinstance(item, BaseException):
+                raise ConfigError(f"the file watcher stopped: {_one_line(item)}") from item
+            self.feed(item)
+
+    def run(
+        self,
+        stop: threading.Event,
+        on_batch: Callable[[BatchReport], None] | None = None,
+    ) -> BatchReport:
+        """:meth:`start`, :meth:`initial_sync` (its report goes to ``on_batch`` too),
+        then :meth:`serve` until ``stop`` is set; returns the initial report."""
+        self.start()
+        try:
+            first = self.initial_sync()
+            if on_batch is not None:
+                on_batch(first)
+        except BaseException:
+            self.stop_watching()
+            raise
+        self.serve(stop, on_batch)
+        return first
