@@ -15,8 +15,11 @@ Two backends:
   Safe for several threads (a small pool of connections) and several processes
   (``busy_timeout``, short transactions; ``put_many`` is one transaction, so a
   crash at any point leaves each batch either fully written or absent). A file
-  that is not a rechunk cache, is truncated, or comes from a newer rechunk is
-  refused with :class:`~rechunk.errors.CacheError` and never modified.
+  that is not a rechunk cache, or comes from a newer rechunk, is refused with
+  :class:`~rechunk.errors.CacheError` and never modified. A damaged cache file
+  (found when opening or in the middle of a call) is renamed aside and a new one
+  started; one that cannot be written is only read; each with one
+  :class:`CacheWarning`, and the caller goes on.
 
 Both pickle (LlamaIndex's ``IngestionPipeline.run(num_workers=...)`` sends its
 transformations to worker processes that way), and so does ``copy.deepcopy``: an
@@ -32,14 +35,16 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import sys
 import threading
 import time
+import warnings
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +56,7 @@ from rechunk.identity import hash_fields, is_utf8
 __all__ = [
     "SCHEMA_VERSION",
     "CacheStats",
+    "CacheWarning",
     "EmbeddingCache",
     "MemoryCache",
     "SQLiteCache",
@@ -77,6 +83,7 @@ _SQLITE_HEADER = 100
 _DTYPE = np.dtype("<f4")
 
 Vector = npt.NDArray[np.float32]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -434,6 +441,105 @@ def _lookup_sql(count: int) -> str:
     )
 
 
+class CacheWarning(UserWarning):
+    """The reuse cache could not be used as it was, and the call went on without it: a
+    damaged file was set aside (renamed, never deleted) and a new one started, or a file
+    that cannot be written is only read. Nothing in a cache is the only copy of anything."""
+
+
+class _Damaged(CacheError):
+    """Damaged bytes in a file that may be a rechunk cache; ``reason`` says what was seen and
+    ``foreign`` is the message for a file that turns out not to be a cache at all."""
+
+    def __init__(self, reason: str, foreign: str) -> None:
+        super().__init__(foreign)
+        self.reason = reason
+        self.foreign = foreign
+
+
+class _Unwritable(CacheError):
+    """The file (or its folder) cannot be written: read-only, full, or an I/O error."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+#: What SQLite calls damage, by error code (Python >= 3.11) and by message.
+_DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_FORMAT")
+_DAMAGE_TEXT = (
+    "malformed",
+    "not a database",
+    "unsupported file format",
+    "no such table",
+    "no such column",
+    "could not decode",
+)
+#: What SQLite calls a file it cannot write (or, for a folder it cannot write, open).
+_UNWRITABLE_CODES = (
+    "SQLITE_READONLY",
+    "SQLITE_CANTOPEN",
+    "SQLITE_PERM",
+    "SQLITE_FULL",
+    "SQLITE_IOERR",
+    "SQLITE_AUTH",
+)
+_UNWRITABLE_TEXT = ("readonly database", "unable to open", "disk i/o error", "is full")
+#: Records of the schema table on page 1 of every rechunk cache (SQLite stores an entry's
+#: type, name and table name side by side): a file holding one of them is a rechunk cache.
+#: (Built, not written out: this source file must not hold them.)
+_MARKERS = (
+    b"table" + b"rechunk_schema" * 2,
+    b"table" + b"vectors" * 2,
+    b"sqlite_autoindex_rechunk_schema_1" + b"rechunk_schema",
+)
+#: The files SQLite keeps beside a database; they go wherever the database goes.
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _failure(exc: BaseException) -> str | None:
+    """``"damaged"``, ``"unwritable"`` or None (another failure: busy, locked, a bug)."""
+    if isinstance(exc, UnicodeError):  # text where a damaged page had bytes
+        return "damaged"
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    text = str(exc).lower()
+    if code.startswith(_DAMAGE_CODES) or any(part in text for part in _DAMAGE_TEXT):
+        return "damaged"
+    if code.startswith(_UNWRITABLE_CODES) or any(part in text for part in _UNWRITABLE_TEXT):
+        return "unwritable"
+    return None
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``: what tells a file from the one that replaced it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _is_cache_file(path: Path) -> bool:
+    """Whether ``path`` holds a rechunk cache's schema records, however damaged elsewhere."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False
+    return any(marker in head for marker in _MARKERS)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write ``path`` and create files beside it (root too:
+    an immutable file or a read-only file system refuses even root)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    os.close(fd)
+    return os.access(path.parent, os.W_OK)
+
+
 class SQLiteCache:
     """An :class:`EmbeddingCache` in one SQLite file (WAL mode), shared by threads and processes.
 
@@ -455,12 +561,26 @@ class SQLiteCache:
     read-only, a schema-1 file is read with schema 1's check until a read-write open
     migrates it.
 
-    Opening validates the file before anything can be written: a file whose
-    header is not SQLite's, a truncated file, an SQLite database that is not a
-    rechunk cache, or one from a newer schema raises :class:`CacheError` and the
-    file's bytes are left exactly as they were. ``readonly=True`` never writes
-    (``put_many`` raises CacheError) and refuses a missing path without creating
-    it. With ``readonly=False`` a missing file (and its parent folder) is created.
+    Opening validates the file before anything can be written: a file that is not
+    a rechunk cache (its header is not SQLite's and it holds no rechunk schema, or
+    an SQLite database without rechunk's tables) or one from a newer schema raises
+    :class:`CacheError` and the file's bytes are left exactly as they were.
+    ``readonly=True`` never writes (``put_many`` raises CacheError) and refuses a
+    missing path without creating it. With ``readonly=False`` a missing file (and
+    its parent folder) is created.
+
+    It is a cache, so a file that cannot be used does not stop the caller; each case
+    gives one :class:`CacheWarning` naming the file:
+
+    - Damage (SQLite finds the file malformed, truncated, its header or schema
+      damaged), found when opening or in the middle of a call: the file and its
+      ``-wal``/``-shm``/``-journal`` are renamed ``<name>.damaged-<time>`` (never
+      deleted) and a new, empty cache is started at ``path``; the call goes on
+      there. Opened ``readonly=True``, the file is left as it is and nothing is
+      read from it.
+    - A file that cannot be written (read-only file or file system, full disk):
+      reads still come from it, writes stay in memory for the life of this object.
+    - A file that cannot be read either: the object keeps vectors in memory only.
 
     Concurrency: each call borrows a connection from a small pool (one per
     thread in flight), so threads read in parallel; writers in several
@@ -468,7 +588,9 @@ class SQLiteCache:
     seconds. ``put_many`` is one ``BEGIN IMMEDIATE`` transaction: after a crash
     at any point each batch is either all there or absent. WAL with
     ``synchronous=NORMAL`` keeps every committed batch across a process crash;
-    a power loss may drop the last batches but never corrupts the file.
+    a power loss may drop the last batches but never corrupts the file. A
+    process that has the file open while another sets it aside goes on with the
+    set-aside file until it finds damage itself, then opens the new one.
 
     Pickling keeps the file's absolute path, ``readonly``, ``timeout``, the
     counters and whether the cache is closed, never a connection: unpickling
@@ -492,19 +614,51 @@ class SQLiteCache:
         self.readonly = readonly
         self._timeout = timeout
         self._lock = threading.Lock()
-        self._idle: list[sqlite3.Connection] = []
+        self._recover_lock = threading.RLock()
+        # (generation, connection): a connection to a file since set aside is closed, not reused
+        self._idle: list[tuple[int, sqlite3.Connection]] = []
+        self._generation = 0
+        self._file: tuple[int, int] | None = None
+        # "file": reads and writes go to the file; "read-only": the file is read and writes
+        # stay in memory; "memory": the file is not used at all
+        self._state = "file"
+        self._memory = MemoryCache()
         self._closed = closed
         self._counters = counters
         if not closed:
             self._open()
 
+    @property
+    def degraded(self) -> str | None:
+        """None while the file is used as usual, else ``"read-only"`` (the file is read,
+        writes stay in memory) or ``"memory"`` (the file is not used)."""
+        return None if self._state == "file" else self._state
+
+    # ----------------------------------------------------------------- opening
+
     def _open(self) -> None:
-        """Validate (or create) the file and keep one connection ready."""
+        """Validate (or create) the file and keep one connection ready; a damaged or
+        unwritable file is handled as the class docstring says."""
         exists = self.path.exists()
         if exists and not self.path.is_file():
             raise CacheError(f"cache path {self.path} exists and is not a file")
         if self.readonly and not exists:
             raise CacheError(f"cache file {self.path} does not exist (opened read-only)")
+        try:
+            self._open_file()
+        except _Damaged as exc:
+            if not _is_cache_file(self.path):
+                raise CacheError(exc.foreign) from exc
+            self._set_aside(exc.reason, self._generation)
+        except _Unwritable as exc:
+            if not exists:
+                raise
+            self._read_only(exc.reason)
+
+    def _open_file(self) -> None:
+        """Open ``path`` as a cache (created when missing); raises :class:`_Damaged`,
+        :class:`_Unwritable` or :class:`CacheError`."""
+        exists = self.path.exists()
         if exists:
             self._check_header()
         elif not self.path.parent.exists():
@@ -512,7 +666,7 @@ class SQLiteCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise CacheError(f"cannot create the folder of cache {self.path}: {exc}") from exc
-        if exists and not self.readonly:
+        if exists and self._writes_file:
             # check on a read-only connection first: closing a read-write one checkpoints
             # the WAL, which would rewrite a file that is then refused (a newer schema)
             probe = self._connect(read_only=True)
@@ -526,9 +680,13 @@ class SQLiteCache:
         except BaseException:
             conn.close()
             raise
-        self._idle.append(conn)
+        with self._lock:
+            self._file = _file_id(self.path)
+            self._idle.append((self._generation, conn))
 
-    # ----------------------------------------------------------------- opening
+    @property
+    def _writes_file(self) -> bool:
+        return not self.readonly and self._state == "file"
 
     def _check_header(self) -> None:
         """Refuse a non-SQLite file before SQLite ever touches it (0 bytes is a new cache)."""
@@ -538,12 +696,33 @@ class SQLiteCache:
         except OSError as exc:
             raise CacheError(f"cannot read cache file {self.path}: {exc}") from exc
         if header and (len(header) < _SQLITE_HEADER or not header.startswith(_SQLITE_MAGIC)):
-            raise CacheError(
-                f"{self.path} is not a rechunk cache (not an SQLite database); left untouched"
+            raise _Damaged(
+                "its header is not SQLite's",
+                f"{self.path} is not a rechunk cache (not an SQLite database); left untouched",
             )
 
+    def _sqlite_failure(self, exc: BaseException, doing: str) -> CacheError:
+        """The error for an SQLite failure while ``doing``: :class:`_Damaged`,
+        :class:`_Unwritable`, or a plain :class:`CacheError` (busy, locked, ...)."""
+        kind = _failure(exc)
+        code = getattr(exc, "sqlite_errorname", "SQLITE_READONLY")
+        if (
+            kind == "unwritable"
+            and code == "SQLITE_READONLY"  # not a subcode (moved, recovery, cannot lock)
+            and "readonly" in str(exc).lower()
+            and self._writes_file
+            and _writable(self.path)
+        ):
+            kind = "damaged"  # the file may be written: its own header says it may not
+        message = f"cannot {doing} cache {self.path}: {exc}"
+        if kind == "damaged":
+            return _Damaged(str(exc), f"{message}; left untouched")
+        if kind == "unwritable":
+            return _Unwritable(str(exc), message)
+        return CacheError(message)
+
     def _connect(self, *, create: bool = False, read_only: bool = False) -> sqlite3.Connection:
-        read_only = read_only or self.readonly
+        read_only = read_only or not self._writes_file
         mode = "ro" if read_only else ("rwc" if create else "rw")
         uri = f"{self.path.resolve().as_uri()}?mode={mode}"
         try:
@@ -558,7 +737,7 @@ class SQLiteCache:
             if not read_only:
                 conn.execute("PRAGMA synchronous = NORMAL")
         except (sqlite3.Error, UnicodeError) as exc:  # UnicodeError: a damaged schema page
-            raise CacheError(f"cannot open cache {self.path}: {exc}") from exc
+            raise self._sqlite_failure(exc, "open") from exc
         return conn
 
     def _prepare(self, conn: sqlite3.Connection, check_only: bool = False) -> None:
@@ -567,24 +746,29 @@ class SQLiteCache:
         ``check_only``: a read-only look before the read-write connection opens (an empty
         database passes: the read-write pass makes it a cache).
         """
+        writes = self._writes_file and not check_only
         try:
             tables = self._tables(conn)
             if not tables and check_only:
                 return
             if not tables:
-                if self.readonly:
+                if not writes:
                     raise CacheError(f"{self.path} is an empty database, not a rechunk cache")
                 self._create(conn)
                 tables = self._tables(conn)
             if "rechunk_schema" not in tables or "vectors" not in tables:
-                raise CacheError(
-                    f"{self.path} is an SQLite database but not a rechunk cache; left untouched"
+                raise _Damaged(
+                    f"its tables are {sorted(tables)}",
+                    f"{self.path} is an SQLite database but not a rechunk cache; left untouched",
                 )
             row = conn.execute(
                 "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
             ).fetchone()
             if row is None or type(row[0]) is not int:
-                raise CacheError(f"{self.path} has no valid rechunk schema version; left untouched")
+                raise _Damaged(
+                    "it records no valid schema version",
+                    f"{self.path} has no valid rechunk schema version; left untouched",
+                )
             if row[0] > SCHEMA_VERSION:
                 raise CacheError(
                     f"{self.path} uses cache schema {row[0]}, newer than this rechunk's "
@@ -592,14 +776,15 @@ class SQLiteCache:
                 )
             if row[0] < 1:
                 raise CacheError(f"{self.path} uses unknown old cache schema {row[0]}")
-            if row[0] < SCHEMA_VERSION and not (self.readonly or check_only):
+            if row[0] < SCHEMA_VERSION and writes:
                 self._migrate(conn)
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() != "wal" and not (self.readonly or check_only):
+            if str(mode).lower() != "wal" and writes:
                 self._set_wal(conn)
             self._check_truncation(conn)
-        except (sqlite3.DatabaseError, UnicodeError) as exc:  # damaged bytes, or text
-            raise CacheError(f"cannot read cache {self.path}: {exc}; left untouched") from exc
+        except (sqlite3.Error, UnicodeError) as exc:  # damaged bytes, or text
+            raise self._sqlite_failure(exc, "read") from exc
+
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Schema 1 -> 2 in one write transaction (another process may have done it first):
@@ -706,19 +891,159 @@ class SQLiteCache:
         pages = int.from_bytes(header[28:32], "big")
         valid = header[24:28] == header[92:96]
         if valid and pages and size < pages * page_size:
-            raise CacheError(
-                f"cache file {self.path} is truncated ({size} bytes, its header says "
-                f"{pages * page_size}); left untouched"
+            reason = f"truncated: {size} bytes, its header says {pages * page_size}"
+            raise _Damaged(reason, f"cache file {self.path} is {reason}; left untouched")
+
+    # ----------------------------------------------------------------- damage and recovery
+
+    def _warn(self, message: str) -> None:
+        """One :class:`CacheWarning`, shown at the first caller outside this module."""
+        level, frame = 2, sys._getframe(1)  # stacklevel 2: the caller of _warn
+        while frame.f_code.co_filename == __file__ and frame.f_back is not None:
+            level, frame = level + 1, frame.f_back
+        warnings.warn(message, CacheWarning, stacklevel=level)
+
+    def _set_aside(self, reason: str, seen: int) -> None:
+        """Rename the damaged file aside and start a new cache at ``path`` (once per damage:
+        ``seen`` is the generation the caller found damaged; a later one was repaired)."""
+        with self._recover_lock:
+            if seen != self._generation or self._state == "memory":
+                return
+            # a new generation first: no call borrows a connection to the damaged file now;
+            # they close after the rename (SQLite does not checkpoint into a moved file)
+            idle = self._retire(close=False)
+            try:
+                self._replace_damaged(reason)
+            finally:
+                for conn in idle:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.close()
+
+    def _replace_damaged(self, reason: str) -> None:
+        """The body of :meth:`_set_aside` (the recovery lock held, a new generation begun)."""
+        if self.readonly:
+            self._to_memory(
+                f"cache {self.path} is damaged ({reason}); it was opened read-only, so it "
+                "is left as it is and nothing is read from it"
             )
+            return
+        aside = None
+        if self._file is None or _file_id(self.path) == self._file:
+            try:
+                aside = self._rename_aside()
+            except OSError as exc:
+                self._to_memory(
+                    f"cache {self.path} is damaged ({reason}) and cannot be set aside "
+                    f"({exc.strerror or exc}); vectors are kept in memory only"
+                )
+                return
+        # else: another process set it aside already (and said so); open what is there
+        for _ in range(2):
+            try:
+                self._open_file()
+                break
+            except _Damaged as exc:  # what another process left is damaged too
+                reason = exc.reason
+                try:
+                    aside = self._rename_aside()
+                except OSError:
+                    break
+            except CacheError as exc:
+                self._to_memory(
+                    f"cache {self.path} is damaged ({reason}); "
+                    + (f"it was set aside as {aside.name}, but " if aside else "")
+                    + f"a new one cannot be started ({exc}); vectors are kept in memory only"
+                )
+                return
+        if self._file is None or _file_id(self.path) != self._file:
+            self._to_memory(f"cache {self.path} cannot be opened again after damage ({reason})")
+            return
+        if aside is not None:
+            self._warn(
+                f"cache {self.path} is damaged ({reason}); it was set aside as "
+                f"{aside.name} and a new, empty cache was started"
+            )
+
+    def _rename_aside(self) -> Path:
+        """Rename the file and its side files to ``<name>.damaged-<time>``; the side files
+        first, so a new file at ``path`` never meets the old write-ahead log."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        n = 1
+        while any(Path(f"{aside}{suffix}").exists() for suffix in ("", *_SIDE_FILES)):
+            aside = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
+            n += 1
+        for suffix in _SIDE_FILES:
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(f"{self.path}{suffix}", f"{aside}{suffix}")
+        os.rename(self.path, aside)
+        self._file = None
+        return aside
+
+    def _retire(self, *, close: bool = True) -> list[sqlite3.Connection]:
+        """Start a new generation: idle connections close now (or, ``close=False``, are
+        returned for the caller to close), borrowed ones when their call ends."""
+        with self._lock:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+        conns = [conn for _, conn in idle]
+        if close:
+            for conn in conns:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            return []
+        return conns
+
+    def _read_only(self, reason: str) -> None:
+        """The file cannot be written: read it, keep writes in memory."""
+        with self._recover_lock:
+            if self._state != "file":
+                return
+            self._retire()
+            self._state = "read-only"
+            try:
+                self._open_file()
+            except (_Damaged, _Unwritable) as exc:
+                self._state = "memory"
+                also = "" if exc.reason == reason else f"; {exc.reason}"
+                self._warn(
+                    f"cache {self.path} cannot be written or read ({reason}{also}); "
+                    "vectors are kept in memory only"
+                )
+                return
+            except CacheError:
+                self._state = "file"
+                raise
+            self._warn(
+                f"cache {self.path} cannot be written ({reason}); it is still read, and "
+                "what is embedded now is kept in memory only"
+            )
+
+    def _to_memory(self, message: str) -> None:
+        with self._recover_lock:
+            self._retire()
+            self._state = "memory"
+            self._warn(message)
 
     # ----------------------------------------------------------------- connections
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
+        stale: list[sqlite3.Connection] = []
         with self._lock:
             if self._closed:
                 raise CacheError("the cache is closed")
-            conn = self._idle.pop() if self._idle else None
+            generation = self._generation
+            conn = None
+            while self._idle and conn is None:
+                born, candidate = self._idle.pop()
+                if born == generation:
+                    conn = candidate
+                else:
+                    stale.append(candidate)
+        for old in stale:
+            with contextlib.suppress(sqlite3.Error):
+                old.close()
         if conn is None:
             conn = self._connect()
         try:
@@ -728,13 +1053,66 @@ class SQLiteCache:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             with self._lock:
-                if self._closed:
+                keep = not self._closed and generation == self._generation
+                if keep:
+                    self._idle.append((generation, conn))
+            if not keep:
+                with contextlib.suppress(sqlite3.Error):
                     conn.close()
-                else:
-                    self._idle.append(conn)
 
     def _error(self, action: str, exc: sqlite3.Error) -> CacheError:
         return CacheError(f"cannot {action} cache {self.path}: {exc}")
+
+    def _on_file(self, action: str, op: Callable[[sqlite3.Connection], _T]) -> _T | None:
+        """``op`` on a pooled connection, or None once the file cannot serve it (damage is
+        set aside and ``op`` runs again on the new file; an unwritable file turns
+        read-only, an unreadable one memory-only)."""
+        for _ in range(4):
+            if self._state == "memory":
+                with self._lock:
+                    if self._closed:
+                        raise CacheError("the cache is closed")
+                return None
+            seen = self._generation
+            try:
+                with self._connection() as conn:
+                    return op(conn)
+            except (sqlite3.Error, UnicodeError) as exc:
+                failure: CacheError = self._sqlite_failure(exc, action)
+            except (_Damaged, _Unwritable) as exc:  # opening a connection
+                failure = exc
+            if self._file is not None and _file_id(self.path) != self._file:
+                self._reopen(seen)  # another process set the file aside: use the new one
+            elif isinstance(failure, _Damaged):
+                self._set_aside(failure.reason, seen)
+            elif isinstance(failure, _Unwritable):
+                if action == "write to" and self._state == "file":
+                    self._read_only(failure.reason)
+                else:
+                    self._to_memory(
+                        f"cache {self.path} cannot be read ({failure.reason}); vectors are "
+                        "kept in memory only"
+                    )
+                return None
+            else:
+                raise failure
+        raise CacheError(f"cannot {action} cache {self.path}: it keeps failing")
+
+    def _reopen(self, seen: int) -> None:
+        """Open the file now at ``path`` (another process replaced a damaged one)."""
+        with self._recover_lock:
+            if seen != self._generation:
+                return
+            self._retire()
+            try:
+                self._open_file()
+            except _Damaged as exc:
+                self._set_aside(exc.reason, self._generation)
+            except CacheError as exc:
+                self._to_memory(
+                    f"cache {self.path} was replaced and cannot be opened again ({exc}); "
+                    "vectors are kept in memory only"
+                )
 
     # ----------------------------------------------------------------- API
 
@@ -747,43 +1125,56 @@ class SQLiteCache:
         check_model_id(model_id)
         _check_dimension(dimension)
         wanted = check_keys(keys)
-        found_keys: list[str] = []
-        blobs: list[bytes] = []
-        corrupt = 0
-        if wanted:
-            with self._connection() as conn:
-                try:
-                    conn.execute("BEGIN")
-                    # schema 1 until a read-write open migrates it (maybe another process's)
-                    (schema,) = conn.execute(
-                        "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
-                    ).fetchone()
-                    for start in range(0, len(wanted), LOOKUP_CHUNK):
-                        chunk = wanted[start : start + LOOKUP_CHUNK]
-                        asked = set(chunk)
-                        rows = conn.execute(_lookup_sql(len(chunk)), (model_id, *chunk))
-                        for key, dim, checksum, blob in rows:
-                            if key not in asked:  # a damaged index: never another's row
-                                corrupt += 1
-                                continue
-                            if dim != dimension:
-                                continue
-                            if (
-                                _row_intact(model_id, key, dim, checksum, blob)
-                                if schema != 1
-                                else _intact(blob, dim, checksum)
-                            ):
-                                found_keys.append(key)
-                                blobs.append(blob)
-                            else:
-                                corrupt += 1
-                    conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    raise self._error("read", exc) from exc
+        if not wanted:
+            with self._lock:
+                if self._closed:
+                    raise CacheError("the cache is closed")
+            return {}
         found: dict[str, Vector] = {}
-        if blobs:
-            block = np.frombuffer(b"".join(blobs), dtype=_DTYPE).astype(np.float32)
-            found = _rows(found_keys, block.reshape(len(blobs), dimension))
+        rest = wanted
+        if self._state != "file":  # what this object wrote since the file stopped taking writes
+            found = self._memory.get_many(wanted, model_id, dimension)
+            rest = [key for key in wanted if key not in found]
+        corrupt = 0
+        if rest:
+
+            def lookup(conn: sqlite3.Connection) -> tuple[list[str], list[bytes], int]:
+                found_keys: list[str] = []
+                blobs: list[bytes] = []
+                bad = 0
+                conn.execute("BEGIN")
+                # schema 1 until a read-write open migrates it (maybe another process's)
+                (schema,) = conn.execute(
+                    "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
+                ).fetchone()
+                for start in range(0, len(rest), LOOKUP_CHUNK):
+                    chunk = rest[start : start + LOOKUP_CHUNK]
+                    asked = set(chunk)
+                    rows = conn.execute(_lookup_sql(len(chunk)), (model_id, *chunk))
+                    for key, dim, checksum, blob in rows:
+                        if key not in asked:  # a damaged index: never another's row
+                            bad += 1
+                            continue
+                        if dim != dimension:
+                            continue
+                        if (
+                            _row_intact(model_id, key, dim, checksum, blob)
+                            if schema != 1
+                            else _intact(blob, dim, checksum)
+                        ):
+                            found_keys.append(key)
+                            blobs.append(blob)
+                        else:
+                            bad += 1
+                conn.execute("COMMIT")
+                return found_keys, blobs, bad
+
+            result = self._on_file("read", lookup)
+            if result is not None:
+                found_keys, blobs, corrupt = result
+                if blobs:
+                    block = np.frombuffer(b"".join(blobs), dtype=_DTYPE).astype(np.float32)
+                    found.update(_rows(found_keys, block.reshape(len(blobs), dimension)))
         self._counters.add(hits=len(found), misses=len(wanted) - len(found), corrupt=corrupt)
         return found
 
@@ -799,32 +1190,40 @@ class SQLiteCache:
             (model_id, key, dim, row_checksum(model_id, key, dim, blob), blob)
             for key, dim, _, blob in rows
         ]
-        with self._connection() as conn:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(_UPSERT, params)
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise self._error("write to", exc) from exc
+
+        def write(conn: sqlite3.Connection) -> bool:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(_UPSERT, params)
+            conn.execute("COMMIT")
+            return True
+
+        if self._state != "file" or self._on_file("write to", write) is None:
+            self._memory.put_many(
+                [(key, np.frombuffer(blob, dtype=_DTYPE)) for key, _, _, blob in rows], model_id
+            )
         self._counters.add(writes=len(rows))
         return len(rows)
 
     def stats(self) -> CacheStats:
-        """Counters of this object; ``entries`` counts every entry in the file."""
-        with self._connection() as conn:
-            try:
-                (entries,) = conn.execute("SELECT count(*) FROM vectors").fetchone()
-            except sqlite3.Error as exc:
-                raise self._error("read", exc) from exc
-        return self._counters.snapshot(int(entries))
+        """Counters of this object; ``entries`` counts every entry in the file (and those
+        kept in memory since the file stopped taking writes)."""
+
+        def count(conn: sqlite3.Connection) -> int:
+            (entries,) = conn.execute("SELECT count(*) FROM vectors").fetchone()
+            return int(entries)
+
+        entries = self._on_file("read", count) if self._state != "memory" else None
+        extra = len(self._memory) if self._state != "file" else 0
+        return self._counters.snapshot((entries or 0) + extra)
 
     def close(self) -> None:
         """Close every idle connection; connections in use close when their call ends."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for _, conn in idle:
             conn.close()
+        self._memory.close()
 
     def __enter__(self) -> SQLiteCache:
         return self

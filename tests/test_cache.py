@@ -18,6 +18,7 @@ import pytest
 from rechunk.cache import (
     SCHEMA_VERSION,
     CacheStats,
+    CacheWarning,
     EmbeddingCache,
     MemoryCache,
     SQLiteCache,
@@ -309,16 +310,20 @@ def test_error_is_a_rechunk_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.9, 0.2])
-def test_truncated_file_is_refused_untouched(tmp_path: Path, keep: float) -> None:
+def test_truncated_file_is_set_aside_untouched(tmp_path: Path, keep: float) -> None:
+    """A truncated cache is damaged: renamed aside with its bytes as they were (one
+    CacheWarning), and a new cache starts (tests/test_cache_damage.py has the rest)."""
     path = tmp_path / "cache.sqlite"
     _fill(path, n=500, dim=384)
     data = path.read_bytes()
     assert not Path(f"{path}-wal").exists()  # closed cleanly: everything is in the file
     cut = data[: int(len(data) * keep)]
     path.write_bytes(cut)
-    with pytest.raises(CacheError, match="truncated"):
-        SQLiteCache(path)
-    assert path.read_bytes() == cut
+    with pytest.warns(CacheWarning, match="damaged") as caught, SQLiteCache(path) as cache:
+        assert cache.get_many(["k0"], MODEL, 384) == {}
+    assert len(caught) == 1
+    (aside,) = tmp_path.glob("cache.sqlite.damaged-????????T??????")
+    assert aside.read_bytes() == cut
 
 
 def test_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
@@ -409,16 +414,17 @@ def test_a_newer_file_with_a_wal_is_refused_untouched(tmp_path: Path) -> None:
     assert (path.read_bytes(), wal.read_bytes()) == before
 
 
-def test_a_damaged_schema_page_is_a_cache_error(tmp_path: Path) -> None:
+def test_a_damaged_schema_page_is_set_aside(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     _fill(path, n=1, dim=4)
     data = bytearray(path.read_bytes())
     name = b"sqlite_autoindex_rechunk_schema_1"
     data[data.find(name) + len("sqlite_autoindex_r")] = 0xC5  # not UTF-8 any more
     path.write_bytes(bytes(data))
-    with pytest.raises(CacheError, match="utf-8"):
-        SQLiteCache(path)
-    assert path.read_bytes() == bytes(data)
+    with pytest.warns(CacheWarning, match="utf-8"), SQLiteCache(path):
+        pass
+    (aside,) = tmp_path.glob("cache.sqlite.damaged-????????T??????")
+    assert aside.read_bytes() == bytes(data)
 
 
 def test_empty_file_becomes_a_cache(tmp_path: Path) -> None:
