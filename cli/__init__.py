@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 from rechunk.chunk import Chunker
+from rechunk.cli.sources import add_source_options
 from rechunk.errors import (
     CacheError,
     ConfigError,
@@ -258,10 +259,16 @@ def _synced_folders(args: argparse.Namespace) -> list[str]:
 
 def _read_paths(args: argparse.Namespace) -> Any:
     """The documents under the paths given, read as the options say."""
+    from rechunk.cli.sources import parse_options
     from rechunk.files import read_documents
 
     return read_documents(
-        args.paths, args.glob, within=_synced_folders(args), gitignore=not args.no_ignore
+        args.paths,
+        args.glob,
+        within=_synced_folders(args),
+        gitignore=not args.no_ignore,
+        fmt=args.format,
+        options=parse_options(args),
     )
 
 
@@ -272,6 +279,7 @@ def _file_fields(files: Any) -> dict[str, Any]:
         "empty_files": files.empty,
         "ignored": files.ignored,
         "links_not_followed": files.links,
+        "unsupported_files": dict(sorted(files.unsupported.items())),
     }
 
 
@@ -299,6 +307,7 @@ def _file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
 
 def _read_recorded(args: argparse.Namespace) -> Any:
     """The documents under every recorded root; a later sync's file wins a shared doc_id."""
+    from rechunk.cli.sources import parse_options
     from rechunk.files import FileSet, read_documents
 
     roots = _recorded_roots(_read_manifest(), args)
@@ -314,13 +323,21 @@ def _read_recorded(args: argparse.Namespace) -> Any:
     for root, how in roots.items():
         if not Path(root).exists():
             continue  # removed since: its documents count as missing below
-        files = read_documents([root], how.globs, within=folders, gitignore=how.gitignore)
+        files = read_documents(
+            [root],
+            how.globs,
+            within=folders,
+            gitignore=how.gitignore,
+            fmt=args.format,
+            options=parse_options(args),
+        )
         documents.update((doc.doc_id, doc) for doc in files.documents)
         skipped.update(files.skipped)
         out.empty.extend(files.empty)
         out.unlisted.extend(files.unlisted)
         out.ignored += files.ignored
         out.links.extend(files.links)
+        out.unsupported.update(files.unsupported)
     out.documents = list(documents.values())
     out.skipped = [(doc_id, why) for doc_id, why in skipped.items() if doc_id not in documents]
     return out
@@ -458,6 +475,8 @@ def _cache_and_store(
 
 def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     """Warn that no readable file matched, and list the files skipped."""
+    from rechunk.cli.sources import source_notes
+
     pruning = (
         " (--prune deletes nothing when no file matched: a wrong path must not empty the "
         "collection; to empty it on purpose, drop the collection)"
@@ -471,7 +490,7 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
         ),
         file=sys.stderr,
     )
-    for name, text in _file_notes(files):
+    for name, text in [*source_notes(files, None, None), *_file_notes(files)]:
         print(f"rechunk: {name} {printable(text)}", file=sys.stderr)
     if args.json:  # a reader of stdout gets an answer too
         _print_json({"nothing_matched": True, "written": False, **_file_fields(files)})
@@ -479,6 +498,7 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
 
 
 def _cmd_sync(args: argparse.Namespace) -> int:
+    from rechunk.cli.sources import Chooser, source_notes
     from rechunk.policy import policy_for
     from rechunk.sync import SyncReport, sync
 
@@ -488,6 +508,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
         return _nothing_matched(args, files)
     embedder = _embedder(args)
     chunker = policy_for(embedder, args.policy)
+    chooser = Chooser(embedder)
     model_id = embedder.model_id
     with _cache_and_store(args, dry_run=args.dry_run, model_id=model_id) as (cache, opened):
         _share_cache(embedder, cache)
@@ -523,6 +544,8 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                     keep=keep,
                     dry_run=args.dry_run,
                     progress=progress,
+                    chunker_for=chooser,
+                    check_stored=args.check_stored,
                 )
             except StaleCheckError as exc:  # written, but not exact: report, then exit 3
                 if not isinstance(exc.report, SyncReport):
@@ -539,7 +562,8 @@ def _cmd_sync(args: argparse.Namespace) -> int:
         data["model_loaded"] = embedder.loaded
         _print_json(data)
     else:
-        _sync_summary(report, args.prune, _file_notes(files, args.prune))
+        notes = source_notes(files, report, chooser) + _file_notes(files, args.prune)
+        _sync_summary(report, args.prune, notes)
     if failed is not None:
         _report_error(failed, args.debug)
         return EXIT_BACKEND
@@ -709,6 +733,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_reindex(args: argparse.Namespace) -> int:
+    from rechunk.cli.sources import Chooser
     from rechunk.generations import reindex
     from rechunk.policy import policy_for
 
@@ -738,7 +763,13 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
                     "pass the folders that hold them, or --prune to leave them out"
                 )
         result = reindex(
-            files.documents, opened.store, chunker, embedder, cache=cache, drop_old=args.drop_old
+            files.documents,
+            opened.store,
+            chunker,
+            embedder,
+            cache=cache,
+            drop_old=args.drop_old,
+            chunker_for=Chooser(embedder),
         )
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
             _record_roots(args, files.roots, replace=True)
@@ -927,7 +958,7 @@ def build_parser() -> _Parser:
             default=None,
             metavar="PATTERN",
             help="file pattern, repeatable; git's wildcards, matched at any depth (default: "
-            "*.md *.markdown *.rst *.txt)",
+            "every file; a type no parser reads is counted, not read)",
         )
         p.add_argument(
             "--no-ignore",
@@ -936,6 +967,7 @@ def build_parser() -> _Parser:
             "of each folder, and of the folders above it up to the top of its git "
             "repository, apply; hidden files and folders are never read)",
         )
+        add_source_options(p)
 
     def model_option(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -989,8 +1021,18 @@ def build_parser() -> _Parser:
     sync_p.add_argument(
         "--dry-run", action="store_true", help="print the plan; embed and write nothing"
     )
+    sync_p.add_argument(
+        "--check-stored",
+        action="store_true",
+        help="also read back the vectors of the given documents' stored points and write "
+        "again each one that fails the vector check (all zeros, NaN, near float32's limit): "
+        "the repair of a collection an embedder answered badly into",
+    )
     sync_p.add_argument("--json", action="store_true", help="print the report as JSON")
     sync_p.set_defaults(func=_cmd_sync)
+    from rechunk.cli.watch import add_watch_parser
+
+    add_watch_parser(sub, debug, store_options, model_option, input_options)
 
     status_p = sub.add_parser(
         "status",

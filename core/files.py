@@ -1,4 +1,10 @@
-"""Documents from files: what ``rechunk sync PATH...`` reads."""
+"""Documents from files: what ``rechunk sync PATH...`` reads.
+
+Every file whose type a parser reads (see :mod:`rechunk.sources`: text, Markdown, RST,
+HTML, PDF, Office files, notebooks, e-mail, records, and source code) becomes one
+document or more; a file of another type is counted by its suffix, never embedded as
+raw bytes or markup.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import errno
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,17 +20,21 @@ from pathlib import Path
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
 from rechunk.ignore import IgnoreRules, wildmatch
+from rechunk.sources.documents import documents_from_file, kind_of
+from rechunk.sources.registry import ParseOptions
 
 __all__ = [
     "DEFAULT_GLOBS",
     "FileSet",
     "printable",
+    "read_bytes",
     "read_documents",
     "read_text_file",
     "special_kind",
 ]
 
-DEFAULT_GLOBS = ("*.md", "*.markdown", "*.rst", "*.txt")
+#: every file; those of a type no parser reads are counted by suffix (see FileSet)
+DEFAULT_GLOBS = ("*",)
 
 
 #: What a file that is neither a regular file nor a folder is, by its mode.
@@ -56,6 +67,19 @@ def read_text_file(path: Path) -> str:
     """A file's text as UTF-8 (without a leading byte-order mark); invalid UTF-8 or NUL
     bytes, and a file that is not a regular file (a device, a FIFO: never opened), are an
     :class:`InputError`."""
+    data = read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not valid UTF-8 (byte offset {exc.start})") from exc
+    if "\x00" in text:
+        raise InputError(f"{path} contains NUL bytes; is it a binary file?")
+    return text.removeprefix("\ufeff")  # a byte-order mark is encoding, not text
+
+
+def read_bytes(path: Path) -> bytes:
+    """A regular file's bytes; a file that is not a regular file (a device, a FIFO: never
+    opened) or cannot be read is an :class:`InputError`."""
     kind = special_kind(path)
     if kind is not None:
         raise InputError(f"{path} is not a regular file ({kind})")
@@ -69,13 +93,7 @@ def read_text_file(path: Path) -> str:
             data = file.read()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not valid UTF-8 (byte offset {exc.start})") from exc
-    if "\x00" in text:
-        raise InputError(f"{path} contains NUL bytes; is it a binary file?")
-    return text.removeprefix("\ufeff")  # a byte-order mark is encoding, not text
+    return data
 
 
 @dataclass
@@ -88,7 +106,8 @@ class FileSet:
     of each such folder (``""`` for a whole root). ``empty``: doc_ids of empty or
     blank files. ``ignored``: the folders (shown as ``folder/``) and the matching files
     that ``.gitignore`` files excluded. ``links``: symbolic links to folders, which are
-    not followed (shown as ``link/``).
+    not followed (shown as ``link/``). ``unsupported``: how many matching files of each
+    suffix no parser reads (``""``: no suffix); they are not read.
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -98,13 +117,15 @@ class FileSet:
     unlisted: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    unsupported: Counter[str] = field(default_factory=Counter)
 
     def covers(self, doc_id: str) -> bool:
-        """Whether ``doc_id`` may be a file that exists but was not read: a skipped file,
-        or any file under a folder that could not be listed. Its documents are kept."""
-        return any(doc_id == skipped for skipped, _ in self.skipped) or any(
-            doc_id.startswith(prefix) for prefix in self.unlisted
-        )
+        """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
+        (or a record of one: ``file#id``), or any file under a folder that could not be
+        listed. Its documents are kept."""
+        return any(
+            doc_id == skipped or doc_id.startswith(skipped + "#") for skipped, _ in self.skipped
+        ) or any(doc_id.startswith(prefix) for prefix in self.unlisted)
 
 
 def _globs_regex(globs: Sequence[str]) -> re.Pattern[str]:
@@ -223,8 +244,15 @@ def read_documents(
     *,
     within: Sequence[str | Path] = (),
     gitignore: bool = True,
+    fmt: str | None = None,
+    options: ParseOptions | None = None,
 ) -> FileSet:
     """Read every matching file under ``paths`` (folders are searched recursively).
+
+    Each file is parsed by the parser of its type (:func:`rechunk.sources.documents.
+    documents_from_file`; ``fmt`` forces one, ``options`` go to the parsers); a file of
+    a type no parser reads is counted in ``unsupported`` by its suffix and not read. A
+    file of records gives one document per record (doc_id ``path#id``).
 
     ``doc_id`` is the file's path relative to the folder given (POSIX separators).
     A file given directly is named relative to the first folder of ``within`` that
@@ -291,12 +319,15 @@ def read_documents(
                 )
             by_id[doc_id] = path
             read.add(real)
+            if kind_of(path, fmt) is None:
+                out.unsupported[path.suffix.lower()] += 1
+                continue
             try:
-                text = read_text_file(path)
-                if not text.strip():
-                    out.empty.append(doc_id)
-                    continue
-                out.documents.append(Document(doc_id, text))
+                found = documents_from_file(path, doc_id, fmt, options, data=read_bytes(path))
             except InputError as exc:
                 out.skipped.append((_printable(doc_id), str(exc)))
+                continue
+            if not found:
+                out.empty.append(doc_id)
+            out.documents.extend(found)
     return out

@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.embedding import check_texts
+from rechunk.embedding import check_texts, check_vectors, usable_vectors
 from rechunk.errors import (
     ConfigError,
     EmbeddingError,
@@ -806,7 +806,10 @@ class OpenAIEmbedder:
         model_id = self.model_id
         keys = {t: input_key(model_id, t) for t in distinct if t not in done}
         if self.cache is not None and keys:
-            found = self.cache.get_many(list(keys.values()), model_id, self._dimension)
+            found, _ = usable_vectors(  # a bad entry (cached before the checks) is a miss
+                self.cache.get_many(list(keys.values()), model_id, self._dimension),
+                self._dimension,
+            )
             for text, key in keys.items():
                 if key in found:
                     done[text] = np.asarray(found[key], dtype=np.float32)
@@ -823,7 +826,12 @@ class OpenAIEmbedder:
     def _keep(
         self, batch: list[str], vectors: npt.NDArray[np.float32], done: dict[str, Any]
     ) -> None:
-        """Keep one successful request's vectors where a failed call cannot lose them."""
+        """Keep one successful request's vectors where a failed call cannot lose them,
+        once they pass :func:`~rechunk.embedding.check_vectors` (a batch that fails is
+        neither kept nor cached)."""
+        vectors = check_vectors(
+            vectors, model_id=self.model_id, dimension=self._dimension, count=len(batch)
+        )
         for text, vector in zip(batch, vectors):
             done[text] = vector
         if self.cache is not None and not getattr(self.cache, "readonly", False):

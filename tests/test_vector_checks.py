@@ -555,12 +555,6 @@ def test_an_api_answering_bad_vectors_fails_the_sync(
     assert all(np.linalg.norm(v) > 0.99 for v in stored_vectors(client, store, "a").values())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BadVectorError,
-    reason="integrations/openai.py reuses the vectors in its cache unchecked: a zero vector "
-    "a past run cached is handed back instead of asking the server again",
-)
 def test_an_api_embedder_sharing_a_poisoned_cache_repairs_it(
     server: EmbeddingsServer, store: Any, tmp_path: Path
 ) -> None:

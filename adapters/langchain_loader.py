@@ -1,0 +1,69 @@
+"""rechunk's parsers as a LangChain document loader.
+
+Install with ``pip install 'rechunk[langchain,formats]'``.
+
+:class:`RechunkLoader` is a ``langchain_core.document_loaders.BaseLoader`` over
+:mod:`rechunk.sources`: one ``Document`` per file (one per record for JSON and JSONL),
+whose ``page_content`` is the revision-stable text ``rechunk sync`` chunks (a site's
+menus, a PDF's running headers and page numbers left out), so a user swaps
+``PyPDFLoader`` / ``BSHTMLLoader`` / ``Docx2txtLoader`` for it and keeps the rest of the
+pipeline. Pair it with :class:`rechunk.adapters.langchain.RechunkTextSplitter`.
+
+Metadata, with LangChain's usual keys where they overlap: ``source`` (the path as given;
+``path#id`` for a record), ``format`` (the parser's format name), ``parser`` (the
+parser's name and version), and what the format states (``title``, ``pages`` for a
+PDF, an e-mail's ``subject``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rechunk._optional import require
+from rechunk.sources import ParseOptions, format_for, parse_file
+
+require("langchain_core", "langchain")
+
+from langchain_core.document_loaders import BaseLoader  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+
+__all__ = ["RechunkLoader"]
+
+
+class RechunkLoader(BaseLoader):
+    """Load files through rechunk's parsers.
+
+    ``paths``: one file or several (folders are not searched: use ``rechunk sync`` or
+    LangChain's ``DirectoryLoader(..., loader_cls=RechunkLoader)``). ``format`` forces a
+    parser (a name of :data:`rechunk.sources.FORMATS`); by default the suffix picks it.
+    ``id_field`` names a JSON record's id field. A file that cannot be parsed raises
+    :class:`rechunk.sources.ParseError` (an ``InputError``, so a ``ValueError``).
+    """
+
+    def __init__(
+        self,
+        paths: str | Path | Sequence[str | Path],
+        *,
+        format: str | None = None,
+        id_field: str | None = None,
+        html_include: Sequence[str] = (),
+        html_exclude: Sequence[str] = (),
+    ) -> None:
+        self.paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        self.format = format
+        self.options = ParseOptions(id_field, tuple(html_include), tuple(html_exclude))
+
+    def lazy_load(self) -> Iterator[Document]:
+        for path in self.paths:
+            fmt = self.format or format_for(path)
+            for parsed in parse_file(path, fmt, self.options):
+                source = str(path) if parsed.part is None else f"{path}#{parsed.part}"
+                metadata: dict[str, Any] = {
+                    "source": source,
+                    "format": fmt,
+                    "parser": parsed.version,
+                    **parsed.metadata,
+                }
+                yield Document(page_content=parsed.text, metadata=metadata, id=source)

@@ -1,0 +1,87 @@
+"""rechunk's parsers as a LlamaIndex reader.
+
+Install with ``pip install 'rechunk[llamaindex,formats]'``.
+
+:class:`RechunkReader` is a ``llama_index.core.readers.base.BaseReader`` over
+:mod:`rechunk.sources`: one ``Document`` per file (one per record for JSON and JSONL)
+whose text is the revision-stable text ``rechunk sync`` chunks (a site's menus, a
+PDF's running headers and page numbers left out). Use it on its own, or give it to
+``SimpleDirectoryReader(file_extractor={".pdf": reader, ".html": reader, ...})`` (see
+:meth:`RechunkReader.file_extractor`) and keep the rest of the pipeline; pair it with
+:class:`rechunk.adapters.llamaindex.RechunkNodeParser`.
+
+Metadata: what ``SimpleDirectoryReader`` passes as ``extra_info`` (``file_path``,
+``file_name``, ``file_type``, sizes and dates), else ``file_path`` and ``file_name``;
+then ``format``, ``parser`` (name and version) and what the format states (``title``,
+``pages``...). ``Document.id_`` is the path (``path#id`` for a record), so an
+ingestion pipeline's docstore sees one document per file across runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rechunk._optional import require
+from rechunk.sources import ParseOptions, format_for, parse_file, supported_suffixes
+
+require("llama_index.core", "llamaindex", "llama-index-core")
+
+from llama_index.core import Document  # noqa: E402
+from llama_index.core.readers.base import BaseReader  # noqa: E402
+
+__all__ = ["RechunkReader"]
+
+
+class RechunkReader(BaseReader):
+    """Read files through rechunk's parsers.
+
+    ``format`` forces a parser (a name of :data:`rechunk.sources.FORMATS`); by default
+    the suffix picks it. ``id_field`` names a JSON record's id field. A file that cannot
+    be parsed raises :class:`rechunk.sources.ParseError` (a ``ValueError``);
+    ``SimpleDirectoryReader`` reports it and skips the file unless ``raise_on_error``.
+    """
+
+    def __init__(
+        self,
+        *,
+        format: str | None = None,
+        id_field: str | None = None,
+        html_include: Sequence[str] = (),
+        html_exclude: Sequence[str] = (),
+    ) -> None:
+        self.format = format
+        self.options = ParseOptions(id_field, tuple(html_include), tuple(html_exclude))
+
+    def file_extractor(self) -> dict[str, BaseReader]:
+        """``{suffix: self}`` for every suffix a parser reads, for ``SimpleDirectoryReader``."""
+        return {suffix: self for suffix in supported_suffixes()}
+
+    def lazy_load_data(
+        self, file: str | Path, extra_info: dict[str, Any] | None = None, **_: Any
+    ) -> Iterable[Document]:
+        path = Path(file)
+        fmt = self.format or format_for(path)
+        base = dict(extra_info) if extra_info else {
+            "file_path": str(path),
+            "file_name": path.name,
+        }
+        for parsed in parse_file(path, fmt, self.options):
+            doc_id = str(path) if parsed.part is None else f"{path}#{parsed.part}"
+            metadata = {**base, "format": fmt, "parser": parsed.version, **parsed.metadata}
+            if parsed.part is not None:
+                metadata["record"] = parsed.part
+            yield Document(
+                text=parsed.text,
+                metadata=metadata,
+                id_=doc_id,
+                # what says how the text was made is no part of what it says
+                excluded_embed_metadata_keys=["format", "parser"],
+                excluded_llm_metadata_keys=["format", "parser"],
+            )
+
+    def load_data(
+        self, file: str | Path, extra_info: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return list(self.lazy_load_data(file, extra_info, **kwargs))

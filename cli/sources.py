@@ -1,0 +1,97 @@
+"""What `rechunk sync` and `rechunk reindex` add for parsed files and code: the
+``--format`` and ``--id-field`` options, the chunker each document gets (the code policy
+of its language, else the command's policy), and the summary's lines about them."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Any
+
+from rechunk.chunk import Chunker
+from rechunk.document import Document
+from rechunk.errors import ConfigError, MissingDependencyError
+from rechunk.sources import FORMATS, ParseOptions
+from rechunk.sources.documents import CODE
+
+__all__ = ["Chooser", "add_source_options", "parse_options", "source_notes"]
+
+
+def add_source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--format",
+        choices=[*FORMATS, CODE],
+        default=None,
+        metavar="FORMAT",
+        help="read every matching file as FORMAT, whatever its suffix (one of "
+        f"{', '.join([*FORMATS, CODE])}; default: by suffix)",
+    )
+    p.add_argument(
+        "--id-field",
+        default=None,
+        metavar="FIELD",
+        help="JSON and JSONL files: the field whose value is a record's id (its doc_id is "
+        "PATH#ID; default: the record's position)",
+    )
+
+
+def parse_options(args: argparse.Namespace) -> ParseOptions:
+    return ParseOptions(id_field=getattr(args, "id_field", None))
+
+
+class Chooser:
+    """Picks each document's chunker: a code file's language gets the code policy sized
+    for the embedder (once per language); a language without a grammar here, or without
+    the ``code`` extra, gets the recursive policy, and :attr:`fallbacks` counts them by
+    language with the reason; every other document gets the command's policy (None)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._chunkers: dict[str, Chunker] = {}
+        self.fallbacks: Counter[str] = Counter()
+        self.reasons: dict[str, str] = {}
+
+    def _for_language(self, language: str) -> Chunker:
+        from rechunk.policy import policy_for
+
+        if language not in self._chunkers:
+            try:
+                self._chunkers[language] = policy_for(self._embedder, CODE, language=language)
+            except (ConfigError, MissingDependencyError) as exc:
+                self.reasons[language] = str(exc).split("\n")[0]
+                self._chunkers[language] = policy_for(self._embedder, "recursive")
+        if language in self.reasons:
+            self.fallbacks[language] += 1
+        return self._chunkers[language]
+
+    def __call__(self, doc: Document) -> Chunker | None:
+        metadata = doc.metadata or {}
+        if metadata.get("format") != CODE:
+            return None
+        return self._for_language(str(metadata.get("language") or "unknown"))
+
+
+def source_notes(files: Any, report: Any, chooser: Chooser | None) -> list[tuple[str, str]]:
+    """Summary rows: documents per format (unless all are prose), documents per policy
+    (when more than one), code chunked by the recursive policy for want of a grammar,
+    and files of types no parser reads."""
+    rows: list[tuple[str, str]] = []
+    formats = Counter(str((doc.metadata or {}).get("format", "text")) for doc in files.documents)
+    if len(formats) > 1 or (formats and "markdown" not in formats and "text" not in formats):
+        rows.append(("formats", ", ".join(f"{f} {n}" for f, n in sorted(formats.items()))))
+    policies = getattr(report, "policies", {})
+    if len(policies) > 1:
+        rows.append(("policies", ", ".join(f"{p} {n}" for p, n in sorted(policies.items()))))
+    if chooser is not None:
+        for language, count in sorted(chooser.fallbacks.items()):
+            rows.append(
+                ("no grammar", f"{count} {language} file(s) chunked by the recursive policy")
+            )
+    if files.unsupported:
+        counts = ", ".join(
+            f"{suffix or '(no suffix)'} {n}" for suffix, n in sorted(files.unsupported.items())
+        )
+        note = "no parser reads these types: not read; --format forces one"
+        rows.append(("unsupported", f"{counts} ({note})"))
+    return rows
+

@@ -1,0 +1,181 @@
+"""Documents from one file: its format picks the parser, a code file's suffix its language.
+
+This is what ``rechunk sync`` reads each file with. A parsed file becomes one
+:class:`~rechunk.Document` (one per record for JSON and JSONL, whose doc_id is
+``path#id``) with metadata naming its ``format`` and ``parser`` (name and version, plus
+what the format states: a title, an e-mail's subject) and a ``locator`` that gives each
+chunk the pages, section, slide or lines it spans. A code file's text is the file as it
+is; its metadata names the ``language`` (``None`` when no grammar reads it: the sync
+then chunks it with the recursive policy and says so).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rechunk.document import Document, flat_problem
+from rechunk.errors import ConfigError, InputError
+from rechunk.sources.base import Parsed, ParseError, locate
+from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parser_for
+
+__all__ = [
+    "CODE",
+    "OTHER_CODE_SUFFIXES",
+    "documents_from_file",
+    "kind_of",
+    "readable_suffixes",
+]
+
+#: the format name of source code (chunked by the code policy of its language)
+CODE = "code"
+
+#: code suffixes of languages without a grammar here: read as code, chunked by the
+#: recursive policy (the report says so), never counted as an unsupported type
+OTHER_CODE_SUFFIXES = {
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".swift": "swift",
+    ".rb": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".scala": "scala",
+    ".lua": "lua",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".pl": "perl",
+    ".r": "r",
+    ".m": "objective-c",
+    ".sql": "sql",
+}
+
+
+def _code_language(path: Path) -> str | None:
+    from rechunk.chunkers.code_languages import language_for
+
+    return language_for(path)
+
+
+def kind_of(path: str | Path, forced: str | None = None) -> str | None:
+    """The format a file is read as: ``forced`` (``--format``), else the one its suffix
+    names, else :data:`CODE` for a source file, else None (an unsupported type)."""
+    if forced is not None:
+        if forced != CODE and forced not in FORMATS:
+            raise ConfigError(
+                f"--format {forced!r}: not a format (one of {', '.join([*FORMATS, CODE])})"
+            )
+        return forced
+    path = Path(path)
+    fmt = format_for(path)
+    if fmt is not None:
+        return fmt
+    if _code_language(path) is not None or path.suffix.lower() in OTHER_CODE_SUFFIXES:
+        return CODE
+    return None
+
+
+def readable_suffixes() -> tuple[str, ...]:
+    """Every suffix ``rechunk sync`` reads by default: the parsers' and the code's."""
+    from rechunk.chunkers.code_languages import LANGUAGES
+    from rechunk.sources.registry import supported_suffixes
+
+    code = {suffix for spec in LANGUAGES.values() for suffix in spec.suffixes}
+    return tuple(sorted({*supported_suffixes(), *code, *OTHER_CODE_SUFFIXES}))
+
+
+def _flat(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A parser's metadata as flat values every store holds: a value that is not flat (a
+    nested record, an empty list) is kept as its JSON text."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if value is None or value == "":
+            continue
+        if flat_problem({key: value}, "metadata") is None:
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _code_chunker(language: str) -> Any:
+    from rechunk.chunkers.code import CodeChunker
+
+    return CodeChunker(language)
+
+
+def _code_locator(text: str, language: str) -> Callable[[int, int], Mapping[str, Any]]:
+    """Where a span of a code file is (language, symbol, lines), parsed on first use."""
+    where: list[Callable[[int, int], dict[str, Any]]] = []
+
+    def locator(start: int, end: int) -> Mapping[str, Any]:
+        if not where:
+            where.append(_code_chunker(language).locator(text))
+        found = dict(where[0](start, end))
+        found.pop("language", None)  # in the document's metadata already
+        return found
+
+    return locator
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """A code file's text, under the rules of every text file (UTF-8, no NUL)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"{path}: not valid UTF-8 (byte offset {exc.start})") from None
+    if "\x00" in text:
+        raise ParseError(f"{path}: contains NUL bytes; is it a binary file?")
+    return text.removeprefix("\ufeff")
+
+
+def documents_from_file(
+    path: str | Path,
+    doc_id: str,
+    fmt: str | None = None,
+    options: ParseOptions | None = None,
+    *,
+    data: bytes | None = None,
+) -> list[Document]:
+    """The documents of one file, read as ``fmt`` (see :func:`kind_of`).
+
+    Raises :class:`~rechunk.sources.ParseError` (one line: the file is skipped) when the
+    file cannot be parsed, :class:`InputError` when it cannot be read or no parser reads
+    its type. A file whose text is empty or blank gives no document. ``data``: the
+    file's bytes, when the caller has read them (see :func:`rechunk.files.read_bytes`)."""
+    path = Path(path)
+    kind = kind_of(path, fmt)
+    if kind is None:
+        raise InputError(f"{path}: no parser reads {path.suffix or 'files without a suffix'}")
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if kind == CODE:
+        text = _decode(path, data)
+        if not text.strip():
+            return []
+        language = _code_language(path)
+        name = language or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
+        metadata: dict[str, Any] = {"format": CODE, "parser": "code/1"}
+        if name:
+            metadata["language"] = name
+        locator = _code_locator(text, language) if language else None
+        return [Document(doc_id, text, metadata=metadata, locator=locator)]
+    try:
+        parsed_all = parser_for(kind).parse(data, options or ParseOptions())
+    except ParseError as exc:
+        raise ParseError(f"{path}: {exc}") from None
+    return [_document(doc_id, kind, parsed) for parsed in parsed_all if parsed.text.strip()]
+
+
+def _document(doc_id: str, kind: str, parsed: Parsed) -> Document:
+    metadata = {**_flat(parsed.metadata), "format": kind, "parser": parsed.version}
+    name = doc_id if parsed.part is None else f"{doc_id}#{parsed.part}"
+    return Document(
+        name, parsed.text, metadata=metadata, locator=functools.partial(locate, parsed)
+    )
