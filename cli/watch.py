@@ -1,0 +1,266 @@
+"""``rechunk watch PATH...``: sync folders, then keep syncing them as their files change.
+
+The command composes what ``rechunk sync`` composes (the same reading of files, embedder,
+cache, store and collection checks, from :mod:`rechunk.cli`) around a
+:class:`rechunk.live.Watcher`, which keeps the model, tokenizer and store open between
+batches. SIGTERM or Ctrl-C finishes the batch under way and exits 0; a second signal
+exits at once (130), and the next start repairs what it left half-done, as a re-run of
+``sync`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rechunk.errors import ConfigError
+
+__all__ = ["add_watch_parser", "cmd_watch"]
+
+Options = Callable[[argparse.ArgumentParser], None]
+
+
+def add_watch_parser(
+    sub: Any,
+    debug: argparse.ArgumentParser,
+    store_options: Options,
+    model_option: Options,
+    input_options: Options,
+) -> argparse.ArgumentParser:
+    """Add ``watch`` to the ``rechunk`` subcommands, with the options of ``sync``."""
+    from rechunk.policy import DEFAULT_POLICY, POLICIES
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "watch",
+        parents=[debug],
+        help="sync folders, then keep syncing them as their files change",
+        description="An initial sync of the folders, then a sync of each batch of changed "
+        "files, with the model and store kept open. A file is read once it has stopped "
+        "changing; a deleted file's chunks are deleted; a moved file keeps its vectors. "
+        "A store that cannot be reached holds the queue and is retried. Ctrl-C or SIGTERM "
+        "finishes the current batch and exits 0; a second one exits at once.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="folders")
+    store_options(p)
+    p.add_argument(
+        "--policy",
+        choices=list(POLICIES),
+        default=DEFAULT_POLICY,
+        help="chunking policy, sized for the model (default %(default)s)",
+    )
+    model_option(p)
+    input_options(p)
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="the initial sync deletes every document of the collection not under PATH "
+        "(as sync --prune), and an emptied file's chunks are deleted",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=0.2,
+        metavar="SECONDS",
+        help="how long a file must stay unchanged (size and mtime) before it is read "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port (0: any free one); no text, path or "
+        "document id is in them",
+    )
+    p.add_argument(
+        "--metrics-addr",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="the address the metrics are served on (default %(default)s)",
+    )
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line per document revision and stage (accepted, published, "
+        "retrievable, failed) with opaque ids: the doc_id hashed with the collection's "
+        "salt",
+    )
+    p.add_argument(
+        "--log-raw-ids",
+        action="store_true",
+        help="write doc_ids in --log as they are, not hashed",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON line per batch")
+    p.set_defaults(func=cmd_watch)
+    return p
+
+
+@contextlib.contextmanager
+def _signals(stop: threading.Event) -> Iterator[None]:
+    """The first SIGINT or SIGTERM sets ``stop``; the second raises KeyboardInterrupt."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(
+            "rechunk watch: stopping after the current batch (a second signal stops at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _batch_lines(report: Any) -> list[str]:
+    """A line per batch for a terminal (counts and durations), and one per error."""
+    clock = time.strftime("%H:%M:%S")
+    if report.retry_in is not None:
+        kind, text = report.errors[0] if report.errors else ("error", "")
+        return [
+            f"{clock} batch of {report.files} file(s) failed ({kind}: {text}); queued again, "
+            f"next try in {report.retry_in:.1f} s"
+        ]
+    parts = [
+        f"{report.files} file(s)",
+        f"{report.published} published",
+        f"{report.deleted} deleted",
+    ]
+    if report.unchanged:
+        parts.append(f"{report.unchanged} unchanged")
+    if report.failed:
+        parts.append(f"{report.failed} failed")
+    parts.append(f"inputs {report.embedded} embedded, {report.reused} reused")
+    if report.lag:
+        lag = max(report.lag)
+        parts.append(f"retrievable {report.retrievable} (at most {lag:.2f} s after save)")
+    if report.stale:
+        parts.append(f"{report.stale} still answered by an earlier revision")
+    parts.append(f"{report.pending} pending")
+    return [f"{clock} {report.kind}: " + ", ".join(parts)] + [
+        f"  {kind}: {text}" for kind, text in report.errors
+    ]
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from rechunk import cli as base
+    from rechunk._optional import require
+    from rechunk.cli.sources import Chooser, parse_options
+    from rechunk.files import printable
+    from rechunk.generations import open_live
+    from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher, serve_metrics
+    from rechunk.live.freshness import freshness_path
+    from rechunk.policy import policy_for
+
+    for path in args.paths:
+        if not Path(path).is_dir():
+            raise ConfigError(f"{path} is not a folder: watch takes folders")
+    if args.settle < 0:
+        raise ConfigError("--settle must be 0 or more seconds")
+    require("watchfiles", "watch")  # the extra's packages, before anything is opened
+    if args.metrics_port is not None:
+        require("prometheus_client", "watch", "prometheus-client")
+    files = base._read_paths(args)
+    embedder = base._embedder(args)
+    chunker = policy_for(embedder, args.policy)
+    chooser = Chooser(embedder)
+    key = f"{args.store} {args.collection}"
+    stop = threading.Event()
+    with base._cache_and_store(args, model_id=embedder.model_id) as (cache, opened):
+        base._share_cache(embedder, cache)
+        store = open_live(opened.store, chunker, embedder.dimension)
+        freshness = Freshness(freshness_path(base.STATE_DIR, key), key)
+        metrics = LiveMetrics() if args.metrics_port is not None else None
+        diagnosis = (
+            DiagnosisLog(args.log, freshness.salt, hash_ids=not args.log_raw_ids)
+            if args.log
+            else None
+        )
+        watcher = Watcher(
+            args.paths,
+            store,
+            chunker=chunker,
+            embedder=embedder,
+            cache=cache,
+            globs=args.glob,
+            gitignore=not args.no_ignore,
+            read_options={"fmt": args.format, "options": parse_options(args)},
+            chunker_for=chooser,
+            prune=args.prune,
+            settle=args.settle,
+            freshness=freshness,
+            metrics=metrics,
+            diagnosis=diagnosis,
+        )
+        server = None
+        try:
+            with _signals(stop):
+                if metrics is not None:
+                    server = serve_metrics(metrics, args.metrics_port, args.metrics_addr)
+                watcher.start()
+                initial = watcher.initial_sync(files)
+                base._record_roots(args, files.roots, replace=args.prune)
+                _print_initial(args, initial, files, base)
+                where = (
+                    f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
+                    if server is not None
+                    else ""
+                )
+                if not args.json:
+                    print(
+                        printable(
+                            f"watching {len(args.paths)} folder(s){where}; Ctrl-C stops"
+                        ),
+                        flush=True,
+                    )
+                elif server is not None:
+                    print(json.dumps({"kind": "metrics", "port": server.port}), flush=True)
+
+                def on_batch(report: Any) -> None:
+                    if args.json:
+                        print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}))
+                    else:
+                        for line in _batch_lines(report):
+                            print(printable(line))
+                    sys.stdout.flush()
+
+                watcher.serve(stop, on_batch)
+        finally:
+            watcher.stop_watching()
+            if server is not None:
+                server.stop()
+            if diagnosis is not None:
+                diagnosis.close()
+    if not args.json:
+        print("rechunk watch: stopped", flush=True)
+    return base.EXIT_OK
+
+
+def _print_initial(args: argparse.Namespace, initial: Any, files: Any, base: Any) -> None:
+    from rechunk.cli.sources import source_notes
+
+    if args.json:
+        data = {"time": round(time.time(), 3), **initial.to_dict()}
+        print(json.dumps(data), flush=True)
+        return
+    if initial.sync is not None:
+        notes = source_notes(files, initial.sync, None) + base._file_notes(files, args.prune)
+        base._sync_summary(initial.sync, args.prune, notes)
+    else:
+        print(f"rechunk watch: no readable file under {' '.join(args.paths)} yet")
+    print(f"  {'retrievable':<14}{initial.retrievable} verified, {initial.pending} pending")
+    sys.stdout.flush()
