@@ -1033,9 +1033,6 @@ def build_parser() -> _Parser:
     from rechunk.cli.watch import add_watch_parser
 
     add_watch_parser(sub, debug, store_options, model_option, input_options)
-    from rechunk.cli.watch import add_watch_parser
-
-    add_watch_parser(sub, debug, store_options, model_option, input_options)
 
     status_p = sub.add_parser(
         "status",
