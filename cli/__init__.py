@@ -636,6 +636,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
         status = collection_status(store)
     finally:
         opened.close()
+    from rechunk.cli.watch import freshness_line, freshness_status
+
+    fresh = freshness_status(args)  # what `rechunk watch` accepted and has not yet verified
+    if fresh is not None:
+        status["freshness"] = fresh
     if args.json:
         _print_json(status)
         return _status_exit(status)
@@ -668,6 +673,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         )
     stale = ", ".join(printable(doc_id) for doc_id in status["stale_documents"])
     print(f"stale check: {status['stale_check']}" + (f" ({stale})" if stale else ""))
+    if fresh is not None:
+        print(freshness_line(fresh))
     for warning in status["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     return _status_exit(status)

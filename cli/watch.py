@@ -23,7 +23,7 @@ from typing import Any
 
 from rechunk.errors import ConfigError
 
-__all__ = ["add_watch_parser", "cmd_watch"]
+__all__ = ["add_watch_parser", "cmd_watch", "freshness_line", "freshness_status"]
 
 Options = Callable[[argparse.ArgumentParser], None]
 
@@ -264,3 +264,24 @@ def _print_initial(args: argparse.Namespace, initial: Any, files: Any, base: Any
         print(f"rechunk watch: no readable file under {' '.join(args.paths)} yet")
     print(f"  {'retrievable':<14}{initial.retrievable} verified, {initial.pending} pending")
     sys.stdout.flush()
+
+
+def freshness_status(args: argparse.Namespace) -> dict[str, Any] | None:
+    """What ``rechunk status`` shows of the watchers' freshness state for ``--store`` and
+    ``--collection`` (None when no watcher ever ran on them here)."""
+    from rechunk import cli as base
+    from rechunk.live.freshness import freshness_path, read_freshness
+
+    path = freshness_path(base.STATE_DIR, f"{args.store} {args.collection}")
+    return read_freshness(path) if path.exists() else None
+
+
+def freshness_line(fresh: dict[str, Any]) -> str:
+    """The status line of :func:`freshness_status`'s answer."""
+    if not fresh["unretrievable"]:
+        return "freshness: every accepted revision is retrievable"
+    stale = f", {fresh['stale']} still answered by an earlier revision" if fresh["stale"] else ""
+    return (
+        f"freshness: {fresh['unretrievable']} accepted revision(s) not yet retrievable, the "
+        f"oldest accepted {fresh['oldest_age_seconds']:.1f} s ago{stale}"
+    )
