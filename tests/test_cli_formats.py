@@ -1,0 +1,190 @@
+"""`rechunk sync` on a folder that mixes formats and code: every supported file is parsed
+and synced in one command, each chunk cites where it lies, other types are counted, and an
+edit re-embeds only what it touched. Files are written by real writers (python-docx,
+reportlab) from the project's own guides; the store is embedded Qdrant, the model the
+packaged MiniLM."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from qdrant_client import QdrantClient
+
+from rechunk.cli import main
+from rechunk.files import read_documents
+
+pytest.importorskip("docx")
+pytest.importorskip("reportlab")
+pytest.importorskip("selectolax")
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = (ROOT / "examples" / "docs" / "sync-guide.md").read_text()
+PARAGRAPHS = [p.strip() for p in GUIDE.split("\n\n") if p.strip() and not p.startswith(("#", "```", "-", "|", "1."))]
+PAGE_TEMPLATE = """<!doctype html><html><head><title>Sync guide</title><style>p {{margin: 0}}</style></head>
+<body><nav>Home | Shop | Help</nav><header>Acme docs</header>
+<main><h1>How a sync publishes changes</h1>{body}</main>
+<footer>Copyright Acme</footer><script>var x = 1;</script></body></html>"""
+
+CODE = '"""Shopping carts and their ledgers."""\n\n' + "".join(
+    f"""
+
+class Cart{k}:
+    \"\"\"Items of cart {k} and their prices, kept in the order they were added.\"\"\"
+
+    def __init__(self) -> None:
+        self.items: dict[str, float] = {{}}
+        self.log: list[str] = []
+
+    def add(self, name: str, price: float) -> None:
+        \"\"\"Add one item; a second add of the same name replaces its price.\"\"\"
+        self.items[name] = price
+        self.log.append(f"add {{name}} at {{price:.2f}}")
+
+    def total(self) -> float:
+        \"\"\"The sum of every price in cart {k}.\"\"\"
+        return sum(self.items.values())
+"""
+    for k in range(8)
+)
+
+
+def write_page(path: Path, paragraphs: list[str]) -> None:
+    body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+    path.write_text(PAGE_TEMPLATE.format(body=body))
+
+
+def write_pdf(path: Path, paragraphs: list[str]) -> None:
+    from reportlab.lib.pagesizes import A5
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate
+
+    def furniture(canvas: Any, doc: Any) -> None:
+        canvas.saveState()
+        canvas.setFont("Helvetica", 8)
+        canvas.drawString(40, A5[1] - 30, "Acme manual - internal")
+        canvas.drawString(A5[0] / 2, 20, str(doc.page))
+        canvas.restoreState()
+
+    styles = getSampleStyleSheet()
+    story = [Paragraph(html.escape(p), styles["BodyText"]) for p in paragraphs]
+    SimpleDocTemplate(str(path), pagesize=A5).build(
+        story, onFirstPage=furniture, onLaterPages=furniture
+    )
+
+
+def write_docx(path: Path, paragraphs: list[str]) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("How a sync publishes changes", level=1)
+    for p in paragraphs:
+        document.add_paragraph(p)
+    document.save(str(path))
+
+
+@pytest.fixture
+def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    write_page(folder / "page.html", PARAGRAPHS)
+    write_pdf(folder / "manual.pdf", PARAGRAPHS * 2)
+    write_docx(folder / "report.docx", PARAGRAPHS)
+    (folder / "notes.md").write_text(GUIDE)
+    (folder / "cart.py").write_text(CODE)
+    (folder / "faq.jsonl").write_text(
+        "\n".join(json.dumps({"id": f"q{i}", "question": f"Question {i}?", "answer": p})
+                  for i, p in enumerate(PARAGRAPHS[:3])) + "\n"
+    )
+    (folder / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    (folder / "logo.PNG").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    monkeypatch.chdir(tmp_path)
+    return folder
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code = main([*args, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def stored(tmp_path: Path) -> dict[str, list[dict[str, Any]]]:
+    client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
+    try:
+        points, _ = client.scroll("rechunk", limit=10_000, with_payload=True)
+    finally:
+        client.close()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for point in points:
+        payload = dict(point.payload or {})  # the langchain layout: page_content, metadata
+        meta = {**payload["metadata"], "text": payload["page_content"]}
+        out.setdefault(meta["doc_id"], []).append(meta)
+    return out
+
+
+def test_a_mixed_folder_syncs_in_one_command(
+    kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = run_json(capsys, "sync", "kb", "--id-field", "id")
+    assert code == 0, report
+    synced = {d["doc_id"] for d in report["per_document"]}
+    assert synced == {"page.html", "manual.pdf", "report.docx", "notes.md", "cart.py",
+                      "faq.jsonl#q0", "faq.jsonl#q1", "faq.jsonl#q2"}
+    assert report["unsupported_files"] == {".bin": 1, ".png": 1}
+    assert report["stale_check"] == "passed"
+    assert len(report["policies"]) == 2  # prose, and the code policy of Python
+    points = stored(kb.parent)
+    page = " ".join(p["text"] for p in points["page.html"])
+    for furniture in ("Home | Shop", "Acme docs", "Copyright Acme", "var x"):
+        assert furniture not in page
+    manual = " ".join(p["text"] for p in points["manual.pdf"])
+    assert "Acme manual" not in manual and PARAGRAPHS[0][:60] in manual
+    assert all(p["format"] == "pdf" and p["parser"].startswith("pdf/") for p in points["manual.pdf"])
+    assert {p["pages"][0] for p in points["manual.pdf"]} >= {1, 2}
+    assert all(p["section"] == ["How a sync publishes changes"] for p in points["report.docx"])
+    symbols = {p.get("symbol") for p in points["cart.py"]}
+    assert len(points["cart.py"]) > 1 and any(str(s).startswith("Cart") for s in symbols)
+    assert all(p["language"] == "python" and len(p["lines"]) == 2 for p in points["cart.py"])
+    assert all(p["record"] == "q1" for p in points["faq.jsonl#q1"])
+
+
+def test_an_inserted_paragraph_re_embeds_only_around_it(
+    kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_json(capsys, "sync", "kb")[0] == 0
+    edited = [*PARAGRAPHS[:3], "A paragraph inserted by a later revision of every file.",
+              *PARAGRAPHS[3:]]
+    write_page(kb / "page.html", edited)
+    write_pdf(kb / "manual.pdf", edited * 2)
+    write_docx(kb / "report.docx", edited)
+    code, report = run_json(capsys, "sync", "kb")
+    assert code == 0 and report["documents"]["changed"] == 3
+    for doc in report["per_document"]:
+        if doc["status"] == "changed":
+            # the edit's own chunk and at most a neighbour or two: never the whole file
+            assert doc["tokens_embedded"] <= 0.5 * doc["tokens_total"], doc
+
+
+def test_format_forces_a_parser_and_unsupported_types_are_only_counted(kb: Path) -> None:
+    files = read_documents([kb])
+    assert files.unsupported == {".bin": 1, ".png": 1}
+    (kb / "notes.log").write_text("A plain log line.\n")
+    assert read_documents([kb], ["*.log"]).unsupported == {".log": 1}
+    forced = read_documents([kb], ["*.log"], fmt="text")
+    assert [d.doc_id for d in forced.documents] == ["notes.log"]
+
+
+def test_a_file_that_cannot_be_parsed_is_skipped_with_one_line(
+    kb: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (kb / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    (kb / "broken.docx").write_bytes(b"PK not a zip")
+    code, report = run_json(capsys, "sync", "kb")
+    assert code == 1  # synced what it could; the broken files are named
+    reasons = {s["doc_id"]: s["reason"] for s in report["skipped_files"]}
+    assert set(reasons) == {"broken.pdf", "broken.docx"}
+    assert all("\n" not in r for r in reasons.values())
+    assert report["documents"]["new"] == 8
