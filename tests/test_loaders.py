@@ -1,0 +1,77 @@
+"""rechunk's parsers as a LangChain document loader and a LlamaIndex reader: one document
+per file with the frameworks' usual metadata keys, the same text `rechunk sync` chunks, and
+a pipeline that keeps the rest of its code (real framework classes, real files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rechunk.sources import ParseError
+from rechunk.sources.documents import documents_from_file
+
+pytest.importorskip("selectolax")
+
+PAGE = """<!doctype html><html><head><title>Release notes</title></head><body>
+<nav>Home | Blog</nav><main><h1>Release notes</h1>
+<p>The sync now reads pages, manuals and records as well as notes.</p>
+<h2>Fixes</h2><p>A damaged cache is set aside with one warning.</p></main>
+<footer>Site footer</footer></body></html>"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "notes.html").write_text(PAGE)
+    (tmp_path / "faq.jsonl").write_text(
+        json.dumps({"id": "a", "q": "Is text embedded twice?", "r": "No."}) + "\n"
+        + json.dumps({"id": "b", "q": "Does a move re-embed?", "r": "No."}) + "\n"
+    )
+    return tmp_path
+
+
+def test_langchain_loader_gives_the_text_sync_chunks(folder: Path) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document as LCDocument
+
+    from rechunk.adapters.langchain import RechunkTextSplitter
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    loaded = RechunkLoader([folder / "notes.html", folder / "faq.jsonl"], id_field="id").load()
+    assert all(isinstance(doc, LCDocument) for doc in loaded)
+    page, *records = loaded
+    ours = documents_from_file(folder / "notes.html", "notes.html")[0]
+    assert page.page_content == ours.text
+    assert "Home | Blog" not in page.page_content and "Site footer" not in page.page_content
+    assert page.metadata["source"] == str(folder / "notes.html")
+    assert page.metadata["format"] == "html" and page.metadata["title"] == "Release notes"
+    assert [r.metadata["source"] for r in records] == [
+        f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"
+    ]
+    chunks = RechunkTextSplitter().split_documents(loaded)
+    assert chunks and all(c.metadata["source"] for c in chunks)
+    with pytest.raises(ParseError):
+        (folder / "bad.pdf").write_bytes(b"not a pdf")
+        RechunkLoader(folder / "bad.pdf").load()
+
+
+def test_llamaindex_reader_in_simple_directory_reader(folder: Path) -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import SimpleDirectoryReader
+    from llama_index.core.schema import MetadataMode
+
+    from rechunk.adapters.llamaindex import RechunkNodeParser
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+
+    reader = RechunkReader(id_field="id")
+    docs = SimpleDirectoryReader(str(folder), file_extractor=reader.file_extractor()).load_data()
+    by_id = {d.id_: d for d in docs}
+    page = by_id[str(folder / "notes.html")]
+    assert page.text == documents_from_file(folder / "notes.html", "notes.html")[0].text
+    # SimpleDirectoryReader's own metadata, then the parser's
+    assert page.metadata["file_name"] == "notes.html" and page.metadata["format"] == "html"
+    assert "parser" not in page.get_content(metadata_mode=MetadataMode.EMBED)
+    assert {f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"} <= set(by_id)
+    nodes = RechunkNodeParser().get_nodes_from_documents([page])
+    assert nodes and all(n.ref_doc_id == page.id_ for n in nodes)
