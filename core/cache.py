@@ -582,6 +582,8 @@ class SQLiteCache:
       reads still come from it, writes stay in memory for the life of this object.
     - A file that cannot be read either: the object keeps vectors in memory only.
 
+    :attr:`degraded` says which of the last two holds (None while the file is used).
+
     Concurrency: each call borrows a connection from a small pool (one per
     thread in flight), so threads read in parallel; writers in several
     processes serialise on SQLite's write lock, waiting up to ``timeout``

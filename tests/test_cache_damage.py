@@ -220,6 +220,39 @@ def test_random_byte_flips_never_give_a_wrong_vector_or_an_error(
     assert set_aside >= 5  # SQLite met the damage in these (each one fatal before)
 
 
+def test_threads_meeting_the_damage_together_set_it_aside_once(
+    cache_file: Path, pristine: tuple[bytes, dict[str, np.ndarray]]
+) -> None:
+    """Eight threads on one cache object hit the broken page at once: one rename, one
+    warning, every call succeeds, every write lands in the new file."""
+    import threading
+
+    vectors = pristine[1]
+    keys = list(vectors)
+    break_page(cache_file, "vectors")
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+    with cache_warnings() as seen, SQLiteCache(cache_file) as cache:
+
+        def work(t: int) -> None:
+            try:
+                start.wait()
+                for j in range(10):
+                    assert_exact(cache.get_many(keys, MODEL, DIM), vectors)
+                    cache.put_many([(input_key(MODEL, f"{t}/{j}"), vector(j))], MODEL)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert cache.stats().entries == 80 and cache.degraded is None
+    assert len(seen) == 1 and len(list(cache_file.parent.glob(ASIDE))) == 1
+
+
 def test_a_damaged_cache_opened_read_only_is_left_as_it_is(
     cache_file: Path, pristine: tuple[bytes, dict[str, np.ndarray]]
 ) -> None:
