@@ -1,0 +1,477 @@
+"""rechunk watch and rechunk.live: a real watcher (watchfiles, inotify) on real files, real
+stores (embedded Qdrant, a Chroma server stopped and restarted), the real default model
+(ONNX all-MiniLM-L6-v2), the metrics endpoint read over HTTP by prometheus_client's parser."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("watchfiles")
+pytest.importorskip("prometheus_client")
+pytest.importorskip("qdrant_client")
+
+from rechunk import MemoryCache, policy_for
+from rechunk.files import read_documents
+from rechunk.live import (
+    BatchReport,
+    DiagnosisLog,
+    Freshness,
+    LiveMetrics,
+    Watcher,
+    read_freshness,
+    serve_metrics,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+SETTLE = 0.08
+
+
+def paragraph(topic: str, n: int = 1) -> str:
+    words = ("index", "revision", "answer", "vector", "folder", "editor", "store", "query")
+    return " ".join(f"{topic}{i % 7} {words[(i * 3 + n) % len(words)]}" for i in range(40)) + "."
+
+
+def doc_text(name: str, version: int = 0) -> str:
+    return (
+        f"# {name}\n\n{paragraph(name + 'a')}\n\n{paragraph(name + 'b')}\n\n"
+        f"Version {version} of {name}: {paragraph(name + 'c', version)}\n"
+    )
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    from rechunk.integrations.uri import open_embedder
+
+    return open_embedder(None)  # the default: ONNX all-MiniLM-L6-v2, packaged
+
+
+@pytest.fixture(scope="session")
+def chunker(embedder: Any) -> Any:
+    return policy_for(embedder, "structured")
+
+
+def qdrant_store(embedder: Any, chunker: Any, name: str = "live") -> Any:
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.qdrant import QdrantStore
+    from rechunk.generations import open_live
+
+    return open_live(QdrantStore(QdrantClient(":memory:"), name), chunker, embedder.dimension)
+
+
+class Running:
+    """A watcher's :meth:`Watcher.run` in a thread; its reports in a queue."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+        self.stop = threading.Event()
+        self.reports: queue.Queue[BatchReport] = queue.Queue()
+        self.error: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.watcher.run(self.stop, self.reports.put)
+        except BaseException as exc:  # pragma: no cover - shown by next()
+            self.error.append(exc)
+
+    def next(self, timeout: float = 15.0, skip_verify: bool = True) -> BatchReport:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert not self.error, self.error
+            left = deadline - time.monotonic()
+            assert left > 0, "no batch report in time"
+            try:
+                report = self.reports.get(timeout=min(left, 0.2))
+            except queue.Empty:
+                continue
+            if skip_verify and report.kind == "verify":
+                continue
+            return report
+
+    def until(self, check: Callable[[], bool], timeout: float = 20.0) -> list[BatchReport]:
+        """Reports until ``check()`` holds after one of them."""
+        seen: list[BatchReport] = []
+        deadline = time.monotonic() + timeout
+        while not check():
+            seen.append(self.next(max(0.1, deadline - time.monotonic()), skip_verify=False))
+        return seen
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=20)
+        assert not self.thread.is_alive()
+
+
+def revisions(store: Any) -> dict[str, set[str]]:
+    points = store.get_points_many(sorted(store.doc_ids()))
+    return {doc: {p.payload.revision for p in pts} for doc, pts in points.items()}
+
+
+def expected(root: Path) -> dict[str, set[str]]:
+    """What a sync of ``root`` would store: doc_id -> {revision}."""
+    return {d.doc_id: {d.revision or ""} for d in read_documents([root]).documents}
+
+
+def write_docs(root: Path, names: list[str]) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (root / f"{name}.md").write_text(doc_text(name), encoding="utf-8")
+
+
+# -- part 1: watching -------------------------------------------------------------------
+
+
+def test_edit_move_delete_end_to_end(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    """An edit is retrievable with only its new inputs embedded; a move becomes the new
+    doc_id with nothing embedded (no cache: the vectors come from the collection); a
+    deletion leaves nothing of the document; every accepted revision is verified."""
+    root = tmp_path / "docs"
+    write_docs(root, ["alpha", "beta", "gamma"])
+    store = qdrant_store(embedder, chunker)
+    freshness = Freshness(tmp_path / "state.json", "k")
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      freshness=freshness)
+    with Running(watcher) as run:
+        first = run.next()
+        assert first.kind == "initial" and first.published == 3 and first.retrievable == 3
+        assert revisions(store) == expected(root)
+
+        (root / "alpha.md").write_text(doc_text("alpha", 1), encoding="utf-8")
+        edit = run.next()
+        assert (edit.accepted, edit.published, edit.deleted) == (1, 1, 0)
+        assert 1 <= edit.embedded < 3  # the edited section only, not the whole document
+        assert edit.retrievable == 1 and edit.pending == 0 and len(edit.lag) == 1
+        assert revisions(store) == expected(root)
+
+        (root / "sub").mkdir()
+        os.replace(root / "beta.md", root / "sub" / "beta-moved.md")
+        moved = run.until(lambda: "sub/beta-moved.md" in store.doc_ids()
+                          and "beta.md" not in store.doc_ids())
+        assert sum(r.embedded for r in moved) == 0  # vectors reused, not embedded again
+        assert sum(r.reused for r in moved) >= 3
+        assert revisions(store) == expected(root)
+
+        (root / "gamma.md").unlink()
+        gone = run.next()
+        assert gone.deleted == 1 and gone.retrievable == 1 and gone.pending == 0
+        assert revisions(store) == expected(root)
+    assert read_freshness(tmp_path / "state.json")["unretrievable"] == 0
+
+
+def test_saves_are_read_only_when_stable(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    """Truncate-then-write in pieces and a temp file renamed into place: the store only
+    ever holds a complete revision (the old one, or the final one)."""
+    root = tmp_path / "docs"
+    write_docs(root, ["note"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=0.25)
+    seen: set[str] = set()
+    with Running(watcher) as run:
+        run.next()
+        old = revisions(store)["note.md"]
+        final = doc_text("note", 7)
+        with (root / "note.md").open("w", encoding="utf-8") as out:  # truncate, then write
+            for i in range(0, len(final), 40):
+                out.write(final[i : i + 40])
+                out.flush()
+                time.sleep(0.03)
+        # an editor's save: a temp file written, then renamed over the file
+        other = doc_text("note", 8)
+        tmp = root / "note.md.tmp"
+        tmp.write_text(other[:50], encoding="utf-8")
+        time.sleep(0.05)
+        tmp.write_text(other, encoding="utf-8")
+        os.replace(tmp, root / "note.md")
+
+        def settled() -> bool:
+            seen.update(*revisions(store).values())
+            return revisions(store) == expected(root)
+
+        run.until(settled)
+    from rechunk.identity import text_revision
+
+    complete = old | {text_revision(final), text_revision(other)}
+    assert seen <= complete, "a half-written file was published"
+    assert set(revisions(store)) == {"note.md"}  # the temp file never became a document
+
+
+def test_same_rules_as_sync(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    """.gitignore, --glob and hidden names decide as in sync."""
+    root = tmp_path / "docs"
+    write_docs(root, ["keep"])
+    (root / ".gitignore").write_text("drafts/\n*.log.md\n", encoding="utf-8")
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      globs=["*.md"], parse_retries=1)
+    with Running(watcher) as run:
+        run.next()
+        (root / "drafts").mkdir()
+        (root / "drafts" / "wip.md").write_text(doc_text("wip"), encoding="utf-8")
+        (root / "x.log.md").write_text(doc_text("log"), encoding="utf-8")
+        (root / ".hidden.md").write_text(doc_text("hidden"), encoding="utf-8")
+        (root / "notes.txt").write_text(doc_text("txt"), encoding="utf-8")  # not *.md
+        (root / "real.md").write_text(doc_text("real"), encoding="utf-8")
+        run.until(lambda: "real.md" in store.doc_ids())
+        assert store.doc_ids() == {"keep.md", "real.md"}
+        assert set(revisions(store)) == {
+            d.doc_id for d in read_documents([root], ["*.md"]).documents
+        }
+
+
+
+def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    root = tmp_path / "docs"
+    write_docs(root, ["keep"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      parse_retries=1)
+    with Running(watcher) as run:
+        run.next()
+        before = revisions(store)
+        (root / "keep.md").write_bytes(b"# keep\n\nbroken \xff\xfe bytes\n")
+        reports: list[BatchReport] = []
+        while not any(r.failed for r in reports):
+            reports.append(run.next())
+        failed = next(r for r in reports if r.failed)
+        assert failed.errors and failed.errors[0][0] == "ParseError"
+        assert revisions(store) == before  # the last good revision stays
+
+
+def test_burst_is_a_few_batches(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      cache=MemoryCache())
+    with Running(watcher) as run:
+        run.next()
+        for i in range(150):  # as a checkout writes them: a file at a time
+            (root / f"f{i:03d}.md").write_text(f"File {i} of the burst.\n", encoding="utf-8")
+        batches = run.until(lambda: len(store.doc_ids()) == 150, timeout=60)
+        assert 1 <= len([b for b in batches if b.kind == "batch"]) <= 4
+        assert revisions(store) == expected(root)
+
+
+# -- the store goes away -----------------------------------------------------------------
+
+
+def _start_chroma(path: Path, port: int) -> subprocess.Popen[bytes]:
+    from chroma_server import HOST, chroma_cli, make_client
+
+    log = (path.parent / "chroma.log").open("ab")
+    process = subprocess.Popen(
+        [os.fspath(chroma_cli()), "run", "--path", os.fspath(path), "--host", HOST,
+         "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, "chroma run exited"
+        try:
+            make_client(port).heartbeat()
+            return process
+        except Exception:
+            assert time.monotonic() < deadline, "chroma did not start"
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def chroma_process(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    pytest.importorskip("chromadb")
+    from chroma_server import free_port, stop_process
+
+    state: dict[str, Any] = {"path": tmp_path / "chroma", "port": free_port()}
+    state["path"].mkdir()
+    state["process"] = _start_chroma(state["path"], state["port"])
+    yield state
+    stop_process(state["process"])
+
+
+def test_store_goes_away_and_comes_back(tmp_path: Path, embedder: Any, chunker: Any,
+                                        chroma_process: dict[str, Any]) -> None:
+    """Chroma stopped mid-stream: the changes wait (retried with back-off); restarted on
+    the same port and folder: every change lands, nothing stale, nothing lost."""
+    from chroma_server import stop_process
+
+    from rechunk.adapters.chroma import ChromaStore, http_client
+    from rechunk.generations import open_live
+
+    root = tmp_path / "docs"
+    write_docs(root, ["one", "two", "three"])
+    client = http_client("127.0.0.1", chroma_process["port"])
+    store = open_live(ChromaStore(client, "live"), chunker, embedder.dimension)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      backoff=(0.2, 0.8), cache=MemoryCache(),
+                      freshness=Freshness(tmp_path / "state.json", "k"))
+    with Running(watcher) as run:
+        assert run.next().published == 3
+        stop_process(chroma_process["process"])
+        (root / "one.md").write_text(doc_text("one", 2), encoding="utf-8")
+        (root / "two.md").unlink()
+        write_docs(root, ["four"])
+        failed = run.next()
+        assert failed.retry_in is not None and failed.errors
+        assert failed.errors[0][0] in ("StoreUnavailableError", "StoreTimeoutError")
+        assert watcher.queue_state()[0] >= 3  # held, not dropped
+        (root / "three.md").write_text(doc_text("three", 5), encoding="utf-8")  # while down
+        time.sleep(0.5)
+        chroma_process["process"] = _start_chroma(chroma_process["path"], chroma_process["port"])
+        run.until(lambda: watcher.queue_state()[0] == 0 and not watcher.freshness.pending
+                  and revisions(store) == expected(root), timeout=40)
+    assert revisions(store) == expected(root)  # 0 lost, 0 stale
+    assert read_freshness(tmp_path / "state.json")["unretrievable"] == 0
+
+
+# -- part 2 and 3: freshness and metrics ------------------------------------------------
+
+
+def test_metrics_endpoint_and_no_text(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    root = tmp_path / "docs"
+    names = ["first", "second"]
+    write_docs(root, names)
+    store = qdrant_store(embedder, chunker)
+    metrics = LiveMetrics()
+    freshness = Freshness(tmp_path / "state.json", "k")
+    diagnosis = DiagnosisLog(tmp_path / "diag.jsonl", freshness.salt)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      metrics=metrics, freshness=freshness, diagnosis=diagnosis)
+    server = serve_metrics(metrics, 0)
+    texts = [doc_text(n) for n in names]
+    try:
+        with Running(watcher) as run:
+            run.next()
+            texts.append(doc_text("first", 3))
+            (root / "first.md").write_text(texts[-1], encoding="utf-8")
+            run.next()
+            (root / "second.md").unlink()
+            run.next()
+            url = f"http://127.0.0.1:{server.port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                page = answer.read().decode("utf-8")
+    finally:
+        server.stop()
+        diagnosis.close()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(page):
+        for sample in family.samples:
+            if not sample.name.startswith("rechunk_"):
+                continue
+            assert set(sample.labels) <= {"source_type", "policy", "kind", "le"}, sample
+            if "source_type" in sample.labels:
+                assert sample.labels["source_type"] == "markdown"
+                assert sample.labels["policy"] == chunker.policy_id
+            samples[sample.name] = samples.get(sample.name, 0.0) + sample.value
+    assert samples["rechunk_documents_accepted_total"] == 4  # 2 new, 1 edit, 1 deletion
+    assert samples["rechunk_documents_published_total"] == 4
+    assert samples["rechunk_inputs_embedded_total"] >= 1
+    assert "rechunk_inputs_reused_total" in samples  # 0 here: unchanged sections are kept
+    assert samples["rechunk_tokens_embedded_total"] > 0
+    assert samples["rechunk_accept_to_retrievable_seconds_count"] == 4
+    assert samples["rechunk_reindexed_bytes_per_changed_byte_count"] == 1
+    assert samples["rechunk_queue_depth"] == 0
+    assert samples["rechunk_unretrievable_revisions"] == 0
+    assert samples["rechunk_stale_retrievable_revisions"] == 0
+    log = (tmp_path / "diag.jsonl").read_text(encoding="utf-8")
+    records = [json.loads(line) for line in log.splitlines()]
+    assert {r["stage"] for r in records} >= {"accepted", "published", "retrievable"}
+    assert all(r["doc"] not in ("first.md", "second.md") for r in records)
+    assert len({r["doc"] for r in records}) == 2  # one opaque id per document
+    for text in texts:  # no 40-character piece of any document in the page or the log
+        for i in range(0, len(text) - 40, 7):
+            piece = text[i : i + 40]
+            assert piece not in page and piece not in log
+    for name in names:
+        assert name + ".md" not in page and name + ".md" not in log
+
+
+def test_status_shows_unretrievable_revisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A revision accepted but never verified (a watcher killed mid-batch) is what
+    rechunk status shows: the count and the age of the oldest, in text and --json."""
+    from rechunk.cli import main
+    from rechunk.live.freshness import freshness_path
+
+    monkeypatch.chdir(tmp_path)
+    write_docs(tmp_path / "docs", ["a"])
+    assert main(["sync", "docs", "--json"]) == 0
+    capsys.readouterr()
+    key = "qdrant:.rechunk/qdrant rechunk"
+    state = Freshness(freshness_path(".rechunk", key), key)
+    state.accept("a.md", "r-new", time.time() - 42.0, "markdown", "p")
+    state.save()
+    assert main(["status", "--json"]) == 0
+    fresh = json.loads(capsys.readouterr().out)["freshness"]
+    assert fresh["unretrievable"] == 1 and fresh["oldest_age_seconds"] >= 42.0
+    assert fresh["revisions"][0]["doc_id"] == "a.md"
+    assert main(["status"]) == 0
+    assert "1 accepted revision(s) not yet retrievable, the oldest accepted 4" in (
+        capsys.readouterr().out
+    )
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def test_cli_watch_sigterm_finishes_and_exits_0(tmp_path: Path) -> None:
+    write_docs(tmp_path / "docs", ["a", "b"])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rechunk.cli", "watch", "docs", "--json", "--settle", "0.05",
+         "--metrics-port", "0"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_json(kind: str) -> dict[str, Any]:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            try:
+                data = json.loads(lines.get(timeout=0.5))
+            except queue.Empty:
+                assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+                continue
+            if data.get("kind") == kind:
+                return data
+        raise AssertionError(f"no {kind} line")
+
+    try:
+        assert next_json("initial")["published"] == 2
+        port = next_json("metrics")["port"]
+        (tmp_path / "docs" / "a.md").write_text(doc_text("a", 1), encoding="utf-8")
+        batch = next_json("batch")
+        assert batch["published"] == 1 and batch["retrievable"] == 1
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            assert b"rechunk_documents_published_total" in answer.read()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    status = subprocess.run([sys.executable, "-m", "rechunk.cli", "status", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    data = json.loads(status.stdout)
+    assert data["stale_check"] == "passed" and data["documents"] == 2
+    assert data["freshness"]["unretrievable"] == 0
