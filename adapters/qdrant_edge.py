@@ -1,0 +1,1042 @@
+"""rechunk's :class:`~rechunk.store.VectorStore` on Qdrant Edge (``pip install 'rechunk[edge]'``).
+
+Qdrant Edge (``qdrant-edge-py``) is Qdrant's own storage engine run inside the process:
+segments on disk with payload indexes, a write-ahead log, conditional writes. Unlike
+qdrant-client's local mode (``qdrant:DIR``), opening a collection loads none of its
+points into Python, so a process opens millions of points in a fraction of a second, and
+a filtered read costs what it returns.
+
+A folder (the store URI ``qdrant-edge:DIR``) holds every collection of one store::
+
+    DIR/edge.json             rechunk's marker and the aliases ({"aliases": {alias: collection}}),
+                              replaced atomically (written beside, synced, renamed over it)
+    DIR/edge.lock             the process that has the folder open (pid and command)
+    DIR/collections/NAME/     one Edge shard per collection (Edge's own files)
+
+Collections and aliases are rechunk's, not Edge's: an Edge shard is one collection, and
+Edge has no aliases. A generation (:func:`rechunk.generations.reindex`) is a shard of its
+own, and switching an alias is one atomic rename of ``edge.json``.
+
+The payload layout is the Qdrant store's (:mod:`rechunk.adapters._layout`), so the same
+points read back the same way through either store; but qdrant-client, and with it
+LangChain's and LlamaIndex's own Qdrant classes, cannot open an Edge shard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
+
+import numpy as np
+
+from rechunk._optional import require
+from rechunk.adapters._layout import (
+    LANGCHAIN_METADATA_KEY,
+    LLAMAINDEX_VECTOR_NAME,
+    Layout,
+    StoreBase,
+    batches,
+    by_doc,
+    check_dimension,
+    check_dimensions,
+    check_distance,
+    check_doc_id,
+    check_doc_ids,
+    check_ids,
+    check_k,
+    check_query_vector,
+    from_qdrant,
+    prepare_writes,
+    qdrant_payload,
+)
+from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
+
+require("qdrant_edge", "edge", package="qdrant-edge-py")
+
+import qdrant_edge as qe  # noqa: E402  (after the check that names the extra)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "MARKER",
+    "OPTIMIZE_POINTS",
+    "EdgeClient",
+    "QdrantEdgeStore",
+    "check_collection_name",
+    "edge_client",
+]
+
+#: rechunk's file in an Edge store folder: the marker a store is there, and the aliases
+MARKER: Final = "edge.json"
+_FORMAT: Final = "rechunk-qdrant-edge"
+_LOCK: Final = "edge.lock"
+_COLLECTIONS: Final = "collections"
+#: Edge's own file in a shard's folder (written by ``EdgeShard.create``)
+_EDGE_CONFIG: Final = "edge_config.json"
+#: the prefix of a collection being dropped (what a drop cut short leaves goes when the
+#: folder is next opened)
+_DROPPING: Final = ".drop-"
+#: a collection is a folder: a name of letters, digits, ``_``, ``-`` and ``.``
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+
+#: points written or deleted through one client, after which the shard's optimizer runs
+#: (see :meth:`EdgeClient.changed`)
+OPTIMIZE_POINTS: Final = 50_000
+#: how long a sync waits for another thread of the process that writes the collection
+LOCK_WAIT_SECONDS: Final = 600.0
+
+_TO_EDGE: Final[dict[Distance, qe.Distance]] = {
+    "cosine": qe.Distance.Cosine,
+    "dot": qe.Distance.Dot,
+    "euclid": qe.Distance.Euclid,
+}
+_FROM_EDGE: Final[dict[str, Distance]] = {"Cosine": "cosine", "Dot": "dot", "Euclid": "euclid"}
+#: payload fields a sync filters on, each given a keyword index (``revision``, ``version``
+#: and the rest are read, never filtered on, so they get none)
+_INDEXED: Final = ("doc_id", "input_key", "model_id")
+_MODEL_SAMPLE: Final = 256
+#: Edge's words for a shard whose write-ahead log another process holds
+_LOCKED_TEXT: Final = "WouldBlock"
+_CLOSED_TEXT: Final = "not initialized"
+
+
+def check_collection_name(name: str) -> str:
+    """``name``, or ConfigError when it cannot name a collection folder (letters, digits,
+    ``_``, ``-`` and ``.``, starting with a letter or digit, at most 200 characters)."""
+    if not _NAME.fullmatch(name):
+        raise ConfigError(
+            f"Qdrant Edge collection names are 1-200 letters, digits, '_', '-' or '.', "
+            f"starting with a letter or digit (each is a folder); got {name!r}"
+        )
+    return name
+
+
+# -- the folder ----------------------------------------------------------------------------
+
+
+def _command() -> str:
+    """A short name of this process's command, for the lock file (no paths beyond its
+    program's name, no arguments past the first)."""
+    argv = sys.argv or ["python"]
+    return " ".join([os.path.basename(argv[0]) or "python", *argv[1:2]])
+
+
+def _holder(text: str) -> str:
+    """Who the lock file says holds the folder: ``process 1234 (rechunk sync)``."""
+    try:
+        held: Any = json.loads(text)
+        pid = int(held["pid"])
+    except (ValueError, KeyError, TypeError):
+        return "another process (it left no pid)"
+    if pid == os.getpid():
+        return f"this process ({pid}), through another client: close that one first"
+    command = held.get("command")
+    return f"process {pid}" + (f" ({command})" if isinstance(command, str) and command else "")
+
+
+def _in_use(folder: Path, holder: str) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"store is in use by another process: the Qdrant Edge folder {folder} is open in "
+        f"{holder}; one process at a time opens it: wait for that one to end"
+    )
+
+
+def _take_lock(folder: Path) -> IO[str] | None:
+    """An exclusive lock on ``folder`` (``edge.lock``, holding this process's pid and
+    command), or StoreUnavailableError naming the process that has it. None where the
+    system has no ``flock`` (Edge's own lock on each shard still refuses a second
+    process there). The kernel drops the lock when its process ends, however it ends."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    handle = open(folder / _LOCK, "a+", encoding="utf-8")  # noqa: SIM115 (held while open)
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        text = handle.read()
+        handle.close()
+        raise _in_use(folder, _holder(text)) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(json.dumps({"pid": os.getpid(), "command": _command()}) + "\n")
+    handle.flush()
+    return handle
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not every system opens folders
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_marker(folder: Path, aliases: dict[str, str]) -> None:
+    """Replace ``edge.json`` atomically: a reader (or a crash) sees the old file or the
+    new one, never a part of either."""
+    target = folder / MARKER
+    scratch = folder / f".{MARKER}.{os.getpid()}.tmp"
+    data = {"format": _FORMAT, "version": 1, "aliases": dict(sorted(aliases.items()))}
+    with open(scratch, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(scratch, target)
+    _fsync_dir(folder)
+
+
+def _read_marker(folder: Path) -> dict[str, str]:
+    """The aliases ``edge.json`` records; StoreError when it is not rechunk's file."""
+    path = folder / MARKER
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
+    aliases = data.get("aliases") if isinstance(data, dict) else None
+    if data.get("format") != _FORMAT or not isinstance(aliases, dict):
+        raise StoreError(f"{path} is not rechunk's Qdrant Edge file; is {folder} another store?")
+    if not all(type(k) is str and type(v) is str for k, v in aliases.items()):
+        raise StoreError(f"{path} holds aliases that are not names")
+    return dict(aliases)
+
+
+def edge_client(path: str | os.PathLike[str], *, create: bool = True) -> EdgeClient:
+    """Open the Qdrant Edge store folder ``path`` (created, with ``create``, when missing).
+
+    The folder is opened by one process at a time: a second one gets
+    :class:`StoreUnavailableError` naming the process that has it (pid and command, read
+    from ``edge.lock``). Nothing is loaded but the alias file: each collection's shard
+    opens on its first use. Close the client (or use it as a context manager) to flush
+    and release the folder.
+    """
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is a file, not a folder")
+    if not (folder / MARKER).is_file():
+        if not create:
+            raise StoreError(f"no store at {folder} (nothing synced there yet)")
+        others = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        others = [name for name in others if name != _LOCK]
+        if others:
+            raise ConfigError(
+                f"{folder} holds files but no {MARKER} ({', '.join(others[:3])}): it is not a "
+                "Qdrant Edge store folder; give an empty or new folder (embedded Qdrant's "
+                "folders open as qdrant:DIR)"
+            )
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the store folder {folder}: {exc}") from exc
+    lock = _take_lock(folder)
+    try:
+        if not (folder / MARKER).is_file():
+            _write_marker(folder, {})
+        aliases = _read_marker(folder)
+        shards = folder / _COLLECTIONS
+        shards.mkdir(exist_ok=True)
+        for leftover in shards.iterdir():
+            if leftover.name.startswith(_DROPPING):
+                shutil.rmtree(leftover, ignore_errors=True)
+    except BaseException:
+        if lock is not None:
+            lock.close()
+        raise
+    return EdgeClient(folder, lock, aliases)
+
+
+@dataclass(frozen=True)
+class _Vector:
+    """One dense vector of a shard's configuration."""
+
+    size: int
+    distance: str  # Edge's name: "Cosine", "Dot", "Euclid", "Manhattan"
+
+
+class EdgeClient:
+    """An open Qdrant Edge store folder: its collections (one Edge shard each, opened on
+    first use and kept open), its aliases, and the folder's lock. Made by
+    :func:`edge_client`; every :class:`QdrantEdgeStore` on the folder shares it.
+
+    Calls through one client run one at a time (``lock``), from any thread."""
+
+    def __init__(self, folder: Path, lock: IO[str] | None, aliases: dict[str, str]) -> None:
+        self._folder = folder
+        self._lock_file = lock
+        self._aliases = aliases
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._vectors: dict[str, dict[str, _Vector]] = {}
+        self._changes: dict[str, int] = {}
+        self._writers: dict[str, threading.RLock] = {}
+        self._closed = False
+        #: held by every call of a store on this client
+        self.lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"EdgeClient({str(self._folder)!r}{', closed' if self._closed else ''})"
+
+    def __enter__(self) -> EdgeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def path(self) -> Path:
+        """The store folder."""
+        return self._folder
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the Qdrant Edge store {self._folder} was closed; open it again")
+
+    def _dir(self, name: str) -> Path:
+        return self._folder / _COLLECTIONS / name
+
+    def resolve(self, name: str) -> str:
+        """The collection ``name`` names: the one an alias points at, else itself."""
+        return self._aliases.get(name, name)
+
+    def exists(self, name: str) -> bool:
+        """Whether collection ``name`` exists (aliases not resolved)."""
+        self._check_open()
+        return name in self._shards or (self._dir(name) / _EDGE_CONFIG).is_file()
+
+    def collections(self) -> list[str]:
+        """Every collection, sorted (aliases not included)."""
+        self._check_open()
+        root = self._folder / _COLLECTIONS
+        return sorted(
+            p.name
+            for p in root.iterdir()
+            if _NAME.fullmatch(p.name) and (p / _EDGE_CONFIG).is_file()
+        )
+
+    def aliases(self) -> dict[str, str]:
+        """Every alias, ``{alias: collection}``."""
+        self._check_open()
+        return dict(self._aliases)
+
+    def set_alias(self, alias: str, collection: str) -> None:
+        """Point ``alias`` at ``collection``: one atomic replacement of the alias file."""
+        with self.lock:
+            self._check_open()
+            aliases = {**self._aliases, alias: collection}
+            _write_marker(self._folder, aliases)
+            self._aliases = aliases
+
+    def shard(self, name: str) -> qe.EdgeShard | None:
+        """The open shard of collection ``name`` (opened now on its first use), or None
+        when there is no such collection."""
+        with self.lock:
+            self._check_open()
+            shard = self._shards.get(name)
+            if shard is None and self.exists(name):
+                try:
+                    shard = qe.EdgeShard.load(str(self._dir(name)))
+                except Exception as exc:
+                    if _LOCKED_TEXT in str(exc):
+                        raise self._busy(name, exc) from exc
+                    raise StoreError(f"cannot open Qdrant Edge collection {name!r}: {exc}") from exc
+                self._shards[name] = shard
+            return shard
+
+    def _busy(self, name: str, exc: BaseException) -> StoreUnavailableError:
+        """The error for a shard another process holds open (Edge's own lock on its
+        write-ahead log: a process that opened the shard without rechunk's folder lock)."""
+        try:
+            holder = _holder((self._folder / _LOCK).read_text(encoding="utf-8"))
+        except OSError:
+            holder = "another process"
+        if holder.startswith("this process"):
+            holder = "another process (Edge refused to open its write-ahead log)"
+        return StoreUnavailableError(
+            f"store is in use by another process: Qdrant Edge collection {name!r} in "
+            f"{self._folder} is open in {holder}: wait for it to end ({exc})"
+        )
+
+    def vectors(self, name: str) -> dict[str, _Vector]:
+        """The dense vectors of collection ``name`` (name -> size and distance), from the
+        configuration Edge keeps beside the shard (``edge_config.json``)."""
+        with self.lock:
+            self._check_open()
+            known = self._vectors.get(name)
+            if known is not None:
+                return known
+            path = self._dir(name) / _EDGE_CONFIG
+            try:
+                config: Any = json.loads(path.read_text(encoding="utf-8"))
+                found = {
+                    str(vector): _Vector(int(params["size"]), str(params["distance"]))
+                    for vector, params in config["vectors"].items()
+                }
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise StoreError(f"cannot read the vector configuration {path}: {exc}") from exc
+            self._vectors[name] = found
+            return found
+
+    def create(self, name: str, config: qe.EdgeConfig, indexes: Sequence[str]) -> None:
+        """Create collection ``name`` with a keyword index on each of ``indexes``, and keep
+        it open. A folder without Edge's configuration file is what a creation cut short
+        left (the folder lock keeps every other creator out): it is removed first. One
+        cut short after that file is a collection that lacks an index, which
+        :meth:`QdrantEdgeStore.ensure_collection` adds."""
+        with self.lock:
+            self._check_open()
+            if self.exists(name):
+                return
+            folder = self._dir(name)
+            if folder.exists():
+                shutil.rmtree(folder)
+            shard = qe.EdgeShard.create(str(folder), config)
+            try:
+                for field in indexes:
+                    shard.update(qe.UpdateOperation.create_field_index(field, _keyword()))
+            except BaseException:
+                shard.close()
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            self._shards[name] = shard
+
+    def drop(self, name: str) -> None:
+        """Delete collection ``name`` and every alias that points at it (nothing when it
+        does not exist). The folder is renamed aside first, so that a drop cut short
+        leaves no half-deleted collection."""
+        with self.lock:
+            self._check_open()
+            shard = self._shards.pop(name, None)
+            self._vectors.pop(name, None)
+            self._changes.pop(name, None)
+            if shard is not None:
+                shard.close()
+            gone = {a for a, c in self._aliases.items() if c == name}
+            if gone:
+                self._aliases = {a: c for a, c in self._aliases.items() if a not in gone}
+                _write_marker(self._folder, self._aliases)
+            if not self.exists(name):
+                return
+            aside = self._dir(name).with_name(f"{_DROPPING}{name}-{uuid.uuid4().hex[:8]}")
+            os.rename(self._dir(name), aside)
+            _fsync_dir(aside.parent)
+            shutil.rmtree(aside, ignore_errors=True)
+
+    def writer(self, name: str) -> threading.RLock:
+        """The lock a sync into collection ``name`` holds (see
+        :meth:`QdrantEdgeStore.writer_lock`)."""
+        with self.lock:
+            return self._writers.setdefault(name, threading.RLock())
+
+    def changed(self, name: str, shard: qe.EdgeShard, points: int) -> None:
+        """Count ``points`` written or deleted in collection ``name``; past
+        :data:`OPTIMIZE_POINTS` since the last time, run Edge's optimizer.
+
+        Edge writes new points into an appendable segment whose payload indexes live in
+        memory and are rebuilt whenever the shard is opened; its optimizer (which Edge
+        runs only when asked) turns them into segments read in place from disk, and
+        removes deleted points. So a process that opens a large collection loads at most
+        about this many points' index entries. The first count of a process starts from
+        the points the shard holds outside such segments."""
+        with self.lock:
+            if name not in self._changes:
+                info = shard.info()
+                self._changes[name] = max(0, info.points_count - info.indexed_vectors_count)
+            self._changes[name] += points
+            if self._changes[name] >= OPTIMIZE_POINTS:
+                shard.optimize()
+                self._changes[name] = 0
+
+    def close(self) -> None:
+        """Flush and close every open shard, and release the folder (idempotent)."""
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            errors: list[str] = []
+            for name, shard in self._shards.items():
+                try:
+                    shard.flush()
+                    shard.close()
+                except Exception as exc:  # close the others, then say which failed
+                    errors.append(f"{name}: {exc}")
+            self._shards.clear()
+            if self._lock_file is not None:
+                with contextlib.suppress(OSError):
+                    self._lock_file.seek(0)
+                    self._lock_file.truncate()  # before the lock goes: the next holder writes
+                self._lock_file.close()  # closing the file releases the lock
+                self._lock_file = None
+            if errors:
+                raise StoreError(f"closing the Qdrant Edge store {self._folder} failed: {errors}")
+
+
+def _keyword() -> qe.KeywordIndexParams:
+    """A keyword index read in place from disk once its segment is optimized."""
+    return qe.KeywordIndexParams(memory=qe.Memory.Cold)
+
+
+def _shard_config(vectors: Any) -> qe.EdgeConfig:
+    """A new collection's configuration. Vectors and payloads stay on disk and are read
+    in place (``Memory.Cold``), so opening a collection reads neither. No HNSW graph is
+    built (``m=0``): the optimizer's segments are searched exactly, by a scan of their
+    vectors, and building a graph of a million points would take the sync minutes."""
+    return qe.EdgeConfig(
+        vectors=vectors,
+        payload_memory=qe.Memory.Cold,
+        hnsw_config=qe.HnswIndexConfig(
+            m=0, ef_construct=100, full_scan_threshold=10_000, payload_m=0
+        ),
+        optimizers=qe.EdgeOptimizersConfig(default_segment_number=8, max_segment_size=1_000_000),
+    )
+
+
+# -- the store -----------------------------------------------------------------------------
+
+
+def _check_version(version: object) -> int | None:
+    if version is None:
+        return None
+    if type(version) is not int or version < 0:
+        raise ConfigError(f"version must be a non-negative int or None, got {version!r}")
+    return version
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    """The dense vector rechunk uses in an existing collection."""
+
+    name: str  # "": the collection's single unnamed vector
+    dimension: int
+    distance: Distance
+
+
+class QdrantEdgeStore(StoreBase[EdgeClient]):
+    """A Qdrant Edge collection as a rechunk :class:`~rechunk.store.VectorStore`.
+
+    ``client`` is an open :class:`EdgeClient` (:func:`edge_client`); the constructor
+    does no I/O. ``layout`` puts the payload and vector where the Qdrant store puts them
+    (:class:`rechunk.adapters.qdrant.QdrantStore`, the same contracts): the points read
+    back the same way, and a collection keeps one layout.
+
+    * ``ensure_collection`` creates a shard (layout langchain: one unnamed dense vector;
+      llamaindex: the named vector ``"text-dense"``) with keyword payload indexes on
+      ``doc_id``, ``input_key`` and ``model_id``, or checks an existing one (and gives it
+      those indexes); another dimension or distance raises StoreError naming both.
+    * Every read filters through those indexes: reading a document's points costs its
+      points, whatever the collection's size.
+    * ``write`` and ``delete`` take ``version=``: the conditional writes of
+      :func:`rechunk.sync` (Edge checks the stored version of each point as it writes,
+      ``upsert_points(..., condition=...)``); :meth:`writer_lock` makes the syncs of one
+      collection in one process take turns, and the folder lock keeps other processes
+      out.
+    * Aliases and generations as the Qdrant store has them (:meth:`aliases`,
+      :meth:`switch_alias`, :meth:`drop_collection`), kept in the folder's alias file.
+    * A folder another process has open raises StoreUnavailableError ("store is in use
+      by another process ...") naming that process; any other failure of Edge raises
+      StoreError.
+    """
+
+    #: ``write`` and ``delete`` take ``version=`` (see :func:`rechunk.sync`)
+    conditional_versions: Final = True
+
+    def __init__(
+        self,
+        client: EdgeClient,
+        collection: str,
+        layout: Layout = "langchain",
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        super().__init__(client, collection, layout, batch_size=batch_size)
+        check_collection_name(self._collection)
+        # where the rechunk fields sit in the payload: nested under "metadata" for LangChain
+        self._prefix = f"{LANGCHAIN_METADATA_KEY}." if self._layout == "langchain" else ""
+
+    # -- errors ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Hold the client's lock and turn Edge's exceptions into StoreError /
+        StoreUnavailableError."""
+        with self._client.lock:
+            try:
+                yield
+            except RechunkError:
+                raise
+            except Exception as exc:
+                raise self._translate(exc, action) from exc
+
+    def _translate(self, exc: Exception, action: str) -> RechunkError:
+        target = self._client.resolve(self._collection)
+        if _LOCKED_TEXT in str(exc):
+            return self._client._busy(target, exc)
+        if _CLOSED_TEXT in str(exc):
+            return StoreError(
+                f"cannot {action} Qdrant Edge collection {self._collection!r}: its store "
+                f"{self._client.path} was closed; open it again"
+            )
+        return StoreError(
+            f"Qdrant Edge failed to {action} collection {self._collection!r}: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def _missing(self) -> NoReturn:
+        raise StoreError(
+            f"Qdrant Edge collection {self._collection!r} does not exist; "
+            f"call ensure_collection(dimension) first"
+        )
+
+    # -- collection ------------------------------------------------------------------------
+
+    def _open(self) -> tuple[qe.EdgeShard, _Vectors] | None:
+        """The collection's shard and vector (call it holding the client's lock), or None
+        when the collection does not exist."""
+        name = self._client.resolve(self._collection)
+        shard = self._client.shard(name)
+        if shard is None:
+            return None
+        return shard, self._pick(self._client.vectors(name))
+
+    def _require(self) -> tuple[qe.EdgeShard, _Vectors]:
+        opened = self._open()
+        if opened is None:
+            self._missing()
+        return opened
+
+    def _pick(self, config: dict[str, _Vector]) -> _Vectors:
+        """The vector this layout reads: unnamed, or ``text-dense`` for llamaindex (an
+        unnamed one too, as LlamaIndex reads it)."""
+        wanted = [""] if self._layout == "langchain" else [LLAMAINDEX_VECTOR_NAME, ""]
+        found = [name for name in wanted if name in config]
+        if not found:
+            need = "an unnamed vector" if self._layout == "langchain" else (
+                f"the vector {LLAMAINDEX_VECTOR_NAME!r} or an unnamed one"
+            )
+            raise StoreError(
+                f"Qdrant Edge collection {self._collection!r} has the vectors "
+                f"{sorted(config)}; layout={self._layout!r} needs {need}"
+            )
+        vector = config[found[0]]
+        distance = _FROM_EDGE.get(vector.distance)
+        if distance is None:
+            raise StoreError(
+                f"Qdrant Edge collection {self._collection!r} uses {vector.distance} distance; "
+                f"rechunk supports cosine, dot and euclid"
+            )
+        return _Vectors(found[0], vector.size, distance)
+
+    def collection_info(self) -> CollectionInfo | None:
+        """Dimension, distance, point count and every model_id of the collection's points.
+
+        ``None`` when the collection does not exist.
+        """
+        with self._errors("read"):
+            opened = self._open()
+            if opened is None:
+                return None
+            shard, vectors = opened
+            points = shard.info().points_count
+            model_ids = self._model_ids(shard, self._layout)
+            other: Layout = "llamaindex" if self._layout == "langchain" else "langchain"
+            if points and not model_ids and self._model_ids(shard, other):
+                raise StoreError(
+                    f"Qdrant Edge collection {self._collection!r} holds rechunk points in the "
+                    f"{other} layout, not {self._layout}: a collection keeps one layout"
+                )
+        return CollectionInfo(
+            name=self._collection,
+            dimension=vectors.dimension,
+            distance=vectors.distance,
+            points=points,
+            model_ids=model_ids,
+        )
+
+    def _model_ids(self, shard: qe.EdgeShard, layout: Layout) -> frozenset[str]:
+        """The model_ids of the points, read in ``layout``: all of them from the keyword
+        index where there is one, else those of up to 256 points."""
+        path = self._path("model_id", layout)
+        if path in shard.info().payload_schema:
+            hits = shard.facet(qe.FacetRequest(key=path, limit=1024, exact=True)).hits
+            return frozenset(h.value for h in hits if isinstance(h.value, str))
+        request = qe.ScrollRequest(limit=_MODEL_SAMPLE, with_payload=[path], with_vector=False)
+        records, _ = shard.scroll(request)
+        found = {_field(r.payload, "model_id", layout) for r in records}
+        return frozenset(m for m in found if isinstance(m, str))
+
+    def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
+        """Create the collection, or check that the existing one has this dimension and
+        distance (and give it the payload indexes a sync reads through)."""
+        dimension = check_dimension(dimension)
+        distance = check_distance(distance)
+        with self._errors("create"):
+            opened = self._open()
+            if opened is None:
+                params = qe.EdgeVectorParams(
+                    size=dimension, distance=_TO_EDGE[distance], memory=qe.Memory.Cold
+                )
+                vectors: Any = params if self._layout == "langchain" else {
+                    LLAMAINDEX_VECTOR_NAME: params
+                }
+                indexes = [self._path(f) for f in _INDEXED]
+                self._client.create(
+                    self._client.resolve(self._collection), _shard_config(vectors), indexes
+                )
+                opened = self._require()
+            shard, found = opened
+            if (found.dimension, found.distance) != (dimension, distance):
+                raise StoreError(
+                    f"Qdrant Edge collection {self._collection!r} holds {found.dimension}-"
+                    f"dimensional {found.distance} vectors, not the {dimension}-dimensional "
+                    f"{distance} vectors asked for; use another collection for another model "
+                    "or distance"
+                )
+            schema = shard.info().payload_schema
+            for field in _INDEXED:
+                if self._path(field) not in schema:
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(self._path(field), _keyword())
+                    )
+        info = self.collection_info()
+        if info is None:
+            self._missing()
+        return info
+
+    # -- payload helpers -------------------------------------------------------------------
+
+    def _path(self, field: str, layout: Layout | None = None) -> str:
+        nested = (layout or self._layout) == "langchain"
+        return f"{LANGCHAIN_METADATA_KEY}.{field}" if nested else field
+
+    def _match(self, field: str, value: str | Sequence[str]) -> qe.FieldCondition:
+        """``field`` equals ``value``, or (a sequence) any of its values."""
+        match: qe.MatchValue | qe.MatchAny = (
+            qe.MatchValue(value) if isinstance(value, str) else qe.MatchAny(list(value))
+        )
+        return qe.FieldCondition(self._path(field), match=match)
+
+    def _scroll(
+        self,
+        shard: qe.EdgeShard,
+        condition: qe.Filter | None,
+        *,
+        payload: bool | list[str] = True,
+        vectors: bool | list[str] = False,
+        page: int | None = None,
+    ) -> Iterator[qe.Record]:
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset,
+                limit=page or self._batch_size,
+                filter=condition,
+                with_payload=payload,
+                with_vector=vectors,
+            )
+            records, offset = shard.scroll(request)
+            yield from records
+            if offset is None:
+                return
+
+    def _decode(self, point_id: Any, payload: dict[str, Any] | None) -> StoredPoint | None:
+        """The point, or None for one another tool wrote (skipped, see ``foreign_points``)."""
+        pid = str(point_id)
+        return self._decoded(
+            pid, lambda: from_qdrant(pid, payload, self._layout, self._collection)
+        )
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get_points(self, doc_id: str) -> list[StoredPoint]:
+        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
+        doc_id = check_doc_id(doc_id)
+        return self.get_points_many([doc_id])[doc_id]
+
+    def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
+        """:meth:`get_points` of each doc_id: a read through the ``doc_id`` index per
+        ``4 * batch_size`` ids, in pages of ``32 * batch_size`` points."""
+        ids = check_doc_ids(doc_ids)
+        points: list[StoredPoint] = []
+        with self._errors("read points from"):
+            shard, _ = self._require()
+            for chunk in batches(ids, 4 * self._batch_size):
+                condition = qe.Filter(must=[self._match("doc_id", chunk)])
+                for record in self._scroll(shard, condition, page=32 * self._batch_size):
+                    point = self._decode(record.id, record.payload)
+                    if point is not None:
+                        points.append(point)
+        return by_doc(points, ids)
+
+    def present_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the collection holds (rechunk's points or another tool's), read
+        by id without payloads or vectors: what :func:`rechunk.sync` checks after
+        publishing while it holds :meth:`writer_lock`."""
+        unique = check_ids(ids)
+        if not unique:
+            return set()
+        found: set[str] = set()
+        with self._errors("read point ids from"):
+            shard, _ = self._require()
+            for chunk in batches(unique, 32 * self._batch_size):
+                found.update(str(r.id) for r in shard.retrieve(list(chunk), False, False))
+        return found
+
+    def get_vectors(
+        self, input_keys: Sequence[str], model_id: str
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """One float32 vector per input key stored by ``model_id`` (any doc); others left
+        out. Read through the ``input_key`` index, ``4 * batch_size`` keys a request."""
+        if isinstance(input_keys, str) or not all(type(k) is str for k in input_keys):
+            raise ConfigError("input_keys must be a sequence of str")
+        if type(model_id) is not str or not model_id:
+            raise ConfigError(f"model_id must be a non-empty str, got {model_id!r}")
+        keys = list(dict.fromkeys(input_keys))
+        if not keys:
+            return {}
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        with self._errors("read vectors from"):
+            shard, vectors = self._require()
+            wanted: bool | list[str] = [vectors.name] if vectors.name else True
+            selector = [self._path("input_key")]
+            by_model = self._match("model_id", model_id)
+            for chunk in batches(keys, 4 * self._batch_size):
+                condition = qe.Filter(must=[self._match("input_key", chunk), by_model])
+                records = self._scroll(
+                    shard, condition, payload=selector, vectors=wanted, page=32 * self._batch_size
+                )
+                for record in records:
+                    key = _field(record.payload, "input_key", self._layout)
+                    if isinstance(key, str) and key not in found:
+                        vector = _vector_of(record.vector, vectors.name)
+                        if vector is not None:
+                            found[key] = vector
+        return found
+
+    def doc_ids(self) -> set[str]:
+        """Every doc_id that has at least one rechunk point (a point another tool wrote,
+        without an ``input_key``, is not counted), read from the ``doc_id`` index."""
+        doc, key = self._path("doc_id"), self._path("input_key")
+        with self._errors("read doc ids from"):
+            shard, _ = self._require()
+            if {doc, key} <= set(shard.info().payload_schema):
+                ours = qe.Filter(must_not=[qe.IsEmptyCondition(key)])
+                request = qe.FacetRequest(key=doc, limit=2**31 - 1, exact=True, filter=ours)
+                return {h.value for h in shard.facet(request).hits if isinstance(h.value, str)}
+            found: set[str] = set()
+            for record in self._scroll(shard, None, payload=[doc, key], page=32 * self._batch_size):
+                doc_id = _field(record.payload, "doc_id", self._layout)
+                if isinstance(doc_id, str) and isinstance(
+                    _field(record.payload, "input_key", self._layout), str
+                ):
+                    found.add(doc_id)
+            return found
+
+    def search(
+        self, vector: npt.NDArray[np.float32], k: int = 5
+    ) -> list[tuple[StoredPoint, float]]:
+        """The ``k`` nearest points, closest first; higher scores are closer (cosine
+        similarity, dot product, or the negated Euclidean distance)."""
+        k = check_k(k)
+        with self._errors("search"):
+            shard, vectors = self._require()
+            query = check_query_vector(vector, vectors.dimension)
+            request = qe.QueryRequest(
+                limit=k,
+                query=qe.Query.Nearest(query.tolist(), using=vectors.name or None),
+                with_payload=True,
+                with_vector=False,
+            )
+            found = shard.query(request)
+            sign = -1.0 if vectors.distance == "euclid" else 1.0
+            hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in found]
+        return [(point, score) for point, score in hits if point is not None]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def write(self, points: Sequence[PointWrite], *, version: int | None = None) -> None:
+        """Upsert points with a vector; replace only the payload of those with ``vector=None``.
+
+        Everything is validated before the first request; an empty sequence does nothing.
+        With ``version``, an existing point is replaced only while its stored version is
+        absent or at most ``version`` (Edge checks the condition for each point as it
+        writes), so a writer of an older version never overwrites a newer one; a
+        payload-only update of a point that is missing, or newer, is skipped rather than
+        refused (the sync's verification finds and repairs it).
+        """
+        prepared = prepare_writes(points, self._layout, flat=False)
+        if not prepared:
+            return
+        version = _check_version(version)
+        with self._errors("write to"):
+            shard, vectors = self._require()
+            where = f"Qdrant Edge collection {self._collection!r}"
+            check_dimensions(prepared, vectors.dimension, where)
+            updates = [w for w in prepared if w.vector is None]
+            upserts = [w for w in prepared if w.vector is not None]
+            guard = None if version is None else self._not_newer(version)
+            if version is None:
+                self._check_exist(shard, [w.id for w in updates])
+            for chunk in batches(upserts, self._batch_size):
+                batch = [
+                    qe.Point(
+                        w.id,
+                        _vector_struct(w.vector, vectors.name),
+                        qdrant_payload(w.id, w.payload, self._layout),
+                    )
+                    for w in chunk
+                ]
+                shard.update(qe.UpdateOperation.upsert_points(batch, condition=guard))
+            for w in updates:  # each point its own payload: one operation each
+                payload = qdrant_payload(w.id, w.payload, self._layout)
+                if guard is None:
+                    operation = qe.UpdateOperation.overwrite_payload([w.id], payload)
+                else:
+                    only = qe.Filter(must=[qe.HasIdCondition({w.id}), guard])
+                    operation = qe.UpdateOperation.overwrite_payload_by_filter(only, payload)
+                shard.update(operation)
+            self._client.changed(self._client.resolve(self._collection), shard, len(prepared))
+
+    def _not_newer(self, version: int) -> qe.Filter:
+        """Points whose stored version is absent or at most ``version``."""
+        field = self._path("version")
+        return qe.Filter(
+            should=[
+                qe.IsEmptyCondition(field),
+                qe.FieldCondition(field, range=qe.RangeFloat(lte=float(version))),
+            ]
+        )
+
+    def _check_exist(self, shard: qe.EdgeShard, ids: list[str]) -> None:
+        """StoreError (before any write) when a payload-only update targets a missing point."""
+        present: set[str] = set()
+        for chunk in batches(ids, 32 * self._batch_size):
+            present.update(str(r.id) for r in shard.retrieve(list(chunk), False, False))
+        missing = [i for i in ids if i not in present]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            raise StoreError(
+                f"payload-only update of {len(missing)} point(s) missing from Qdrant Edge "
+                f"collection {self._collection!r}: {shown}; write them with a vector; nothing "
+                "was written"
+            )
+
+    def delete(self, ids: Sequence[str], *, version: int | None = None) -> None:
+        """Delete points by id; ids that do not exist are ignored. With ``version``, only
+        points whose stored version is absent or at most ``version`` are deleted (Edge
+        checks the condition as it deletes), so a point a newer writer wrote stays."""
+        unique = check_ids(ids)
+        if not unique:
+            return
+        version = _check_version(version)
+        with self._errors("delete from"):
+            shard, _ = self._require()
+            for chunk in batches(unique, 32 * self._batch_size):
+                if version is None:
+                    operation = qe.UpdateOperation.delete_points(list(chunk))
+                else:
+                    only = qe.Filter(must=[qe.HasIdCondition(set(chunk)), self._not_newer(version)])
+                    operation = qe.UpdateOperation.delete_points_by_filter(only)
+                shard.update(operation)
+            self._client.changed(self._client.resolve(self._collection), shard, len(unique))
+
+    @contextmanager
+    def writer_lock(self, wait: float | None = None) -> Iterator[None]:
+        """Hold this collection's writer lock for the block (:func:`rechunk.sync` takes it).
+
+        The folder lock keeps every other process out, so the lock is one of this process:
+        syncs of one collection from several threads take turns (a thread that waits
+        longer than ``wait``, default :data:`LOCK_WAIT_SECONDS`, gets
+        :class:`StoreUnavailableError`). Under it a sync reads nothing from a collection
+        it finds empty, and checks what it published by point id.
+        """
+        with self._client.lock:
+            name = self._client.resolve(self._collection)
+        lock = self._client.writer(name)
+        limit = LOCK_WAIT_SECONDS if wait is None else wait
+        if not lock.acquire(timeout=limit):
+            raise StoreUnavailableError(
+                f"another thread of this process has been writing to Qdrant Edge collection "
+                f"{self._collection!r} for over {limit:g} s; try again once it is done"
+            )
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # -- generations -----------------------------------------------------------------------
+
+    def aliases(self) -> dict[str, str]:
+        """Every alias of the store folder, as ``{alias: collection}``."""
+        with self._errors("list the aliases of"):
+            return self._client.aliases()
+
+    def collections(self) -> list[str]:
+        """The names of every collection of the store folder (aliases not included)."""
+        with self._errors("list the collections of"):
+            return self._client.collections()
+
+    def is_alias(self) -> bool:
+        """True when this store's name is an alias rather than a collection."""
+        return self._collection in self.aliases()
+
+    def switch_alias(self, collection: str) -> None:
+        """Point this store's name, as an alias, at ``collection`` in one atomic step (the
+        alias file replaced by a rename): readers that open the alias see the old
+        collection or the new one, never neither. The name must not be a collection."""
+        alias = self._collection
+        check_collection_name(collection)
+        with self._errors("switch the alias to"):
+            if alias not in self._client.aliases() and self._client.exists(alias):
+                raise StoreError(
+                    f"{alias!r} is a collection, not an alias, so it cannot be switched; "
+                    "sync into a new alias name (rechunk sync creates one) or rename it"
+                )
+            if not self._client.exists(collection):
+                raise StoreError(
+                    f"cannot point alias {alias!r} at {collection!r}: no such collection"
+                )
+            self._client.set_alias(alias, collection)
+
+    def drop_collection(self) -> None:
+        """Delete the collection (not an alias) and every point in it; the aliases that
+        point at it go with it."""
+        with self._errors("drop"):
+            self._client.drop(self._collection)
+
+
+def _field(payload: dict[str, Any] | None, field: str, layout: Layout) -> Any:
+    """A rechunk field of a stored payload, read in ``layout``."""
+    if not payload:
+        return None
+    if layout == "langchain":
+        inner = payload.get(LANGCHAIN_METADATA_KEY)
+        return inner.get(field) if isinstance(inner, dict) else None
+    return payload.get(field)
+
+
+def _vector_struct(vector: Any, name: str) -> Any:
+    values = vector.tolist()
+    return {name: values} if name else values
+
+
+def _vector_of(vector: Any, name: str) -> npt.NDArray[np.float32] | None:
+    """The dense vector rechunk uses (unnamed, or ``name``) of a record read with vectors."""
+    if isinstance(vector, dict):
+        vector = vector.get(name)
+    if not isinstance(vector, list) or not vector:
+        return None
+    return np.asarray(vector, dtype=np.float32)
