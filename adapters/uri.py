@@ -6,6 +6,9 @@ URI                            store
 ``qdrant:DIR``                 embedded Qdrant persisted in DIR (the default,
                                ``qdrant:.rechunk/qdrant``)
 ``qdrant::memory:``            embedded Qdrant in memory (tests, experiments)
+``qdrant-edge:DIR``            Qdrant Edge (Qdrant's engine in-process) in DIR:
+                               opens millions of points in a fraction of a
+                               second; qdrant-client cannot read it
 ``qdrant+http://HOST:PORT``    a Qdrant server or cluster; ``qdrant+https://``
                                for TLS; the API key is read from the
                                environment variable ``QDRANT_API_KEY``
@@ -43,14 +46,16 @@ from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
 __all__ = ["DEFAULT_STORE", "OpenStore", "open_store", "store_exists"]
 
 DEFAULT_STORE = "qdrant:.rechunk/qdrant"
-SCHEMES = ("qdrant:", "qdrant+http://", "qdrant+https://", "chroma:", "chroma+http://")
+SCHEMES = (
+    "qdrant:", "qdrant+http://", "qdrant+https://", "qdrant-edge:", "chroma:", "chroma+http://"
+)
 #: How long a server may take to answer the first request before the CLI gives up (the
 #: clients themselves wait much longer, or, Chroma's, for ever).
 PROBE_SECONDS = 10.0
 #: Where the command line records the store URIs it synced (so no secret may be in one).
 _MANIFEST = ".rechunk/manifest.json"
 #: The file an embedded store writes into its folder when it is first opened.
-_MARKERS = {"qdrant:": "meta.json", "chroma:": "chroma.sqlite3"}
+_MARKERS = {"qdrant:": "meta.json", "qdrant-edge:": "edge.json", "chroma:": "chroma.sqlite3"}
 
 
 def _local(uri: str) -> tuple[Path, str] | None:
@@ -243,6 +248,16 @@ def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
     return OpenStore(uri, "chroma", ChromaStore(client, collection, layout=layout), client)
 
 
+def _edge(uri: str, collection: str, layout: Layout, create: bool) -> OpenStore:
+    require("qdrant_edge", "edge", "qdrant-edge-py")
+    from rechunk.adapters.qdrant_edge import QdrantEdgeStore, check_collection_name, edge_client
+
+    check_collection_name(collection)  # before a folder or a client is made
+    client = edge_client(_folder(uri, create), create=create)
+    store = QdrantEdgeStore(client, collection, layout=layout)
+    return OpenStore(uri, "qdrant-edge", store, client)
+
+
 def open_store(
     uri: str, collection: str, layout: str = "langchain", *, create: bool = True
 ) -> OpenStore:
@@ -252,6 +267,8 @@ def open_store(
     :class:`StoreError` and nothing is written (read-only commands).
     """
     checked = check_layout(cast(Layout, layout))
+    if uri.startswith("qdrant-edge:"):
+        return _edge(uri, collection, checked, create)
     if uri.startswith("qdrant"):
         if uri.startswith(("qdrant:", "qdrant+http://", "qdrant+https://")):
             return _qdrant(uri, collection, checked, create)
