@@ -1,0 +1,888 @@
+"""From the positioned characters of a PDF's pages to blocks of reflow-proof text.
+
+Nothing here knows PDFium: :mod:`.pdf` hands in each page's glyphs (a character, its
+box, baseline, size and font) and gets blocks back. The steps, each a rule about how
+documents are typeset rather than about one renderer:
+
+1. Runs: glyphs that follow each other in the content stream on one baseline, cut at a
+   gap of more than an em (columns and table cells are apart by more than a word space).
+2. Page furniture: the outermost lines of a page that sit at the same height on many
+   pages and repeat their text there (digits read as one digit, so "3 / 9" repeats
+   "4 / 9"), and lone page numbers ("3", "- 3 -", "Page 3 of 9", "iii") in the margins.
+3. Columns: a vertical gutter of white space that many lines share splits a page; the
+   left column is read before the right one, and lines across the gutter (a title over
+   both columns) cut the page into bands read top to bottom.
+4. Lines: runs on one baseline, left to right.
+5. Blocks: a line larger than the body text is a heading (its level the rank of its
+   size); lines all in a monospaced font are code; a leading bullet or number starts a
+   list item; otherwise a line continues the paragraph above it unless a gap wider than
+   the line spacing, an indent, or a short line (one the next line's first word would
+   have fitted on) ends it. A paragraph continues across a page or column break when
+   the page's last line is full and does not end a sentence (or is justified flush).
+6. Joins: a line-end hyphen after a letter, before a lower-case letter, is a soft one
+   when the document's hyphenation says so; lines of CJK text join without a space.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+__all__ = ["Glyph", "LayoutBlock", "Page", "layout", "page_lines"]
+
+
+class Glyph(NamedTuple):
+    """One character on a page, in PDF user space (y grows upwards)."""
+
+    char: str
+    x0: float
+    x1: float
+    bottom: float
+    top: float
+    base: float  # baseline
+    size: float  # font size in points
+    font: int  # the font's index in the document
+    mono: bool
+    bold: bool
+    space: bool  # a space (or a gap PDFium read as one) comes before this glyph
+
+
+@dataclass
+class Page:
+    number: int  # 1-based
+    left: float
+    bottom: float
+    right: float
+    top: float
+    glyphs: list[Glyph]
+
+
+@dataclass
+class LayoutBlock:
+    kind: str  # heading, paragraph, list_item, code
+    text: str
+    pages: tuple[int, int]
+    level: int = 0  # a heading's level; a list item's depth
+    ordered: int | None = None  # an ordered list item's number
+
+
+@dataclass
+class _Run:
+    """Glyphs of one font and size that follow each other on one baseline."""
+
+    glyphs: list[Glyph]
+    x0: float
+    x1: float
+    base: float
+    bottom: float
+    top: float
+    size: float
+    mono: bool
+    bold: bool
+
+
+@dataclass
+class _Line:
+    page: int
+    runs: list[_Run]
+    x0: float
+    x1: float
+    base: float
+    bottom: float
+    top: float
+    size: float  # the size most of its characters have
+    mono: bool  # every character monospaced
+    bold: bool  # most characters bold
+    text: str = ""
+    group: int = 0  # the column (or band) of the page it is in, in reading order
+    right: float = 0.0  # the right edge of the text frame it is set in
+    left: float = 0.0  # the left edge of that frame
+    segments: list[tuple[float, float, str]] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- runs
+
+
+def _make_run(glyphs: list[Glyph]) -> _Run:
+    first = glyphs[0]
+    return _Run(
+        glyphs,
+        first.x0,
+        max(g.x1 for g in glyphs),
+        first.base,
+        min(g.bottom for g in glyphs),
+        max(g.top for g in glyphs),
+        round(first.size * 2) / 2,
+        first.mono,
+        first.bold,
+    )
+
+
+def _runs(glyphs: Sequence[Glyph]) -> list[_Run]:
+    """Stream-order glyphs cut into runs: one font and size, one baseline, no wide gap."""
+    runs: list[_Run] = []
+    current: list[Glyph] = []
+    last: Glyph | None = None
+    for glyph in glyphs:
+        if last is not None:
+            em = max(min(last.size, glyph.size), 1.0)
+            gap = glyph.x0 - last.x1
+            if (
+                glyph.font == last.font
+                and glyph.size == last.size
+                and abs(glyph.base - last.base) <= 0.2 * em
+                and -0.3 * em <= gap <= 1.0 * em
+            ):
+                if glyph.char == last.char and abs(glyph.x0 - last.x0) < 0.05 * em:
+                    continue  # drawn twice (a fake bold): one character
+                current.append(glyph)
+                last = glyph
+                continue
+            runs.append(_make_run(current))
+        current = [glyph]
+        last = glyph
+    if current:
+        runs.append(_make_run(current))
+    return runs
+
+
+# ---------------------------------------------------------------------------- lines
+
+
+def _overlap(a_bottom: float, a_top: float, b_bottom: float, b_top: float) -> float:
+    return min(a_top, b_top) - max(a_bottom, b_bottom)
+
+
+def _lines(runs: Iterable[_Run], page: int) -> list[_Line]:
+    """Runs grouped into lines (by vertical overlap), top to bottom, each left to right."""
+    rows: list[list[_Run]] = []
+    for run in sorted(runs, key=lambda r: (-r.base, r.x0)):
+        if rows:
+            row = rows[-1]
+            anchor = max(row, key=lambda r: len(r.glyphs))
+            height = min(run.top - run.bottom, anchor.top - anchor.bottom)
+            close = abs(run.base - anchor.base) <= 0.25 * min(run.size, anchor.size)
+            if close or (
+                height > 0
+                and _overlap(run.bottom, run.top, anchor.bottom, anchor.top) >= 0.6 * height
+                and min(run.size, anchor.size) < 0.9 * max(run.size, anchor.size)
+            ):
+                row.append(run)
+                continue
+        rows.append([run])
+    return [_line(sorted(row, key=lambda r: r.x0), page) for row in rows]
+
+
+_SPACE_GAP = 0.2  # of an em: a gap this wide between two glyphs is a word space
+
+
+def _line(runs: list[_Run], page: int) -> _Line:
+    main = max(runs, key=lambda r: len(r.glyphs))
+    sizes: Counter[float] = Counter()
+    mono_sizes: Counter[float] = Counter()
+    bold = mono = count = 0
+    for run in runs:
+        n = len(run.glyphs)
+        # inline code is often set smaller: the line's size is its prose's
+        (mono_sizes if run.mono else sizes)[run.size] += n
+        bold += n if run.bold else 0
+        mono += n if run.mono else 0
+        count += n
+    line = _Line(
+        page,
+        runs,
+        runs[0].x0,
+        max(r.x1 for r in runs),
+        main.base,
+        min(r.bottom for r in runs),
+        max(r.top for r in runs),
+        (sizes or mono_sizes).most_common(1)[0][0],
+        mono == count,
+        bold * 2 > count,
+    )
+    _spell(line)
+    return line
+
+
+def _spell(line: _Line) -> None:
+    """The line's text, and its segments (parts apart by a gap wider than 1.5 em)."""
+    parts: list[str] = []
+    segments: list[tuple[float, float, str]] = []
+    seg_start = line.runs[0].x0
+    seg_from = 0
+    previous: Glyph | None = None
+    for run in line.runs:
+        for glyph in run.glyphs:
+            if previous is not None:
+                em = max(min(previous.size, glyph.size), 1.0)
+                gap = glyph.x0 - previous.x1
+                if gap > 1.5 * em:
+                    segments.append((seg_start, previous.x1, "".join(parts[seg_from:]).strip()))
+                    seg_start = glyph.x0
+                    parts.append(" ")
+                    seg_from = len(parts)
+                elif glyph.space or gap > _SPACE_GAP * em:
+                    parts.append(" ")
+            parts.append(glyph.char)
+            previous = glyph
+    if previous is not None:
+        segments.append((seg_start, previous.x1, "".join(parts[seg_from:]).strip()))
+    line.text = "".join(parts)
+    line.segments = segments
+
+
+def page_lines(page: Page) -> list[_Line]:
+    """A page's lines top to bottom (furniture included), for inspection and tests."""
+    return _lines(_runs(page.glyphs), page.number)
+
+
+# ---------------------------------------------------------------------------- furniture
+
+_DIGITS = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(
+    r"(?:(?:page|p\.|pg\.?|seite|página|pagina|страница|第)\s*)?"
+    r"[-–—(\[]?\s*(?:\d{1,5}|[ivxlcdm]{1,8})\s*[-–—)\]]?"
+    r"(?:\s*(?:of|/|von|de|sur|из|\|)\s*\d{1,5})?\s*(?:页|頁|ページ)?",
+    re.IGNORECASE,
+)
+
+
+def _norm(text: str) -> str:
+    return " ".join(_DIGITS.sub("#", text.lower()).split())
+
+
+def _is_page_number(text: str) -> bool:
+    return bool(_PAGE_NUMBER.fullmatch(" ".join(text.split())))
+
+
+def _furniture(pages: list[Page], lines: list[list[_Line]]) -> list[set[int]]:
+    """Per page, the indexes of its lines that are running headers, footers or numbers."""
+    drop: list[set[int]] = [set() for _ in pages]
+    # candidates: the two outermost lines at each end, inside the outer fifth of the
+    # page and set apart from the line inward of them by more than a line's spacing
+    candidates: list[tuple[int, int, str, float, set[str]]] = []  # page, line, end, y, keys
+    for p, (page, page_lines_) in enumerate(zip(pages, lines)):
+        height = page.top - page.bottom
+        count = len(page_lines_)
+        for end, order in (("top", range(count)), ("bottom", range(count - 1, -1, -1))):
+            indexes = list(order)
+            for k, index in enumerate(indexes[:2]):
+                line = page_lines_[index]
+                offset = page.top - line.top if end == "top" else line.bottom - page.bottom
+                if offset > 0.2 * height:
+                    break
+                if k + 1 < len(indexes):
+                    inner = page_lines_[indexes[k + 1]]
+                    if abs(line.base - inner.base) <= 1.6 * max(line.size, inner.size):
+                        continue
+                keys = {_norm(text) for _, _, text in line.segments if text.strip()}
+                candidates.append((p, index, end, line.base, keys))
+                if k == 0 and _is_page_number(line.text):
+                    drop[p].add(index)
+    needed = max(2, min(3, math.ceil(len(pages) / 2)))
+    # a slot: one end, one height (within 2 pt); it is furniture when at least `needed`
+    # pages have there a line sharing a text with a line of another page there
+    slots: list[tuple[str, float]] = []
+    for p, _, end, y, keys in candidates:
+        pages_with = {p}
+        for q, _, end2, y2, keys2 in candidates:
+            if q != p and end2 == end and abs(y2 - y) <= 2.0 and keys & keys2:
+                pages_with.add(q)
+        if len(pages_with) >= needed:
+            slots.append((end, y))
+    for p, index, end, y, _ in candidates:
+        if any(end == s_end and abs(y - s_y) <= 2.0 for s_end, s_y in slots):
+            drop[p].add(index)
+    # what is left at an end must still be outermost: a line below a dropped header is
+    # body text unless it too was dropped
+    return drop
+
+
+# ---------------------------------------------------------------------------- columns
+
+
+def _gutter(runs: Sequence[_Run]) -> tuple[float, float] | None:
+    """A vertical band of white space between two columns of text, or None."""
+    if len(runs) < 8:
+        return None
+    lo = min(r.x0 for r in runs)
+    hi = max(r.x1 for r in runs)
+    width = hi - lo
+    if width <= 0:
+        return None
+    cells = int(width) + 1
+    cover = [0] * (cells + 1)
+    for run in runs:
+        a = int(run.x0 - lo)
+        b = int(run.x1 - lo)
+        cover[a] += 1
+        cover[min(b + 1, cells)] -= 1
+    running = 0
+    covered = []
+    for cell in range(cells):
+        running += cover[cell]
+        covered.append(running)
+    allowed = max(1, len(runs) // 50)
+    best: tuple[float, float] | None = None
+    start = None
+    for cell in range(int(0.2 * width), int(0.8 * width) + 1):
+        if covered[cell] <= allowed:
+            if start is None:
+                start = cell
+        elif start is not None:
+            if cell - start >= 6 and (best is None or cell - start > best[1] - best[0]):
+                best = (lo + start, lo + cell)
+            start = None
+    if best is None:
+        return None
+    gap_lo, gap_hi = best
+    left = [r for r in runs if r.x1 <= gap_hi]
+    right = [r for r in runs if r.x0 >= gap_lo]
+    if len(left) < 4 or len(right) < 4:
+        return None
+    # side by side: the columns share most of their height
+    l_lo, l_hi = min(r.bottom for r in left), max(r.top for r in left)
+    r_lo, r_hi = min(r.bottom for r in right), max(r.top for r in right)
+    shared = _overlap(l_lo, l_hi, r_lo, r_hi)
+    if shared < 0.5 * min(l_hi - l_lo, r_hi - r_lo):
+        return None
+    # text columns, not a table's cells: lines fill their column on the whole
+    for side in (left, right):
+        widths = sorted(r.x1 - r.x0 for r in side)
+        if widths[len(widths) // 2] < 0.6 * widths[int(0.9 * (len(widths) - 1))]:
+            return None
+    return best
+
+
+def _columns(runs: list[_Run], depth: int = 0) -> list[list[_Run]]:
+    """The page's runs in groups read one after the other (columns, bands)."""
+    gutter = _gutter(runs) if depth < 3 else None
+    if gutter is None:
+        return [runs]
+    g_lo, g_hi = gutter
+    middle = (g_lo + g_hi) / 2
+    across = [r for r in runs if r.x0 < middle < r.x1]
+    # bands: the page cut at every run across the gutter
+    across_lines = sorted(across, key=lambda r: -r.top)
+    bands: list[list[_Run]] = []
+    rest = [r for r in runs if not (r.x0 < middle < r.x1)]
+    cuts = [r.top for r in across_lines]
+    groups: list[list[_Run]] = []
+    if not across:
+        bands = [rest]
+        ordered_across: list[list[_Run]] = []
+    else:
+        # group the across-runs into rows and the rest into the bands between them
+        ordered_across = [[r] for r in across_lines]
+        edges = [math.inf] + [r.bottom for r in across_lines] + [-math.inf]
+        bands = [[] for _ in range(len(across_lines) + 1)]
+        for run in rest:
+            for i in range(len(across_lines) + 1):
+                top_edge = edges[i]
+                bottom_edge = cuts[i] if i < len(cuts) else -math.inf
+                if run.base <= top_edge and run.base >= bottom_edge - 0.5 * run.size:
+                    bands[i].append(run)
+                    break
+            else:
+                bands[-1].append(run)
+    for i, band in enumerate(bands):
+        left = [r for r in band if r.x1 <= middle]
+        right = [r for r in band if r.x0 >= middle]
+        for side in (left, right):
+            if side:
+                groups.extend(_columns(side, depth + 1))
+        if i < len(ordered_across):
+            groups.append(ordered_across[i])
+    # across-runs on one row belong in one group
+    merged: list[list[_Run]] = []
+    for group in groups:
+        if (
+            merged
+            and len(group) == 1
+            and group[0] in across
+            and all(r in across for r in merged[-1])
+            and abs(merged[-1][0].base - group[0].base) < 0.5 * group[0].size
+        ):
+            merged[-1].extend(group)
+        else:
+            merged.append(group)
+    return merged
+
+
+# ---------------------------------------------------------------------------- blocks
+
+_BULLET = re.compile(r"([•◦▪▫‣⁃●○■□►▸∙·\-–—*+])\s+(?=\S)")
+_NUMBER = re.compile(r"(\(?(\d{1,3}|[a-zA-Z]|[ivxlcdm]{1,5})[.)])\s+(?=\S)")
+_SENTENCE_END = re.compile(r"[.!?。！？…:;：；][\"'”’)\]）」』]*$")
+_CJK_CHAR = re.compile(
+    "[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
+_HYPHENS = "-\u2010\u00ad"
+_LATIN = "0-9A-Za-z_\u00c0-\u024f"
+_WORD = re.compile(f"[{_LATIN}]+(?:-[{_LATIN}]+)*")
+_WORD_END = re.compile(f"[{_LATIN}]+$")
+_WORD_START = re.compile(f"[{_LATIN}]+")
+
+
+# characters a line may not start with (closing marks) or end with (opening ones): a
+# CJK line breaks between two characters, but not before "。" nor after "（"
+_NO_START = set("、。，．：；？！）」』】〕〉》’”…‥ー々〻・,.:;?!)]}%％")
+_NO_END = set("（「『【〔〈《‘“([{")
+
+
+def _first_word_width(line: _Line) -> float:
+    """How wide the line's first unbreakable piece is: a word, or a CJK character with
+    the punctuation it may not be parted from."""
+    glyphs = [g for run in line.runs for g in run.glyphs]
+    first = glyphs[0]
+    end = first.x1
+    if _CJK_CHAR.match(first.char) or first.char in _NO_END:
+        # opening marks with the character after them, then the closing marks after that
+        index = 0
+        while glyphs[index].char in _NO_END and index + 1 < len(glyphs):
+            index += 1
+        end = glyphs[index].x1
+        for glyph in glyphs[index + 1 :]:
+            if glyph.char not in _NO_START:
+                break
+            end = glyph.x1
+        return end - first.x0
+    for glyph in glyphs[1:]:
+        if glyph.space or glyph.x0 - end > _SPACE_GAP * max(glyph.size, 1.0):
+            break
+        if _CJK_CHAR.match(glyph.char) and glyph.char not in _NO_START:
+            break
+        end = glyph.x1
+        if glyph.char in _HYPHENS or glyph.char in "/–—":
+            break  # a line may break after a hyphen, a dash or a slash
+    return end - first.x0
+
+
+@dataclass
+class _Stats:
+    body: float  # the body text's size
+    pitch: dict[float, float]  # size -> usual baseline distance of two lines of it
+    headings: set[float]  # sizes larger than the body's: headings
+    soft_hyphen: str  # the hyphen the typesetter breaks words with ("" when unknown)
+    hard_default: bool  # whether a line-end "-" with no evidence either way is a real one
+    words: set[str]
+    code_floor: float  # how low a page's last line of code sits when the page is full
+    indent: float  # the first-line indent of the document's paragraphs (0: none)
+
+
+def _usual(values: Iterable[float], default: float) -> float:
+    counts = Counter(round(v * 2) / 2 for v in values)
+    return counts.most_common(1)[0][0] if counts else default
+
+
+def _stats(lines: list[_Line]) -> _Stats:
+    sizes: Counter[float] = Counter()
+    for line in lines:
+        if not line.mono:
+            sizes[line.size] += len(line.text)
+    if not sizes:
+        for line in lines:
+            sizes[line.size] += len(line.text)
+    body = sizes.most_common(1)[0][0] if sizes else 10.0
+    deltas: dict[float, list[float]] = {}
+    for a, b in zip(lines, lines[1:]):
+        if a.page == b.page and a.group == b.group and a.size == b.size:
+            delta = a.base - b.base
+            if 0.8 * a.size <= delta <= 3 * a.size:
+                deltas.setdefault(a.size, []).append(delta)
+    pitch = {size: min(_usual(values, 1.2 * size), 2 * size) for size, values in deltas.items()}
+    big = {line.size for line in lines if line.size >= 1.12 * body and not line.mono}
+    # the hyphen a typesetter breaks words with: one that ends lines but is (almost)
+    # never inside one, e.g. WeasyPrint's U+2010
+    at_end: Counter[str] = Counter()
+    inside: Counter[str] = Counter()
+    words: set[str] = set()
+    cjk = letters = 0
+    for line in lines:
+        text = line.text.rstrip()
+        letters += sum(1 for char in text if char.isalpha())
+        cjk += len(_CJK_CHAR.findall(text))
+        for char in "\u2010\u00ad":
+            inside[char] += text[:-1].count(char)
+        if text and text[-1] in "\u2010\u00ad":
+            at_end[text[-1]] += 1
+        if not line.mono:
+            # words inside lines (a line's first and last may be parts of a broken word)
+            words.update(
+                m.group().lower()
+                for m in _WORD.finditer(text)
+                if m.start() > 0 and m.end() < len(text)
+            )
+    soft = ""
+    for char in "\u00ad\u2010":
+        if at_end[char] and inside[char] <= 0.1 * at_end[char]:
+            soft = char
+            break
+    # typesetters hyphenate by the text's language: a CJK document's Latin words are
+    # names and identifiers, and a hyphen ending one of its lines is a real one
+    hard_default = cjk > 0.3 * max(letters, 1)
+    # the lowest a page's last line of code sits (on the pages before the last): a code
+    # block broken by the page reaches down there
+    last_code = [a.bottom for a, b in zip(lines, lines[1:]) if a.page != b.page and a.mono]
+    code_floor = min(last_code) if last_code else -math.inf
+    # a first-line indent: a line set in by up to 3 em from the lines that follow it
+    # (the next line right below it, not after a gap: a block quote's end is no indent)
+    body_pitch = pitch.get(body, 1.2 * body)
+    indents = [
+        a.x0 - b.x0
+        for a, b in zip(lines, lines[1:])
+        if a.page == b.page
+        and a.group == b.group
+        and a.size == b.size == body
+        and 0.5 * body < a.x0 - b.x0 <= 3 * body
+        and a.base - b.base <= 1.15 * body_pitch
+    ]
+    indent = _usual(indents, 0.0) if len(indents) >= 3 else 0.0
+    return _Stats(body, pitch, big, soft, hard_default, words, code_floor, indent)
+
+
+def _sentence_end(text: str) -> bool:
+    return bool(_SENTENCE_END.search(text.rstrip()))
+
+
+def _hyphen_join(a: str, b: str, stats: _Stats) -> str | None:
+    """``a`` and ``b`` joined over a line-end hyphen, or None when ``a`` ends in none."""
+    if len(a) < 2 or a[-1] not in _HYPHENS or not a[-2].isalpha() or not b:
+        return None
+    mark = a[-1]
+    if not b[0].isalpha():
+        return a + b if b[0].isalnum() else None
+    if mark == "\u00ad" or (stats.soft_hyphen and mark == stats.soft_hyphen):
+        return a[:-1] + b  # the typesetter's hyphen: in "HT-TPS" too
+    if stats.soft_hyphen or not b[0].islower():
+        return a + b  # a real hyphen
+    left = _WORD_END.search(a[:-1])
+    right = _WORD_START.match(b)
+    if left is None or right is None:
+        return a + b
+    # part of a compound or an identifier ("long-term-", "-data/src"): a real hyphen
+    before = a[: left.start()][-1:]
+    after = b[right.end() : right.end() + 1]
+    if before in ("-", "_", "/", ".") or after in ("-", "_", "/"):
+        return a + b
+    joined = (left.group() + right.group()).lower()
+    hyphenated = f"{left.group()}-{right.group()}".lower()
+    if joined in stats.words and hyphenated not in stats.words:
+        return a[:-1] + b
+    if hyphenated in stats.words and joined not in stats.words:
+        return a + b
+    return a + b if stats.hard_default else a[:-1] + b
+
+
+def _join(a: str, b: str, stats: _Stats) -> str:
+    """Two lines of one paragraph as one line of text."""
+    a = a.rstrip()
+    b = b.lstrip()
+    if not a or not b:
+        return a + b
+    hyphenated = _hyphen_join(a, b, stats)
+    if hyphenated is not None:
+        return hyphenated
+    if a[-1] in "—/" and a[-2:-1].strip():  # a dash or slash set close: no space was there
+        return a + b
+    left = _WORD_END.search(a)
+    right = _WORD_START.match(b)
+    if left is not None and right is not None:
+        # a word broken without a hyphen (long code, overflow-wrap): the document has it
+        # whole inside a line, and not both of its parts
+        joined = (left.group() + right.group()).lower()
+        if joined in stats.words and not (
+            left.group().lower() in stats.words and right.group().lower() in stats.words
+        ):
+            return a + b
+    return a + " " + b
+
+
+class _Kind:
+    HEADING = "heading"
+    CODE = "code"
+    TEXT = "text"
+
+
+def _kind(line: _Line, stats: _Stats) -> str:
+    if line.mono:
+        return _Kind.CODE
+    if line.size in stats.headings:
+        return _Kind.HEADING
+    return _Kind.TEXT
+
+
+def _list_marker(line: _Line) -> tuple[str, int | None] | None:
+    """The list marker a line starts with and its number (None for a bullet)."""
+    text = line.text.lstrip()
+    match = _BULLET.match(text)
+    if match:
+        return match.group(0), None
+    match = _NUMBER.match(text)
+    if match:
+        token = match.group(2)
+        return match.group(0), int(token) if token.isdigit() else None
+    return None
+
+
+def _flush(line: _Line) -> bool:
+    return line.x1 >= line.right - 1.0
+
+
+def _full(a: _Line, b: _Line) -> bool:
+    """Whether ``a`` had no room left for the first word of ``b``: ``b`` continues it."""
+    if _flush(a):
+        return True
+    text = a.text.rstrip()
+    if len(text) >= 2 and text[-1] in _HYPHENS and text[-2].isalpha():
+        return True
+    space = 0.0 if _CJK_CHAR.match(b.text.lstrip()[:1] or " ") else 0.25 * b.size
+    return a.x1 + space + _first_word_width(b) > a.right + 0.5
+
+
+def _code_text(lines: list[_Line]) -> str:
+    """Monospaced lines with their indentation and inner spacing kept."""
+    widths = sorted(
+        g.x1 - g.x0 for line in lines for run in line.runs for g in run.glyphs if g.x1 > g.x0
+    )
+    cell = widths[len(widths) // 2] if widths else 6.0
+    x0 = min(line.x0 for line in lines)
+    out = []
+    for line in lines:
+        chars = [" " * max(0, round((line.x0 - x0) / cell))]
+        previous: Glyph | None = None
+        for run in line.runs:
+            for glyph in run.glyphs:
+                if previous is not None:
+                    spaces = round((glyph.x0 - previous.x1) / cell)
+                    if spaces <= 0 and glyph.space:
+                        spaces = 1
+                    if spaces > 0:
+                        chars.append(" " * spaces)
+                chars.append(glyph.char)
+                previous = glyph
+        out.append("".join(chars).rstrip())
+    return "\n".join(out)
+
+
+@dataclass
+class _Open:
+    """The block being built."""
+
+    kind: str
+    lines: list[_Line]
+    level: int = 0
+    ordered: int | None = None
+    text_x: float = 0.0  # where a list item's text (after its marker) starts
+    text: str = ""
+
+
+def _text_breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
+    """Whether text line ``b`` starts a new block after ``a``, the last line of the
+    paragraph or list item ``block``: a gap, a list marker, room left on ``a`` for
+    ``b``'s first word, a sentence's end at a page break, an indent."""
+    size = block.lines[0].size
+    new_page = a.page != b.page or a.group != b.group
+    em = max(size, 1.0)
+    if not new_page and a.base - b.base > 1.35 * stats.pitch.get(size, 1.25 * size):
+        return True
+    if _list_marker(b) is not None and (
+        block.kind == "list_item" or not _full(a, b) or _sentence_end(a.text)
+    ):
+        return True
+    if not _full(a, b):
+        return True
+    if new_page and not _flush(a) and _sentence_end(a.text):
+        return True
+    # indentation, from the frame's left edge: where the block's lines after its first
+    # start (a list item's text, or its marker for a list whose lines wrap under it)
+    first = block.lines[0]
+    if block.kind == "list_item":
+        homes = [block.text_x - first.left, first.x0 - first.left]
+    elif len(block.lines) > 1:
+        homes = [block.lines[1].x0 - block.lines[1].left]
+    else:
+        homes = [first.x0 - first.left]
+    indent = b.x0 - b.left
+    if (
+        stats.indent
+        and block.kind == "paragraph"
+        and len(block.lines) == 1
+        and abs(homes[0] - indent) <= 0.3 * em
+        and abs(indent - stats.indent) <= 0.3 * em
+    ):
+        return True  # a one-line paragraph, then the next one's indented first line
+    if any(abs(indent - home) <= 0.6 * em for home in homes):
+        return False
+    if indent < homes[0] and block.kind == "paragraph" and len(block.lines) == 1:
+        # a first line indented by up to 3 em, then the paragraph's lines at the margin
+        return homes[0] - indent > 3 * em
+    return True
+
+
+def _breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
+    """Whether ``b`` starts a new block after ``a``, the last line of ``block``."""
+    kind = _kind(b, stats)
+    if block.kind in ("paragraph", "list_item"):
+        if kind == _Kind.HEADING:
+            return True
+        if kind == _Kind.CODE:  # a line of inline code still inside the paragraph?
+            return _text_breaks(a, b, block, stats)
+        if abs(block.lines[0].size - b.size) > 0.1 * max(block.lines[0].size, b.size):
+            return True
+        return _text_breaks(a, b, block, stats)
+    if block.kind == "code":
+        if kind != _Kind.CODE:
+            return True
+        pitch = stats.pitch.get(a.size, 1.2 * a.size)
+        if a.page == b.page and a.group == b.group:
+            return a.base - b.base > 2.2 * pitch
+        # a page or column break: the block goes on if it filled the page
+        return a.bottom > stats.code_floor + pitch
+    # a heading: its wrapped lines
+    if kind != _Kind.HEADING or a.size != b.size:
+        return True
+    return a.page != b.page or a.group != b.group or a.base - b.base > 1.6 * a.size
+
+
+def _start(line: _Line, stats: _Stats) -> _Open:
+    kind = _kind(line, stats)
+    if kind == _Kind.CODE:
+        return _Open("code", [line])
+    if kind == _Kind.HEADING:
+        return _Open("heading", [line], text=line.text)
+    marker = _list_marker(line)
+    if marker is not None:
+        token, number = marker
+        text = line.text.lstrip()[len(token) :]
+        # the text after the marker: where its first glyph after the marker's width is
+        after = line.x0
+        glyphs = [g for run in line.runs for g in run.glyphs]
+        count = len(token.replace(" ", ""))
+        if len(glyphs) > count:
+            after = glyphs[count].x0
+        ordered = number if _NUMBER.match(line.text.lstrip()) else None
+        return _Open("list_item", [line], ordered=ordered, text_x=after, text=text)
+    return _Open("paragraph", [line], text=line.text)
+
+
+def _emit(block: _Open, stats: _Stats) -> LayoutBlock:
+    pages = (block.lines[0].page, block.lines[-1].page)
+    if block.kind == "code":
+        return LayoutBlock("code", _code_text(block.lines), pages)
+    if block.kind == "heading":
+        return LayoutBlock("heading", block.text, pages, level=block.level)
+    if block.kind == "list_item":
+        # nesting from how far the item's text is set in, two ems a level: ranking the
+        # indents a document happens to use would renumber its lists when an edit adds
+        # a list at a new indent
+        offset = block.text_x - block.lines[0].left
+        depth = min(max(round(offset / (2 * stats.body)) - 1, 0), 5)
+        return LayoutBlock("list_item", block.text, pages, level=depth, ordered=block.ordered)
+    return LayoutBlock("paragraph", block.text, pages)
+
+
+def _frames(lines: list[_Line], stats: _Stats) -> None:
+    """Each line's text frame: the left edge of its column and the right edges lines
+    are flush to (a justified column's, a block quote's), else the column's."""
+    by_group: dict[tuple[int, int], list[_Line]] = {}
+    for line in lines:
+        by_group.setdefault((line.page, line.group), []).append(line)
+    # the document's usual right edge for a column starting at a given left edge
+    usual_right: dict[int, float] = {}
+    usual_left: dict[int, float] = {}
+    for group_lines in by_group.values():
+        text_lines = [
+            line for line in group_lines if not line.mono and abs(line.size - stats.body) < 0.5
+        ] or group_lines
+        left = min(line.x0 for line in text_lines)
+        right = max(line.x1 for line in text_lines)
+        key = round(left / 4)
+        usual_left.setdefault(key, left)
+        usual_right[key] = max(usual_right.get(key, right), right)
+    for group_lines in by_group.values():
+        left = min(line.x0 for line in group_lines)
+        key = min(usual_right, key=lambda k: abs(k * 4 - left))
+        right = usual_right[key]
+        own = max(line.x1 for line in group_lines)
+        if abs(key * 4 - left) > 8:
+            right = own
+        # x1 values three or more lines share: edges lines are set flush to
+        ends = Counter(
+            round(line.x1) for line in group_lines if not line.mono and line.x1 < right - 1
+        )
+        floor = left + 0.6 * (right - left)
+        edges = sorted(
+            x
+            for x, n in ends.items()
+            if n + ends.get(x - 1, 0) + ends.get(x + 1, 0) >= 3 and x > floor
+        )
+        for line in group_lines:
+            line.left = usual_left.get(key, left) if abs(key * 4 - left) <= 8 else left
+            line.right = right
+            for edge in edges:
+                if edge >= line.x1 - 1.0:
+                    line.right = min(right, edge + 0.5)
+                    break
+
+
+def _headings(blocks: list[_Open], stats: _Stats) -> None:
+    """Bold paragraphs of a line or two that end no sentence are headings too. A
+    heading's level comes from its size against the body's, on a fixed scale (1: 1.3
+    times the body or more, 2: larger than the body, 3: bold at about the body's
+    size): ranking the sizes a document happens to use would renumber every heading
+    when an edit adds a heading of a new size."""
+    for block in blocks:
+        if (
+            block.kind == "paragraph"
+            and len(block.lines) <= 2
+            and all(line.bold for line in block.lines)
+            and len(block.text) <= 150
+            and not _sentence_end(block.text)
+            and block.lines[0].size >= 0.9 * stats.body
+        ):
+            block.kind = "heading"
+        if block.kind == "heading":
+            ratio = block.lines[0].size / stats.body
+            block.level = 1 if ratio >= 1.3 else 2 if ratio >= 1.1 else 3
+
+
+def layout(pages: list[Page]) -> list[LayoutBlock]:
+    """The document's blocks in reading order, without page furniture."""
+    page_runs = [_runs(page.glyphs) for page in pages]
+    whole = [_lines(runs, page.number) for page, runs in zip(pages, page_runs)]
+    drop = _furniture(pages, whole)
+    lines: list[_Line] = []
+    for page, runs, page_lines_, dropped in zip(pages, page_runs, whole, drop):
+        gone = {id(run) for i in dropped for run in page_lines_[i].runs}
+        kept = [run for run in runs if id(run) not in gone]
+        columns = _columns(kept)
+        if len(columns) == 1:  # the page's lines as found, less its furniture
+            lines.extend(line for i, line in enumerate(page_lines_) if i not in dropped)
+            continue
+        for group, column in enumerate(columns):
+            for line in _lines(column, page.number):
+                line.group = group
+                lines.append(line)
+    if not lines:
+        return []
+    stats = _stats(lines)
+    _frames(lines, stats)
+    opened: list[_Open] = []
+    block = _start(lines[0], stats)
+    for a, b in zip(lines, lines[1:]):
+        if _breaks(a, b, block, stats):
+            opened.append(block)
+            block = _start(b, stats)
+        else:
+            block.lines.append(b)
+            if block.kind != "code":
+                block.text = _join(block.text, b.text, stats)
+    opened.append(block)
+    _headings(opened, stats)
+    return [_emit(block, stats) for block in opened]

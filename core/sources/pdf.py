@@ -1,0 +1,212 @@
+"""PDF: text with positions from PDFium, rebuilt into paragraphs that survive reflow.
+
+PDFium (through ``pypdfium2``, Apache-2.0/BSD; PyMuPDF is AGPL and stays out) gives each
+character of a page with its box, baseline, font size and font. :mod:`._pdf_layout`
+rebuilds lines, columns, paragraphs, headings and list items from them, drops running
+headers, footers and page numbers, and joins paragraphs and hyphenated words across
+line and page breaks, so that a paragraph inserted on page 2 leaves the text of every
+later paragraph as it was although every later page reflowed. A PDF without a text
+layer (a scan) is a :class:`ParseError`: rechunk does no OCR.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rechunk._optional import require
+from rechunk.sources._pdf_layout import Glyph, Page, layout
+from rechunk.sources.base import Parsed, ParseError, TextBuilder
+
+if TYPE_CHECKING:
+    from rechunk.sources.registry import ParseOptions
+
+__all__ = ["PdfParser"]
+
+# PDFium's FPDF_GetLastError codes, as its public header names them
+_PDFIUM_ERRORS = {
+    1: "unknown error",
+    2: "file not found or could not be opened",
+    3: "not a PDF or corrupted",
+    4: "password required or incorrect password",
+    5: "unsupported security scheme",
+    6: "page not found or content error",
+}
+_FIXED_PITCH = 1  # PDF font descriptor flag bit 1
+_FORCE_BOLD = 1 << 18
+_HYPHEN_MARKS = frozenset((0x02, 0xFFFE))
+_SPACES = frozenset((0x7F, 0xA0, 0x2028, 0x2029, 0x3000, 0xFEFF))
+
+
+def _pdfium() -> tuple[Any, Any]:
+    module = require("pypdfium2", "formats")
+    raw = require("pypdfium2.raw", "formats", "pypdfium2")
+    return module, raw
+
+
+def _open(data: bytes) -> Any:
+    pdfium, raw = _pdfium()
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        code = raw.FPDF_GetLastError()
+        if code == 4:
+            raise ParseError("encrypted (password required)") from None
+        reason = _PDFIUM_ERRORS.get(code) or " ".join(str(exc).split()) or "unreadable"
+        raise ParseError(f"not a readable PDF: PDFium says {reason}") from None
+
+
+def _page_text(raw: Any, handle: Any, count: int) -> list[int]:
+    """The page's characters' code points, one per character index: in one call when
+    PDFium's text has one UTF-16 unit per character (nearly always), else one by one."""
+    buffer = (ctypes.c_ushort * (count + 1))()
+    written = raw.FPDFText_GetText(handle, 0, count, buffer)
+    units = list(buffer[:count])
+    if written == count + 1 and not any(0xD800 <= unit < 0xE000 for unit in units):
+        return units
+    return [raw.FPDFText_GetUnicode(handle, index) for index in range(count)]
+
+
+def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
+    """The page's characters with their geometry, in content-stream order. Spaces (the
+    PDF's own and those PDFium generates for a gap) become a flag on the next glyph;
+    PDFium's line breaks are dropped (the layout finds lines from positions)."""
+    handle = textpage.raw
+    count = raw.FPDFText_CountChars(handle)
+    if count <= 0:
+        return
+    codes = _page_text(raw, handle, count)
+    rect = raw.FS_RECTF()
+    matrix = raw.FS_MATRIX()
+    origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
+    flags = ctypes.c_int()
+    name = ctypes.create_string_buffer(256)
+    loose_box = raw.FPDFText_GetLooseCharBox
+    char_origin = raw.FPDFText_GetCharOrigin
+    font_size = raw.FPDFText_GetFontSize
+    font_info = raw.FPDFText_GetFontInfo
+    get_matrix = raw.FPDFText_GetMatrix
+    rect_p, matrix_p = ctypes.byref(rect), ctypes.byref(matrix)
+    ox_p, oy_p, flags_p = ctypes.byref(origin_x), ctypes.byref(origin_y), ctypes.byref(flags)
+    fonts: dict[tuple[bytes, int], int] = {}
+    font_kinds: list[tuple[bool, bool]] = []
+    space = False
+    last_key: tuple[float, bytes, int] | None = None
+    scale = 1.0
+    for index, code in enumerate(codes):
+        if code in _HYPHEN_MARKS:  # PDFium's mark for a line-end "-" it takes to be soft
+            code = 0x2D
+        elif code <= 0x20 or code in _SPACES:
+            space = True
+            continue
+        if not loose_box(handle, index, rect_p) or not char_origin(handle, index, ox_p, oy_p):
+            continue
+        size = font_size(handle, index)
+        font_info(handle, index, name, 256, flags_p)
+        key = (size, name.value, flags.value)
+        if key != last_key:  # the text matrix's scale, once per font and size
+            scale = 1.0
+            if get_matrix(handle, index, matrix_p):
+                scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c)) or 1.0
+            last_key = key
+        font = fonts.get(key[1:])
+        if font is None:
+            font = fonts[key[1:]] = len(fonts)
+            lower = name.value.lower()
+            mono = bool(flags.value & _FIXED_PITCH) or b"mono" in lower or b"courier" in lower
+            bold = bool(flags.value & _FORCE_BOLD) or b"bold" in lower or b"heavy" in lower
+            font_kinds.append((mono, bold))
+        mono, bold = font_kinds[font]
+        size *= scale
+        yield Glyph(
+            chr(code),
+            rect.left,
+            rect.right,
+            rect.bottom,
+            rect.top,
+            origin_y.value,
+            size if size > 0 else rect.top - rect.bottom,
+            font,
+            mono,
+            bold,
+            space,
+        )
+        space = False
+
+
+def _metadata(raw: Any, document: Any, pages: int) -> dict[str, Any]:
+    found: dict[str, Any] = {"pages": pages}
+    try:
+        title = document.get_metadata_value("Title")
+    except Exception:
+        title = ""
+    title = " ".join(str(title or "").split())
+    if title:
+        found["title"] = title
+    return found
+
+
+class PdfParser:
+    """PDF files through PDFium: paragraphs, headings and list items with page locators."""
+
+    name = "pdf"
+    suffixes = (".pdf",)
+
+    def version(self) -> str:
+        pdfium, _ = _pdfium()
+        return f"pdf/1 pypdfium2 {pdfium.PYPDFIUM_INFO.tag} pdfium {pdfium.PDFIUM_INFO.tag}"
+
+    def pages(self, data: bytes) -> list[Page]:
+        """Every page's glyphs, as the layout reads them."""
+        _, raw = _pdfium()
+        document = _open(data)
+        try:
+            return list(self._pages(raw, document))
+        finally:
+            document.close()
+
+    def _pages(self, raw: Any, document: Any) -> Iterator[Page]:
+        pdfium, _ = _pdfium()
+        for number in range(len(document)):
+            try:
+                page = document[number]
+            except pdfium.PdfiumError as exc:
+                raise ParseError(f"page {number + 1} is unreadable: {exc}") from None
+            try:
+                left, bottom, right, top = page.get_cropbox()
+                textpage = page.get_textpage()
+                try:
+                    glyphs = list(_page_glyphs(raw, textpage))
+                finally:
+                    textpage.close()
+            finally:
+                page.close()
+            yield Page(number + 1, left, bottom, right, top, glyphs)
+
+    def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
+        _, raw = _pdfium()
+        document = _open(data)
+        try:
+            pages = list(self._pages(raw, document))
+            metadata = _metadata(raw, document, len(pages))
+        finally:
+            document.close()
+        if not any(page.glyphs for page in pages):
+            raise ParseError("no text layer (a scanned PDF? rechunk does no OCR)")
+        builder = TextBuilder()
+        for block in layout(pages):
+            first, last = block.pages
+            page: int | list[int] = first if first == last else [first, last]
+            if block.kind == "heading":
+                builder.heading(block.text, block.level, page=page)
+            elif block.kind == "list_item":
+                builder.list_item(block.text, block.level, block.ordered, page=page)
+            elif block.kind == "code":
+                builder.code(block.text, page=page)
+            else:
+                builder.paragraph(block.text, page=page)
+        if builder.empty:
+            raise ParseError("no text layer (a scanned PDF? rechunk does no OCR)")
+        return [builder.build(self.name, self.version(), metadata=metadata)]
