@@ -16,8 +16,9 @@ Cases, in order, on one store per N:
 * ``prune``: every document but the last 1% passed with ``prune=True`` (the first one
   edited again).
 
-Stores: embedded Qdrant (``qdrant:DIR``), embedded Chroma (``chroma:DIR``) and a
-Chroma server this script starts (``chroma run``, 127.0.0.1). The anchor is
+Stores: embedded Qdrant (``qdrant:DIR``), Qdrant Edge (``qdrant-edge:DIR``), embedded
+Chroma (``chroma:DIR``) and a Chroma server this script starts (``chroma run``,
+127.0.0.1). The anchor is
 LangChain's ``index()`` with a ``SQLRecordManager`` (SQLite file) writing through
 ``langchain_qdrant`` / ``langchain_chroma`` into the same kind of store, with a
 ``RecursiveCharacterTextSplitter`` length-matched to rechunk's chunks (cleanup
@@ -47,8 +48,16 @@ round's, what the last one wrote is removed (untimed); where the initial sync is
 re-run (``--cases`` without it), an untimed process syncs back what the last round
 edited and pruned.
 
+With ``--edge``, the Qdrant Edge series goes further (1k to 200k documents, about 2 M
+points, by default) into its own json (``results/scale_edge.json``), beside embedded
+Qdrant's initial sync at ``--edge-baseline`` documents (default 50k) made in the same
+run, for the ratio of their throughputs; every case also records the process's RSS once
+its documents are built (``docs_mb``), so that a peak can be read beyond the documents
+themselves. The docs section shows both runs.
+
     python benchmarks/scale.py                       # 1k, 5k, 20k, 50k; writes docs section
     python benchmarks/scale.py --sizes 500,2000 --quick   # prints only
+    python benchmarks/scale.py --edge --repeat 3 --limit 1800   # Qdrant Edge to 200k
 """
 
 from __future__ import annotations
@@ -78,6 +87,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
+EDGE_RESULTS = RESULTS.with_name("scale_edge.json")
+EDGE_SIZES = "1000,5000,20000,50000,200000"
 CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
 #: Every case runs ``--repeat`` times (median kept), in rounds that each start from the
 #: corpus: the store is emptied before each initial sync but the first
@@ -87,7 +98,9 @@ CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
 #: records, and of their ids and vectors only; embedded Qdrant's own upserts of them.
 FLOOR_STORES = {"chroma-only": "chroma", "chroma-vectors": "chroma", "qdrant-only": "qdrant"}
 FLOORS = tuple(FLOOR_STORES)
-STORES = ("qdrant", "chroma", "chroma-server")
+STORES = ("qdrant", "qdrant-edge", "chroma", "chroma-server")
+#: the URI scheme of each embedded store rechunk opens from a folder
+SCHEMES = {"qdrant": "qdrant", "qdrant-edge": "qdrant-edge", "chroma": "chroma"}
 ANCHOR_STORES = ("qdrant", "chroma", "chroma-server")
 DIM = 384
 #: The size at which the issue set its targets against LangChain; where the two tools did
@@ -215,14 +228,16 @@ def child_rechunk(
     embedder = HashEmbedder()
     chunker = rechunk.policy_for(embedder)
     # import the store's client library first: "open" is the store's own start
-    __import__("rechunk.adapters." + ("qdrant" if store_uri.startswith("qdrant") else "chroma"))
+    module = store_uri.split(":", 1)[0].split("+", 1)[0].replace("-", "_")
+    __import__("rechunk.adapters." + module)
+    documents = [rechunk.Document(doc_id, text) for doc_id, text in docs.items()]
+    docs_mb = _rss_mb()["VmRSS"]  # the process with its documents, before the store opens
     t0 = time.perf_counter()
     opened = open_store(store_uri, COLLECTION)
     store = opened.store
     if store.collection_info() is None:
         store.ensure_collection(DIM)
     open_s = time.perf_counter() - t0
-    documents = [rechunk.Document(doc_id, text) for doc_id, text in docs.items()]
     backlog = _chroma_log_records(chroma_db) if chroma_db else None
     helper_mb = _watch_chunking_helper()
     t0 = time.perf_counter()
@@ -236,6 +251,7 @@ def child_rechunk(
         t0 = time.perf_counter()
         rechunk.sync(documents, store, chunker=chunker, embedder=embedder)
         cli["api_again_s"] = time.perf_counter() - t0
+    memory = _rss_mb()  # after the sync, the store still open
     opened.close()
     if cli:  # the sync's peak, taken before the CLI opens the store a second time
         cli["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -247,6 +263,9 @@ def child_rechunk(
         **({"chroma_log": backlog} if backlog is not None else {}),
         "open_s": open_s,
         "sync_s": sync_s,
+        "docs_mb": docs_mb,
+        "rss_anon_mb": memory["RssAnon"],
+        "rss_file_mb": memory["RssFile"],
         "stages": report.seconds,
         "embedded": report.inputs["embedded"],
         "chunks": report.chunks,
@@ -255,6 +274,19 @@ def child_rechunk(
         "points": sum(report.chunks[k] for k in ("kept", "updated", "added")),
         **({"helper_mb": max(helper_mb)} if helper_mb else {}),
     }
+
+
+def _rss_mb() -> dict[str, float]:
+    """This process's resident memory now, in MB: VmRSS, and its parts RssAnon (what it
+    allocated) and RssFile (pages of files it maps: a store's files read in place count
+    here, and the kernel may drop them at any time)."""
+    out = {"VmRSS": 0.0, "RssAnon": 0.0, "RssFile": 0.0}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in out:
+                out[name] = int(value.split()[0]) / 1024
+    return out
 
 
 def _watch_chunking_helper() -> list[float]:
@@ -696,7 +728,7 @@ def _home(
     if store == "chroma-server":
         uri = stack.enter_context(chroma_server(data))
     elif tool == "rechunk":
-        uri = f"{'qdrant' if store == 'qdrant' else 'chroma'}:{data}"
+        uri = f"{SCHEMES[store]}:{data}"
     chroma_db = {"chroma_db": str(data / "chroma.sqlite3")} if store.startswith("chroma") else {}
     if tool == "rechunk":
         spec: dict[str, Any] = {"tool": "rechunk", "uri": uri, "n": n, **chroma_db}
@@ -992,7 +1024,9 @@ def verdict(result: dict[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,5000,20000,50000")
+    parser.add_argument(
+        "--sizes", default=None, help=f"default 1000,5000,20000,50000 ({EDGE_SIZES} with --edge)"
+    )
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--anchor-stores", default=",".join(ANCHOR_STORES))
     parser.add_argument(
@@ -1030,20 +1064,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--note", help="a sentence on how this run was made, kept in the json")
     parser.add_argument("--quick", action="store_true", help="print only, do not write docs")
+    parser.add_argument(
+        "--edge",
+        action="store_true",
+        help="the Qdrant Edge series and, in the same run, embedded Qdrant's initial sync at "
+        f"--edge-baseline documents, into {EDGE_RESULTS.name} (--stores and --anchor-stores "
+        "do not apply)",
+    )
+    parser.add_argument(
+        "--edge-baseline",
+        type=int,
+        default=50000,
+        metavar="N",
+        help="documents of embedded Qdrant's initial sync beside the Edge series (0: none)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args)
         return 0
+    path = EDGE_RESULTS if args.edge else RESULTS
     if args.render:
-        result = json.loads(RESULTS.read_text(encoding="utf-8"))
+        result = json.loads(path.read_text(encoding="utf-8"))
         if args.note:
             result["note"] = args.note
-            RESULTS.write_text(json.dumps(result, indent=1), encoding="utf-8")
-        _report.write_section("scale", to_markdown(result))
-        print(to_markdown(result))
+            path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        markdown = _section(result if not args.edge else None, result if args.edge else None)
+        _report.write_section("scale", markdown)
+        print(markdown)
         return 0
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    sizes_text = args.sizes or (EDGE_SIZES if args.edge else "1000,5000,20000,50000")
+    sizes = [int(s) for s in sizes_text.split(",") if s]
     cases = [c for c in args.cases.split(",") if c]
     if not set(cases) <= set(CASES):
         parser.error(f"--cases: each one of {', '.join(CASES)}")
@@ -1056,21 +1107,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": [],
         "series": {},
     }
-    if args.merge and RESULTS.exists():
-        result = json.loads(RESULTS.read_text(encoding="utf-8"))
+    if args.merge and path.exists():
+        result = json.loads(path.read_text(encoding="utf-8"))
         t0 -= result.get("seconds", 0.0)
-    with tempfile.TemporaryDirectory(prefix="rechunk-scale-") as tmp:
-        work = Path(tmp)
-        plan = [("rechunk", s) for s in args.stores.split(",") if s] + [
+    if args.note:
+        result["note"] = args.note
+    plan: list[tuple[str, str, list[int], list[str]]] = []
+    if args.edge:  # the baseline first: its figure is set beside the Edge series' of this run
+        if args.edge_baseline:
+            plan.append(("rechunk", "qdrant", [args.edge_baseline], ["initial"]))
+        plan.append(("rechunk", "qdrant-edge", sizes, cases))
+    else:
+        named = [("rechunk", s) for s in args.stores.split(",") if s] + [
             ("langchain", s) for s in args.anchor_stores.split(",") if s
         ] + (list(FLOOR_STORES.items()) if args.floor else [])
-        for tool, store in plan:
+        plan = [(tool, store, sizes, cases) for tool, store in named]
+    with tempfile.TemporaryDirectory(prefix="rechunk-scale-") as tmp:
+        work = Path(tmp)
+        for tool, store, planned, asked in plan:
             cap = min(
                 (int(caps[k]) for k in (tool, store, f"{tool}:{store}") if k in caps),
-                default=max(sizes),
+                default=max(planned),
             )
-            ns = [n for n in sizes if n <= cap]
-            rows = series(tool, store, ns, args.limit, work, args.repeat, cases)
+            ns = [n for n in planned if n <= cap]
+            rows = series(tool, store, ns, args.limit, work, args.repeat, asked)
             key = f"{tool}|{store}"
             if args.merge:  # replace the sizes and cases run, keep the series' others
                 old = {r["n"]: r for r in result["series"].get(key, [])}
@@ -1085,18 +1145,191 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.quick:  # keep what is done, in case the run is cut short
                 result["seconds"] = time.perf_counter() - t0
                 result["load"] = [load0, os.getloadavg()[0]]
-                RESULTS.parent.mkdir(parents=True, exist_ok=True)
-                RESULTS.write_text(json.dumps(result, indent=1), encoding="utf-8")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(result, indent=1), encoding="utf-8")
     result["seconds"] = time.perf_counter() - t0
     result["load"] = [load0, os.getloadavg()[0]]
-    markdown = to_markdown(result)
+    markdown = _section(result if not args.edge else None, result if args.edge else None)
     print(markdown)
     if not args.quick:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1), encoding="utf-8")
         _report.write_section("scale", markdown)
-        print(f"wrote {RESULTS} and the scale section of {_report.DOCS}", file=sys.stderr)
+        print(f"wrote {path} and the scale section of {_report.DOCS}", file=sys.stderr)
     return 0
+
+
+def _section(main: dict[str, Any] | None, edge: dict[str, Any] | None) -> str:
+    """The docs section: the run of the stores and anchors, then the Qdrant Edge run; each
+    read from its json when not given."""
+    if main is None and RESULTS.exists():
+        main = json.loads(RESULTS.read_text(encoding="utf-8"))
+    if edge is None and EDGE_RESULTS.exists():
+        edge = json.loads(EDGE_RESULTS.read_text(encoding="utf-8"))
+    parts = [to_markdown(main)] if main is not None else []
+    if edge is not None:
+        parts.append(edge_markdown(edge))
+    return "\n\n".join(parts)
+
+
+def _beyond_docs(case: dict[str, Any]) -> float | None:
+    """A case's peak RSS less the process's RSS once its documents were built (MB)."""
+    if "peak_mb" not in case or "docs_mb" not in case:
+        return None
+    return float(case["peak_mb"] - case["docs_mb"])
+
+
+def edge_markdown(result: dict[str, Any]) -> str:
+    """The Qdrant Edge run: its series to ~2 M points, the growth exponents, and the
+    issue's targets read off them (the baseline's initial sync of this run beside)."""
+    rows = result["series"].get("rechunk|qdrant-edge", [])
+    lines = [
+        "### Qdrant Edge to about 2 M points (`python benchmarks/scale.py --edge`)",
+        "",
+        f"Machine: {result['machine']}, shared with other work while it ran (seven other "
+        "engineers' tests and benchmarks on its 2 cores), so every figure is inflated by "
+        "their load and varies between runs. "
+        f"Whole run {result.get('seconds', 0):.0f} s; 1-minute load average before/after: "
+        f"{result['load'][0]:.2f}/{result['load'][1]:.2f}; raw numbers in "
+        "`benchmarks/results/scale_edge.json`.",
+        *(["", result["note"]] if result.get("note") else []),
+        "",
+        "`rechunk` on `qdrant-edge:DIR`, the same corpus, cases and method as above (each "
+        "cell the median of the runs, each run a fresh process). **open**: opening the store "
+        "and its first request, in the no-op case; **peak**: the largest RSS of the row's "
+        "processes; **beyond docs**: the no-op's peak less the RSS of its process once the "
+        "documents were built (the interpreter, the imports and the documents), what the "
+        "sync and the store added; **anon / file after**: the no-op's resident memory at "
+        "its end, what the process allocated and the pages of the store's files it read in "
+        "place (the kernel may drop those at any time).",
+        "",
+        "| N | points | initial | points/s | no-op | one edit, all passed | one doc only "
+        "| prune 1% | open | peak MB | beyond docs MB | anon / file after, MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        c = row["cases"]
+
+        def cell(case: str, c: dict[str, Any] = c) -> str:
+            r = c.get(case)
+            if r is None:
+                return "not run"
+            if "error" in r:
+                over = _killed_past(r)
+                return f"> {over}" if over else "failed"
+            return _s(r["sync_s"])
+
+        initial = c.get("initial", {})
+        noop = c.get("noop", {})
+        points = f"{initial['points']:,}" if "points" in initial else ""
+        rate = f"{initial['points'] / initial['sync_s']:,.0f}" if "sync_s" in initial else ""
+        peak = max((r.get("peak_mb", 0) + r.get("helper_mb", 0) for r in c.values()), default=0)
+        beyond = _beyond_docs(noop)
+        after = (
+            f"{noop['rss_anon_mb']:,.0f} / {noop['rss_file_mb']:,.0f}"
+            if "rss_anon_mb" in noop
+            else ""
+        )
+        lines.append(
+            f"| {row['n']:,} | {points} | {cell('initial')} | {rate} | "
+            + " | ".join(cell(k) for k in CASES[1:])
+            + f" | {_s(noop.get('open_s'))} | {peak:,.0f} | "
+            + ("" if beyond is None else f"{beyond:,.0f}")
+            + f" | {after} |"
+        )
+    lines += [
+        "",
+        "Growth exponents b (sync time ~ N^b) between consecutive sizes, and fitted over "
+        "every size (least squares on log-log):",
+        "",
+        "| sizes | " + " | ".join(CASES) + " | open |",
+        "|---|" + "---:|" * (len(CASES) + 1),
+    ]
+    exp, opens = exponents(rows), exponents(rows, "open_s")["noop"]
+    for i, (a, b) in enumerate(zip(rows, rows[1:])):
+        vals = [exp[case][i] for case in CASES] + [opens[i]]
+        lines.append(
+            f"| {a['n']:,} -> {b['n']:,} | "
+            + " | ".join("" if v is None else f"{v:.2f}" for v in vals)
+            + " |"
+        )
+    fit = fitted(rows)
+    if any(v is not None for v in fit.values()):
+        lines.append(
+            f"| {rows[0]['n']:,} -> {rows[-1]['n']:,} (fit) | "
+            + " | ".join("" if fit[c] is None else f"**{fit[c]:.2f}**" for c in CASES)
+            + " | |"
+        )
+    lines += ["", *edge_verdict(result)]
+    stops = [f"at N={r['n']:,}: " + _stop_reason(r) for r in rows if r.get("stopped")]
+    if stops:
+        lines += ["", "Series stopped " + "; ".join(stops) + "."]
+    return "\n".join(lines)
+
+
+def edge_verdict(result: dict[str, Any]) -> list[str]:
+    """The issue's targets for ``qdrant-edge:``, read off the Edge run."""
+    rows = result["series"].get("rechunk|qdrant-edge", [])
+    done = [r for r in rows if all("sync_s" in r["cases"].get(k, {}) for k in CASES)]
+    out = ["Against the targets (Qdrant Edge):", ""]
+    if len(done) >= 2:
+        first, last = done[0], done[-1]
+        exp = exponents(done)
+        worst = max(
+            ((v, case) for case, vals in exp.items() for v in vals if v is not None),
+            default=None,
+        )
+        fit = [(v, case) for case, v in fitted(done).items() if v is not None]
+        if worst is not None:
+            out.append(
+                f"- every case's growth exponent <= 1.1 from {first['n']:,} to {last['n']:,} "
+                f"documents: the largest between consecutive sizes is {worst[0]:.2f} "
+                f"({worst[1]})"
+                + (f", fitted over all sizes {max(fit)[0]:.2f} ({max(fit)[1]})" if fit else "")
+                + "."
+            )
+        flat = last["cases"]["edit_one"]["sync_s"] / first["cases"]["edit_one"]["sync_s"]
+        out.append(
+            f"- one document only within 2x from {first['n']:,} to {last['n']:,} documents: "
+            f"{first['cases']['edit_one']['sync_s']:.3f} -> "
+            f"{last['cases']['edit_one']['sync_s']:.3f} s, {flat:.1f}x."
+        )
+    if rows:
+        last = rows[-1]
+        points = last["cases"].get("initial", {}).get("points")
+        opens = [r["open_s"] for r in last["cases"].values() if "open_s" in r]
+        if opens:
+            noop_open = last["cases"].get("noop", {}).get("open_s")
+            out.append(
+                f"- store open <= 1 s at about 2 M points: at {last['n']:,} documents"
+                + (f" ({points:,} points)" if points else "")
+                + (f" the no-op's open took {noop_open:.2f} s" if noop_open is not None else "")
+                + f" (every case's: {min(opens):.2f}-{max(opens):.2f} s)."
+            )
+        beyond = _beyond_docs(last["cases"].get("noop", {}))
+        if beyond is not None:
+            noop = last["cases"]["noop"]
+            out.append(
+                f"- a no-op's peak RSS beyond the documents <= 1 GB at 200,000 documents: at "
+                f"{last['n']:,} documents {beyond:,.0f} MB (peak {noop['peak_mb']:,.0f} MB, "
+                f"{noop['docs_mb']:,.0f} MB once its documents were built; at its end "
+                f"{noop['rss_anon_mb']:,.0f} MB allocated and {noop['rss_file_mb']:,.0f} MB "
+                "of the store's files read in place)."
+            )
+    base = result["series"].get("rechunk|qdrant", [])
+    for b in base:
+        ours = next((r for r in rows if r["n"] == b["n"]), None)
+        theirs_i = b["cases"].get("initial", {})
+        ours_i = ours["cases"].get("initial", {}) if ours else {}
+        if "sync_s" in theirs_i and "sync_s" in ours_i:
+            edge_rate = ours_i["points"] / ours_i["sync_s"]
+            local_rate = theirs_i["points"] / theirs_i["sync_s"]
+            out.append(
+                f"- initial sync >= 5x local mode's points/s at {b['n']:,} documents, in "
+                f"the same run: Qdrant Edge {edge_rate:,.0f} points/s, embedded Qdrant "
+                f"(local mode) {local_rate:,.0f} points/s: {edge_rate / local_rate:.1f}x."
+            )
+    return out
 
 
 if __name__ == "__main__":
