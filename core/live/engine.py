@@ -733,6 +733,7 @@ class Watcher:
         """One sync; a failure that may pass raises :class:`_Retry`. Documents a sync
         refuses (bad input) are synced one by one, and those refused reported failed."""
         t0 = time.monotonic()
+        result: SyncReport | None
         try:
             result = self._guarded(
                 lambda: sync(
@@ -952,9 +953,9 @@ class Watcher:
         present = {d: r for d, r in targets.items() if r is not None}
         points = self._guarded(lambda: self._points(present))
         chosen: dict[str, list[str]] = {}
-        for doc_id, revision in present.items():
+        for doc_id, current in present.items():
             own = sorted(
-                (p for p in points.get(doc_id, []) if p.payload.revision == revision),
+                (p for p in points.get(doc_id, []) if p.payload.revision == current),
                 key=lambda p: p.payload.ordinal,
             )
             picks = [own[0], own[len(own) // 2], own[-1]] if own else []
@@ -972,15 +973,16 @@ class Watcher:
             if revision is None:
                 vector = self._probes.get(doc_id)
                 if vector is not None:
-                    hits = self._guarded(lambda v=vector: self.store.search(v, k))
+                    hits = self._guarded(functools.partial(self.store.search, vector, k))
                     stale = any(p.payload.doc_id == doc_id for p, _ in hits)
                 found = not stale
             else:
                 for key in chosen.get(doc_id, []):
-                    vector = vectors.get(key)
-                    if vector is None:
+                    found_vector = vectors.get(key)
+                    if found_vector is None:
                         continue
-                    hits = self._guarded(lambda v=vector: self.store.search(np.asarray(v), k))
+                    query = np.asarray(found_vector, dtype=np.float32)
+                    hits = self._guarded(functools.partial(self.store.search, query, k))
                     mine = [p.payload.revision for p, _ in hits if p.payload.doc_id == doc_id]
                     stale = stale or any(r != revision for r in mine)
                     found = found or revision in mine
