@@ -473,27 +473,29 @@ class _Walker:
 
     def run(self, r: ET.Element, out: list[str], boxes: list[ET.Element], hidden: bool) -> None:
         ns = self.ns
+        t, rpr = ns.t, ns.rPr
+        shown = not hidden and self._visible()
         for child in r:
             tag = child.tag
-            if tag == ns.fldChar:
-                self._field_char(child)
+            if tag == t:  # the common cases first
+                if shown:
+                    out.append(child.text or "")
+            elif tag == rpr:
                 continue
-            if tag == ns.instrText:
+            elif tag == ns.fldChar:
+                self._field_char(child)
+                shown = not hidden and self._visible()
+            elif tag == ns.instrText:
                 if self.fields and not self.fields[-1].result:
                     self.fields[-1].instr.append(child.text or "")
-                continue
-            if tag in (ns.drawing, ns.pict):
+            elif tag in (ns.drawing, ns.pict):
                 boxes.extend(child.iter(ns.txbxContent))
-                continue
-            if tag == ns.alternate:
+            elif tag == ns.alternate:
                 choice = child.find(ns.choice)
                 if choice is not None:
                     self.run(choice, out, boxes, hidden)
+            elif not shown:
                 continue
-            if hidden or not self._visible():
-                continue
-            if tag == ns.t:
-                out.append(child.text or "")
             elif tag in (ns.tab, ns.ptab):
                 out.append("\t")
             elif tag in (ns.br, ns.cr):
@@ -651,9 +653,8 @@ def _children(
             yield child
 
 
-def _title(zf: zipfile.ZipFile, main: str) -> str | None:
-    rels = _rels(zf, "")
-    core = rels.get("core-properties")
+def _title(zf: zipfile.ZipFile, package_rels: dict[str, str]) -> str | None:
+    core = package_rels.get("core-properties")
     if core is None:
         return None
     root = _xml(zf, core)
@@ -675,7 +676,8 @@ class DocxParser:
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         with _open_zip(data) as zf:
-            main = _rels(zf, "").get("officeDocument", "word/document.xml")
+            package_rels = _rels(zf, "")
+            main = package_rels.get("officeDocument", "word/document.xml")
             root = _xml(zf, main)
             if root is None:
                 raise ParseError("corrupt: the package has no main document part")
@@ -690,7 +692,7 @@ class DocxParser:
             numbering = _Numbering.load(
                 _xml(zf, rels["numbering"]) if "numbering" in rels else None, ns
             )
-            title = _title(zf, main)
+            title = _title(zf, package_rels)
         walker = _Walker(ns, styles, default, numbering)
         body = root.find(ns.body)
         if body is not None:
