@@ -42,11 +42,20 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_BACKEND = 0, 1, 2, 3
 CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
+#: the code policy: measured where the language is known (a pair's lang, a file's suffix)
+CODE_CHUNKER = "code"
 
 
-def make_chunker(name: str, tokenizer: Any = None) -> Chunker:
-    """A chunker with the study's default parameters."""
+def make_chunker(name: str, tokenizer: Any = None, language: str | None = None) -> Chunker:
+    """A chunker with the study's default parameters (``code``: of ``language``)."""
     from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
+
+    if name == CODE_CHUNKER:
+        from rechunk.chunkers.code import CodeChunker
+
+        if language is None:
+            raise ConfigError("the code chunker needs a language (--lang, or a file suffix)")
+        return CodeChunker(language, tokenizer=tokenizer)
 
     factories: dict[str, Callable[..., Chunker]] = {
         "fixed": FixedChunker,
@@ -89,12 +98,17 @@ def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) ->
 
 
 def _cmd_measure(args: argparse.Namespace) -> int:
+    from rechunk.chunkers.code_languages import language_for
+
     old = read_text_file(Path(args.old))
     new = read_text_file(Path(args.new))
+    language = args.lang or language_for(args.new) or language_for(args.old)
     names = args.chunker or ["all"]
-    if "all" in names:
-        names = list(CHUNKER_NAMES)
-    chunkers = [(name, make_chunker(name, args.tokenizer)) for name in dict.fromkeys(names)]
+    if "all" in names:  # the code policy beside the others when the files are code
+        names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]
+    chunkers = [
+        (name, make_chunker(name, args.tokenizer, language)) for name in dict.fromkeys(names)
+    ]
     report = measure_pair(old, new, chunkers)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -851,14 +865,23 @@ def _chart_path(name: str) -> Path:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from rechunk.bench import format_table, load_pairs, plot, run_bench
+    from rechunk.bench import ByLanguage, format_table, load_pairs, plot, run_bench
 
     pairs = load_pairs(args.corpus)
     chart = _chart_path(args.plot) if args.plot else None
     names = args.chunker or ["all"]
-    if "all" in names:
-        names = list(CHUNKER_NAMES)
-    chunkers = {name: make_chunker(name, args.tokenizer).chunk for name in dict.fromkeys(names)}
+    code_pairs = all(_is_language(p["lang"]) for p in pairs)
+    if "all" in names:  # the code policy beside the others when every pair is code
+        names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if code_pairs else [])]
+    chunkers: dict[str, Any] = {
+        name: make_chunker(name, args.tokenizer).chunk
+        for name in dict.fromkeys(names)
+        if name != CODE_CHUNKER
+    }
+    if CODE_CHUNKER in names:
+        chunkers[CODE_CHUNKER] = ByLanguage(
+            lambda lang: make_chunker(CODE_CHUNKER, args.tokenizer, lang).chunk
+        )
     result = run_bench(pairs, chunkers)
     if chart is not None:
         plot(result, chart)
@@ -871,6 +894,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             print(f"chart written to {chart}")
     failed = any(row["failures"] for row in result["chunkers"].values())
     return EXIT_PARTIAL if failed else EXIT_OK
+
+
+def _is_language(name: object) -> bool:
+    """Whether ``name`` is a language the code policy has a grammar table for."""
+    from rechunk.chunkers.code_languages import spec_for
+
+    try:
+        spec_for(str(name))
+    except ConfigError:
+        return False
+    return True
 
 
 # -- entry point --------------------------------------------------------------------------
@@ -917,8 +951,13 @@ def build_parser() -> _Parser:
     measure.add_argument(
         "--chunker",
         action="append",
-        choices=[*CHUNKER_NAMES, "all"],
-        help="repeatable; default all",
+        choices=[*CHUNKER_NAMES, CODE_CHUNKER, "all"],
+        help="repeatable; default all (code too when the files are source code)",
+    )
+    measure.add_argument(
+        "--lang",
+        metavar="LANGUAGE",
+        help="the programming language of the code chunker (default: by the files' suffix)",
     )
     measure.add_argument(
         "--tokenizer",
@@ -1106,8 +1145,9 @@ def build_parser() -> _Parser:
     bench_p.add_argument(
         "--chunker",
         action="append",
-        choices=[*CHUNKER_NAMES, "all"],
-        help="repeatable; default all",
+        choices=[*CHUNKER_NAMES, CODE_CHUNKER, "all"],
+        help="repeatable; default all (code too when every pair's lang is a programming "
+        "language the code policy reads)",
     )
     bench_p.add_argument("--tokenizer", metavar="PATH", help="tokenizer.json to count with")
     bench_p.add_argument("--plot", metavar="FILE.png", help="write a chart of R_c by band")

@@ -6,6 +6,9 @@ A corpus is a JSON-lines file with one revision pair per line: ``old`` and
 :func:`edit_fraction`. R_c is article-macro-averaged: the mean of the per-pair
 values. The no-edit control chunks each old text a second time and takes R_c of
 that against the first: any chunker that is not deterministic shows above 0.
+
+For source code, ``lang`` is the programming language (``python``, ``go``...), and a
+:class:`ByLanguage` chunker (the code policy) cuts each pair with its language's grammar.
 """
 
 from __future__ import annotations
@@ -21,10 +24,25 @@ from rechunk.chunk import Chunk
 from rechunk.errors import ConfigError, InputError
 from rechunk.measure import EDIT_BANDS, edit_band, edit_fraction, recompute_fraction
 
-__all__ = ["BANDS", "load_pairs", "plot", "run_bench"]
+__all__ = ["BANDS", "ByLanguage", "load_pairs", "plot", "run_bench"]
 
 BANDS = (*(name for name, _ in EDIT_BANDS), "extreme")
 ChunkFn = Callable[[str], Sequence[Chunk]]
+
+
+class ByLanguage:
+    """A chunk function per pair language, made by ``make(lang)`` on first use (the code
+    policy of each programming language): :func:`run_bench` gives each pair the one of
+    its ``lang``. A language ``make`` refuses is a failure of that pair, as any error is."""
+
+    def __init__(self, make: Callable[[str], ChunkFn]) -> None:
+        self._make = make
+        self._made: dict[str, ChunkFn] = {}
+
+    def for_lang(self, lang: str) -> ChunkFn:
+        if lang not in self._made:
+            self._made[lang] = self._make(lang)
+        return self._made[lang]
 
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
@@ -67,7 +85,7 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
 
 
 def run_bench(
-    pairs: Sequence[Mapping[str, Any]], chunkers: Mapping[str, ChunkFn]
+    pairs: Sequence[Mapping[str, Any]], chunkers: Mapping[str, ChunkFn | ByLanguage]
 ) -> dict[str, Any]:
     """R_c per chunker per language and band, the no-edit control, failures and sizes."""
     if not chunkers:
@@ -80,7 +98,7 @@ def run_bench(
         bands[pair["id"]] = edit_band(fraction)
     langs = sorted({str(p["lang"]) for p in pairs})
     out: dict[str, Any] = {"pairs": len(pairs), "languages": langs, "chunkers": {}}
-    for name, chunk in chunkers.items():
+    for name, chunker in chunkers.items():
         values: dict[str, float] = {}
         control = 0.0
         failures: list[dict[str, str]] = []
@@ -89,6 +107,11 @@ def run_bench(
         seconds = 0.0
         for pair in pairs:
             try:
+                chunk = (
+                    chunker.for_lang(str(pair["lang"]))
+                    if isinstance(chunker, ByLanguage)
+                    else chunker
+                )
                 t0 = time.perf_counter()
                 old, new = list(chunk(pair["old"])), list(chunk(pair["new"]))
                 seconds += time.perf_counter() - t0

@@ -1,0 +1,64 @@
+"""`rechunk measure` and `rechunk bench` on source code: the code policy reported beside
+the prose policies, with each pair's language (a file's suffix, or a pair's ``lang``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rechunk.cli import main
+
+pytest.importorskip("tree_sitter_python")
+
+OLD = "\n\n".join(
+    f"def handler_{k}(request):\n    \"\"\"Handle request kind {k}.\"\"\"\n"
+    f"    value = request.get('v{k}')\n    return value * {k}\n"
+    for k in range(30)
+)
+NEW = OLD.replace("def handler_15(", "def helper(x):\n    return x\n\n\ndef handler_15(")
+
+
+def test_measure_reports_the_code_policy_for_source_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "old.py").write_text(OLD)
+    (tmp_path / "new.py").write_text(NEW)
+    assert main(["measure", str(tmp_path / "old.py"), str(tmp_path / "new.py"), "--json"]) == 0
+    rows = {r["chunker"]: r for r in json.loads(capsys.readouterr().out)["chunkers"]}
+    assert set(rows) == {"fixed", "recursive", "cdc", "structured", "code"}
+    assert rows["code"]["policy"].startswith("code-")
+    assert rows["code"]["recompute_fraction"] < rows["fixed"]["recompute_fraction"]
+    # prose files get no code row; --chunker code on them needs --lang
+    (tmp_path / "a.md").write_text(OLD)
+    assert main(["measure", str(tmp_path / "a.md"), str(tmp_path / "a.md"), "--json"]) == 0
+    assert "code" not in {r["chunker"] for r in json.loads(capsys.readouterr().out)["chunkers"]}
+    assert main(["measure", str(tmp_path / "a.md"), str(tmp_path / "a.md"), "--chunker", "code"]) == 2
+    capsys.readouterr()
+    assert main(["measure", str(tmp_path / "a.md"), str(tmp_path / "a.md"), "--chunker", "code",
+                 "--lang", "python", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chunkers"][0]["recompute_fraction"] == 0.0
+
+
+def test_bench_takes_code_pairs_by_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    go_old = "\n\n".join(f"func F{k}(x int) int {{\n\treturn x + {k}\n}}" for k in range(30))
+    go_new = go_old.replace("func F10(", "func G(x int) int {\n\treturn x\n}\n\nfunc F10(")
+    corpus = tmp_path / "code.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "py", "lang": "python", "old": OLD, "new": NEW}) + "\n"
+        + json.dumps({"id": "go", "lang": "go", "old": "package m\n\n" + go_old,
+                      "new": "package m\n\n" + go_new}) + "\n"
+    )
+    assert main(["bench", str(corpus), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["chunkers"]) == {"fixed", "recursive", "cdc", "structured", "code"}
+    code = result["chunkers"]["code"]
+    assert not code["failures"] and code["control_max"] == 0.0
+    assert code["cells"]["go/all"]["n"] == 1 and code["cells"]["python/all"]["n"] == 1
+    # a language without a grammar is a failure of its pair, not of the run
+    corpus.write_text(json.dumps({"id": "kt", "lang": "kotlin", "old": OLD, "new": NEW}) + "\n")
+    assert main(["bench", str(corpus), "--chunker", "code", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["chunkers"]["code"]["failures"][0]["id"] == "kt"
