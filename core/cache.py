@@ -457,6 +457,10 @@ class _Damaged(CacheError):
         self.foreign = foreign
 
 
+class _Retry(Exception):
+    """The file stopped being used while a call waited for a connection: ask again."""
+
+
 class _Unwritable(CacheError):
     """The file (or its folder) cannot be written: read-only, full, or an I/O error."""
 
@@ -1030,7 +1034,8 @@ class SQLiteCache:
     # ----------------------------------------------------------------- connections
 
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """A pooled connection and the generation (the file) it belongs to."""
         stale: list[sqlite3.Connection] = []
         with self._lock:
             if self._closed:
@@ -1047,9 +1052,15 @@ class SQLiteCache:
             with contextlib.suppress(sqlite3.Error):
                 old.close()
         if conn is None:
-            conn = self._connect()
+            # never while a recovery renames or replaces the file: a new connection opens
+            # the file of the generation it is counted in
+            with self._recover_lock:
+                generation = self._generation
+                if self._state == "memory":
+                    raise _Retry
+                conn = self._connect()
         try:
-            yield conn
+            yield conn, generation
         finally:
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
@@ -1077,8 +1088,13 @@ class SQLiteCache:
                 return None
             seen = self._generation
             try:
-                with self._connection() as conn:
-                    return op(conn)
+                with self._connection() as (conn, born):
+                    result = op(conn)
+                if action == "write to" and born != self._generation:
+                    continue  # written to a file set aside meanwhile: write to the new one
+                return result
+            except _Retry:
+                continue
             except (sqlite3.Error, UnicodeError) as exc:
                 failure: CacheError = self._sqlite_failure(exc, action)
             except (_Damaged, _Unwritable) as exc:  # opening a connection
