@@ -319,8 +319,9 @@ def test_store_goes_away_and_comes_back(tmp_path: Path, embedder: Any, chunker: 
     write_docs(root, ["one", "two", "three"])
     client = http_client("127.0.0.1", chroma_process["port"])
     store = open_live(ChromaStore(client, "live"), chunker, embedder.dimension)
+    metrics = LiveMetrics()
     watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
-                      backoff=(0.2, 0.8), cache=MemoryCache(),
+                      backoff=(0.2, 0.8), cache=MemoryCache(), metrics=metrics,
                       freshness=Freshness(tmp_path / "state.json", "k"))
     with Running(watcher) as run:
         assert run.next().published == 3
@@ -339,6 +340,15 @@ def test_store_goes_away_and_comes_back(tmp_path: Path, embedder: Any, chunker: 
                   and revisions(store) == expected(root), timeout=40)
     assert revisions(store) == expected(root)  # 0 lost, 0 stale
     assert read_freshness(tmp_path / "state.json")["unretrievable"] == 0
+    from prometheus_client.parser import text_string_to_metric_families
+
+    errors = {
+        s.labels["kind"]: s.value
+        for family in text_string_to_metric_families(metrics.text())
+        for s in family.samples
+        if s.name == "rechunk_errors_total"
+    }
+    assert errors.get("StoreUnavailableError", 0) + errors.get("StoreTimeoutError", 0) >= 1
 
 
 # -- part 2 and 3: freshness and metrics ------------------------------------------------
