@@ -59,15 +59,18 @@ class Page:
     right: float
     top: float
     glyphs: list[Glyph]
+    # thin filled or stroked shapes (left, bottom, right, top): a table's rules
+    rules: list[tuple[float, float, float, float]] = field(default_factory=list)
 
 
 @dataclass
 class LayoutBlock:
-    kind: str  # heading, paragraph, list_item, code
+    kind: str  # heading, paragraph, list_item, code, table
     text: str
     pages: tuple[int, int]
     level: int = 0  # a heading's level; a list item's depth
     ordered: int | None = None  # an ordered list item's number
+    rows: list[list[str]] = field(default_factory=list)  # a table's cells
 
 
 @dataclass
@@ -102,6 +105,7 @@ class _Line:
     right: float = 0.0  # the right edge of the text frame it is set in
     left: float = 0.0  # the left edge of that frame
     segments: list[tuple[float, float, str]] = field(default_factory=list)
+    cells: list[list[list[_Line]]] | None = None  # a ruled table: rows of cells' lines
 
 
 # ---------------------------------------------------------------------------- runs
@@ -238,6 +242,100 @@ def _spell(line: _Line) -> None:
 def page_lines(page: Page) -> list[_Line]:
     """A page's lines top to bottom (furniture included), for inspection and tests."""
     return _lines(_runs(page.glyphs), page.number)
+
+
+# ---------------------------------------------------------------------------- tables
+
+
+def _cluster(values: Iterable[float], tolerance: float = 2.0) -> list[float]:
+    """Sorted values with those within ``tolerance`` of the previous one merged."""
+    out: list[float] = []
+    for value in sorted(values):
+        if not out or value - out[-1] > tolerance:
+            out.append(value)
+    return out
+
+
+def _tables(page: Page) -> tuple[list[_Line], list[Glyph]]:
+    """The page's ruled tables (a grid of thin horizontal and vertical rules, two
+    columns or more) as table lines, and the glyphs outside them. A row's cells are
+    the spans between the vertical rules that cross it (a merged cell spans more)."""
+    flat = [(x0, x1, (y0 + y1) / 2) for x0, y0, x1, y1 in page.rules if y1 - y0 <= 2.5 < x1 - x0]
+    tall = [((x0 + x1) / 2, y0, y1) for x0, y0, x1, y1 in page.rules if x1 - x0 <= 2.5 < y1 - y0]
+    if len(flat) < 2 or len(tall) < 3:
+        return [], page.glyphs
+    parent = list(range(len(flat) + len(tall)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, (left, right, y) in enumerate(flat):
+        for j, (x, bottom, top) in enumerate(tall):
+            if left - 2 <= x <= right + 2 and bottom - 2 <= y <= top + 2:
+                parent[root(i)] = root(len(flat) + j)
+    members: dict[int, list[int]] = {}
+    for i in range(len(parent)):
+        members.setdefault(root(i), []).append(i)
+    grids: list[tuple[list[float], list[tuple[float, float, list[float]]]]] = []
+    for group in members.values():
+        rows_at = [flat[i][2] for i in group if i < len(flat)]
+        walls = [tall[i - len(flat)] for i in group if i >= len(flat)]
+        xs = _cluster(x for x, _, _ in walls)
+        ys = _cluster(rows_at)[::-1]
+        if len(xs) < 3 or len(ys) < 2:
+            continue
+        rows = []
+        for high, low in zip(ys, ys[1:]):
+            middle = (high + low) / 2
+            crossing = [
+                x
+                for x in xs
+                if any(abs(x - wx) <= 2 and wb - 1 <= middle <= wt + 1 for wx, wb, wt in walls)
+            ]
+            rows.append((high, low, crossing))
+        grids.append((xs, rows))
+    if not grids:
+        return [], page.glyphs
+    # every glyph inside a grid goes to its cell, in stream order
+    cells: list[list[list[list[Glyph]]]] = [
+        [[[] for _ in row[2][1:]] for row in rows] for _, rows in grids
+    ]
+    rest: list[Glyph] = []
+    for glyph in page.glyphs:
+        cx = (glyph.x0 + glyph.x1) / 2
+        cy = (glyph.bottom + glyph.top) / 2
+        placed = False
+        for g, (xs, rows) in enumerate(grids):
+            if not (xs[0] <= cx <= xs[-1] and rows[-1][1] <= cy <= rows[0][0]):
+                continue
+            for r, (high, low, crossing) in enumerate(rows):
+                if low <= cy <= high:
+                    for c, (a, b) in enumerate(zip(crossing, crossing[1:])):
+                        if a <= cx <= b:
+                            cells[g][r][c].append(glyph)
+                            placed = True
+                            break
+                    break
+            break
+        if not placed:
+            rest.append(glyph)
+    tables: list[_Line] = []
+    for (xs, rows), grid in zip(grids, cells):
+        table = [[_lines(_runs(cell), page.number) for cell in row] for row in grid if any(row)]
+        if not table or max(sum(1 for cell in row if cell) for row in table) < 2:
+            rest.extend(g for row in grid for cell in row for g in cell)  # not a table
+            continue
+        top, bottom = rows[0][0], rows[-1][1]
+        tables.append(
+            _Line(page.number, [], xs[0], xs[-1], top, bottom, top, 0.0, False, False, cells=table)
+        )
+    if len(rest) != len(page.glyphs):  # glyphs given back keep their stream order
+        order = {id(glyph): i for i, glyph in enumerate(page.glyphs)}
+        rest.sort(key=lambda glyph: order[id(glyph)])
+    return tables, rest
 
 
 # ---------------------------------------------------------------------------- furniture
@@ -552,9 +650,11 @@ def _sentence_end(text: str) -> bool:
 
 def _hyphen_join(a: str, b: str, stats: _Stats) -> str | None:
     """``a`` and ``b`` joined over a line-end hyphen, or None when ``a`` ends in none."""
-    if len(a) < 2 or a[-1] not in _HYPHENS or not a[-2].isalpha() or not b:
+    if len(a) < 2 or a[-1] not in _HYPHENS or not a[-2].isalnum() or not b:
         return None
     mark = a[-1]
+    if not a[-2].isalpha():  # "wasm32-": words are not hyphenated after a digit
+        return a + b if b[0].isalnum() else None
     if not b[0].isalpha():
         return a + b if b[0].isalnum() else None
     if mark == "\u00ad" or (stats.soft_hyphen and mark == stats.soft_hyphen):
@@ -727,6 +827,8 @@ def _text_breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
 
 def _breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
     """Whether ``b`` starts a new block after ``a``, the last line of ``block``."""
+    if block.kind == "table" or b.cells is not None:
+        return True
     kind = _kind(b, stats)
     if block.kind in ("paragraph", "list_item"):
         if kind == _Kind.HEADING:
@@ -751,6 +853,8 @@ def _breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
 
 
 def _start(line: _Line, stats: _Stats) -> _Open:
+    if line.cells is not None:
+        return _Open("table", [line])
     kind = _kind(line, stats)
     if kind == _Kind.CODE:
         return _Open("code", [line])
@@ -773,6 +877,10 @@ def _start(line: _Line, stats: _Stats) -> _Open:
 
 def _emit(block: _Open, stats: _Stats) -> LayoutBlock:
     pages = (block.lines[0].page, block.lines[-1].page)
+    if block.kind == "table":
+        cells = block.lines[0].cells or []
+        rows = [[_cell_text(cell, stats) for cell in row] for row in cells]
+        return LayoutBlock("table", "", pages, rows=rows)
     if block.kind == "code":
         return LayoutBlock("code", _code_text(block.lines), pages)
     if block.kind == "heading":
@@ -852,27 +960,76 @@ def _headings(blocks: list[_Open], stats: _Stats) -> None:
             block.level = 1 if ratio >= 1.3 else 2 if ratio >= 1.1 else 3
 
 
+def _place(tables: list[_Line], lines: list[_Line]) -> list[_Line]:
+    """Table lines put among a page's lines by height, in the column they sit in."""
+    for table in tables:
+        centre = (table.x0 + table.x1) / 2
+        groups = [line.group for line in lines if line.x0 <= centre <= line.x1] or [0]
+        table.group = groups[0]
+        at = len(lines)
+        for i, line in enumerate(lines):
+            if line.group == table.group and line.base < table.top:
+                at = i
+                break
+            if line.group > table.group:
+                at = i
+                break
+        lines.insert(at, table)
+    return lines
+
+
+def _cell_text(lines: list[_Line], stats: _Stats) -> str:
+    text = ""
+    for line in lines:
+        text = _join(text, line.text, stats) if text else line.text
+    return " ".join(text.split())
+
+
+def _merge_tables(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
+    """A table that goes on on the next page (or column) is one table; the header row
+    the renderer repeats there is dropped."""
+    out: list[LayoutBlock] = []
+    for block in blocks:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.kind == block.kind == "table"
+            and block.pages[0] in (last.pages[1], last.pages[1] + 1)
+            and len(last.rows[0]) == len(block.rows[0])
+        ):
+            rows = block.rows[1:] if block.rows[0] == last.rows[0] else block.rows
+            last.rows.extend(rows)
+            last.pages = (last.pages[0], block.pages[1])
+            continue
+        out.append(block)
+    return out
+
+
 def layout(pages: list[Page]) -> list[LayoutBlock]:
     """The document's blocks in reading order, without page furniture."""
-    page_runs = [_runs(page.glyphs) for page in pages]
+    found = [_tables(page) for page in pages]
+    page_runs = [_runs(glyphs) for _, glyphs in found]
     whole = [_lines(runs, page.number) for page, runs in zip(pages, page_runs)]
     drop = _furniture(pages, whole)
     lines: list[_Line] = []
-    for page, runs, page_lines_, dropped in zip(pages, page_runs, whole, drop):
+    for page, (tables, _), runs, page_lines_, dropped in zip(pages, found, page_runs, whole, drop):
         gone = {id(run) for i in dropped for run in page_lines_[i].runs}
         kept = [run for run in runs if id(run) not in gone]
         columns = _columns(kept)
         if len(columns) == 1:  # the page's lines as found, less its furniture
-            lines.extend(line for i, line in enumerate(page_lines_) if i not in dropped)
-            continue
-        for group, column in enumerate(columns):
-            for line in _lines(column, page.number):
-                line.group = group
-                lines.append(line)
+            page_lines_ = [line for i, line in enumerate(page_lines_) if i not in dropped]
+        else:
+            page_lines_ = []
+            for group, column in enumerate(columns):
+                for line in _lines(column, page.number):
+                    line.group = group
+                    page_lines_.append(line)
+        lines.extend(_place(tables, page_lines_))
     if not lines:
         return []
-    stats = _stats(lines)
-    _frames(lines, stats)
+    text_lines = [line for line in lines if line.cells is None]
+    stats = _stats(text_lines or lines)
+    _frames(text_lines, stats)
     opened: list[_Open] = []
     block = _start(lines[0], stats)
     for a, b in zip(lines, lines[1:]):
@@ -885,4 +1042,4 @@ def layout(pages: list[Page]) -> list[LayoutBlock]:
                 block.text = _join(block.text, b.text, stats)
     opened.append(block)
     _headings(opened, stats)
-    return [_emit(block, stats) for block in opened]
+    return _merge_tables([_emit(block, stats) for block in opened])

@@ -136,6 +136,23 @@ def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
         space = False
 
 
+def _rules(raw: Any, page: Any) -> list[tuple[float, float, float, float]]:
+    """The bounds of the page's thin shapes (a table's rules), not those inside forms."""
+    handle = page.raw
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    refs = [ctypes.byref(v) for v in (left, bottom, right, top)]
+    path = raw.FPDF_PAGEOBJ_PATH
+    found = []
+    for index in range(raw.FPDFPage_CountObjects(handle)):
+        obj = raw.FPDFPage_GetObject(handle, index)
+        if raw.FPDFPageObj_GetType(obj) != path or not raw.FPDFPageObj_GetBounds(obj, *refs):
+            continue
+        width, height = right.value - left.value, top.value - bottom.value
+        if min(width, height) <= 2.5 < max(width, height):
+            found.append((left.value, bottom.value, right.value, top.value))
+    return found
+
+
 def _metadata(raw: Any, document: Any, pages: int) -> dict[str, Any]:
     found: dict[str, Any] = {"pages": pages}
     try:
@@ -181,9 +198,10 @@ class PdfParser:
                     glyphs = list(_page_glyphs(raw, textpage))
                 finally:
                     textpage.close()
+                rules = _rules(raw, page) if glyphs else []
             finally:
                 page.close()
-            yield Page(number + 1, left, bottom, right, top, glyphs)
+            yield Page(number + 1, left, bottom, right, top, glyphs, rules)
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         _, raw = _pdfium()
@@ -205,6 +223,8 @@ class PdfParser:
                 builder.list_item(block.text, block.level, block.ordered, page=page)
             elif block.kind == "code":
                 builder.code(block.text, page=page)
+            elif block.kind == "table":
+                builder.table(block.rows, page=page)
             else:
                 builder.paragraph(block.text, page=page)
         if builder.empty:
