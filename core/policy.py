@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rechunk.chunk import Chunker
-from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
+from rechunk.chunkers import (
+    CDCChunker,
+    CodeChunker,
+    FixedChunker,
+    RecursiveChunker,
+    StructuredChunker,
+)
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError
 
@@ -13,7 +19,7 @@ __all__ = ["DEFAULT_POLICY", "POLICIES", "STUDY_HARD_MAX", "policy_for", "sized_
 
 #: The study's frozen parameters (for a 512-token model window).
 STUDY_HARD_MAX = 512
-POLICIES = ("structured", "fixed", "recursive", "cdc")
+POLICIES = ("structured", "fixed", "recursive", "cdc", "code")
 #: The policy sync and the command line use unless told otherwise: it re-embeds least
 #: on the dev revisions and retrieves at least as well (docs/benchmarks.md).
 DEFAULT_POLICY = "structured"
@@ -27,7 +33,7 @@ def sized_params(kind: str, content_tokens: int | None) -> dict[str, int]:
     """The parameters :func:`policy_for` gives a ``kind`` for a model reading ``content_tokens``.
 
     The study's sizes (fixed 304, recursive 400, cdc 176/352, structured 280/400,
-    hard maximum 512), scaled by ``content_tokens / 512`` when that is below 1
+    code 250/416, hard maximum 512), scaled by ``content_tokens / 512`` when that is below 1
     (``None``: unknown window, the study's sizes).
     """
     content = STUDY_HARD_MAX if content_tokens is None else content_tokens
@@ -43,6 +49,8 @@ def sized_params(kind: str, content_tokens: int | None) -> dict[str, int]:
         params = {"min_tokens": _scaled(280, scale), "max_tokens": _scaled(400, scale)}
     elif kind == "cdc":
         params = {"min_tokens": _scaled(176, scale), "max_tokens": _scaled(352, scale)}
+    elif kind == "code":
+        params = {"min_tokens": _scaled(250, scale), "max_tokens": _scaled(416, scale)}
     else:
         raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(POLICIES)}")
     params["hard_max_tokens"] = min(STUDY_HARD_MAX, content)
@@ -56,9 +64,13 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     512) and the structured policy's (280/400) are scaled by
     ``(max_input_tokens - special tokens) / 512`` when the model reads fewer than
     512 content tokens (all-MiniLM-L6-v2: 254/512, so fixed 150, recursive 198,
-    cdc 87/174, structured 138/198, hard maximum 254). Tokens are counted
-    with the embedder's own tokenizer when it exposes one (``embedder.tokenizer``).
-    ``overrides`` replace any parameter.
+    cdc 87/174, structured 138/198, code 124/206, hard maximum 254). Tokens are
+    counted with the embedder's own tokenizer when it exposes one
+    (``embedder.tokenizer``). ``overrides`` replace any parameter.
+
+    ``kind="code"`` needs ``language=`` (``"python"``, ``"rust"``, ...; see
+    :func:`rechunk.chunkers.language_for`) and returns a
+    :class:`~rechunk.CodeChunker` (``ConfigError`` for a language without a grammar).
     """
     window = embedder.max_input_tokens
     special = int(getattr(embedder, "special_tokens", 0) or 0)
@@ -67,6 +79,15 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
         raise ConfigError(f"{embedder.model_id} reads only {content} content tokens")
     tokenizer = overrides.pop("tokenizer", getattr(embedder, "tokenizer", None))
     params = sized_params(kind, content)
+    if kind == "code":
+        language = overrides.pop("language", None)
+        if language is None:
+            raise ConfigError(
+                "the code policy needs language=, e.g. policy_for(embedder, 'code', "
+                "language='python')"
+            )
+        params.update(overrides)
+        return CodeChunker(language, tokenizer=tokenizer, **params)
     params.update(overrides)
     factories: dict[str, Any] = {
         "fixed": FixedChunker,

@@ -1,0 +1,790 @@
+"""Code benchmark: R_c of the code policy and the code splitters on real commits.
+
+On the source-code revision pairs of ``../shared/revisions/code-dev.jsonl`` (60 pairs
+of one file each, in Python, JavaScript, Go, Rust, Java and C), every splitter is
+length-matched twice: re-sized until the median of its chunks (all old and new
+versions, all-MiniLM-L6-v2 tokens) is as close as its size parameter allows to 150
+and then to 300 tokens. At each size it reports:
+
+* R_c = ``rechunk.recompute_fraction(old_chunks, new_chunks)`` per pair, averaged over
+  pairs overall, per language and per edit band, with paired bootstrap intervals of
+  each splitter's difference from the code policy;
+* drift: the tokens of new chunks lying wholly before the first change or wholly
+  after the last change that have no byte-identical old chunk (unchanged text
+  re-embedded only because a boundary moved), over all new tokens; and the same
+  tokens over the tokens lying wholly before / after;
+* whether the chunks tile the file byte for byte (their strings, joined, give it back);
+* chunking speed (MB/s of UTF-8 input, the fastest of ``--repeat`` cold passes with a
+  fresh splitter object and a fresh tokenizer copy);
+* the share of chunks over MiniLM's 254 content tokens (they would be truncated).
+
+Anchors: LangChain ``RecursiveCharacterTextSplitter.from_language`` and with its
+default separators, semantic-text-splitter ``CodeSplitter`` (with the grammar
+wheels), LlamaIndex ``CodeSplitter`` (token mode, with a parser built from the
+grammar wheels). chonkie's ``CodeChunker`` and CocoIndex are reported as not run,
+with the reason. Every chunk string goes through ``rechunk.embedding_input`` and is
+counted with the same tokenizer, so only the boundaries differ.
+
+    python benchmarks/code.py                    # full run; writes docs + results
+    python benchmarks/code.py --only rechunk-code  # print the section, write nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import rechunk
+from rechunk import Chunk
+from rechunk.tokens import HFTokenCounter, default_tokenizer_path, resolve_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _report
+
+PAIRS_PATH = _report.ROOT.parent / "shared" / "revisions" / "code-dev.jsonl"
+RESULTS = Path(__file__).resolve().parent / "results" / "code.json"
+COMMAND = "python benchmarks/code.py"
+LANGS = ("python", "javascript", "go", "rust", "java", "c")
+BANDS = ("small", "medium", "large", "extreme")
+TARGETS = (150, 300)
+WINDOW = 254  # MiniLM's content tokens: longer chunks are truncated
+REPEAT = 2
+BOOTSTRAP = 2000
+SEED = 7
+#: the code policy's min_tokens as a share of its max_tokens (the one size knob scales both)
+CODE_MIN_SHARE = 0.6
+REFERENCE = "rechunk-code"
+
+# -- tokenizer ---------------------------------------------------------------------------
+
+
+def _fresh_counter() -> HFTokenCounter:
+    """A new counter over all-MiniLM-L6-v2's tokenizer.json (empty memo: a cold pass)."""
+    from tokenizers import Tokenizer
+
+    return HFTokenCounter(Tokenizer.from_file(str(default_tokenizer_path())))
+
+
+def _fresh_tokenizer() -> Any:
+    """A ``tokenizers.Tokenizer`` copy with truncation and padding off."""
+    return _fresh_counter().tokenizer
+
+
+def _grammar(lang: str) -> Any:
+    """The tree-sitter language capsule of a grammar wheel (what the anchors take)."""
+    import importlib
+
+    from rechunk.chunkers.code_languages import LANGUAGES
+
+    spec = LANGUAGES[lang]
+    return getattr(importlib.import_module(spec.module), spec.function)()
+
+
+# -- splitters ---------------------------------------------------------------------------
+#
+# A splitter factory takes the size parameter and returns ``split(text, lang)``, which
+# gives either rechunk Chunks (with spans) or the splitter's own strings.
+
+Split = Callable[[str, str], Sequence[Any]]
+
+
+def _per_language(make: Callable[[str], Callable[[str], Sequence[Any]]]) -> Split:
+    """One splitter object per language, built at first use (inside the timed pass)."""
+    made: dict[str, Callable[[str], Sequence[Any]]] = {}
+
+    def split(text: str, lang: str) -> Sequence[Any]:
+        fn = made.get(lang)
+        if fn is None:
+            fn = made[lang] = make(lang)
+        return fn(text)
+
+    return split
+
+
+def _rechunk_code(size: int) -> Split:
+    counter = _fresh_counter()
+    low = max(1, round(size * CODE_MIN_SHARE))
+
+    def make(lang: str) -> Callable[[str], Sequence[Any]]:
+        return rechunk.CodeChunker(
+            lang,
+            min_tokens=low,
+            max_tokens=size,
+            tokenizer=counter,
+            hard_max_tokens=max(512, size),
+        ).chunk
+
+    return _per_language(make)
+
+
+def _rechunk_structured(size: int) -> Split:
+    chunker = rechunk.StructuredChunker(
+        min_tokens=max(1, round(size * 0.69)),
+        max_tokens=size,
+        tokenizer=_fresh_counter(),
+        hard_max_tokens=max(512, size),
+    )
+    return lambda text, lang: chunker.chunk(text)
+
+
+def _token_length() -> Callable[[str], int]:
+    tok = _fresh_tokenizer()
+
+    def length(text: str) -> int:
+        return len(tok.encode(text, add_special_tokens=False).ids)
+
+    return length
+
+
+_LANGCHAIN = {
+    "python": "PYTHON",
+    "javascript": "JS",
+    "go": "GO",
+    "rust": "RUST",
+    "java": "JAVA",
+    "c": "C",
+}
+
+
+def _langchain_language(size: int) -> Split:
+    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
+    length = _token_length()
+
+    def make(lang: str) -> Callable[[str], Sequence[Any]]:
+        splitter = RecursiveCharacterTextSplitter.from_language(
+            Language[_LANGCHAIN[lang]], chunk_size=size, chunk_overlap=0, length_function=length
+        )
+        return splitter.split_text
+
+    return _per_language(make)
+
+
+def _langchain_default(size: int) -> Split:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=size, chunk_overlap=0, length_function=_token_length()
+    )
+    return lambda text, lang: splitter.split_text(text)
+
+
+def _text_splitter(size: int) -> Split:
+    from semantic_text_splitter import CodeSplitter
+
+    tok = _fresh_tokenizer()
+
+    def make(lang: str) -> Callable[[str], Sequence[Any]]:
+        splitter = CodeSplitter.from_huggingface_tokenizer(_grammar(lang), tok, size)
+        return splitter.chunks
+
+    return _per_language(make)
+
+
+def _llamaindex(size: int) -> Split:
+    from llama_index.core.node_parser import CodeSplitter
+    from tree_sitter import Language, Parser
+
+    tok = _fresh_tokenizer()
+
+    def ids(text: str) -> list[int]:
+        out: list[int] = tok.encode(text, add_special_tokens=False).ids
+        return out
+
+    def make(lang: str) -> Callable[[str], Sequence[Any]]:
+        splitter = CodeSplitter(
+            language=lang,
+            count_mode="token",
+            max_tokens=size,
+            tokenizer=ids,
+            parser=Parser(Language(_grammar(lang))),
+        )
+        return splitter.split_text
+
+    return _per_language(make)
+
+
+#: name -> (factory of a split function from a size, what the size parameter is)
+SPLITTERS: dict[str, tuple[Callable[[int], Split], str]] = {
+    REFERENCE: (_rechunk_code, f"max_tokens (min_tokens = {CODE_MIN_SHARE:g} of it)"),
+    "rechunk-structured": (_rechunk_structured, "max_tokens (min_tokens = 0.69 of it)"),
+    "langchain-from-language": (_langchain_language, "chunk_size (MiniLM tokens)"),
+    "langchain-default": (_langchain_default, "chunk_size (MiniLM tokens)"),
+    "text-splitter-code": (_text_splitter, "capacity (MiniLM tokens)"),
+    "llamaindex-code": (_llamaindex, "max_tokens (count_mode='token')"),
+}
+#: anchors of issue #38 that are not run here, and why
+NOT_RUN = {
+    "chonkie-code": (
+        "chonkie 1.7's CodeChunker imports tree-sitter-language-pack 1.x and calls its "
+        "download_all() (grammars fetched at first use), which cannot run offline here; "
+        "the grammar wheels cannot be handed to it"
+    ),
+    "cocoindex-recursive": "CocoIndex is not installed in this environment",
+}
+ANCHORS = [n for n in SPLITTERS if not n.startswith("rechunk-")]
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def _error(exc: BaseException) -> str:
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message[:200]}"
+
+
+def _as_chunks(raw: Sequence[Any], counter: Any) -> tuple[list[Chunk], list[str] | None]:
+    """rechunk Chunks as they are; strings as embedding inputs counted by ``counter``."""
+    if raw and isinstance(raw[0], Chunk):
+        return list(raw), None
+    strings = [str(s) for s in raw]
+    inputs = [s for s in map(rechunk.embedding_input, strings) if s]
+    counts = counter.count_many(inputs)
+    return [Chunk(-1, -1, s, n) for s, n in zip(inputs, counts)], strings
+
+
+def _chunk_all(
+    name: str, size: int, pairs: list[dict[str, Any]]
+) -> tuple[list[list[Chunk] | None], list[bool | None], float, list[str | None]]:
+    """Chunk every old and new text once with a fresh splitter: chunks (None on failure),
+    lossless tiling per text, seconds of the splitter's own calls, errors."""
+    factory, _ = SPLITTERS[name]
+    counter = resolve_tokenizer(None)
+    split = factory(size)
+    outputs: list[list[Chunk] | None] = []
+    tiles: list[bool | None] = []
+    errors: list[str | None] = []
+    seconds = 0.0
+    for pair in pairs:
+        for version in ("old", "new"):
+            text = pair[version]
+            t0 = time.perf_counter()
+            try:
+                raw = split(text, pair["lang"])
+            except Exception as exc:  # an anchor that raises on a file: counted, not fatal
+                seconds += time.perf_counter() - t0
+                outputs.append(None)
+                tiles.append(None)
+                errors.append(_error(exc))
+                continue
+            seconds += time.perf_counter() - t0
+            chunks, strings = _as_chunks(raw, counter)
+            if strings is None:
+                bounds = [c.start for c in chunks] + [chunks[-1].end if chunks else 0]
+                ok = bool(chunks) and bounds[0] == 0 and bounds[-1] == len(text)
+                ok = ok and all(a.end == b.start for a, b in zip(chunks, chunks[1:]))
+            else:
+                ok = "".join(strings) == text
+            outputs.append(chunks)
+            tiles.append(ok)
+            errors.append(None)
+    return outputs, tiles, seconds, errors
+
+
+def _median(outputs: list[list[Chunk] | None]) -> float:
+    tokens = [c.tokens for out in outputs if out for c in out]
+    return float(statistics.median(tokens)) if tokens else 0.0
+
+
+def _match(name: str, target: int, pairs: list[dict[str, Any]]) -> tuple[int, dict[int, float]]:
+    """The size whose median chunk is closest to ``target``, and every size tried with its
+    median. Proportional steps first (the median grows about linearly with the size), then
+    bisection between the closest sizes below and above the target."""
+    tried: dict[int, float] = {}
+
+    def median(size: int) -> float:
+        if size not in tried:
+            tried[size] = _median(_chunk_all(name, size, pairs)[0])
+        return tried[size]
+
+    size = round(1.3 * target)
+    for _ in range(4):
+        got = median(size)
+        step = max(1, round(size * target / got)) if got else size * 2
+        if step == size:
+            break
+        size = step
+    for _ in range(12):
+        below = [s for s, m in tried.items() if m < target]
+        above = [s for s, m in tried.items() if m >= target]
+        if not above:
+            median(max(tried) * 2)
+            continue
+        if not below:
+            median(max(1, min(tried) // 2))
+            continue
+        lo, hi = max(below), min(above)
+        if hi - lo <= 1 or lo > hi:
+            break
+        median((lo + hi) // 2)
+    best = min(tried, key=lambda s: (abs(tried[s] - target), s))
+    return best, tried
+
+
+def _common_ends(old: str, new: str) -> tuple[int, int]:
+    """Lengths of the common prefix and the common suffix (not overlapping it)."""
+    limit = min(len(old), len(new))
+    prefix = 0
+    step = 4096
+    while prefix < limit:
+        end = min(limit, prefix + step)
+        if old[prefix:end] == new[prefix:end]:
+            prefix = end
+            continue
+        while old[prefix] == new[prefix]:
+            prefix += 1
+        break
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
+
+
+def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> dict[str, int]:
+    """Tokens of distinct new inputs lying wholly before the first change / after the last
+    change of the (embedding-input) text, and of those the ones with no identical old input.
+
+    Chunks are located in order in the new version's embedding input, so every splitter
+    is measured the same way whether or not it reports offsets.
+    """
+    before_text = rechunk.embedding_input(old_text)
+    after_text = rechunk.embedding_input(new_text)
+    prefix, suffix = _common_ends(before_text, after_text)
+    tail = len(after_text) - suffix
+    olds = {c.text for c in old}
+    seen: set[str] = set()
+    out = {"total": 0, "before": 0, "before_moved": 0, "after": 0, "after_moved": 0}
+    cursor = 0
+    for chunk in new:
+        at = after_text.find(chunk.text, cursor)
+        if at >= 0:
+            cursor = at + len(chunk.text)
+        if chunk.text in seen:
+            continue
+        seen.add(chunk.text)
+        out["total"] += chunk.tokens
+        if at < 0:
+            continue
+        moved = chunk.text not in olds
+        if at + len(chunk.text) <= prefix:
+            out["before"] += chunk.tokens
+            out["before_moved"] += chunk.tokens * moved
+        elif at >= tail:
+            out["after"] += chunk.tokens
+            out["after_moved"] += chunk.tokens * moved
+    return out
+
+
+def _measure(name: str, size: int, pairs: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
+    runs = [_chunk_all(name, size, pairs) for _ in range(repeat)]
+    outputs, tiles, _, errors = runs[0]
+    texts = [p[v] for p in pairs for v in ("old", "new")]
+    done = [out is not None for out in outputs]
+    nbytes = sum(len(t.encode("utf-8")) for t, ok in zip(texts, done) if ok)
+    best = min(seconds for _, _, seconds, _ in runs)
+    deterministic = all(
+        [None if o is None else [c.text for c in o] for o in run[0]]
+        == [None if o is None else [c.text for c in o] for o in outputs]
+        for run in runs[1:]
+    )
+    rows: list[dict[str, Any]] = []
+    for k, pair in enumerate(pairs):
+        old, new = outputs[2 * k], outputs[2 * k + 1]
+        row: dict[str, Any] = {
+            "id": pair["id"],
+            "lang": pair["lang"],
+            "band": pair["band"],
+            "edit_fraction": pair["edit_fraction"],
+        }
+        if old is None or new is None:
+            row["error"] = errors[2 * k] or errors[2 * k + 1]
+        else:
+            row["rc"] = rechunk.recompute_fraction(old, new)
+            row["control"] = rechunk.recompute_fraction(old, old)
+            row["drift"] = _drift(pair["old"], pair["new"], old, new)
+        rows.append(row)
+    tokens = [c.tokens for out in outputs if out for c in out]
+    return {
+        "name": name,
+        "size": size,
+        "median_tokens": statistics.median(tokens) if tokens else None,
+        "token_weighted_mean": sum(t * t for t in tokens) / sum(tokens) if tokens else None,
+        "chunks": len(tokens),
+        "max_tokens": max(tokens) if tokens else None,
+        "over_window": sum(1 for t in tokens if t > WINDOW) / len(tokens) if tokens else None,
+        "tiles": all(t for t in tiles if t is not None) if any(t is not None for t in tiles) else None,
+        "tiling_texts": sum(1 for t in tiles if t),
+        "texts": len(texts),
+        "failed_pairs": [r["id"] for r in rows if "error" in r],
+        "first_error": next((r["error"] for r in rows if "error" in r), None),
+        "deterministic": deterministic,
+        "mbps": nbytes / 1e6 / best if best > 0 else None,
+        "seconds": [run[2] for run in runs],
+        "pairs": rows,
+        **_summary(rows),
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in rows if "rc" in r]
+    cells: dict[str, Any] = {"all": _mean([r["rc"] for r in ok])}
+    for lang in LANGS:
+        cells[lang] = _mean([r["rc"] for r in ok if r["lang"] == lang])
+    for band in BANDS:
+        cells[band] = _mean([r["rc"] for r in ok if r["band"] == band])
+    for lang in LANGS:
+        cells[f"{lang}/small"] = _mean(
+            [r["rc"] for r in ok if r["lang"] == lang and r["band"] == "small"]
+        )
+
+    def share(part: str, whole: str) -> float | None:
+        total = sum(r["drift"][whole] for r in ok)
+        return sum(r["drift"][part] for r in ok) / total if total else None
+
+    drift = {
+        # the target's measure: moved tokens before + after, over all new tokens (mean of pairs)
+        "moved_of_new": _mean(
+            [
+                (r["drift"]["before_moved"] + r["drift"]["after_moved"]) / r["drift"]["total"]
+                for r in ok
+                if r["drift"]["total"]
+            ]
+        ),
+        "small_moved_of_new": _mean(
+            [
+                (r["drift"]["before_moved"] + r["drift"]["after_moved"]) / r["drift"]["total"]
+                for r in ok
+                if r["drift"]["total"] and r["band"] == "small"
+            ]
+        ),
+        # the issue's framing: moved tokens over the tokens lying there (pooled over pairs)
+        "before_share": share("before_moved", "before"),
+        "after_share": share("after_moved", "after"),
+    }
+    return {
+        "rc": cells,
+        "drift": drift,
+        "control_max": max((r["control"] for r in ok), default=None),
+    }
+
+
+def _paired(results: list[dict[str, Any]], reference: str) -> dict[str, Any]:
+    """Each splitter's R_c minus the reference's, per pair, with 95% bootstrap intervals
+    over pairs (resampled with replacement), overall, per language and per band."""
+    by_name = {r["name"]: r for r in results}
+    ref = {row["id"]: row for row in by_name[reference]["pairs"] if "rc" in row}
+    rng = random.Random(SEED)
+    out: dict[str, Any] = {}
+    for name, r in by_name.items():
+        if name == reference:
+            continue
+        cells: dict[str, Any] = {}
+        for cell in ("all", *LANGS, *BANDS):
+            diffs = [
+                row["rc"] - ref[row["id"]]["rc"]
+                for row in r["pairs"]
+                if "rc" in row
+                and row["id"] in ref
+                and cell in ("all", row["lang"], row["band"])
+            ]
+            if not diffs:
+                cells[cell] = None
+                continue
+            means = sorted(
+                statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(BOOTSTRAP)
+            )
+            cells[cell] = {
+                "n": len(diffs),
+                "diff": statistics.fmean(diffs),
+                "low": means[int(0.025 * BOOTSTRAP)],
+                "high": means[int(0.975 * BOOTSTRAP) - 1],
+            }
+        out[name] = cells
+    return out
+
+
+def load_pairs(path: Path = PAIRS_PATH) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise SystemExit(f"code revision pairs not found at {path} (the shared/ folder is absent)")
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def run(
+    names: Sequence[str] | None = None,
+    pairs: list[dict[str, Any]] | None = None,
+    repeat: int = REPEAT,
+    targets: Sequence[int] = TARGETS,
+) -> dict[str, Any]:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    names = list(SPLITTERS) if names is None else list(names)
+    pairs = load_pairs() if pairs is None else pairs
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    sizes: dict[str, Any] = {}
+    for target in targets:
+        results = []
+        for name in names:
+            try:
+                size, tried = _match(name, target, pairs)
+            except Exception as exc:
+                results.append({"name": name, "available": False, "reason": _error(exc)})
+                continue
+            result = _measure(name, size, pairs, repeat)
+            result["available"] = True
+            result["tried"] = {str(k): v for k, v in sorted(tried.items())}
+            results.append(result)
+            print(
+                f"{target}: {name} size {size} median {result['median_tokens']} "
+                f"R_c {100 * (result['rc']['all'] or 0):.1f}",
+                file=sys.stderr,
+            )
+        ok = [r for r in results if r["available"]]
+        anchors = [r for r in ok if r["name"] in ANCHORS and r["rc"]["all"] is not None]
+        best = min(anchors, key=lambda r: r["rc"]["all"])["name"] if anchors else None
+        sizes[str(target)] = {
+            "splitters": results,
+            "best_anchor": best,
+            "paired": _paired(ok, REFERENCE) if any(r["name"] == REFERENCE for r in ok) else {},
+        }
+    return {
+        "benchmark": "code",
+        "machine": _report.machine(),
+        "command": COMMAND,
+        "dataset": {
+            "path": "../shared/revisions/code-dev.jsonl",
+            "pairs": len(pairs),
+            "bytes": sum(len(p[k].encode("utf-8")) for p in pairs for k in ("old", "new")),
+            "n": {
+                key: sum(1 for p in pairs if key in (p["lang"], p["band"]))
+                for key in (*LANGS, *BANDS)
+            },
+        },
+        "tokenizer": f"all-MiniLM-L6-v2 tokenizer.json ({resolve_tokenizer(None).identity}), "
+        "no special tokens",
+        "repeat": repeat,
+        "targets": list(targets),
+        "not_run": NOT_RUN,
+        "code_min_share": CODE_MIN_SHARE,
+        "seconds_total": time.perf_counter() - t0,
+        "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+        "sizes": sizes,
+    }
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{100 * value:.{digits}f}"
+
+
+def _interval(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return "–"
+    return f"{100 * cell['diff']:+.1f} [{100 * cell['low']:+.1f}, {100 * cell['high']:+.1f}]"
+
+
+def _targets(results: dict[str, Any]) -> list[str]:
+    """One line per target of issue #38: met or not, with the numbers."""
+    lines = []
+    sizes = results["sizes"]
+    lowest_everywhere = []
+    for target, block in sizes.items():
+        ok = {r["name"]: r for r in block["splitters"] if r.get("available")}
+        ref = ok.get(REFERENCE)
+        if ref is None:
+            continue
+        lost = [
+            f"{lang} ({name} {_pct(r['rc'][lang])} < {_pct(ref['rc'][lang])})"
+            for lang in LANGS
+            for name, r in ok.items()
+            if name in ANCHORS and r["rc"][lang] is not None and r["rc"][lang] < ref["rc"][lang]
+        ]
+        lowest_everywhere.append((target, lost))
+    for target, lost in lowest_everywhere:
+        lines.append(
+            f"- Lowest R_c in every language at {target}: "
+            + ("**met**." if not lost else "**not met**: " + "; ".join(lost) + ".")
+        )
+    for target, block in sizes.items():
+        best = block["best_anchor"]
+        cell = block["paired"].get(best, {}).get("all") if best else None
+        if cell is None:
+            continue
+        met = cell["diff"] >= 0.03 and cell["low"] > 0
+        lines.append(
+            f"- Overall at least 3 points below the best anchor (`{best}`) with the interval "
+            f"above zero, at {target}: {'**met**' if met else '**not met**'} "
+            f"({_interval(cell)} points)."
+        )
+    block = sizes.get("150")
+    if block:
+        ref = next((r for r in block["splitters"] if r["name"] == REFERENCE), None)
+        if ref and ref.get("available"):
+            small = ref["rc"]["small"]
+            lines.append(
+                f"- Small edits at 150 at most 10%: {'**met**' if small <= 0.10 else '**not met**'} "
+                f"({_pct(small)}%)."
+            )
+    for target, block in sizes.items():
+        ref = next((r for r in block["splitters"] if r["name"] == REFERENCE), None)
+        if ref and ref.get("available"):
+            moved = ref["drift"]["moved_of_new"]
+            lines.append(
+                f"- Drift under 1% at {target}: {'**met**' if moved < 0.01 else '**not met**'} "
+                f"({_pct(moved, 2)}% of new tokens; {_pct(ref['drift']['before_share'])}% of the "
+                f"tokens before the first change and {_pct(ref['drift']['after_share'])}% of those "
+                "after the last)."
+            )
+    for target, block in sizes.items():
+        ok = [r for r in block["splitters"] if r.get("available")]
+        ref = next((r for r in ok if r["name"] == REFERENCE), None)
+        fastest = max(
+            (r for r in ok if r["name"] in ANCHORS and r["mbps"]), key=lambda r: r["mbps"], default=None
+        )
+        if ref and fastest:
+            met = ref["mbps"] >= fastest["mbps"]
+            lines.append(
+                f"- Chunking at least as fast as the fastest anchor at {target}: "
+                f"{'**met**' if met else '**not met**'} ({ref['mbps']:.2f} MB/s against "
+                f"`{fastest['name']}` {fastest['mbps']:.2f})."
+            )
+    return lines
+
+
+def to_markdown(results: dict[str, Any]) -> str:
+    ds = results["dataset"]
+    lines = [
+        "## Code: R_c of the code policy and the code splitters on real commits",
+        "",
+        f"Machine: {results['machine']}. Reproduce: `{results['command']}` (whole run "
+        f"{results['seconds_total']:.0f} s; raw numbers in `benchmarks/results/code.json`). "
+        "1-minute load average before/after: "
+        f"{results['load_average_1min']['before']:.2f}/{results['load_average_1min']['after']:.2f}.",
+        "",
+        f"{ds['pairs']} revision pairs of source files from `{ds['path']}` "
+        f"({ds['bytes'] / 1e6:.2f} MB of old+new text; "
+        + ", ".join(f"{lang} {ds['n'][lang]}" for lang in LANGS)
+        + "; bands "
+        + ", ".join(f"{band} {ds['n'][band]}" for band in BANDS)
+        + f"). Tokenizer for every splitter: {results['tokenizer']}. Every splitter is "
+        "length-matched: its size parameter is bisected until the median of its chunks (old "
+        "and new versions of all pairs) is as close to the target as the parameter allows. "
+        f"The code policy's one size knob is `max_tokens`, with `min_tokens` = "
+        f"{results['code_min_share']:g} of it. R_c is the mean of per-pair R_c; chunk strings "
+        "go through `rechunk.embedding_input` and are counted with the same tokenizer. "
+        "Not run: "
+        + "; ".join(f"`{name}`: {why}" for name, why in results["not_run"].items())
+        + ".",
+        "",
+        "### Targets of issue #38",
+        "",
+        *_targets(results),
+        "",
+    ]
+    for target, block in results["sizes"].items():
+        ok = [r for r in block["splitters"] if r.get("available")]
+        missing = [r for r in block["splitters"] if not r.get("available")]
+        best = block["best_anchor"]
+        lines += [
+            f"### Median chunk {target} tokens",
+            "",
+            "R_c in % (mean over pairs); drift: tokens of new chunks wholly before the first "
+            "or after the last change with no identical old chunk, % of new tokens (mean over "
+            f"pairs); before / after: the same tokens as % of the tokens lying there (pooled); "
+            f">{WINDOW}: % of chunks MiniLM would truncate.",
+            "",
+            "| splitter | size | median tok | R_c all | small | medium | large | extreme "
+            f"| drift | before / after | >{WINDOW} | tiles | MB/s | failed pairs |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
+        ]
+        for r in ok:
+            rc, drift = r["rc"], r["drift"]
+            failed = len(r["failed_pairs"])
+            lines.append(
+                f"| `{r['name']}` | {r['size']} | {r['median_tokens']:g} | **{_pct(rc['all'])}** | "
+                f"{_pct(rc['small'])} | {_pct(rc['medium'])} | {_pct(rc['large'])} | "
+                f"{_pct(rc['extreme'])} | {_pct(drift['moved_of_new'], 2)} | "
+                f"{_pct(drift['before_share'])} / {_pct(drift['after_share'])} | "
+                f"{_pct(r['over_window'])} | {'yes' if r['tiles'] else 'no'} | "
+                f"{r['mbps']:.2f} | {failed} |"
+            )
+        for r in missing:
+            lines.append(f"| `{r['name']}` | unavailable: {r['reason']} |" + " |" * 13)
+        lines += [
+            "",
+            "R_c per language (%):",
+            "",
+            "| splitter | " + " | ".join(LANGS) + " |",
+            "|---|" + "---:|" * len(LANGS),
+        ]
+        for r in ok:
+            lines.append(
+                f"| `{r['name']}` | " + " | ".join(_pct(r["rc"][lang]) for lang in LANGS) + " |"
+            )
+        paired = block["paired"]
+        if paired:
+            cells = ("all", *LANGS, *BANDS)
+            lines += [
+                "",
+                f"Paired differences, each splitter's R_c minus `{REFERENCE}`'s, in points, with "
+                f"95% bootstrap intervals over pairs ({BOOTSTRAP} resamples, seed {SEED}); "
+                f"positive: the code policy re-embeds less. Best anchor at this size: `{best}`.",
+                "",
+                "| splitter | " + " | ".join(cells) + " |",
+                "|---|" + "---:|" * len(cells),
+            ]
+            for name, row in paired.items():
+                lines.append(
+                    f"| `{name}` | " + " | ".join(_interval(row[c]) for c in cells) + " |"
+                )
+        notes = []
+        for r in ok:
+            if r["first_error"]:
+                notes.append(f"`{r['name']}` failed on {', '.join(r['failed_pairs'])}: {r['first_error']}")
+            if not r["deterministic"]:
+                notes.append(f"`{r['name']}` chunked some text differently in two passes")
+            if r["control_max"]:
+                notes.append(f"`{r['name']}` no-edit control not zero ({r['control_max']})")
+        lines += ["", "Notes: " + ("; ".join(notes) if notes else "no failures; every splitter "
+                  "deterministic; no-edit control exactly 0 for all") + ".", ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=list(SPLITTERS), help="these splitters only; write nothing")
+    parser.add_argument("--repeat", type=int, default=REPEAT, help="timed passes (fastest counts)")
+    parser.add_argument("--targets", nargs="+", type=int, default=list(TARGETS))
+    parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    args = parser.parse_args(argv)
+    if args.only and REFERENCE not in args.only:
+        args.only = [REFERENCE, *args.only]
+    results = run(args.only, repeat=args.repeat, targets=args.targets)
+    if args.only or tuple(args.targets) != TARGETS:
+        print(to_markdown(results))
+    else:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        _report.write_section("code", to_markdown(results))
+        print(f"wrote {RESULTS} and the code section of {_report.DOCS}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=1, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
