@@ -485,3 +485,31 @@ def test_cli_watch_sigterm_finishes_and_exits_0(tmp_path: Path) -> None:
     data = json.loads(status.stdout)
     assert data["stale_check"] == "passed" and data["documents"] == 2
     assert data["freshness"]["unretrievable"] == 0
+
+
+def test_next_start_repairs_what_a_killed_watcher_left(tmp_path: Path, embedder: Any,
+                                                     chunker: Any) -> None:
+    """A watcher killed after accepting an edit and a deletion (its state file says so):
+    the next start publishes the edit, finishes the deletion and verifies both."""
+    from rechunk.identity import text_revision
+
+    root = tmp_path / "docs"
+    write_docs(root, ["a", "b"])
+    store = qdrant_store(embedder, chunker)
+    path = tmp_path / "state.json"
+    Watcher([root], store, chunker=chunker, embedder=embedder,
+            freshness=Freshness(path, "k")).initial_sync()
+    edited = doc_text("a", 4)
+    (root / "a.md").write_text(edited, encoding="utf-8")
+    (root / "b.md").unlink()
+    state = Freshness(path, "k")  # what the killed watcher had written
+    state.accept("a.md", text_revision(edited), time.time() - 5, "markdown", chunker.policy_id)
+    state.accept("b.md", None, time.time() - 5, "markdown", chunker.policy_id)
+    state.save()
+    assert read_freshness(path)["unretrievable"] == 2
+    report = Watcher([root], store, chunker=chunker, embedder=embedder,
+                     freshness=Freshness(path, "k")).initial_sync()
+    assert (report.published, report.deleted, report.retrievable) == (1, 1, 2)
+    assert min(report.lag) >= 5.0  # measured from the first acceptance
+    assert revisions(store) == expected(root)
+    assert read_freshness(path)["unretrievable"] == 0

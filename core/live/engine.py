@@ -335,11 +335,16 @@ class Watcher:
             if key is not None:
                 mapping.setdefault(key, set())
         read_ids = {doc.doc_id for doc in docs}
-        gone = {
-            doc_id
-            for doc_id in self.freshness.pending
-            if doc_id not in read_ids and not files.covers(doc_id)
-        }
+        # an earlier watcher's pending deletions are finished; its pending revisions of
+        # files not read now are forgotten (as a sync leaves documents it is not given)
+        gone = set()
+        for doc_id, pending in list(self.freshness.pending.items()):
+            if doc_id in read_ids or files.covers(doc_id):
+                continue
+            if pending.revision is None:
+                gone.add(doc_id)
+            else:
+                del self.freshness.pending[doc_id]
         for doc in docs:
             entry = self.freshness.pending.get(doc.doc_id)
             if entry is not None and entry.revision != doc.revision:
