@@ -128,10 +128,19 @@ def check_collection_name(name: str) -> str:
 
 
 def _command() -> str:
-    """A short name of this process's command, for the lock file (no paths beyond its
-    program's name, no arguments past the first)."""
-    argv = sys.argv or ["python"]
-    return " ".join([os.path.basename(argv[0]) or "python", *argv[1:2]])
+    """A short name of this process's command, for the lock file: its program (``rechunk``,
+    ``python -m rechunk.cli``, ``python -c``) and its first argument when that is a word
+    (``sync``); no paths, nothing more."""
+    argv = sys.argv or [""]
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        program = "python -m " + spec.name.removesuffix(".__main__")
+    elif argv[0] in ("-c", ""):
+        program = "python" + (" -c" if argv[0] else "")
+    else:
+        program = os.path.basename(argv[0])
+    words = [a for a in argv[1:2] if re.fullmatch(r"[a-z][a-z-]{0,30}", a)]
+    return " ".join([program, *words])
 
 
 def _holder(text: str) -> str:
@@ -501,7 +510,11 @@ def _shard_config(vectors: Any) -> qe.EdgeConfig:
         hnsw_config=qe.HnswIndexConfig(
             m=0, ef_construct=100, full_scan_threshold=10_000, payload_m=0
         ),
-        optimizers=qe.EdgeOptimizersConfig(default_segment_number=8, max_segment_size=1_000_000),
+        # every optimizer run (rechunk asks for one every OPTIMIZE_POINTS points) turns the
+        # appendable segment into a read-in-place one, whatever the size of its vectors
+        optimizers=qe.EdgeOptimizersConfig(
+            indexing_threshold=1, default_segment_number=8, max_segment_size=1_000_000
+        ),
     )
 
 
