@@ -897,10 +897,13 @@ class QdrantStore(StoreBase["QdrantClient"]):
             points = info.points if info is not None else 0
         if points <= EMBEDDED_POINTS_ADVICE:
             return None
+        folder = (getattr(self._client, "init_options", None) or {}).get("path") or "DIR"
         return (
             f"embedded Qdrant holds {points:,} points (more than {EMBEDDED_POINTS_ADVICE:,}): "
             "every process that opens the folder loads them all into memory first; move the "
-            "collection to a Qdrant server (--store qdrant+http://HOST:6333) or a Chroma server"
+            "collection to a Qdrant server (--store qdrant+http://HOST:6333) or a Chroma server, "
+            "or to Qdrant Edge in this process, which opens it without loading it (sync with "
+            f"--store qdrant-edge:DIR --reuse-from qdrant:{folder}: nothing is embedded again)"
         )
 
     def _index(self) -> _LocalIndex | None:

@@ -144,6 +144,41 @@ def _open(args: argparse.Namespace, *, create: bool = True, dry_run: bool = Fals
     return open_store(uri, args.collection, layout=args.layout or "langchain", create=create)
 
 
+@contextlib.contextmanager
+def _lenders(args: argparse.Namespace, model_id: str) -> Iterator[list[Any]]:
+    """The collections of ``--reuse-from``, each opened read-only on ``--collection`` (in
+    the layout it was written in): a sync copies their vectors by input key, so that a
+    collection moved to another store embeds nothing again. Closed on the way out."""
+    from rechunk.adapters.uri import open_store
+
+    opened: list[Any] = []
+    lenders: list[Any] = []
+    try:
+        for uri in getattr(args, "reuse_from", None) or []:
+            if uri == args.store:
+                raise ConfigError(f"--reuse-from {uri} is the --store itself")
+            layout = args.layout or "langchain"
+            source = open_store(uri, args.collection, layout=layout, create=False)
+            opened.append(source)
+            lender = source.store
+            other = "llamaindex" if layout == "langchain" else "langchain"
+            if args.layout is None and _written_in(lender, other):
+                lender = type(lender)(lender.client, lender.collection, other)
+            info = lender.collection_info()
+            if info is None or model_id not in info.model_ids:
+                held = "nothing" if info is None else ", ".join(sorted(info.model_ids))
+                raise ConfigError(
+                    f"--reuse-from {uri}: collection {args.collection!r} there holds "
+                    f"{held or 'no rechunk points'}, not vectors of {model_id.split(';')[0]}: "
+                    "nothing could be reused from it"
+                )
+            lenders.append(lender)
+        yield lenders
+    finally:
+        for source in opened:
+            source.close()
+
+
 def _written_in(store: Any, layout: str) -> bool:
     """Whether ``store``'s collection holds rechunk points in ``layout``."""
     try:
@@ -524,7 +559,10 @@ def _cmd_sync(args: argparse.Namespace) -> int:
     chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     model_id = embedder.model_id
-    with _cache_and_store(args, dry_run=args.dry_run, model_id=model_id) as (cache, opened):
+    with _cache_and_store(args, dry_run=args.dry_run, model_id=model_id) as (
+        cache,
+        opened,
+    ), _lenders(args, model_id) as lenders:
         _share_cache(embedder, cache)
         store = opened.store
         if not args.dry_run:
@@ -547,8 +585,13 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                     tasks[stage] = bar.add_task(stage, total=total)
                 bar.update(tasks[stage], completed=done, total=total)
 
+            engine: Any = sync
+            if getattr(args, "engine", "local") == "ray":  # the same sync on a Ray cluster
+                from rechunk.integrations.ray import engine_for_cli
+
+                engine = engine_for_cli(args, store)
             try:
-                report = sync(
+                report = engine(
                     files.documents,
                     store,
                     chunker=chunker,
@@ -560,6 +603,7 @@ def _cmd_sync(args: argparse.Namespace) -> int:
                     progress=progress,
                     chunker_for=chooser,
                     check_stored=args.check_stored,
+                    reuse_from=lenders,
                 )
             except StaleCheckError as exc:  # written, but not exact: report, then exit 3
                 if not isinstance(exc.report, SyncReport):
@@ -1073,6 +1117,29 @@ def build_parser() -> _Parser:
         help="also read back the vectors of the given documents' stored points and write "
         "again each one that fails the vector check (all zeros, NaN, near float32's limit): "
         "the repair of a collection an embedder answered badly into",
+    )
+    sync_p.add_argument(
+        "--reuse-from",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="another store (read only) whose collection of the same --collection lends its "
+        "vectors by input key, so that moving a collection to another store embeds nothing "
+        "again: --store qdrant-edge:DIR --reuse-from qdrant:.rechunk/qdrant (repeatable)",
+    )
+    sync_p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process (default); ray: plan, embed and commit on a Ray cluster "
+        "(pip install 'rechunk[ray]'; --store must be a server)",
+    )
+    sync_p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        default=None,
+        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
+        "Ray instance)",
     )
     sync_p.add_argument("--json", action="store_true", help="print the report as JSON")
     sync_p.set_defaults(func=_cmd_sync)
