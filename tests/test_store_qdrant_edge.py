@@ -676,3 +676,68 @@ def test_status_of_a_large_local_folder_names_qdrant_edge(
     assert run_json(capsys, "sync", "docs", *EDGE)[0] == 0
     edge_status = run_json(capsys, "status", *EDGE)[1]
     assert edge_status["warnings"] == []  # Edge opens without loading its points
+
+
+WATCH = """
+import hashlib, sys
+import numpy as np
+import rechunk.cli as cli
+
+class HashEmbedder:
+    model_id, dimension, max_input_tokens, special_tokens, loaded = "hash/edge-v1", 16, 256, 2, False
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def embed(self, texts):
+        return np.asarray([np.random.default_rng(int.from_bytes(
+            hashlib.sha256(t.encode()).digest()[:8], "big")).standard_normal(16) for t in texts],
+            dtype=np.float32).reshape(len(texts), 16)
+
+cli._embedder = lambda args: HashEmbedder()
+raise SystemExit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.requires("watchfiles")
+def test_watch_on_qdrant_edge(workdir: HashEmbedder, capsys: pytest.CaptureFixture[str]) -> None:
+    """`rechunk watch --store qdrant-edge:DIR` keeps the folder open (another process is
+    told so) and syncs each change; SIGTERM ends it, and the folder is free again."""
+    import queue
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", WATCH, "watch", "docs", *EDGE, "--json", "--settle", "0.05"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_json(kind: str) -> dict[str, Any]:
+        for _ in range(120):
+            try:
+                data = json.loads(lines.get(timeout=0.5))
+            except queue.Empty:
+                assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+                continue
+            if data.get("kind") == kind:
+                return data
+        raise AssertionError(f"no {kind} line")
+
+    try:
+        assert next_json("initial")["published"] == 4
+        held = subprocess.run([sys.executable, "-m", "rechunk.cli", "status", *EDGE],
+                              capture_output=True, text=True, timeout=60)
+        assert held.returncode == 3 and f"process {process.pid}" in held.stderr
+        guide = Path("docs/sync-guide.md")
+        guide.write_text(guide.read_text() + "\n\nA paragraph the watcher syncs.\n")
+        assert next_json("batch")["published"] == 1
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+    code, status = run_json(capsys, "status", *EDGE)
+    assert code == 0 and status["documents"] == 4 and status["stale_check"] == "passed"
