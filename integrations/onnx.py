@@ -291,7 +291,8 @@ def _check_file(target: Path, meta: dict[str, Any]) -> None:
     """Raise :class:`_Untrusted` unless ``model.onnx`` has the recorded size and sha256 (and
     the sidecar records probe vectors to check it against)."""
     recorded = _integrity(meta)
-    assert recorded is not None
+    if recorded is None:
+        raise _Untrusted("its export.json records no checksum")
     digest, size = recorded
     path = target / "model.onnx"
     try:
@@ -463,7 +464,8 @@ def _trusted_session(folder: ModelFolder, root: Path, runner: OnnxEmbedder, expo
                 f"{failed}aside to {aside}: run {_command(folder)} where torch is installed "
                 "(pip install 'rechunk[st]') to export it again"
             )
-        warnings.warn(f"{failed}aside to {aside} and is exported again", OnnxExportWarning, 4)
+        again = " and is exported again" if onnx_export_possible() else ""
+        warnings.warn(f"{failed}aside to {aside}{again}", OnnxExportWarning, 4)
         if export == "caller":
             return None
     raise EmbeddingError(
