@@ -141,6 +141,34 @@ def test_a_folder_of_another_store_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "nothing").exists()
 
 
+def test_the_extra_is_named_and_nothing_else_is_imported() -> None:
+    """Without qdrant-edge-py the store and its URI name the extra; the store imports
+    neither qdrant-client nor a framework."""
+    code = (
+        "import sys\n"
+        "import rechunk.adapters.qdrant_edge\n"
+        "bad = [m for m in ('qdrant_client', 'chromadb', 'langchain_core', 'llama_index')"
+        " if m in sys.modules]\n"
+        "assert not bad, bad\n"
+        "del sys.modules['rechunk.adapters.qdrant_edge']\n"
+        "sys.modules['qdrant_edge'] = None\n"
+        "from rechunk.errors import MissingDependencyError\n"
+        "from rechunk.adapters.uri import open_store\n"
+        "for attempt in (lambda: __import__('rechunk.adapters.qdrant_edge'),\n"
+        "                lambda: open_store('qdrant-edge:x', 'docs')):\n"
+        "    try:\n"
+        "        attempt()\n"
+        "    except MissingDependencyError as exc:\n"
+        "        assert exc.extra == 'edge', exc\n"
+        "        print(exc)\n"
+        "    else:\n"
+        "        raise SystemExit('no error')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("rechunk[edge]") == 2
+
+
 # -- the layout is the Qdrant store's ------------------------------------------------------
 
 
