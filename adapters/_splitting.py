@@ -64,12 +64,14 @@ class WindowWarning(UserWarning):
 
 def _factories() -> dict[str, Any]:
     from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
+    from rechunk.chunkers.code import CodeChunker  # tree-sitter loads when one is made
 
     return {
         "structured": StructuredChunker,
         "cdc": CDCChunker,
         "recursive": RecursiveChunker,
         "fixed": FixedChunker,
+        "code": CodeChunker,  # with language=
     }
 
 
@@ -208,8 +210,9 @@ def sizes_for(kind: str, size: int) -> dict[str, int]:
     """Parameters of a ``kind`` chunker whose chunks hold at most ``size`` units.
 
     fixed: ``max_tokens=size``; recursive: ``target_tokens=size``; structured:
-    ``min_tokens=size*7//10, max_tokens=size``; cdc: ``min_tokens=size//2,
-    max_tokens=size`` (the ratios of the default sizes); ``hard_max_tokens=size``.
+    ``min_tokens=size*7//10, max_tokens=size``; code: ``min_tokens=size*6//10,
+    max_tokens=size``; cdc: ``min_tokens=size//2, max_tokens=size`` (the ratios of the
+    default sizes); ``hard_max_tokens=size``.
     """
     if kind == "fixed":
         params = {"max_tokens": size}
@@ -217,6 +220,8 @@ def sizes_for(kind: str, size: int) -> dict[str, int]:
         params = {"target_tokens": size}
     elif kind == "structured":
         params = {"min_tokens": max(1, size * 7 // 10), "max_tokens": size}
+    elif kind == "code":
+        params = {"min_tokens": max(1, size * 6 // 10), "max_tokens": size}
     else:
         params = {"min_tokens": max(1, size // 2), "max_tokens": size}
     params["hard_max_tokens"] = size

@@ -269,6 +269,24 @@ class RechunkTextSplitter(TextSplitter):
     in :data:`METADATA_KEYS` are overwritten). Blank texts produce no documents.
     """
 
+    @classmethod
+    def from_language(cls, language: Any, **kwargs: Any) -> RechunkTextSplitter:
+        """The code policy of ``language`` (a LangChain ``Language`` such as
+        ``Language.PYTHON``, or a name such as ``"rust"``), in place of
+        ``RecursiveCharacterTextSplitter.from_language(language, ...)``; the other
+        arguments are this splitter's (``chunk_size``, ``chunk_overlap``, ...)."""
+        from rechunk.chunkers.code_languages import spec_for
+
+        name = str(getattr(language, "value", language))
+        try:
+            spec_for(name)
+        except ConfigError:
+            raise ConfigError(
+                f"rechunk has no code grammar for {name!r}: use RechunkTextSplitter("
+                "'recursive') for these files, or keep LangChain's from_language splitter"
+            ) from None
+        return cls("code", language=name, **kwargs)
+
     def __init__(
         self,
         policy: str | Chunker = "structured",

@@ -1,0 +1,56 @@
+"""The code policy through the framework adapters, as the structured policy is offered:
+LangChain's `from_language` and LlamaIndex's node parser with `policy="code"`."""
+
+from __future__ import annotations
+
+import pytest
+
+from rechunk import ConfigError
+from rechunk.chunkers.code import CodeChunker
+
+pytest.importorskip("tree_sitter_python")
+
+SOURCE = "\n\n".join(
+    f"class Store{k}:\n    \"\"\"Shelf {k}.\"\"\"\n\n    def put(self, item):\n"
+    f"        self.items.append(item)\n        return len(self.items) + {k}\n"
+    for k in range(20)
+)
+
+
+def test_langchain_from_language_splits_with_the_code_policy() -> None:
+    pytest.importorskip("langchain_text_splitters")
+    from langchain_text_splitters import Language
+
+    from rechunk.adapters.langchain import RechunkTextSplitter
+
+    splitter = RechunkTextSplitter.from_language(Language.PYTHON)
+    docs = splitter.create_documents([SOURCE], metadatas=[{"source": "store.py"}])
+    assert len(docs) > 1
+    assert all(d.metadata["policy"].startswith("code-") for d in docs)
+    # the chunks are those of the code chunker sized for MiniLM, cut at definitions
+    assert all(d.page_content.lstrip().startswith(("class ", "def ", '"""')) for d in docs)
+    chunker = CodeChunker("python", **{k: v for k, v in splitter.chunker.params.items()})
+    assert [(d.metadata["start"], d.metadata["end"]) for d in docs] == [
+        (c.start, c.end) for c in chunker.chunk(SOURCE)
+    ]
+    sized = RechunkTextSplitter.from_language("rust", chunk_size=120)
+    assert sized.split_text("fn main() {\n    println!(\"hi\");\n}\n")
+    with pytest.raises(ConfigError, match="no code grammar for 'kotlin'"):
+        RechunkTextSplitter.from_language(Language.KOTLIN)
+
+
+def test_llamaindex_node_parser_takes_the_code_policy() -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document
+
+    from rechunk.adapters.llamaindex import RechunkNodeParser
+
+    parser = RechunkNodeParser(policy="code", language="python")
+    nodes = parser.get_nodes_from_documents([Document(text=SOURCE, id_="store.py")])
+    expected = CodeChunker("python", **{k: v for k, v in parser.params.items()
+                                        if k != "language"}).chunk(SOURCE)
+    # nodes start where the code chunker's chunks start (their ends leave out trailing space)
+    assert [n.start_char_idx for n in nodes] == [c.start for c in expected]
+    assert parser.policy_id.startswith("code-")
+    with pytest.raises(ConfigError):
+        RechunkNodeParser(policy="code")  # which language?
