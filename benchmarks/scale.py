@@ -246,6 +246,9 @@ def child_rechunk(
     chroma = store_uri.startswith("chroma")
     probe = _smallest_request_ms(store) if chroma else None
     floor = _chroma_reads_s(store, list(docs)) if chroma and case == "noop" else None
+    extra: dict[str, float] = {}
+    if case == "noop" and store_uri.startswith("qdrant-edge:"):
+        extra = {"search_ms": _search_ms(store), "disk_mb": _folder_mb(store_uri.split(":", 1)[1])}
     cli: dict[str, float] = {}
     if case == "edit_one":
         t0 = time.perf_counter()
@@ -258,6 +261,7 @@ def child_rechunk(
         cli["cli_s"] = _cli_s(store_uri, docs, embedder)
     return {
         **cli,
+        **extra,
         **({"chroma_reads_s": floor} if floor is not None else {}),
         **({"request_ms": probe} if probe is not None else {}),
         **({"chroma_log": backlog} if backlog is not None else {}),
@@ -274,6 +278,25 @@ def child_rechunk(
         "points": sum(report.chunks[k] for k in ("kept", "updated", "added")),
         **({"helper_mb": max(helper_mb)} if helper_mb else {}),
     }
+
+
+def _search_ms(store: Any) -> float:
+    """One ``search(vector, k=5)`` of the collection, median of 5 (ms): Qdrant Edge's
+    segments are searched exactly, a scan of every vector (no HNSW graph is built)."""
+    times = []
+    for i in range(5):
+        vector = hash_vector(f"query {i}")
+        t0 = time.perf_counter()
+        store.search(vector, 5)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[2] * 1000
+
+
+def _folder_mb(folder: str) -> float:
+    """The disk space the files under ``folder`` take (MB): blocks allocated, not their
+    sizes (Edge sizes its files ahead, 32 MB at a time, and leaves them sparse)."""
+    files = (p for p in Path(folder).rglob("*") if p.is_file())
+    return sum(p.stat().st_blocks * 512 for p in files) / 2**20
 
 
 def _rss_mb() -> dict[str, float]:
@@ -1201,11 +1224,14 @@ def edge_markdown(result: dict[str, Any]) -> str:
         "documents were built (the interpreter, the imports and the documents), what the "
         "sync and the store added; **anon / file after**: the no-op's resident memory at "
         "its end, what the process allocated and the pages of the store's files it read in "
-        "place (the kernel may drop those at any time).",
+        "place (the kernel may drop those at any time); **disk**: the space the store folder's "
+        "files take on disk after the no-op; **search**: one `search(vector, k=5)` after the no-op, median of "
+        "5 (an exact scan: rechunk builds no HNSW graph in Edge).",
         "",
         "| N | points | initial | points/s | no-op | one edit, all passed | one doc only "
-        "| prune 1% | open | peak MB | beyond docs MB | anon / file after, MB |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| prune 1% | open | peak MB | beyond docs MB | anon / file after, MB | disk MB "
+        "| search ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         c = row["cases"]
@@ -1235,7 +1261,11 @@ def edge_markdown(result: dict[str, Any]) -> str:
             + " | ".join(cell(k) for k in CASES[1:])
             + f" | {_s(noop.get('open_s'))} | {peak:,.0f} | "
             + ("" if beyond is None else f"{beyond:,.0f}")
-            + f" | {after} |"
+            + f" | {after} | "
+            + (f"{noop['disk_mb']:,.0f}" if "disk_mb" in noop else "")
+            + " | "
+            + (f"{noop['search_ms']:,.0f}" if "search_ms" in noop else "")
+            + " |"
         )
     lines += [
         "",
