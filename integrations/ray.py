@@ -1,0 +1,984 @@
+"""The sync on a Ray cluster (``pip install 'rechunk[ray]'``): plan in tasks, embed in an
+actor pool, commit in tasks, with the single-process sync's writes and checks.
+
+:func:`sync` brings a collection of a store server (a Chroma server, a Qdrant server) to
+exactly the given revisions, as :func:`rechunk.sync` does, but spreads the work over a
+Ray cluster:
+
+* **partition** -- documents are spread over tasks by a hash of their doc_id, each
+  document in exactly one partition: one writer per document per run;
+* **plan** (a task per partition, ``num_cpus=cpus``) -- read the partition's stored
+  points, chunk (or take the chunks the stored points prove), compute keys and ids and
+  what to write and delete (:func:`rechunk.sync._plan`), and look up in the collection
+  the vectors of new points' inputs (``get_vectors``). Plan tasks never write;
+* **embed** (an actor pool of ``workers`` actors, each loading the model once, with
+  ``num_gpus`` where asked) -- only the inputs no partition found: each distinct input
+  is sent to one actor once per run, whichever partitions need it;
+* **commit** (a task per partition) -- publish the plan (:func:`rechunk.sync._publish`:
+  the same guarded, idempotent writes and deletes, in the same order), then the same
+  stale check (:func:`rechunk.sync._check_published`).
+
+The result is what :func:`rechunk.sync` writes: same point ids, payloads and vectors.
+
+Retries. Ray runs work at least once: a task whose worker dies is run again, an actor
+that dies is restarted and its calls retried. Every stage is safe to run twice: a plan
+writes nothing; an embed call's vectors are a pure function of its inputs (an input is
+embedded twice only when an embedding actor died before its vectors were kept: the
+report's ``engine["inputs_sent"]`` counts every input sent to a model, retries
+included, beside ``inputs["embedded"]``, the distinct ones); a commit writes
+deterministic ids with their final payloads and deletes ids its plan names, so a
+commit run twice leaves what it leaves once. The report is built from the plans (read
+from the store before any write of their partition, kept by the driver as soon as
+each plan ends, so a re-run plan is never counted) and the stale check that reads the
+store after the commit: never by adding up what attempts said they did.
+
+Chroma has no conditional write: the driver holds the collection's writer lock
+(:meth:`~rechunk.adapters.chroma.ChromaStore.writer_lock`) for the whole run, so other
+writers of that collection (another run, a local sync) wait for it, while this run's
+commit tasks write their partitions side by side (partitions never share a document).
+On Qdrant the versioned writes are conditional as in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rechunk._optional import require
+from rechunk.chunk import Chunker
+from rechunk.document import Document
+from rechunk.embedding import Embedder, check_vectors, usable_vectors
+from rechunk.errors import ConfigError, InputError, RechunkError, StaleCheckError, StoreError
+from rechunk.store import VectorStore, batches
+from rechunk.sync import (
+    DOC_BATCH,
+    EMBED_BATCH,
+    ORDERS,
+    DocumentReport,
+    Order,
+    Progress,
+    SyncReport,
+    _bad_stored,
+    _check_documents,
+    _check_published,
+    _check_store,
+    _chooser,
+    _gone,
+    _keeps,
+    _method,
+    _offers,
+    _Plan,
+    _plan,
+    _publish,
+    _stored_chunks,
+    check_compatible,
+)
+
+__all__ = ["RaySyncReport", "connect", "sync"]
+
+#: CPUs a plan or commit task, and an embedding actor, ask Ray for: fractional, so that a
+#: node of one CPU runs several (whole-CPU requests starved a cluster of one CPU a node)
+CPUS = 0.25
+#: attempts Ray makes of a task whose worker died, and restarts of an embedding actor
+RETRIES = 3
+#: schemes of the store URIs a cluster can share (a server); embedded stores cannot
+SERVER_SCHEMES = ("chroma+http://", "qdrant+http://", "qdrant+https://")
+
+
+@dataclass
+class RaySyncReport(SyncReport):
+    """A :class:`~rechunk.sync.SyncReport` of a run on Ray, with ``engine``: the cluster's
+    nodes, the tasks and actors used, ``inputs_sent`` (every input sent to a model,
+    retries included; ``inputs["embedded"]`` counts each distinct input once) and
+    ``seconds`` (wall clock of the whole run)."""
+
+    engine: dict[str, Any] = field(default_factory=dict)
+
+
+# -- what a worker needs to open the store and the embedder -----------------------------
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """How a worker opens the store (a server URI and collection, or a factory) and the
+    embedder (a URI, a factory, or an embedder shipped as it is)."""
+
+    store: str | Callable[[], VectorStore]
+    collection: str | None
+    layout: str
+    embedder: str | Callable[[], Embedder] | Embedder
+    embed_url: str | None
+    model_id: str
+    dimension: int
+    order: Order
+    locked: bool
+    neighbours: bool
+    max_input_tokens: int | None = None
+    special_tokens: int = 0
+
+    def open_store(self) -> tuple[VectorStore, Callable[[], None]]:
+        if callable(self.store):
+            return self.store(), lambda: None
+        from rechunk.adapters.uri import open_store
+
+        assert self.collection is not None
+        opened = open_store(self.store, self.collection, self.layout, create=False)
+        return opened.store, opened.close
+
+    def open_embedder(self) -> Embedder:
+        made = _embedder_from(self.embedder, self.embed_url)
+        if made.model_id != self.model_id or made.dimension != self.dimension:
+            raise ConfigError(
+                f"the embedder made on a worker is {made.model_id} ({made.dimension}-d), not "
+                f"{self.model_id} ({self.dimension}-d) as on the driver: give a factory or "
+                "URI that makes the same model everywhere"
+            )
+        return made
+
+
+def _embedder_from(embedder: Any, embed_url: str | None = None) -> Embedder:
+    """An embedder from a URI (:func:`rechunk.integrations.uri.open_embedder`), a
+    factory, or an embedder itself."""
+    if isinstance(embedder, str):
+        from rechunk.integrations.uri import open_embedder
+
+        made: Any = open_embedder(embedder, embed_url=embed_url)
+    elif callable(getattr(embedder, "embed", None)) and not isinstance(embedder, type):
+        made = embedder
+    elif callable(embedder):
+        made = embedder()
+    else:
+        raise ConfigError(
+            "embedder must be an embedder URI (onnx:, st:, openai:), a callable that makes "
+            f"an embedder, or an embedder, not a {type(embedder).__name__}"
+        )
+    if not callable(getattr(made, "embed", None)):
+        raise ConfigError(f"the embedder factory returned a {type(made).__name__}, not an embedder")
+    from rechunk.cached_embedder import CachedEmbedder
+
+    if isinstance(made, CachedEmbedder):
+        raise ConfigError("pass the cache as cache=, not inside the embedder (the driver uses it)")
+    return made  # type: ignore[no-any-return]
+
+
+class _LazyEmbedder:
+    """The model, made on first use: a commit embeds only in the rare repair of a
+    versioned document another writer changed meanwhile."""
+
+    def __init__(self, spec: _Spec) -> None:
+        self._spec = spec
+        self._made: Embedder | None = None
+        self.model_id = spec.model_id
+        self.dimension = spec.dimension
+        self.max_input_tokens = spec.max_input_tokens
+        self.special_tokens = spec.special_tokens
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self._made is None:
+            self._made = self._spec.open_embedder()
+        return self._made.embed(texts)
+
+
+# -- the stages ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Part:
+    """One partition's input: documents, or files (path, doc_id, format) to read."""
+
+    index: int
+    documents: list[Document]
+    files: list[tuple[str, str, str | None]]
+    chunkers: list[Chunker]
+    picks: dict[str, int]  # doc_id -> index into chunkers (others: chunkers[0])
+    chunker_for: Callable[[Document], Chunker | None] | None
+    check_stored: bool
+    held: bool  # report the ids of the planned points (a prune needs them)
+
+
+@dataclass
+class _State:
+    """What a plan hands its commit (kept in Ray's object store, never on the driver)."""
+
+    plans: list[_Plan]
+    found: dict[str, Any]  # input key -> vector the collection holds
+    chunkers: list[Chunker]
+    picks: dict[str, int]
+    index: int
+
+
+@dataclass
+class _Summary:
+    """What a plan tells the driver: per document its report and the inputs its new points
+    need ``(key, tokens, bytes)``; the inputs not found in the collection, with their text;
+    every distinct input's tokens; what it read; seconds."""
+
+    index: int
+    reports: list[DocumentReport]
+    needs: dict[str, list[tuple[str, int, int]]]
+    wanted: dict[str, str]
+    found: set[str]
+    tokens: dict[str, int]
+    stored: int
+    held: list[str]
+    skipped: list[tuple[str, str]]
+    seconds: dict[str, float]
+
+
+def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
+    """The plan stage of one partition (a Ray task: it writes nothing)."""
+    seconds = dict.fromkeys(("chunk", "plan"), 0.0)
+    store, close = spec.open_store()
+    try:
+        docs = list(part.documents)
+        skipped: list[tuple[str, str]] = []
+        chunkers, picks = list(part.chunkers), dict(part.picks)
+        if part.files:
+            from rechunk.sources import ParseError
+            from rechunk.sources.documents import documents_from_file
+
+            for path, doc_id, fmt in part.files:
+                try:
+                    docs.extend(documents_from_file(path, doc_id, fmt))
+                except (ParseError, InputError) as exc:
+                    skipped.append((doc_id, str(exc)))
+            docs = _check_documents(docs)
+            for doc in docs:
+                store.check_metadata(doc.doc_id, doc.metadata or {})
+            if part.chunker_for is not None:
+                seen = {id(c): i for i, c in enumerate(chunkers)}
+                for doc in docs:
+                    picked = part.chunker_for(doc)
+                    if picked is None or picked is chunkers[0]:
+                        continue
+                    if id(picked) not in seen:
+                        check_compatible(picked, _LazyEmbedder(spec))  # type: ignore[arg-type]
+                        seen[id(picked)] = len(chunkers)
+                        chunkers.append(picked)
+                    picks[doc.doc_id] = seen[id(picked)]
+
+        def pick(doc: Document) -> Chunker:
+            return chunkers[picks.get(doc.doc_id, 0)]
+
+        t0 = time.perf_counter()
+        stored = store.get_points_many([d.doc_id for d in docs]) if docs else {}
+        revector: dict[str, frozenset[str]] = {}
+        if part.check_stored and stored:
+            revector = _bad_stored(stored, store, spec.model_id, spec.dimension)
+        seconds["plan"] += time.perf_counter() - t0
+        plans: list[_Plan] = []
+        for doc in docs:
+            old = stored.get(doc.doc_id, [])
+            chunker = pick(doc)
+            t0 = time.perf_counter()
+            chunks = _stored_chunks(doc, old, chunker.policy_id)
+            if chunks is None:
+                chunks = chunker.chunk(doc.text)
+            t1 = time.perf_counter()
+            plans.append(
+                _plan(
+                    doc,
+                    chunks,
+                    chunker,
+                    spec.model_id,
+                    old,
+                    spec.neighbours,
+                    revector.get(doc.doc_id, frozenset()),
+                )
+            )
+            seconds["chunk"] += t1 - t0
+            seconds["plan"] += time.perf_counter() - t1
+        t0 = time.perf_counter()
+        active = [p for p in plans if p.report.status not in ("skipped", "unchanged")]
+        wanted: dict[str, str] = {}
+        for plan in active:
+            wanted.update(plan.needs_vector)
+        found: dict[str, Any] = {}
+        if wanted:
+            held_vectors = store.get_vectors(list(wanted), spec.model_id)
+            found, _ = usable_vectors(held_vectors, spec.dimension)
+        seconds["plan"] += time.perf_counter() - t0
+    finally:
+        close()
+    tokens: dict[str, int] = {}
+    needs: dict[str, list[tuple[str, int, int]]] = {}
+    for plan in plans:
+        if plan.report.status == "skipped":
+            continue
+        by_key = dict(zip(plan.keys, plan.chunks))
+        for key, chunk in by_key.items():
+            tokens[key] = chunk.tokens
+        needs[plan.doc.doc_id] = [
+            (key, by_key[key].tokens, len(text.encode("utf-8")))
+            for key, text in plan.needs_vector.items()
+        ]
+    summary = _Summary(
+        index=part.index,
+        reports=[p.report for p in plans],
+        needs=needs,
+        wanted={k: t for k, t in wanted.items() if k not in found},
+        found=set(found),
+        tokens=tokens,
+        stored=sum(len(points) for points in stored.values()),
+        held=[pid for p in plans for pid in p.ids] if part.held else [],
+        skipped=skipped,
+        seconds=seconds,
+    )
+    state = _State(plans, found, chunkers, picks, part.index)
+    return state, summary
+
+
+@dataclass
+class _Committed:
+    """What a commit tells the driver, per document: a new status (a versioned document
+    another writer superseded), what a repair round added, and the stale check's
+    ``(wrong, missing)``; seconds."""
+
+    index: int
+    status: dict[str, tuple[str, str | None]]
+    repaired: dict[str, tuple[int, int]]
+    failed: list[tuple[str, int, int]]
+    seconds: dict[str, float]
+
+
+def _commit_part(
+    spec: _Spec, state: _State, cached: Mapping[str, Any], *embedded: tuple[list[str], Any]
+) -> _Committed:
+    """The commit stage of one partition (a Ray task): publish its plans with the vectors
+    found, cached or embedded, then the stale check. Safe to run again: the writes are
+    deterministic and the deletes name ids."""
+    seconds = dict.fromkeys(("publish", "verify"), 0.0)
+    plans = state.plans
+    published = [p for p in plans if p.report.status in ("new", "changed")]
+    index = state.index
+    if not published:
+        return _Committed(index, {}, {}, [], seconds)
+    vectors: dict[str, Any] = dict(state.found)
+    vectors.update(cached)
+    for keys, array in embedded:
+        vectors.update(zip(keys, array))
+    store, close = spec.open_store()
+    try:
+        missing = sorted({k for p in published for k in p.needs_vector if k not in vectors})
+        if missing:  # a plan made again after part of this partition was written
+            found, _ = usable_vectors(store.get_vectors(missing, spec.model_id), spec.dimension)
+            vectors.update(found)
+            lost = [k for k in missing if k not in vectors]
+            if lost:
+                raise StoreError(
+                    f"{len(lost)} input(s) of a re-planned partition have no vector in this "
+                    "run (a node was lost mid-run); run the sync again"
+                )
+        t0 = time.perf_counter()
+        _publish(published, vectors, store, spec.order)
+        seconds["publish"] += time.perf_counter() - t0
+        before = {
+            p.doc.doc_id: (p.report.status, p.report.added, p.report.updated) for p in published
+        }
+        scratch = SyncReport(store.collection, "", spec.model_id, spec.order)
+        for plan in published:
+            scratch.documents[plan.report.status] += 1
+            scratch.documents["synced"] += 1
+
+        def pick(doc: Document) -> Chunker:
+            return state.chunkers[state.picks.get(doc.doc_id, 0)]
+
+        t0 = time.perf_counter()
+        failed = _check_published(
+            list(published),
+            scratch,
+            store,
+            pick,
+            _LazyEmbedder(spec),  # type: ignore[arg-type]
+            None,
+            vectors,
+            spec.order,
+            spec.locked,
+        )
+        seconds["verify"] += time.perf_counter() - t0
+    finally:
+        close()
+    status: dict[str, tuple[str, str | None]] = {}
+    repaired: dict[str, tuple[int, int]] = {}
+    for plan in published:
+        rep = plan.report
+        was, added, updated = before[rep.doc_id]
+        if rep.status != was:
+            status[rep.doc_id] = (rep.status, rep.reason)
+        if (rep.added, rep.updated) != (added, updated):
+            repaired[rep.doc_id] = (rep.added - added, rep.updated - updated)
+    return _Committed(index, status, repaired, failed, seconds)
+
+
+class _Embedding:
+    """An embedding actor's body: loads the model once, embeds batches, and tells the
+    tally how many inputs it sends to the model before it sends them (so inputs a dead
+    actor was embedding are counted too)."""
+
+    def __init__(self, spec: _Spec, tally: Any) -> None:
+        self._spec = spec
+        self._tally = tally
+        self._embedder: Embedder | None = None
+
+    def embed(self, keys: list[str], texts: list[str]) -> tuple[list[str], Any]:
+        import ray
+
+        if self._embedder is None:
+            self._embedder = self._spec.open_embedder()
+        ray.get(self._tally.add.remote(len(texts)))
+        vectors = check_vectors(
+            self._embedder.embed(texts),
+            model_id=self._spec.model_id,
+            dimension=self._spec.dimension,
+            count=len(texts),
+        )
+        return keys, vectors
+
+    def node(self) -> str:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def add(self, n: int) -> None:
+        self.sent += n
+
+    def total(self) -> int:
+        return self.sent
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+def _ray() -> Any:
+    """``ray``, imported with usage statistics off (nothing leaves the cluster)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    return require("ray", "ray")
+
+
+def connect(address: str | None = None) -> Any:
+    """Join the Ray cluster at ``address`` (``HOST:PORT`` of its head node, or ``auto``),
+    or, without one, the cluster this process already joined, else a new local one (no
+    dashboard, no usage statistics, worker logs not copied to this process). Returns
+    ``ray``."""
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    except ConnectionError as exc:
+        from rechunk.errors import StoreUnavailableError
+
+        raise StoreUnavailableError(
+            f"cannot reach the Ray cluster at {address}: {exc}; start it with `ray start "
+            "--head` or pass its --ray-address"
+        ) from exc
+    return ray
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """rechunk's own error inside a Ray task error, else the error."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, RechunkError) else exc
+
+
+def _partition_of(doc_id: str, parts: int) -> int:
+    digest = hashlib.sha256(doc_id.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % parts
+
+
+def _rows(dataset: Any) -> Iterator[Document | tuple[str, str, str | None]]:
+    """Documents or files from a Ray Dataset's rows: ``doc_id`` and ``text`` (and
+    optionally ``revision``, ``metadata``, ``version``), or ``path`` (and optionally
+    ``doc_id``, default the path, and ``format``)."""
+    for row in dataset.iter_rows():
+        if "path" in row and "text" not in row:
+            path = str(row["path"])
+            yield (path, str(row.get("doc_id") or path), row.get("format"))
+        elif "doc_id" in row and "text" in row:
+            version = row.get("version")
+            yield Document(
+                str(row["doc_id"]),
+                row["text"],
+                row.get("revision"),
+                dict(row["metadata"]) if row.get("metadata") else None,
+                version=None if version is None else int(version),
+            )
+        else:
+            raise InputError(
+                f"a dataset row needs doc_id and text, or path; this one has {sorted(row)}"
+            )
+
+
+def sync(
+    documents: Iterable[Document] | Any = (),
+    store: str | Callable[[], VectorStore] = "",
+    *,
+    collection: str | None = None,
+    layout: str = "langchain",
+    chunker: Chunker,
+    embedder: str | Callable[[], Embedder] | Embedder,
+    embed_url: str | None = None,
+    files: Iterable[tuple[str, str] | tuple[str, str, str | None]] = (),
+    cache: Any = None,
+    order: Order = "upsert-then-delete",
+    prune: bool = False,
+    keep: Iterable[str] = (),
+    dry_run: bool = False,
+    check_stored: bool = False,
+    chunker_for: Callable[[Document], Chunker | None] | None = None,
+    address: str | None = None,
+    workers: int = 2,
+    num_gpus: float = 0.0,
+    cpus: float = CPUS,
+    docs_per_task: int | None = None,
+    progress: Progress | None = None,
+) -> RaySyncReport:
+    """:func:`rechunk.sync` on a Ray cluster (see the module docstring for the stages).
+
+    ``documents``: :class:`~rechunk.Document` objects, or a ``ray.data.Dataset`` whose
+    rows are documents (``doc_id``, ``text``; optionally ``revision``, ``metadata``,
+    ``version``) or files (``path``; optionally ``doc_id`` and ``format``).
+    ``files``: ``(path, doc_id[, format])`` read and parsed on the workers
+    (:func:`rechunk.sources.documents.documents_from_file`; each worker must see the
+    path); a file that cannot be parsed is reported skipped with its reason.
+    ``store``: a server URI (``chroma+http://HOST:PORT``, ``qdrant+http://HOST:PORT``)
+    with ``collection`` and ``layout``, or a picklable callable that opens the store
+    (each task calls it). The collection must exist (``ensure_collection``).
+    ``embedder``: an embedder URI (``onnx:``, ``st:``, ``openai:MODEL`` with
+    ``embed_url``), a picklable callable that makes the embedder, or a picklable
+    embedder; each of the ``workers`` embedding actors makes its own once, with
+    ``num_gpus`` GPUs. ``cache`` (an :class:`~rechunk.cache.EmbeddingCache`) is used by
+    the driver: inputs it holds are not embedded, and what the actors embed is put in it.
+    ``address``: the head node (``HOST:PORT`` or ``auto``; default: the cluster this
+    process joined, else a new local one). ``cpus``: what each task and actor asks for.
+    ``chunker_for``, ``order``, ``prune``, ``keep``, ``dry_run`` and ``check_stored``
+    mean what they mean for :func:`rechunk.sync`. ``progress(stage, done, total)`` is
+    called as partitions are planned and committed.
+
+    Raises what :func:`rechunk.sync` raises, before anything is written for bad input
+    (checked on the driver for ``documents``; for ``files``, in each partition's plan).
+    """
+    started = time.perf_counter()
+    if order not in ORDERS:
+        raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
+    if type(workers) is not int or workers < 1:
+        raise ConfigError(f"workers must be a positive int, not {workers!r}")
+    if not (isinstance(cpus, (int, float)) and 0 < cpus <= 64):
+        raise ConfigError(f"cpus must be a number in (0, 64], not {cpus!r}")
+    if isinstance(store, str):
+        if not store.startswith(SERVER_SCHEMES):
+            raise ConfigError(
+                "the ray engine needs a store server every node reaches "
+                f"({', '.join(SERVER_SCHEMES)}...), not {store!r}: an embedded store lives in "
+                "one process"
+            )
+        if not collection:
+            raise ConfigError("give the collection to sync into (collection=...)")
+    elif not callable(store):
+        raise ConfigError("store must be a server URI or a callable that opens the store")
+    if isinstance(keep, (str, bytes)):
+        raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
+    kept = set(keep)
+    raw = _embedder_from(embedder, embed_url)
+    ray = connect(address)
+    listed: list[Document | tuple[str, str, str | None]]
+    if hasattr(documents, "iter_rows") and hasattr(documents, "map_batches"):
+        listed = list(_rows(documents))
+    else:
+        listed = [*_check_input(documents)]
+    docs = [d for d in listed if isinstance(d, Document)]
+    paths = [d for d in listed if not isinstance(d, Document)]
+    for item in files:
+        if isinstance(item, (str, bytes)) or len(item) not in (2, 3):
+            raise InputError("files takes (path, doc_id) or (path, doc_id, format) tuples")
+        paths.append((str(item[0]), str(item[1]), item[2] if len(item) == 3 else None))  # type: ignore[misc]
+    docs = _check_documents(docs)
+    doc_ids = {d.doc_id for d in docs}
+    for _, doc_id, _ in paths:
+        if doc_id in doc_ids:
+            raise InputError(f"doc_id {doc_id!r} appears more than once in one sync")
+        doc_ids.add(doc_id)
+    if prune and not doc_ids:
+        raise InputError(
+            "prune=True with no documents would delete every document of the collection "
+            "(an empty folder or a spent generator?); to empty it on purpose, delete its "
+            "points or drop it"
+        )
+    check_compatible(chunker, raw)
+    pick = _chooser(chunker, chunker_for, docs, raw)
+
+    opener = _Spec(store, collection, layout, embedder, embed_url, raw.model_id, raw.dimension,
+                   order, False, False)  # fmt: skip
+    driver_store, close_store = opener.open_store()
+    try:
+        for doc in docs:
+            driver_store.check_metadata(doc.doc_id, doc.metadata or {})
+        lock = None if dry_run else _method(driver_store, "writer_lock")
+        with lock() if lock is not None else contextlib.nullcontext():
+            info = _check_store(driver_store, raw, dry_run)
+            if info is None:
+                raise StoreError(
+                    f"collection {driver_store.collection!r} does not exist; call "
+                    "store.ensure_collection(embedder.dimension) first"
+                )
+            spec = _Spec(store, driver_store.collection if isinstance(store, str) else None,
+                         layout, embedder, embed_url, raw.model_id, raw.dimension, order,
+                         lock is not None, _keeps(driver_store), raw.max_input_tokens,
+                         int(getattr(raw, "special_tokens", 0) or 0))  # fmt: skip
+            report = _run(
+                ray, spec, raw, docs, paths, chunker, pick, chunker_for, cache, info.points,
+                dry_run=dry_run, check_stored=check_stored,
+                held=prune and _offers(driver_store, "all_ids", "doc_ids_of"),
+                workers=workers, num_gpus=num_gpus, cpus=cpus,
+                docs_per_task=docs_per_task, progress=progress,
+            )  # fmt: skip
+            if prune:
+                _prune(report, driver_store, doc_ids | kept, dry_run)
+    finally:
+        close_store()
+    report.engine["seconds"] = round(time.perf_counter() - started, 3)
+    failed = report.engine.pop("_failed")
+    if not dry_run:
+        report.stale_check = "passed" if not failed else "failed"
+        if failed:
+            doc_id, wrong, missing = failed[0]
+            more = f" (and {len(failed) - 1} more document(s))" if len(failed) > 1 else ""
+            raise StaleCheckError(
+                f"stale check failed: document {doc_id!r} holds {wrong} point(s) of another "
+                f"revision and lacks {missing} of its own after publish{more}; run the sync "
+                "again (the error's report has the counts)",
+                report,
+            )
+    return report
+
+
+def _check_input(documents: Any) -> Iterator[Document]:
+    kind = type(documents).__name__
+    if isinstance(documents, (str, bytes, Document)) or documents is None:
+        raise InputError(f"sync takes an iterable of rechunk.Document, not {kind}")
+    try:
+        yield from documents
+    except TypeError:
+        raise InputError(f"sync takes an iterable of rechunk.Document, not {kind}") from None
+
+
+def _run(
+    ray: Any,
+    spec: _Spec,
+    raw: Embedder,
+    docs: list[Document],
+    paths: list[tuple[str, str, str | None]],
+    chunker: Chunker,
+    pick: Callable[[Document], Chunker],
+    chunker_for: Callable[[Document], Chunker | None] | None,
+    cache: Any,
+    points: int,
+    *,
+    dry_run: bool,
+    check_stored: bool,
+    held: bool,
+    workers: int,
+    num_gpus: float,
+    cpus: float,
+    docs_per_task: int | None,
+    progress: Progress | None,
+) -> RaySyncReport:
+    """Plan, embed and commit every partition; the report from the plans and checks."""
+    model_id = raw.model_id
+    report = RaySyncReport(spec.collection or "", chunker.policy_id, model_id, spec.order, dry_run)
+    report.chunks_not_given = points
+    total = len(docs) + len(paths)
+    size = docs_per_task or min(DOC_BATCH, max(1, math.ceil(total / (4 * workers))))
+    if type(size) is not int or size < 1:
+        raise ConfigError(f"docs_per_task must be a positive int, not {docs_per_task!r}")
+    count = max(1, math.ceil(total / size))
+    grouped: list[list[Document | tuple[str, str, str | None]]] = [[] for _ in range(count)]
+    for item in [*docs, *paths]:
+        doc_id = item.doc_id if isinstance(item, Document) else item[1]
+        grouped[_partition_of(doc_id, count)].append(item)
+    grouped = [g for g in grouped if g]
+    table: list[Chunker] = [chunker]
+    index_of = {id(chunker): 0}
+    parts: list[_Part] = []
+    for i, group in enumerate(grouped):
+        picks: dict[str, int] = {}
+        part_docs = [d for d in group if isinstance(d, Document)]
+        for doc in part_docs:
+            chosen = pick(doc)
+            if id(chosen) not in index_of:
+                index_of[id(chosen)] = len(table)
+                table.append(chosen)
+            if chosen is not chunker:
+                picks[doc.doc_id] = index_of[id(chosen)]
+        part_files = [d for d in group if not isinstance(d, Document)]
+        parts.append(
+            _Part(i, part_docs, part_files, table, picks,  # type: ignore[arg-type]
+                  chunker_for if part_files else None, check_stored, held)
+        )  # fmt: skip
+
+    options = {"num_cpus": cpus, "max_retries": RETRIES}
+    plan_task = ray.remote(num_returns=2, **options)(_plan_part)
+    commit_task = ray.remote(**options)(_commit_part)
+    tally = ray.remote(num_cpus=0)(_Tally).remote()
+    actor_class = ray.remote(
+        num_cpus=cpus, num_gpus=num_gpus, max_restarts=RETRIES, max_task_retries=RETRIES
+    )(_Embedding)
+    actors: list[Any] = []
+    step = getattr(raw, "embed_batch", None)
+    step = step if type(step) is int and step > 0 else EMBED_BATCH
+
+    spec_ref = ray.put(spec)
+    planning: dict[Any, Any] = {}  # summary ref -> state ref
+    queue = list(parts)
+    in_flight = 4 * workers
+    committing: list[Any] = []
+    dispatched: dict[str, Any] = {}  # input key -> the ref of the embed call that has it
+    from_cache: dict[str, Any] = {}  # input key -> the vector the driver's cache held
+    counted: set[str] = set()
+    source_of: dict[str, str] = {}
+    embed_calls: list[Any] = []
+    changed: list[DocumentReport] = []
+    reports: dict[str, DocumentReport] = {}
+    seconds = report.seconds
+    held_ids: set[str] = set()
+    skipped_files: list[tuple[str, str]] = []
+    planned = committed = 0
+    next_actor = 0
+    try:
+        while queue or planning:
+            while queue and len(planning) < in_flight:
+                part = queue.pop(0)
+                state_ref, summary_ref = plan_task.remote(spec_ref, part)
+                planning[summary_ref] = state_ref
+            ready, _ = ray.wait(list(planning), num_returns=1)
+            state_ref = planning.pop(ready[0])
+            try:
+                summary: _Summary = ray.get(ready[0])
+            except Exception as exc:
+                raise _unwrap(exc) from None
+            planned += 1
+            if progress is not None:
+                progress("plan", planned, len(parts))
+            for name, value in summary.seconds.items():
+                seconds[name] += value
+            skipped_files.extend(summary.skipped)
+            held_ids.update(summary.held)
+            report.chunks_not_given -= summary.stored
+            # inputs count once per run, in the partition that first needed them
+            for key in summary.found:
+                source_of.setdefault(key, "store")
+            # an input is sent to a model once per run: not when an earlier partition's
+            # embed call has it, or the cache had it
+            fresh = [k for k in summary.wanted if k not in dispatched and k not in from_cache]
+            if cache is not None and fresh and not dry_run:
+                good, _ = usable_vectors(
+                    cache.get_many(fresh, model_id, raw.dimension), raw.dimension
+                )
+                from_cache.update(good)
+                for key in good:
+                    source_of.setdefault(key, "cache")
+            new = [k for k in fresh if k not in from_cache]
+            for key in new:
+                source_of.setdefault(key, "embed")
+            for rep in summary.reports:
+                reports[rep.doc_id] = rep
+                _count(report, rep, summary, source_of, changed)
+            for key in (k for d in summary.needs.values() for k, _, _ in d):
+                if key not in counted:
+                    counted.add(key)
+                    kind = source_of[key]
+                    report.inputs[_COUNTER[kind]] += 1
+                    if kind == "embed":
+                        report.tokens_embedded += summary.tokens[key]
+            if dry_run:
+                continue
+            for batch in batches(new, step):
+                if len(actors) < workers:
+                    actors.append(actor_class.remote(spec, tally))  # by value: restarts
+                actor = actors[next_actor % len(actors)]
+                next_actor += 1
+                ref = actor.embed.remote(list(batch), [summary.wanted[k] for k in batch])
+                embed_calls.append(ref)
+                for key in batch:
+                    dispatched[key] = ref
+            cached_mine = {k: from_cache[k] for k in summary.wanted if k in from_cache}
+            calls = {id(dispatched[k]): dispatched[k] for k in summary.wanted if k in dispatched}
+            needed = list(calls.values())
+            committing.append(commit_task.remote(spec_ref, state_ref, cached_mine, *needed))
+        failed: list[tuple[str, int, int]] = []
+        t0 = time.perf_counter()
+        while committing:
+            ready, committing = ray.wait(committing, num_returns=1)
+            try:
+                done: _Committed = ray.get(ready[0])
+            except Exception as exc:
+                raise _unwrap(exc) from None
+            committed += 1
+            if progress is not None:
+                progress("publish", committed, len(parts))
+            for name, value in done.seconds.items():
+                seconds[name] += value
+            for doc_id, (status, reason) in done.status.items():
+                rep = reports[doc_id]
+                report.documents[rep.status] -= 1
+                report.documents["synced"] -= 1
+                report.documents[status] += 1
+                rep.status, rep.reason = status, reason  # type: ignore[assignment]
+            for doc_id, (added, updated) in done.repaired.items():
+                reports[doc_id].added += added
+                reports[doc_id].updated += updated
+                report.chunks["added"] += added
+                report.chunks["updated"] += updated
+            for _, wrong, missing in done.failed:
+                report.stale_points += wrong + missing
+            failed += done.failed
+        report.engine["commit_wait_seconds"] = round(time.perf_counter() - t0, 3)
+        if cache is not None and embed_calls:
+            for keys, vectors in ray.get(embed_calls):
+                cache.put_many(list(zip(keys, vectors)), model_id)
+            from rechunk.cache import record_dimension
+
+            record_dimension(cache, model_id, raw.dimension)
+        sent = int(ray.get(tally.total.remote()))
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+    finally:
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        with contextlib.suppress(Exception):
+            ray.kill(tally)
+    report.per_document = [reports[r] for r in reports]
+    report.per_document.extend(DocumentReport(d, "skipped", reason=r) for d, r in skipped_files)
+    report.documents["skipped"] += len(skipped_files)
+    report.chunks_not_given = max(report.chunks_not_given, 0)
+    for rep in report.per_document:
+        if rep.policy is not None:
+            report.policies[rep.policy] = report.policies.get(rep.policy, 0) + 1
+    report.tokens_total = sum(report.engine.pop("_tokens", {}).values())
+    fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
+    weight = sum(r.tokens_total for r in changed)
+    report.recompute_fraction = fresh / weight if weight else 0.0
+    changed_bytes = sum(r.changed_bytes for r in changed)
+    if changed_bytes:
+        report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
+    report.engine.update(
+        engine="ray",
+        nodes=len(nodes),
+        node_addresses=sorted({str(n.get("NodeManagerAddress")) for n in nodes}),
+        partitions=len(parts),
+        docs_per_task=size,
+        embedding_actors=len(actors),
+        inputs_sent=sent,
+        inputs_sent_again=max(0, sent - report.inputs["embedded"]),
+        _failed=failed,
+        _held=held_ids,
+    )
+    return report
+
+
+_COUNTER = {"cache": "from_cache", "store": "from_store", "embed": "embedded"}
+
+
+def _count(
+    report: RaySyncReport,
+    rep: DocumentReport,
+    summary: _Summary,
+    source_of: Mapping[str, str],
+    changed: list[DocumentReport],
+) -> None:
+    """Add one planned document to the report (as :func:`rechunk.sync` counts it)."""
+    report.documents[rep.status] += 1
+    if rep.status == "skipped":
+        return
+    report.documents["synced"] += 1
+    for name in ("kept", "updated", "added", "deleted"):
+        report.chunks[name] += getattr(rep, name)
+    tokens: dict[str, int] = report.engine.setdefault("_tokens", {})
+    for key, value in summary.tokens.items():
+        tokens[key] = value
+    for key, key_tokens, nbytes in summary.needs.get(rep.doc_id, []):
+        kind = "store" if key in summary.found else source_of.get(key, "embed")
+        if kind == "store":
+            rep.from_store += 1
+        elif kind == "cache":
+            rep.from_cache += 1
+        else:
+            rep.embedded += 1
+            rep.tokens_embedded += key_tokens
+            rep.reindexed_bytes += nbytes
+    if rep.status == "changed":
+        changed.append(rep)
+
+
+def _prune(report: RaySyncReport, store: VectorStore, given: set[str], dry_run: bool) -> None:
+    """Delete the documents the collection holds beyond ``given`` (as :func:`rechunk.sync`
+    prunes: on the driver, under the writer lock, after every commit)."""
+    held: set[str] = report.engine.pop("_held", set())
+    t0 = time.perf_counter()
+    for points_of in _gone(store, given, held):
+        delete = [pid for point_ids in points_of.values() for pid in point_ids]
+        for doc_id, point_ids in points_of.items():
+            report.per_document.append(DocumentReport(doc_id, "deleted", deleted=len(point_ids)))
+            report.documents["deleted"] += 1
+            report.chunks["deleted"] += len(point_ids)
+        if not dry_run and delete:
+            store.delete(delete)
+    report.seconds["publish"] += time.perf_counter() - t0
+
+
+def engine_for_cli(args: Any, store: VectorStore) -> Callable[..., SyncReport]:
+    """``rechunk sync --engine ray``: a callable with :func:`rechunk.sync`'s signature
+    that runs :func:`sync` on the cluster at ``--ray-address`` into ``--store`` (a
+    server) and the collection ``store`` opened, each embedding actor making the
+    embedder of ``--embedder`` / ``--model`` / ``--embed-url`` once."""
+    import functools
+
+    from rechunk.integrations.uri import open_embedder
+
+    factory = functools.partial(
+        open_embedder,
+        getattr(args, "embedder", None),
+        model=getattr(args, "model", None),
+        embed_url=getattr(args, "embed_url", None),
+    )
+
+    def run(
+        documents: Iterable[Document],
+        _store: VectorStore,
+        *,
+        chunker: Chunker,
+        embedder: Embedder,
+        reuse_from: Sequence[VectorStore] = (),
+        **options: Any,
+    ) -> SyncReport:
+        if reuse_from:
+            raise ConfigError("--reuse-from is not supported with --engine ray yet")
+        layout = str(getattr(store, "layout", "langchain"))
+        return sync(
+            documents,
+            str(args.store),
+            collection=store.collection,
+            layout=layout,
+            chunker=chunker,
+            embedder=factory,
+            address=getattr(args, "ray_address", None),
+            **options,
+        )
+
+    return run

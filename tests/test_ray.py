@@ -1,0 +1,277 @@
+"""The sync on a real two-node Ray cluster (rechunk.integrations.ray), into a real Chroma
+server, both started on 127.0.0.1 by this module and stopped at its end.
+
+Ray turns a loopback ``--node-ip-address`` into the machine's routable address (its
+nodes are meant to reach each other across machines); Ray's own switch for single-machine
+clusters, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, keeps every address on 127.0.0.1, and
+the second node is started through ``ray start`` with Ray's localhost rewrite turned off
+(the only way a second node joins under that switch). A test asserts every node is on
+127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'rechunk[ray]')")
+pytest.importorskip("chromadb", reason="the chroma extra is not installed")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chroma_server import free_port, running_chroma  # noqa: E402
+
+import rechunk  # noqa: E402
+from rechunk.adapters.chroma import ChromaStore, http_client  # noqa: E402
+from rechunk.integrations import ray as rray  # noqa: E402
+
+pytestmark = pytest.mark.timeout(240)
+
+# the embedders below are pickled by value: the workers cannot import this test module
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+RAY = Path(sys.executable).parent / "ray"
+#: `ray start` for a second node on this machine, with Ray's localhost rewrite off
+SECOND_NODE = (
+    "import ray._private.ray_constants as c, ray._private.services as s\n"
+    "c.ENABLE_RAY_CLUSTER = True\n"
+    "s.resolve_ip_for_localhost = lambda host: host\n"
+    "from ray.scripts.scripts import main\n"
+    "main()\n"
+)
+
+
+class HashEmbedder:
+    """A real deterministic embedder: each vector comes from the sha256 of its text."""
+
+    model_id = "hash/ray-v1"
+    dimension = 16
+    max_input_tokens: int | None = None
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = [
+            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "big"))
+            .standard_normal(self.dimension)
+            for t in texts
+        ]
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+class DyingEmbedder(HashEmbedder):
+    """The hash embedder, whose process dies on its second batch, once per marker file:
+    the first actor to get there exits (a real actor death, mid-run)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        if self.calls == 2:
+            try:
+                os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os._exit(1)
+        return super().embed(texts)
+
+
+def _ray_cli(args: list[str], env: dict[str, str], timeout: float = 90) -> None:
+    done = subprocess.run(
+        args, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:3])} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A head node and a second node on 127.0.0.1 (one CPU each), joined by this process;
+    ``ray stop`` at the end, also when a test failed."""
+    if shutil.which(str(RAY)) is None:
+        pytest.skip(f"no ray executable beside {sys.executable}")
+    os.environ.update(ENV)
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False  # this process: 127.0.0.1 too
+    env = {**os.environ, **ENV}
+    temp = tempfile.mkdtemp(prefix="rk-ray-", dir="/tmp")  # short: Ray's socket paths
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    common = ["--num-cpus=1", "--object-store-memory=150000000", "--disable-usage-stats"]
+    try:
+        _ray_cli(
+            [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+             "--include-dashboard=false", f"--temp-dir={temp}", *common],
+            env,
+        )  # fmt: skip
+        _ray_cli(
+            [sys.executable, "-c", SECOND_NODE, "start", f"--address={address}",
+             "--node-ip-address=127.0.0.1", *common],
+            env,
+        )  # fmt: skip
+        rray.connect(address)
+        deadline = time.monotonic() + 60
+        while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+            assert time.monotonic() < deadline, "the second Ray node did not join in 60 s"
+            time.sleep(0.5)
+        yield address
+    finally:
+        ray.shutdown()
+        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with running_chroma(tmp_path_factory.mktemp("chroma-ray") / "data") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def corpus(revisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """24 real revision pairs (English and Chinese) of ../shared/revisions."""
+    return revisions[:24]
+
+
+def _store(chroma: Any, name: str) -> ChromaStore:
+    store = ChromaStore(http_client("127.0.0.1", chroma.port), name)
+    store.ensure_collection(HashEmbedder.dimension)
+    return store
+
+
+def _uri(chroma: Any) -> str:
+    return f"chroma+http://127.0.0.1:{chroma.port}"
+
+
+def _docs(corpus: list[dict[str, Any]], side: str, edited: int = 0) -> list[rechunk.Document]:
+    """The old revisions, the first ``edited`` of them replaced by their new revision."""
+    return [
+        rechunk.Document(row["id"], row["new"] if i < edited and side == "new" else row["old"])
+        for i, row in enumerate(corpus)
+    ]
+
+
+def _snapshot(store: ChromaStore) -> dict[str, tuple[Any, npt.NDArray[np.float32]]]:
+    """Every point: id -> (payload, vector), read from the server."""
+    collection = store.client.get_collection(store.collection, embedding_function=None)
+    got = collection.get(include=["metadatas", "documents", "embeddings"])
+    points = {p.id: p.payload for pts in store.get_points_many(sorted(store.doc_ids())).values() for p in pts}
+    assert len(points) == len(got["ids"]), "a record that is not a rechunk point"
+    return {
+        pid: (points[pid], np.asarray(vector, dtype=np.float32))
+        for pid, vector in zip(got["ids"], got["embeddings"])
+    }
+
+
+def _assert_same(one: ChromaStore, other: ChromaStore) -> int:
+    a, b = _snapshot(one), _snapshot(other)
+    assert sorted(a) == sorted(b)
+    for pid, (payload, vector) in a.items():
+        assert b[pid][0] == payload
+        np.testing.assert_allclose(b[pid][1], vector, rtol=0, atol=1e-6)
+    return len(a)
+
+
+def _assert_exact(store: ChromaStore, docs: list[rechunk.Document]) -> int:
+    """0 stale, 0 duplicate, 0 lost: every document holds exactly one point per chunk of
+    its revision, ordinals 0..n-1 tiling its text."""
+    held = store.get_points_many([d.doc_id for d in docs])
+    total = 0
+    for doc in docs:
+        points = held[doc.doc_id]
+        assert {p.payload.revision for p in points} == {doc.revision}
+        assert [p.payload.ordinal for p in points] == list(range(len(points)))
+        assert points[0].payload.start == 0 and points[-1].payload.end == len(doc.text)
+        total += len(points)
+    assert total == store.collection_info().points  # type: ignore[union-attr]
+    return total
+
+
+CHUNKER = rechunk.StructuredChunker()
+
+
+def _ray_sync(chroma: Any, name: str, docs: list[rechunk.Document], embedder: Any = HashEmbedder) -> Any:
+    return rray.sync(
+        docs, _uri(chroma), collection=name, chunker=CHUNKER, embedder=embedder, workers=2
+    )
+
+
+def test_every_node_of_the_cluster_is_on_loopback(cluster: str) -> None:
+    nodes = [n for n in ray.nodes() if n["Alive"]]
+    assert len(nodes) == 2
+    assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}
+    assert cluster.startswith("127.0.0.1:")
+
+
+def test_the_cluster_sync_equals_the_local_sync_then_reuses_everything(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]]
+) -> None:
+    docs = _docs(corpus, "old")
+    local, remote = _store(chroma, "local-eq"), _store(chroma, "ray-eq")
+    expected = rechunk.sync(docs, local, chunker=CHUNKER, embedder=HashEmbedder())
+    report = _ray_sync(chroma, "ray-eq", docs)
+    points = _assert_same(local, remote)
+    assert points == _assert_exact(remote, docs) == expected.chunks["added"] > len(docs)
+    for name in ("documents", "chunks", "inputs", "tokens_embedded", "tokens_total", "stale_points"):
+        assert getattr(report, name) == getattr(expected, name), name
+    assert report.stale_check == "passed"
+    assert report.engine["nodes"] == 2 and report.engine["partitions"] > 1
+    assert report.engine["inputs_sent"] == report.inputs["embedded"]  # nothing twice
+
+    again = _ray_sync(chroma, "ray-eq", docs)  # a second run: nothing to embed or write
+    assert again.inputs["embedded"] == again.engine["inputs_sent"] == 0
+    assert again.documents["unchanged"] == len(docs)
+    assert again.chunks["kept"] == points and again.chunks["added"] == 0
+
+    # an edit: 8 documents get their next revision; only their new inputs are embedded
+    edited = _docs(corpus, "new", edited=8)
+    before = {p.payload.input_key for pts in remote.get_points_many([d.doc_id for d in docs]).values() for p in pts}
+    local_edit = rechunk.sync(edited, local, chunker=CHUNKER, embedder=HashEmbedder())
+    edit = _ray_sync(chroma, "ray-eq", edited)
+    _assert_same(local, remote)
+    _assert_exact(remote, edited)
+    after = {p.payload.input_key for pts in remote.get_points_many([d.doc_id for d in edited]).values() for p in pts}
+    assert edit.inputs["embedded"] == edit.engine["inputs_sent"] == len(after - before) > 0
+    assert edit.documents == local_edit.documents
+    assert edit.chunks == local_edit.chunks
+    assert edit.inputs == local_edit.inputs
+    assert edit.recompute_fraction == pytest.approx(local_edit.recompute_fraction)
+
+
+def test_an_embedding_actor_killed_mid_run_converges(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    docs = _docs(corpus, "old")
+    reference = _store(chroma, "local-kill")
+    rechunk.sync(docs, reference, chunker=CHUNKER, embedder=HashEmbedder())
+    _store(chroma, "ray-kill")
+    marker = tmp_path / "died"
+    import functools
+
+    report = _ray_sync(chroma, "ray-kill", docs, functools.partial(DyingEmbedder, str(marker)))
+    assert marker.exists(), "no embedding actor died"
+    remote = _store(chroma, "ray-kill")
+    points = _assert_exact(remote, docs)  # 0 stale, 0 duplicate, 0 lost
+    assert _assert_same(reference, remote) == points
+    # the report is the store's: every distinct input once, every point added once
+    assert report.chunks["added"] == points
+    assert report.inputs["embedded"] == len({p.input_key for p, _ in _snapshot(remote).values()})
+    # the batch the dead actor was embedding was sent to a model again, and said so
+    assert report.engine["inputs_sent"] > report.inputs["embedded"]
+    assert report.engine["inputs_sent_again"] == report.engine["inputs_sent"] - report.inputs["embedded"]
+
+    rerun = _ray_sync(chroma, "ray-kill", docs)
+    assert rerun.inputs["embedded"] == 0 and rerun.documents["unchanged"] == len(docs)
+    assert _assert_exact(remote, docs) == points
