@@ -1,0 +1,719 @@
+"""The code policy (issue #38): the chunker contract in every language, locators, stability."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chunker_contract import (
+    HEAVY_TEXTS,
+    LONG_TEXTS,
+    TEXTS,
+    ChunkerContract,
+    check_tiles,
+    exact_tokens,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rechunk
+from rechunk import ConfigError, RecursiveChunker
+from rechunk.chunkers import CodeChunker, code_chunker_for, language_for
+from rechunk.chunkers.code_languages import LANGUAGES
+from rechunk.tokens import resolve_tokenizer
+
+pytest.importorskip("tree_sitter")
+
+CODE_PAIRS = Path(__file__).resolve().parents[2] / "shared" / "revisions" / "code-dev.jsonl"
+
+# One small, real-looking file per language: definitions, comments, attributes, nesting.
+SNIPPETS: dict[str, str] = {
+    "python": '''"""Shopping carts."""
+import os
+from decimal import Decimal
+
+
+# A cart holds items.
+class Cart:
+    """A shopping cart."""
+
+    def __init__(self):
+        self.items = []
+
+    @property
+    def size(self):
+        return len(self.items)
+
+    def add(self, item, quantity=1):
+        for _ in range(quantity):
+            self.items.append(item)
+        return self
+
+    class Item:
+        def price(self):
+            return Decimal("1.00")
+
+
+def total(cart):
+    return sum(item.price() for item in cart.items)
+''',
+    "javascript": '''// utils
+const path = require("path");
+
+/** Add two numbers. */
+function add(a, b) {
+  return a + b;
+}
+
+class Cart {
+  constructor() { this.items = []; }
+  add(item) {
+    this.items.push(item);
+    return this;
+  }
+}
+
+const mul = (a, b) => {
+  return a * b;
+};
+module.exports.sub = function (a, b) { return a - b; };
+''',
+    "typescript": '''import { readFileSync } from "fs";
+
+export interface Shape {
+  area(): number;
+}
+
+export class Square implements Shape {
+  constructor(private side: number) {}
+  area(): number {
+    return this.side * this.side;
+  }
+}
+
+type Id = string;
+export function twice<T>(x: T): T[] {
+  return [x, x];
+}
+''',
+    "tsx": '''import React from "react";
+
+export function App(props: { name: string }) {
+  const [count, setCount] = React.useState(0);
+  return <div className="app" onClick={() => setCount(count + 1)}>{props.name}</div>;
+}
+
+const Button = ({ label }: { label: string }) => <button>{label}</button>;
+export default App;
+''',
+    "go": '''package cart
+
+import (
+	"fmt"
+)
+
+// Cart holds items.
+type Cart struct {
+	items []string
+}
+
+// Add adds an item.
+func (c *Cart) Add(item string) {
+	c.items = append(c.items, item)
+}
+
+func main() {
+	fmt.Println("hi")
+}
+''',
+    "rust": '''use std::fmt;
+
+/// A point.
+#[derive(Debug)]
+struct Point {
+    x: i32,
+    y: i32,
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "({}, {})", self.x, self.y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn it_works() {
+        assert_eq!(2 + 2, 4);
+    }
+}
+''',
+    "java": '''package shop;
+
+import java.util.List;
+
+/** A cart. */
+public class Cart {
+  private List<String> items;
+
+  @Override
+  public String toString() {
+    return items.toString();
+  }
+
+  static class Item {
+    int price() {
+      return 1;
+    }
+  }
+}
+''',
+    "c": '''#include <stdio.h>
+
+/* A point. */
+struct point {
+  int x;
+  int y;
+};
+
+static int add(int a, int b) {
+  return a + b;
+}
+
+int *make(void)
+{
+  return NULL;
+}
+''',
+    "cpp": '''#include <vector>
+
+namespace geo {
+class Point {
+ public:
+  int x() const { return x_; }
+ private:
+  int x_;
+};
+
+int Point::y() const {
+  return 0;
+}
+
+template <typename T>
+T twice(T v) {
+  return v + v;
+}
+}  // namespace geo
+''',
+}
+
+
+def _code_pairs(language: str) -> list[dict[str, Any]]:
+    if not CODE_PAIRS.exists():
+        pytest.skip(f"real code revision pairs not available: {CODE_PAIRS} is absent")
+    with CODE_PAIRS.open(encoding="utf-8") as fh:
+        pairs = [json.loads(line) for line in fh if line.strip()]
+    return [p for p in pairs if p["lang"] == language]
+
+
+class CodeContract(ChunkerContract):
+    """The contract every chunker passes, for the code policy of one language."""
+
+    language = "python"
+    window = 416
+    #: hypothesis examples for the generic-text properties (the full profile for Python)
+    examples = 60
+
+    def make(self, **kwargs: Any) -> CodeChunker:
+        return CodeChunker(self.language, **kwargs)
+
+    def small_params(self) -> dict[str, int]:
+        return {"min_tokens": 20, "max_tokens": 40}
+
+    def small_limit(self) -> int:
+        return 40
+
+    def test_real_revisions_tile_and_fit(self) -> None:  # type: ignore[override]
+        """The contract's real texts for a code policy: source files of its language
+        (``code-dev.jsonl``; skipped when absent), and a snippet written here."""
+        pairs = _code_pairs(self.language) if self.language in _DEV_LANGUAGES else []
+        texts = [p[v] for p in pairs for v in ("old", "new")] + [SNIPPETS[self.language]]
+        chunker = self.make()
+        small = self.make(min_tokens=30, max_tokens=60)
+        counter = resolve_tokenizer(None)
+        for text in texts:
+            for c, limit in ((chunker, self.window), (small, 60)):
+                chunks = c.chunk(text)
+                check_tiles(text, chunks)
+                exact = counter.count_many([x.text for x in chunks])
+                assert [x.tokens for x in chunks] == exact
+                assert max(exact) <= limit
+
+    def test_snippet_tiles_at_every_size(self) -> None:
+        text = SNIPPETS[self.language]
+        for low, high in ((1, 1), (2, 5), (5, 12), (10, 40), (40, 80)):
+            chunks = self.make(min_tokens=low, max_tokens=high).chunk(text)
+            check_tiles(text, chunks)
+            assert all(c.tokens <= high for c in chunks)
+
+    def test_policy_id_names_language_and_grammar(self) -> None:
+        chunker = self.make()
+        kind, language, version, digest = chunker.policy_id.rsplit("-", 3)
+        assert (kind, language) == ("code", self.language)
+        assert version == chunker.grammar_version and len(digest) == 12
+        described = chunker.describe()
+        assert described["language"] == self.language
+        assert described["grammar"].startswith(LANGUAGES[self.language].package)
+
+    # the generic-text properties, with fewer examples in all but one language
+
+    @given(TEXTS)
+    def test_tiles_and_is_deterministic(self, text: str) -> None:
+        ChunkerContract.test_tiles_and_is_deterministic.hypothesis.inner_test(self, text)  # type: ignore[attr-defined]
+
+    @given(LONG_TEXTS)
+    def test_long_text_respects_sizes_exactly(self, text: str) -> None:
+        ChunkerContract.test_long_text_respects_sizes_exactly.hypothesis.inner_test(self, text)  # type: ignore[attr-defined]
+
+    @given(HEAVY_TEXTS, st.sampled_from(["heavy", "utf8"]))
+    def test_several_tokens_per_character_keep_the_bound(self, text: str, count: Any) -> None:
+        from chunker_contract import heavy_tokens, utf8_tokens
+
+        fn = heavy_tokens if count == "heavy" else utf8_tokens
+        ChunkerContract.test_several_tokens_per_character_keep_the_bound.hypothesis.inner_test(  # type: ignore[attr-defined]
+            self, text, fn
+        )
+
+
+_DEV_LANGUAGES = ("python", "javascript", "go", "rust", "java", "c")
+
+
+def _contract_for(language: str, examples: int) -> type[CodeContract]:
+    few = settings(max_examples=examples)
+    body: dict[str, Any] = {"language": language}
+    for name in (
+        "test_tiles_and_is_deterministic",
+        "test_long_text_respects_sizes_exactly",
+        "test_several_tokens_per_character_keep_the_bound",
+    ):
+        inner = getattr(CodeContract, name).hypothesis.inner_test
+        strategies = {
+            "test_tiles_and_is_deterministic": (TEXTS,),
+            "test_long_text_respects_sizes_exactly": (LONG_TEXTS,),
+            "test_several_tokens_per_character_keep_the_bound": (
+                HEAVY_TEXTS,
+                st.sampled_from(["heavy", "utf8"]),
+            ),
+        }[name]
+        body[name] = few(given(*strategies)(inner))
+    return type(f"TestCode{language.capitalize()}", (CodeContract,), body)
+
+
+class TestCodePython(CodeContract):
+    language = "python"
+
+
+TestCodeJavascript = _contract_for("javascript", 12)
+TestCodeTypescript = _contract_for("typescript", 12)
+TestCodeTsx = _contract_for("tsx", 12)
+TestCodeGo = _contract_for("go", 12)
+TestCodeRust = _contract_for("rust", 12)
+TestCodeJava = _contract_for("java", 12)
+TestCodeC = _contract_for("c", 12)
+TestCodeCpp = _contract_for("cpp", 12)
+
+
+# -- code-like text -------------------------------------------------------------------------
+
+_NAMES = st.sampled_from(["a", "b", "cart", "item", "total", "x1", "valueOf", "é", "中文"])
+
+
+@st.composite
+def c_like(draw: st.DrawFn) -> str:
+    """Brace-language text: functions with nested blocks, comments, blank lines, noise."""
+    out = []
+    for _ in range(draw(st.integers(0, 12))):
+        name = draw(_NAMES)
+        if draw(st.booleans()):
+            out.append(f"// {draw(_NAMES)} {draw(_NAMES)}")
+        out.append(f"int {name}(int {draw(_NAMES)}) {{")
+        depth = 1
+        for _ in range(draw(st.integers(0, 10))):
+            kind = draw(st.sampled_from(["stmt", "open", "close", "blank", "junk"]))
+            pad = "  " * depth
+            if kind == "stmt":
+                out.append(f"{pad}{draw(_NAMES)} = {draw(_NAMES)} + {draw(st.integers(0, 99))};")
+            elif kind == "open":
+                out.append(f"{pad}if ({draw(_NAMES)}) {{")
+                depth += 1
+            elif kind == "close" and depth > 1:
+                depth -= 1
+                out.append("  " * depth + "}")
+            elif kind == "blank":
+                out.append("")
+            else:
+                out.append(draw(st.sampled_from(["}", "{", "/*", "*/", '"', "#define", "😀" * 5])))
+        while depth > 0:
+            depth -= 1
+            out.append("  " * depth + "}")
+        out.append("")
+    return "\n".join(out)
+
+
+@st.composite
+def python_like(draw: st.DrawFn) -> str:
+    out = []
+    for _ in range(draw(st.integers(0, 10))):
+        if draw(st.booleans()):
+            out.append(f"@{draw(_NAMES)}")
+        out.append(f"def {draw(_NAMES)}({draw(_NAMES)}):")
+        indent = 1
+        for _ in range(draw(st.integers(0, 8))):
+            kind = draw(st.sampled_from(["stmt", "open", "dedent", "blank", "doc"]))
+            pad = "    " * indent
+            if kind == "stmt":
+                out.append(f"{pad}{draw(_NAMES)} = {draw(_NAMES)}({draw(st.integers(0, 9))})")
+            elif kind == "open":
+                out.append(f"{pad}if {draw(_NAMES)}:")
+                indent += 1
+                out.append("    " * indent + "pass")
+            elif kind == "dedent" and indent > 1:
+                indent -= 1
+            elif kind == "blank":
+                out.append("")
+            else:
+                out.append(f'{pad}"""{draw(_NAMES)}\n\n{pad}{draw(_NAMES)} {draw(_NAMES)}"""')
+        out.append("")
+    return "\n".join(out)
+
+
+CODE_TEXTS = st.tuples(
+    st.sampled_from(["c", "cpp", "java", "javascript", "go", "rust", "typescript"]), c_like()
+) | st.tuples(st.just("python"), python_like())
+
+
+@settings(max_examples=40)
+@given(CODE_TEXTS, st.sampled_from([(5, 10), (10, 30), (30, 60)]))
+def test_code_like_text_tiles_deterministically_within_max(
+    case: tuple[str, str], sizes: tuple[int, int]
+) -> None:
+    language, text = case
+    low, high = sizes
+    chunker = CodeChunker(language, min_tokens=low, max_tokens=high)
+    chunks = chunker.chunk(text)
+    check_tiles(text, chunks)
+    assert CodeChunker(language, min_tokens=low, max_tokens=high).chunk(text) == chunks
+    for c in chunks:
+        assert c.tokens == exact_tokens(c.text) <= high
+
+
+# -- where cuts fall ------------------------------------------------------------------------
+
+
+def _functions(rng: random.Random, count: int, language: str = "python") -> list[str]:
+    words = ["alpha", "beta", "gamma", "delta", "total", "items", "price", "count", "name"]
+    out = []
+    for i in range(count):
+        body = [
+            f"    {rng.choice(words)}_{j} = {rng.choice(words)}({rng.randrange(100)}, {rng.choice(words)})"
+            for j in range(rng.randrange(2, 9))
+        ]
+        doc = f'    """{rng.choice(words).capitalize()} the {rng.choice(words)}."""'
+        out.append("\n".join([f"def function_{i}(x, y):", doc, *body, "    return x", ""]))
+    return out
+
+
+def test_definitions_are_not_cut_when_they_fit() -> None:
+    text = "\n\n".join(_functions(random.Random(3), 40))
+    chunker = CodeChunker("python", min_tokens=60, max_tokens=150)
+    chunks = chunker.chunk(text)
+    check_tiles(text, chunks)
+    for c in chunks:
+        assert c.text.startswith("def function_"), c.text[:40]  # every chunk starts a function
+        assert c.text.endswith("return x")  # and ends one
+
+
+def test_inserting_a_function_leaves_the_chunks_after_it() -> None:
+    """An inserted function regroups only nearby definitions: every chunk from the second
+    one after the insertion on is byte-identical with an old chunk (greedy packing would
+    shift all of them)."""
+    for seed in range(6):
+        rng = random.Random(seed)
+        functions = _functions(rng, 60)
+        at = rng.randrange(10, 50)
+        old = "\n\n".join(functions)
+        inserted = _functions(random.Random(100 + seed), 1)[0].replace("function_0", "inserted")
+        new = "\n\n".join([*functions[:at], inserted, *functions[at:]])
+        chunker = CodeChunker("python", min_tokens=60, max_tokens=150)
+        old_texts = {c.text for c in chunker.chunk(old)}
+        after = new.index("def inserted") + len(inserted)
+        later = [c for c in chunker.chunk(new) if c.start >= after]
+        assert len(later) > 10
+        assert all(c.text in old_texts for c in later[1:]), seed
+        # and before it: all but the chunk it joins (or the one before) are kept
+        before = [c for c in chunker.chunk(new) if c.end <= new.index("def inserted")]
+        assert sum(c.text not in old_texts for c in before) <= 1, seed
+
+
+def test_a_large_definition_is_split_at_its_statements() -> None:
+    body = "\n".join(f"    value_{i} = compute(value_{i - 1}, {i})" for i in range(1, 120))
+    text = f"def big(value_0):\n{body}\n    return value_119\n"
+    chunks = CodeChunker("python", min_tokens=40, max_tokens=100).chunk(text)
+    check_tiles(text, chunks)
+    assert len(chunks) >= 10
+    for c in chunks[1:]:
+        assert c.text.startswith("value_") or c.text.startswith("return")  # a statement start
+
+
+def test_comments_and_attributes_stay_with_their_item() -> None:
+    rust = SNIPPETS["rust"]
+    chunks = CodeChunker("rust", min_tokens=10, max_tokens=40).chunk(rust)
+    check_tiles(rust, chunks)
+    for c in chunks:
+        assert not c.text.endswith("#[derive(Debug)]")
+        assert not c.text.endswith("/// A point.")
+        assert not c.text.endswith("#[cfg(test)]")
+    go = SNIPPETS["go"]
+    chunks = CodeChunker("go", min_tokens=10, max_tokens=40).chunk(go)
+    assert any(c.text.startswith("// Add adds an item.\nfunc (c *Cart) Add") for c in chunks)
+
+
+def test_files_that_do_not_parse_still_chunk() -> None:
+    broken = "def f(:\n    return ]\n\nclass {\n" * 50 + "))))\n" + "x = 'unterminated\n" * 30
+    chunks = CodeChunker("python", min_tokens=20, max_tokens=60).chunk(broken)
+    check_tiles(broken, chunks)
+    assert all(c.tokens <= 60 for c in chunks)
+    js = SNIPPETS["python"]  # Python read as JavaScript: an error tree, still chunks
+    check_tiles(js, CodeChunker("javascript", min_tokens=5, max_tokens=20).chunk(js))
+
+
+# -- locator -------------------------------------------------------------------------------
+
+
+def _where(language: str, text: str, needle: str, end_needle: str | None = None) -> dict[str, Any]:
+    chunker = CodeChunker(language)
+    where = chunker.locator(text)
+    start = text.index(needle)
+    end = text.index(end_needle, start) + len(end_needle) if end_needle else start + len(needle)
+    return where(start, end)
+
+
+def test_locator_symbol_paths() -> None:
+    py = SNIPPETS["python"]
+    assert _where("python", py, "def add")["symbol"] == "Cart.add"
+    assert _where("python", py, "@property")["symbol"] == "Cart.size"  # decorator belongs to it
+    assert _where("python", py, "def price")["symbol"] == "Cart.Item.price"
+    assert _where("python", py, "return Decimal")["symbol"] == "Cart.Item.price"
+    assert _where("python", py, "# A cart holds")["symbol"] == "Cart"  # the comment above it
+    assert "symbol" not in _where("python", py, "import os")
+    rust = SNIPPETS["rust"]
+    assert _where("rust", rust, "impl fmt::Display")["symbol"] == "impl fmt::Display for Point"
+    assert _where("rust", rust, "write!")["symbol"] == "impl fmt::Display for Point::fmt"
+    assert _where("rust", rust, "/// A point.")["symbol"] == "Point"
+    assert _where("rust", rust, "#[test]")["symbol"] == "tests::it_works"
+    assert _where("go", SNIPPETS["go"], "c.items = append")["symbol"] == "Cart.Add"
+    assert _where("java", SNIPPETS["java"], "@Override")["symbol"] == "Cart.toString"
+    assert _where("java", SNIPPETS["java"], "return 1")["symbol"] == "Cart.Item.price"
+    js = SNIPPETS["javascript"]
+    assert _where("javascript", js, "this.items.push")["symbol"] == "Cart.add"
+    assert _where("javascript", js, "return a * b")["symbol"] == "mul"
+    assert _where("javascript", js, "module.exports.sub")["symbol"] == "module.exports.sub"
+    assert _where("typescript", SNIPPETS["typescript"], "return this.side")["symbol"] == "Square.area"
+    assert _where("typescript", SNIPPETS["typescript"], "export function twice")["symbol"] == "twice"
+    assert _where("tsx", SNIPPETS["tsx"], "const [count")["symbol"] == "App"
+    assert _where("c", SNIPPETS["c"], "return NULL")["symbol"] == "make"
+    assert _where("c", SNIPPETS["c"], "int x;")["symbol"] == "struct point"
+    cpp = SNIPPETS["cpp"]
+    assert _where("cpp", cpp, "return 0")["symbol"] == "geo::Point::y"
+    assert _where("cpp", cpp, "template <typename T>")["symbol"] == "geo::twice"
+    assert _where("cpp", cpp, "int x() const")["symbol"] == "geo::Point::x"
+
+
+def test_locator_lines_and_language() -> None:
+    py = SNIPPETS["python"]
+    where = CodeChunker("python").locator(py)
+    start = py.index("    def add")  # leading spaces: the span's first line is still the def's
+    end = py.index("return self") + len("return self\n\n")  # trailing blank line not counted
+    first = py[: py.index("def add")].count("\n") + 1
+    assert where(start, end) == {
+        "language": "python",
+        "symbol": "Cart.add",
+        "lines": [first, first + 3],
+    }
+    chunker = CodeChunker("go", min_tokens=5, max_tokens=30)
+    go = SNIPPETS["go"]
+    where = chunker.locator(go)
+    seen = []
+    for c in chunker.chunk(go):
+        loc = where(c.start, c.end)
+        lines = go.splitlines()[loc["lines"][0] - 1 : loc["lines"][1]]
+        assert c.text in embedding_text(lines)
+        assert c.text.splitlines()[0] in lines[0] and c.text.splitlines()[-1] in lines[-1]
+        seen.append(loc.get("symbol"))
+    assert "Cart.Add" in seen and "main" in seen
+
+
+def embedding_text(lines: list[str]) -> str:
+    return rechunk.embedding_input("\n".join(lines))
+
+
+# -- languages, fallback, policy -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [
+        ("a/b.py", "python"),
+        ("x.js", "javascript"),
+        ("x.mjs", "javascript"),
+        ("x.cjs", "javascript"),
+        ("x.jsx", "javascript"),
+        ("x.ts", "typescript"),
+        ("X.TSX", "tsx"),
+        ("main.go", "go"),
+        ("lib.rs", "rust"),
+        ("A.java", "java"),
+        ("uv.c", "c"),
+        ("uv.h", "c"),
+        ("a.cc", "cpp"),
+        ("a.cpp", "cpp"),
+        ("a.cxx", "cpp"),
+        ("a.hpp", "cpp"),
+        ("a.hh", "cpp"),
+        ("README.md", None),
+        ("Makefile", None),
+        ("a.kt", None),
+    ],
+)
+def test_language_for(path: str, language: str | None) -> None:
+    assert language_for(path) == language
+
+
+def test_every_language_has_its_grammar_wheel() -> None:
+    import importlib.metadata
+
+    for name, spec in LANGUAGES.items():
+        chunker = CodeChunker(name)
+        assert chunker.grammar_version == importlib.metadata.version(spec.package)
+
+
+def test_unknown_language_is_a_config_error_and_falls_back() -> None:
+    with pytest.raises(ConfigError, match="no code grammar"):
+        CodeChunker("cobol")
+    chunker, reason = code_chunker_for("notes/a.kt", max_tokens=100, min_tokens=40)
+    assert isinstance(chunker, RecursiveChunker) and chunker.target_tokens == 100
+    assert reason is not None and "recursive" in reason and "a.kt" in reason
+    chunker, reason = code_chunker_for("src/lib.rs")
+    assert isinstance(chunker, CodeChunker) and chunker.language == "rust" and reason is None
+    chunker, reason = code_chunker_for("py")
+    assert isinstance(chunker, CodeChunker) and chunker.language == "python"
+    with pytest.raises(ConfigError):
+        code_chunker_for("a.py", min_tokens=500, max_tokens=100)
+
+
+def test_a_missing_grammar_wheel_falls_back_and_says_so() -> None:
+    """With the Go grammar wheel unimportable, Go files go to the recursive policy."""
+    script = (
+        "import sys; sys.modules['tree_sitter_go'] = None\n"
+        "from rechunk.chunkers import code_chunker_for, CodeChunker\n"
+        "from rechunk import MissingDependencyError\n"
+        "chunker, reason = code_chunker_for('main.go')\n"
+        "print(type(chunker).__name__, reason)\n"
+        "try:\n    CodeChunker('go')\nexcept MissingDependencyError as e:\n    print('raised', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.startswith("RecursiveChunker tree-sitter-go is not installed")
+    assert "raised tree-sitter-go is not installed" in out and "rechunk[code]" in out
+
+
+class _Embedder:
+    """The attributes policy_for reads of an embedder (MiniLM's window and tokenizer)."""
+
+    model_id = "test/minilm-window"
+    max_input_tokens = 256
+    special_tokens = 2
+    tokenizer = None
+
+
+def test_policy_for_sizes_the_code_policy_for_the_window() -> None:
+    chunker = rechunk.policy_for(_Embedder(), "code", language="python")  # type: ignore[arg-type]
+    assert isinstance(chunker, CodeChunker)
+    assert chunker.params == {"min_tokens": 124, "max_tokens": 206, "hard_max_tokens": 254}
+    assert rechunk.policy_for(_Embedder(), "code", language="go", max_tokens=150).max_tokens == 150  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="language="):
+        rechunk.policy_for(_Embedder(), "code")  # type: ignore[arg-type]
+
+
+def test_chunker_pickles_and_importing_rechunk_loads_no_grammar() -> None:
+    import pickle
+
+    chunker = CodeChunker("rust", min_tokens=10, max_tokens=30)
+    copy = pickle.loads(pickle.dumps(chunker))
+    assert copy.policy_id == chunker.policy_id
+    assert copy.chunk(SNIPPETS["rust"]) == chunker.chunk(SNIPPETS["rust"])
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, rechunk; print(sorted(m for m in sys.modules if 'tree_sitter' in m))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert out.strip() == "[]"
+
+
+_OFFLINE = '''
+import socket, sys
+
+def refuse(*args, **kwargs):
+    raise AssertionError("network access attempted: %r" % (args,))
+
+class NoSocket(socket.socket):
+    def __init__(self, *args, **kwargs):
+        refuse(*args)
+
+socket.socket = NoSocket
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+
+from rechunk.chunkers import CodeChunker
+from rechunk.chunkers.code_languages import LANGUAGES
+import json
+snippets = json.loads(sys.stdin.read())
+for name in LANGUAGES:
+    chunker = CodeChunker(name, min_tokens=5, max_tokens=30)
+    chunks = chunker.chunk(snippets[name])
+    where = chunker.locator(snippets[name])
+    assert chunks and where(chunks[0].start, chunks[0].end)["language"] == name
+    print(name, chunker.policy_id, len(chunks))
+'''
+
+
+def test_grammars_parse_with_the_network_off() -> None:
+    """Every grammar ships in its wheel: parsing in a process whose sockets all raise works."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if "proxy" not in k.lower()
+    }
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "*"})
+    done = subprocess.run(
+        [sys.executable, "-c", _OFFLINE],
+        input=json.dumps(SNIPPETS),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(LANGUAGES)
+    assert all(line.split()[1].startswith(f"code-{line.split()[0]}-") for line in lines)
