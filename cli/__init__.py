@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -1255,6 +1256,25 @@ def _report_error(exc: BaseException, debug: bool) -> None:
         print(f"rechunk: error: {printable(_one_line(exc))}", file=sys.stderr)
 
 
+def _format_warning(default: Callable[..., str]) -> Callable[..., str]:
+    """rechunk's own warnings (a cache set aside, a graph re-exported) as one line,
+    ``rechunk: warning: ...``, as the command prints its other warnings; others as Python
+    prints them."""
+
+    def format_warning(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        line: str | None = None,
+    ) -> str:
+        if category.__module__.startswith("rechunk."):
+            return f"rechunk: warning: {printable(_one_line(Exception(str(message))))}\n"
+        return default(message, category, filename, lineno, line)
+
+    return format_warning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -1265,6 +1285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.glob = list(DEFAULT_GLOBS)
     signal.signal(signal.SIGTERM, _terminate)
+    default_format = warnings.formatwarning
+    warnings.formatwarning = _format_warning(default_format)
     try:
         code: int = args.func(args)
         return code
@@ -1296,3 +1318,5 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return EXIT_BACKEND
+    finally:
+        warnings.formatwarning = default_format

@@ -512,3 +512,30 @@ def test_the_cli_syncs_past_a_cache_it_cannot_use(
         assert stored_right(stored, onnx_minilm) == report["chunks"]["added"]
     finally:
         stored.close()
+
+
+def test_the_command_prints_the_warning_in_one_line(tmp_path: Path) -> None:
+    """The command line prints a cache set aside as its other warnings: one line."""
+    import subprocess
+    import sys
+
+    (tmp_path / "docs").mkdir()
+    note = tmp_path / "docs" / "a.md"
+    note.write_text("# A\n\nThe first revision of a short note.\n")
+
+    def sync() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rechunk.cli", "sync", "docs", "--cache", "cache.sqlite",
+             "--embedder", "onnx:", "--store", "qdrant:store"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )
+
+    assert sync().returncode == 0
+    cache = tmp_path / "cache.sqlite"
+    cache.write_bytes(b"\x00" * 16 + cache.read_bytes()[16:])
+    note.write_text("# A\n\nThe second revision of a short note.\n")
+    done = sync()
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rechunk: warning: cache "), done.stderr
+    assert "set aside" in lines[0]
