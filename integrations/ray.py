@@ -104,6 +104,10 @@ class RaySyncReport(SyncReport):
 # -- what a worker needs to open the store and the embedder -----------------------------
 
 
+#: stores a worker process opened from a URI, kept for its next tasks
+_OPENED: dict[tuple[str, str, str], VectorStore] = {}
+
+
 @dataclass(frozen=True)
 class _Spec:
     """How a worker opens the store (a server URI and collection, or a factory) and the
@@ -122,13 +126,21 @@ class _Spec:
     max_input_tokens: int | None = None
     special_tokens: int = 0
 
-    def open_store(self) -> tuple[VectorStore, Callable[[], None]]:
+    def open_store(self, keep: bool = False) -> tuple[VectorStore, Callable[[], None]]:
+        """The store and what closes it; ``keep``: a worker keeps a store it opened from a
+        URI for its next tasks (its client stays connected; the worker's end closes it)."""
         if callable(self.store):
             return self.store(), lambda: None
         from rechunk.adapters.uri import open_store
 
         assert self.collection is not None
+        key = (self.store, self.collection, self.layout)
+        if keep and key in _OPENED:
+            return _OPENED[key], lambda: None
         opened = open_store(self.store, self.collection, self.layout, create=False)
+        if keep:
+            _OPENED[key] = opened.store
+            return opened.store, lambda: None
         return opened.store, opened.close
 
     def open_embedder(self) -> Embedder:
@@ -234,7 +246,7 @@ class _Summary:
 def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
     """The plan stage of one partition (a Ray task: it writes nothing)."""
     seconds = dict.fromkeys(("chunk", "plan"), 0.0)
-    store, close = spec.open_store()
+    store, close = spec.open_store(keep=True)
     try:
         docs = list(part.documents)
         skipped: list[tuple[str, str]] = []
@@ -363,7 +375,7 @@ def _commit_part(
     vectors.update(cached)
     for keys, array in embedded:
         vectors.update(zip(keys, array))
-    store, close = spec.open_store()
+    store, close = spec.open_store(keep=True)
     try:
         missing = sorted({k for p in published for k in p.needs_vector if k not in vectors})
         if missing:  # a plan made again after part of this partition was written
@@ -432,12 +444,14 @@ class _Embedding:
         if self._embedder is None:
             self._embedder = self._spec.open_embedder()
         ray.get(self._tally.add.remote(len(texts)))
+        t0 = time.perf_counter()
         vectors = check_vectors(
             self._embedder.embed(texts),
             model_id=self._spec.model_id,
             dimension=self._spec.dimension,
             count=len(texts),
         )
+        self._tally.spent.remote(time.perf_counter() - t0)
         return keys, vectors
 
     def node(self) -> str:
@@ -447,14 +461,21 @@ class _Embedding:
 
 
 class _Tally:
+    """Inputs sent to a model by this run's embedding actors (retries included), and the
+    seconds their models took."""
+
     def __init__(self) -> None:
         self.sent = 0
+        self.seconds = 0.0
 
     def add(self, n: int) -> None:
         self.sent += n
 
-    def total(self) -> int:
-        return self.sent
+    def spent(self, seconds: float) -> None:
+        self.seconds += seconds
+
+    def total(self) -> tuple[int, float]:
+        return self.sent, self.seconds
 
 
 # -- the driver ----------------------------------------------------------------------------
@@ -650,6 +671,7 @@ def sync(
             )  # fmt: skip
             if prune:
                 _prune(report, driver_store, doc_ids | kept, dry_run)
+            report.engine.pop("_held", None)
     finally:
         close_store()
     report.engine["seconds"] = round(time.perf_counter() - started, 3)
@@ -704,7 +726,11 @@ def _run(
     report = RaySyncReport(spec.collection or "", chunker.policy_id, model_id, spec.order, dry_run)
     report.chunks_not_given = points
     total = len(docs) + len(paths)
-    size = docs_per_task or min(DOC_BATCH, max(1, math.ceil(total / (4 * workers))))
+    # as many tasks at once as the cluster has CPUs: each runs in a worker process that
+    # stays (with its imports and its store client) while it is kept busy; more at once
+    # would start processes that the node ends again when they idle
+    in_flight = max(2, int(ray.cluster_resources().get("CPU", 2)))
+    size = docs_per_task or min(DOC_BATCH, max(1, math.ceil(total / (2 * in_flight))))
     if type(size) is not int or size < 1:
         raise ConfigError(f"docs_per_task must be a positive int, not {docs_per_task!r}")
     count = max(1, math.ceil(total / size))
@@ -732,7 +758,7 @@ def _run(
                   chunker_for if part_files else None, check_stored, held)
         )  # fmt: skip
 
-    options = {"num_cpus": cpus, "max_retries": RETRIES}
+    options = {"num_cpus": cpus, "max_retries": RETRIES, "scheduling_strategy": "SPREAD"}
     plan_task = ray.remote(num_returns=2, **options)(_plan_part)
     commit_task = ray.remote(**options)(_commit_part)
     tally = ray.remote(num_cpus=0)(_Tally).remote()
@@ -744,10 +770,12 @@ def _run(
     step = step if type(step) is int and step > 0 else EMBED_BATCH
 
     spec_ref = ray.put(spec)
+    begun = time.perf_counter()
+    marks: dict[str, float] = {}
     planning: dict[Any, Any] = {}  # summary ref -> state ref
     queue = list(parts)
-    in_flight = 4 * workers
     committing: list[Any] = []
+    waiting: list[tuple[Any, ...]] = []  # commits to submit: (state, cached, *embed calls)
     dispatched: dict[str, Any] = {}  # input key -> the ref of the embed call that has it
     from_cache: dict[str, Any] = {}  # input key -> the vector the driver's cache held
     counted: set[str] = set()
@@ -761,18 +789,32 @@ def _run(
     planned = committed = 0
     next_actor = 0
     try:
-        while queue or planning:
+        failed: list[tuple[str, int, int]] = []
+        while queue or planning or waiting or committing:
             while queue and len(planning) < in_flight:
                 part = queue.pop(0)
                 state_ref, summary_ref = plan_task.remote(spec_ref, part)
                 planning[summary_ref] = state_ref
-            ready, _ = ray.wait(list(planning), num_returns=1)
+            while waiting and len(committing) < in_flight:
+                committing.append(commit_task.remote(spec_ref, *waiting.pop(0)))
+            ready, _ = ray.wait([*planning, *committing], num_returns=1)
+            if ready[0] not in planning:
+                committing.remove(ready[0])
+                committed += 1
+                _merge(report, reports, ready[0], ray, failed)
+                marks.setdefault("first_commit", time.perf_counter() - begun)
+                marks["last_commit"] = time.perf_counter() - begun
+                if progress is not None:
+                    progress("publish", committed, len(parts))
+                continue
             state_ref = planning.pop(ready[0])
             try:
                 summary: _Summary = ray.get(ready[0])
             except Exception as exc:
                 raise _unwrap(exc) from None
             planned += 1
+            marks.setdefault("first_plan", time.perf_counter() - begun)
+            marks["last_plan"] = time.perf_counter() - begun
             if progress is not None:
                 progress("plan", planned, len(parts))
             for name, value in summary.seconds.items():
@@ -820,42 +862,17 @@ def _run(
             cached_mine = {k: from_cache[k] for k in summary.wanted if k in from_cache}
             calls = {id(dispatched[k]): dispatched[k] for k in summary.wanted if k in dispatched}
             needed = list(calls.values())
-            committing.append(commit_task.remote(spec_ref, state_ref, cached_mine, *needed))
-        failed: list[tuple[str, int, int]] = []
-        t0 = time.perf_counter()
-        while committing:
-            ready, committing = ray.wait(committing, num_returns=1)
-            try:
-                done: _Committed = ray.get(ready[0])
-            except Exception as exc:
-                raise _unwrap(exc) from None
-            committed += 1
-            if progress is not None:
-                progress("publish", committed, len(parts))
-            for name, value in done.seconds.items():
-                seconds[name] += value
-            for doc_id, (status, reason) in done.status.items():
-                rep = reports[doc_id]
-                report.documents[rep.status] -= 1
-                report.documents["synced"] -= 1
-                report.documents[status] += 1
-                rep.status, rep.reason = status, reason  # type: ignore[assignment]
-            for doc_id, (added, updated) in done.repaired.items():
-                reports[doc_id].added += added
-                reports[doc_id].updated += updated
-                report.chunks["added"] += added
-                report.chunks["updated"] += updated
-            for _, wrong, missing in done.failed:
-                report.stale_points += wrong + missing
-            failed += done.failed
-        report.engine["commit_wait_seconds"] = round(time.perf_counter() - t0, 3)
+            if any(r.status in ("new", "changed") for r in summary.reports):
+                waiting.append((state_ref, cached_mine, *needed))
+            else:  # nothing to publish: no commit
+                committed += 1
         if cache is not None and embed_calls:
             for keys, vectors in ray.get(embed_calls):
                 cache.put_many(list(zip(keys, vectors)), model_id)
             from rechunk.cache import record_dimension
 
             record_dimension(cache, model_id, raw.dimension)
-        sent = int(ray.get(tally.total.remote()))
+        sent, seconds["embed"] = ray.get(tally.total.remote())
         nodes = [n for n in ray.nodes() if n.get("Alive")]
     finally:
         for actor in actors:
@@ -888,11 +905,43 @@ def _run(
         inputs_sent_again=max(0, sent - report.inputs["embedded"]),
         _failed=failed,
         _held=held_ids,
+        stage_ends={name: round(value, 3) for name, value in marks.items()},
     )
     return report
 
 
 _COUNTER = {"cache": "from_cache", "store": "from_store", "embed": "embedded"}
+
+
+def _merge(
+    report: RaySyncReport,
+    reports: Mapping[str, DocumentReport],
+    ref: Any,
+    ray: Any,
+    failed: list[tuple[str, int, int]],
+) -> None:
+    """Add what a commit found to the report: documents superseded by a newer version,
+    what repair rounds wrote, and the stale check's counts."""
+    try:
+        done: _Committed = ray.get(ref)
+    except Exception as exc:
+        raise _unwrap(exc) from None
+    for name, value in done.seconds.items():
+        report.seconds[name] += value
+    for doc_id, (status, reason) in done.status.items():
+        rep = reports[doc_id]
+        report.documents[rep.status] -= 1
+        report.documents["synced"] -= 1
+        report.documents[status] += 1
+        rep.status, rep.reason = status, reason  # type: ignore[assignment]
+    for doc_id, (added, updated) in done.repaired.items():
+        reports[doc_id].added += added
+        reports[doc_id].updated += updated
+        report.chunks["added"] += added
+        report.chunks["updated"] += updated
+    for _, wrong, missing in done.failed:
+        report.stale_points += wrong + missing
+    failed += done.failed
 
 
 def _count(
