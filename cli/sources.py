@@ -81,7 +81,13 @@ def source_notes(files: Any, report: Any, chooser: Chooser | None) -> list[tuple
         rows.append(("formats", ", ".join(f"{f} {n}" for f, n in sorted(formats.items()))))
     policies = getattr(report, "policies", {})
     if len(policies) > 1:
-        rows.append(("policies", ", ".join(f"{p} {n}" for p, n in sorted(policies.items()))))
+        prose = [f"{p} {n}" for p, n in sorted(policies.items()) if not p.startswith("code-")]
+        code = [  # code-<language>-<grammar version>-<hash>: by language
+            f"{p.split('-')[1]} {n}" for p, n in sorted(policies.items()) if p.startswith("code-")
+        ]
+        if code:
+            prose.append("code: " + ", ".join(code))
+        rows.append(("policies", "; ".join(prose)))
     if chooser is not None:
         for language, count in sorted(chooser.fallbacks.items()):
             rows.append(

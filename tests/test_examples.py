@@ -77,3 +77,16 @@ def test_qdrant_sync() -> None:
     assert langchain_hit == llamaindex_hit  # same chunk, same offsets, same revision
     assert "LangChain on guide-llamaindex: cannot read it" in output
     assert "LlamaIndex on guide-langchain: cannot read it" in output
+
+
+@pytest.mark.slow
+def test_mixed_folder() -> None:
+    """Every kind of file syncs in one command, and an edit of each kind re-embeds a few
+    inputs: the paragraph inserted in three formats is one input, embedded once."""
+    output = run_example("mixed_folder.py")
+    first, second = output.split("(edited:")
+    assert "15 new, 0 changed" in first and "unsupported   .png 1" in first
+    assert "code: go 1, python 1, rust 1, typescript 1" in first
+    assert "0 new, 4 changed, 11 unchanged" in second
+    embedded = int(re.search(r"inputs +(\d+) embedded", second).group(1))  # type: ignore[union-attr]
+    assert 0 < embedded <= 4, second
