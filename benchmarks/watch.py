@@ -157,6 +157,7 @@ def main() -> None:
         },
         "watch_exit_code": code,
         "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(result, indent=2))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
