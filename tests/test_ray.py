@@ -62,8 +62,9 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         rows = [
-            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "big"))
-            .standard_normal(self.dimension)
+            np.random.default_rng(
+                int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "big")
+            ).standard_normal(self.dimension)
             for t in texts
         ]
         return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension)
@@ -94,7 +95,9 @@ def _ray_cli(args: list[str], env: dict[str, str], timeout: float = 90) -> None:
         args, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
     if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}")
+        raise RuntimeError(
+            f"{' '.join(args[:3])} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +170,11 @@ def _snapshot(store: ChromaStore) -> dict[str, tuple[Any, npt.NDArray[np.float32
     """Every point: id -> (payload, vector), read from the server."""
     collection = store.client.get_collection(store.collection, embedding_function=None)
     got = collection.get(include=["metadatas", "documents", "embeddings"])
-    points = {p.id: p.payload for pts in store.get_points_many(sorted(store.doc_ids())).values() for p in pts}
+    points = {
+        p.id: p.payload
+        for pts in store.get_points_many(sorted(store.doc_ids())).values()
+        for p in pts
+    }
     assert len(points) == len(got["ids"]), "a record that is not a rechunk point"
     return {
         pid: (points[pid], np.asarray(vector, dtype=np.float32))
@@ -202,7 +209,9 @@ def _assert_exact(store: ChromaStore, docs: list[rechunk.Document]) -> int:
 CHUNKER = rechunk.StructuredChunker()
 
 
-def _ray_sync(chroma: Any, name: str, docs: list[rechunk.Document], embedder: Any = HashEmbedder) -> Any:
+def _ray_sync(
+    chroma: Any, name: str, docs: list[rechunk.Document], embedder: Any = HashEmbedder
+) -> Any:
     return rray.sync(
         docs, _uri(chroma), collection=name, chunker=CHUNKER, embedder=embedder, workers=2
     )
@@ -224,7 +233,14 @@ def test_the_cluster_sync_equals_the_local_sync_then_reuses_everything(
     report = _ray_sync(chroma, "ray-eq", docs)
     points = _assert_same(local, remote)
     assert points == _assert_exact(remote, docs) == expected.chunks["added"] > len(docs)
-    for name in ("documents", "chunks", "inputs", "tokens_embedded", "tokens_total", "stale_points"):
+    for name in (
+        "documents",
+        "chunks",
+        "inputs",
+        "tokens_embedded",
+        "tokens_total",
+        "stale_points",
+    ):
         assert getattr(report, name) == getattr(expected, name), name
     assert report.stale_check == "passed"
     assert report.engine["nodes"] == 2 and report.engine["partitions"] > 1
@@ -237,12 +253,20 @@ def test_the_cluster_sync_equals_the_local_sync_then_reuses_everything(
 
     # an edit: 8 documents get their next revision; only their new inputs are embedded
     edited = _docs(corpus, "new", edited=8)
-    before = {p.payload.input_key for pts in remote.get_points_many([d.doc_id for d in docs]).values() for p in pts}
+    before = {
+        p.payload.input_key
+        for pts in remote.get_points_many([d.doc_id for d in docs]).values()
+        for p in pts
+    }
     local_edit = rechunk.sync(edited, local, chunker=CHUNKER, embedder=HashEmbedder())
     edit = _ray_sync(chroma, "ray-eq", edited)
     _assert_same(local, remote)
     _assert_exact(remote, edited)
-    after = {p.payload.input_key for pts in remote.get_points_many([d.doc_id for d in edited]).values() for p in pts}
+    after = {
+        p.payload.input_key
+        for pts in remote.get_points_many([d.doc_id for d in edited]).values()
+        for p in pts
+    }
     assert edit.inputs["embedded"] == edit.engine["inputs_sent"] == len(after - before) > 0
     assert edit.documents == local_edit.documents
     assert edit.chunks == local_edit.chunks
@@ -270,8 +294,50 @@ def test_an_embedding_actor_killed_mid_run_converges(
     assert report.inputs["embedded"] == len({p.input_key for p, _ in _snapshot(remote).values()})
     # the batch the dead actor was embedding was sent to a model again, and said so
     assert report.engine["inputs_sent"] > report.inputs["embedded"]
-    assert report.engine["inputs_sent_again"] == report.engine["inputs_sent"] - report.inputs["embedded"]
+    assert (
+        report.engine["inputs_sent_again"]
+        == report.engine["inputs_sent"] - report.inputs["embedded"]
+    )
 
     rerun = _ray_sync(chroma, "ray-kill", docs)
     assert rerun.inputs["embedded"] == 0 and rerun.documents["unchanged"] == len(docs)
     assert _assert_exact(remote, docs) == points
+
+
+def test_rechunk_sync_engine_ray_gives_the_local_summary(
+    cluster: str,
+    chroma: Any,
+    corpus: list[dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`rechunk sync PATH --engine ray --ray-address ...` with the packaged MiniLM (ONNX),
+    against the same command run locally: the same report and the same points."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    import json
+
+    from rechunk.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for row in corpus[:3]:
+        (docs / f"{row['id']}.md").write_text(row["new"][:1500], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    common = ["sync", "docs", "--store", _uri(chroma), "--json"]
+
+    def run(*args: str) -> dict[str, Any]:
+        assert main([*common, *args]) == 0
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    local = run("--collection", "cli-local", "--cache", "local.sqlite")
+    remote = run("--collection", "cli-ray", "--cache", "ray.sqlite", "--engine", "ray",
+                 "--ray-address", cluster)  # fmt: skip
+    for name in ("documents", "chunks", "inputs", "tokens_embedded", "tokens_total", "stale_check"):
+        assert remote[name] == local[name], name
+    assert remote["engine"]["nodes"] == 2 and remote["inputs"]["embedded"] > 0
+    client = http_client("127.0.0.1", chroma.port)
+    _assert_same(ChromaStore(client, "cli-local"), ChromaStore(client, "cli-ray"))
+    again = run("--collection", "cli-ray", "--cache", "other.sqlite", "--engine", "ray",
+                "--ray-address", cluster)  # fmt: skip
+    assert again["inputs"]["embedded"] == 0 and again["documents"]["unchanged"] == 3
