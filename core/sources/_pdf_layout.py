@@ -132,20 +132,16 @@ def _runs(glyphs: Sequence[Glyph]) -> list[_Run]:
     current: list[Glyph] = []
     last: Glyph | None = None
     for glyph in glyphs:
-        if last is not None:
-            em = max(min(last.size, glyph.size), 1.0)
+        if last is not None and glyph.font == last.font and glyph.size == last.size:
+            em = glyph.size if glyph.size > 1.0 else 1.0
             gap = glyph.x0 - last.x1
-            if (
-                glyph.font == last.font
-                and glyph.size == last.size
-                and abs(glyph.base - last.base) <= 0.2 * em
-                and -0.3 * em <= gap <= 1.0 * em
-            ):
+            if abs(glyph.base - last.base) <= 0.2 * em and -0.3 * em <= gap <= em:
                 if glyph.char == last.char and abs(glyph.x0 - last.x0) < 0.05 * em:
                     continue  # drawn twice (a fake bold): one character
                 current.append(glyph)
                 last = glyph
                 continue
+        if current:
             runs.append(_make_run(current))
         current = [glyph]
         last = glyph
@@ -220,19 +216,27 @@ def _spell(line: _Line) -> None:
     seg_from = 0
     previous: Glyph | None = None
     for run in line.runs:
-        for glyph in run.glyphs:
-            if previous is not None:
-                em = max(min(previous.size, glyph.size), 1.0)
-                gap = glyph.x0 - previous.x1
-                if gap > 1.5 * em:
-                    segments.append((seg_start, previous.x1, "".join(parts[seg_from:]).strip()))
-                    seg_start = glyph.x0
-                    parts.append(" ")
-                    seg_from = len(parts)
-                elif glyph.space or gap > _SPACE_GAP * em:
-                    parts.append(" ")
+        glyphs = run.glyphs
+        first = glyphs[0]
+        if previous is not None:  # between runs: a word space or a segment's end
+            em = max(min(previous.size, first.size), 1.0)
+            gap = first.x0 - previous.x1
+            if gap > 1.5 * em:
+                segments.append((seg_start, previous.x1, "".join(parts[seg_from:]).strip()))
+                seg_start = first.x0
+                parts.append(" ")
+                seg_from = len(parts)
+            elif first.space or gap > _SPACE_GAP * em:
+                parts.append(" ")
+        parts.append(first.char)
+        space_gap = _SPACE_GAP * max(first.size, 1.0)  # one size in a run
+        end = first.x1
+        for glyph in glyphs[1:]:
+            if glyph.space or glyph.x0 - end > space_gap:
+                parts.append(" ")
             parts.append(glyph.char)
-            previous = glyph
+            end = glyph.x1
+        previous = glyphs[-1]
     if previous is not None:
         segments.append((seg_start, previous.x1, "".join(parts[seg_from:]).strip()))
     line.text = "".join(parts)
@@ -603,7 +607,7 @@ def _stats(lines: list[_Line]) -> _Stats:
     cjk = letters = 0
     for line in lines:
         text = line.text.rstrip()
-        letters += sum(1 for char in text if char.isalpha())
+        letters += sum(map(str.isalpha, text))
         cjk += len(_CJK_CHAR.findall(text))
         for char in "\u2010\u00ad":
             inside[char] += text[:-1].count(char)

@@ -59,20 +59,33 @@ def _open(data: bytes) -> Any:
 
 
 def _page_text(raw: Any, handle: Any, count: int) -> list[int]:
-    """The page's characters' code points, one per character index: in one call when
-    PDFium's text has one UTF-16 unit per character (nearly always), else one by one."""
+    """The page's characters, one UTF-16 unit per character index (PDFium keeps a
+    character beyond the BMP as two): in one call when the text PDFium writes has one
+    unit per character (nearly always), else one by one."""
     buffer = (ctypes.c_ushort * (count + 1))()
     written = raw.FPDFText_GetText(handle, 0, count, buffer)
-    units = list(buffer[:count])
-    if written == count + 1 and not any(0xD800 <= unit < 0xE000 for unit in units):
-        return units
+    if written == count + 1:
+        return list(buffer[:count])
     return [raw.FPDFText_GetUnicode(handle, index) for index in range(count)]
+
+
+def _object_of(raw: Any) -> Any:
+    """``FPDFText_GetTextObject`` returning the object's address as an int (the same
+    function, another prototype: no pointer object to build and compare per character)."""
+    address = ctypes.cast(raw.FPDFText_GetTextObject, ctypes.c_void_p).value
+    if not address:  # pragma: no cover - a function of a loaded library has an address
+        raise ParseError("PDFium has no FPDFText_GetTextObject")
+    prototype = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+    return prototype(address)
 
 
 def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
     """The page's characters with their geometry, in content-stream order. Spaces (the
     PDF's own and those PDFium generates for a gap) become a flag on the next glyph;
-    PDFium's line breaks are dropped (the layout finds lines from positions)."""
+    PDFium's line breaks are dropped (the layout finds lines from positions).
+
+    Per character PDFium is asked for its box and its text object only; the font, its
+    size and the baseline's offset from the box are asked once per text object."""
     handle = textpage.raw
     count = raw.FPDFText_CountChars(handle)
     if count <= 0:
@@ -84,54 +97,69 @@ def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
     flags = ctypes.c_int()
     name = ctypes.create_string_buffer(256)
     loose_box = raw.FPDFText_GetLooseCharBox
-    char_origin = raw.FPDFText_GetCharOrigin
-    font_size = raw.FPDFText_GetFontSize
-    font_info = raw.FPDFText_GetFontInfo
-    get_matrix = raw.FPDFText_GetMatrix
+    text_object = _object_of(raw)
     rect_p, matrix_p = ctypes.byref(rect), ctypes.byref(matrix)
     ox_p, oy_p, flags_p = ctypes.byref(origin_x), ctypes.byref(origin_y), ctypes.byref(flags)
     fonts: dict[tuple[bytes, int], int] = {}
     font_kinds: list[tuple[bool, bool]] = []
+    new = tuple.__new__
     space = False
-    last_key: tuple[float, bytes, int] | None = None
-    scale = 1.0
+    last_object: int | None = -1
+    size = rise = 0.0
+    font, mono, bold = 0, False, False
     for index, code in enumerate(codes):
         if code in _HYPHEN_MARKS:  # PDFium's mark for a line-end "-" it takes to be soft
             code = 0x2D
         elif code <= 0x20 or code in _SPACES:
             space = True
             continue
-        if not loose_box(handle, index, rect_p) or not char_origin(handle, index, ox_p, oy_p):
+        elif 0xD800 <= code < 0xE000:  # a character beyond the BMP comes in two halves
+            low = codes[index + 1] if index + 1 < count else 0
+            if code >= 0xDC00 or not 0xDC00 <= low < 0xE000:
+                continue  # the second half (read with the first), or a lone one
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+        if not loose_box(handle, index, rect_p):
             continue
-        size = font_size(handle, index)
-        font_info(handle, index, name, 256, flags_p)
-        key = (size, name.value, flags.value)
-        if key != last_key:  # the text matrix's scale, once per font and size
-            scale = 1.0
-            if get_matrix(handle, index, matrix_p):
-                scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c)) or 1.0
-            last_key = key
-        font = fonts.get(key[1:])
-        if font is None:
-            font = fonts[key[1:]] = len(fonts)
-            lower = name.value.lower()
-            mono = bool(flags.value & _FIXED_PITCH) or b"mono" in lower or b"courier" in lower
-            bold = bool(flags.value & _FORCE_BOLD) or b"bold" in lower or b"heavy" in lower
-            font_kinds.append((mono, bold))
-        mono, bold = font_kinds[font]
-        size *= scale
-        yield Glyph(
-            chr(code),
-            rect.left,
-            rect.right,
-            rect.bottom,
-            rect.top,
-            origin_y.value,
-            size if size > 0 else rect.top - rect.bottom,
-            font,
-            mono,
-            bold,
-            space,
+        bottom = rect.bottom
+        obj = text_object(handle, index)
+        if obj != last_object or obj is None:
+            if not raw.FPDFText_GetCharOrigin(handle, index, ox_p, oy_p):
+                continue
+            rise = origin_y.value - bottom
+            size = raw.FPDFText_GetFontSize(handle, index)
+            if raw.FPDFText_GetMatrix(handle, index, matrix_p):
+                size *= math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c)) or 1.0
+            if size <= 0:
+                size = rect.top - bottom
+            raw.FPDFText_GetFontInfo(handle, index, name, 256, flags_p)
+            key = (name.value, flags.value)
+            font = fonts.get(key, -1)
+            if font < 0:
+                font = fonts[key] = len(fonts)
+                lower = name.value.lower()
+                font_kinds.append(
+                    (
+                        bool(flags.value & _FIXED_PITCH) or b"mono" in lower or b"courier" in lower,
+                        bool(flags.value & _FORCE_BOLD) or b"bold" in lower or b"heavy" in lower,
+                    )
+                )
+            mono, bold = font_kinds[font]
+            last_object = obj
+        yield new(
+            Glyph,
+            (
+                chr(code),
+                rect.left,
+                rect.right,
+                bottom,
+                rect.top,
+                bottom + rise,
+                size,
+                font,
+                mono,
+                bold,
+                space,
+            ),
         )
         space = False
 
