@@ -247,8 +247,9 @@ class CodeChunker(BaseChunker):
       it: the first of them takes the item's level and the lines after it within
       the run are text lines;
     * a line inside a multi-line token (a docstring, a block comment) is a text
-      line; a line starting with a closing bracket is below it; a word inside a
-      line is below both, and a piece of a word (a word of more than
+      line, one after a blank line there (a paragraph) a little stronger; a line
+      starting with a closing bracket is below both; a word inside a line is
+      below all of them, and a piece of a word (a word of more than
       ``min_tokens`` tokens, cut at the tokenizer's pre-tokens) lowest.
 
     An item of several lines that holds at most ``max_tokens`` tokens (with what
