@@ -270,7 +270,7 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
                     if picked is None or picked is chunkers[0]:
                         continue
                     if id(picked) not in seen:
-                        check_compatible(picked, _LazyEmbedder(spec))  # type: ignore[arg-type]
+                        check_compatible(picked, _LazyEmbedder(spec))
                         seen[id(picked)] = len(chunkers)
                         chunkers.append(picked)
                     picks[doc.doc_id] = seen[id(picked)]
@@ -407,7 +407,7 @@ def _commit_part(
             scratch,
             store,
             pick,
-            _LazyEmbedder(spec),  # type: ignore[arg-type]
+            _LazyEmbedder(spec),
             None,
             vectors,
             spec.order,
@@ -628,7 +628,7 @@ def sync(
     for item in files:
         if isinstance(item, (str, bytes)) or len(item) not in (2, 3):
             raise InputError("files takes (path, doc_id) or (path, doc_id, format) tuples")
-        paths.append((str(item[0]), str(item[1]), item[2] if len(item) == 3 else None))  # type: ignore[misc]
+        paths.append((str(item[0]), str(item[1]), item[2] if len(item) == 3 else None))
     docs = _check_documents(docs)
     doc_ids = {d.doc_id for d in docs}
     for _, doc_id, _ in paths:
@@ -735,7 +735,8 @@ def _run(
         raise ConfigError(f"docs_per_task must be a positive int, not {docs_per_task!r}")
     count = max(1, math.ceil(total / size))
     grouped: list[list[Document | tuple[str, str, str | None]]] = [[] for _ in range(count)]
-    for item in [*docs, *paths]:
+    items: list[Document | tuple[str, str, str | None]] = [*docs, *paths]
+    for item in items:
         doc_id = item.doc_id if isinstance(item, Document) else item[1]
         grouped[_partition_of(doc_id, count)].append(item)
     grouped = [g for g in grouped if g]
@@ -754,7 +755,7 @@ def _run(
                 picks[doc.doc_id] = index_of[id(chosen)]
         part_files = [d for d in group if not isinstance(d, Document)]
         parts.append(
-            _Part(i, part_docs, part_files, table, picks,  # type: ignore[arg-type]
+            _Part(i, part_docs, part_files, table, picks,
                   chunker_for if part_files else None, check_stored, held)
         )  # fmt: skip
 
@@ -888,9 +889,9 @@ def _run(
         if rep.policy is not None:
             report.policies[rep.policy] = report.policies.get(rep.policy, 0) + 1
     report.tokens_total = sum(report.engine.pop("_tokens", {}).values())
-    fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
+    recomputed = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
     weight = sum(r.tokens_total for r in changed)
-    report.recompute_fraction = fresh / weight if weight else 0.0
+    report.recompute_fraction = recomputed / weight if weight else 0.0
     changed_bytes = sum(r.changed_bytes for r in changed)
     if changed_bytes:
         report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
