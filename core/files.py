@@ -323,11 +323,11 @@ def read_documents(
                 out.unsupported[path.suffix.lower()] += 1
                 continue
             try:
-                found = documents_from_file(path, doc_id, fmt, options, data=read_bytes(path))
+                parsed = documents_from_file(path, doc_id, fmt, options, data=read_bytes(path))
             except InputError as exc:
                 out.skipped.append((_printable(doc_id), str(exc)))
                 continue
-            if not found:
+            if not parsed:
                 out.empty.append(doc_id)
-            out.documents.extend(found)
+            out.documents.extend(parsed)
     return out
