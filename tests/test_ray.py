@@ -1,12 +1,6 @@
 """The sync on a real two-node Ray cluster (rechunk.integrations.ray), into a real Chroma
-server, both started on 127.0.0.1 by this module and stopped at its end.
-
-Ray turns a loopback ``--node-ip-address`` into the machine's routable address (its
-nodes are meant to reach each other across machines); Ray's own switch for single-machine
-clusters, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, keeps every address on 127.0.0.1, and
-the second node is started through ``ray start`` with Ray's localhost rewrite turned off
-(the only way a second node joins under that switch). A test asserts every node is on
-127.0.0.1.
+server, both started on 127.0.0.1 by this module and stopped at its end (see
+tests/ray_cluster.py for how every node stays on 127.0.0.1; a test asserts it).
 """
 
 from __future__ import annotations
@@ -14,10 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +21,8 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'rech
 pytest.importorskip("chromadb", reason="the chroma extra is not installed")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chroma_server import free_port, running_chroma  # noqa: E402
+from chroma_server import running_chroma  # noqa: E402
+from ray_cluster import RAY, running_ray  # noqa: E402
 
 import rechunk  # noqa: E402
 from rechunk.adapters.chroma import ChromaStore, http_client  # noqa: E402
@@ -40,17 +32,6 @@ pytestmark = pytest.mark.timeout(240)
 
 # the embedders below are pickled by value: the workers cannot import this test module
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-RAY = Path(sys.executable).parent / "ray"
-#: `ray start` for a second node on this machine, with Ray's localhost rewrite off
-SECOND_NODE = (
-    "import ray._private.ray_constants as c, ray._private.services as s\n"
-    "c.ENABLE_RAY_CLUSTER = True\n"
-    "s.resolve_ip_for_localhost = lambda host: host\n"
-    "from ray.scripts.scripts import main\n"
-    "main()\n"
-)
 
 
 class HashEmbedder:
@@ -90,50 +71,14 @@ class DyingEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-def _ray_cli(args: list[str], env: dict[str, str], timeout: float = 90) -> None:
-    done = subprocess.run(
-        args, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(args[:3])} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
-        )
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A head node and a second node on 127.0.0.1 (one CPU each), joined by this process;
     ``ray stop`` at the end, also when a test failed."""
     if shutil.which(str(RAY)) is None:
         pytest.skip(f"no ray executable beside {sys.executable}")
-    os.environ.update(ENV)
-    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False  # this process: 127.0.0.1 too
-    env = {**os.environ, **ENV}
-    temp = tempfile.mkdtemp(prefix="rk-ray-", dir="/tmp")  # short: Ray's socket paths
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    common = ["--num-cpus=1", "--object-store-memory=150000000", "--disable-usage-stats"]
-    try:
-        _ray_cli(
-            [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
-             "--include-dashboard=false", f"--temp-dir={temp}", *common],
-            env,
-        )  # fmt: skip
-        _ray_cli(
-            [sys.executable, "-c", SECOND_NODE, "start", f"--address={address}",
-             "--node-ip-address=127.0.0.1", *common],
-            env,
-        )  # fmt: skip
-        rray.connect(address)
-        deadline = time.monotonic() + 60
-        while len([n for n in ray.nodes() if n["Alive"]]) < 2:
-            assert time.monotonic() < deadline, "the second Ray node did not join in 60 s"
-            time.sleep(0.5)
+    with running_ray(2) as address:
         yield address
-    finally:
-        ray.shutdown()
-        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=60)
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -341,3 +286,31 @@ def test_rechunk_sync_engine_ray_gives_the_local_summary(
     again = run("--collection", "cli-ray", "--cache", "other.sqlite", "--engine", "ray",
                 "--ray-address", cluster)  # fmt: skip
     assert again["inputs"]["embedded"] == 0 and again["documents"]["unchanged"] == 3
+
+
+def test_files_are_read_and_parsed_on_the_workers(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """``files=``: paths parsed on the workers give the points of the same files parsed
+    here and synced locally; a file that cannot be parsed is reported skipped."""
+    from rechunk.sources.documents import documents_from_file
+
+    files = []
+    for row in corpus[:6]:
+        path = tmp_path / f"{row['id']}.md"
+        path.write_text(row["old"][:3000], encoding="utf-8")
+        files.append((str(path), path.name))
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.7 not really")
+    local = _store(chroma, "files-local")
+    parsed = [doc for path, doc_id in files for doc in documents_from_file(path, doc_id)]
+    rechunk.sync(parsed, local, chunker=CHUNKER, embedder=HashEmbedder())
+    _store(chroma, "files-ray")
+    report = rray.sync(
+        [], _uri(chroma), collection="files-ray", chunker=CHUNKER, embedder=HashEmbedder,
+        files=[*files, (str(broken), broken.name)],
+    )  # fmt: skip
+    assert _assert_same(local, _store(chroma, "files-ray")) > len(files)
+    assert report.documents["new"] == len(files) and report.documents["skipped"] == 1
+    (skipped,) = [r for r in report.per_document if r.status == "skipped"]
+    assert skipped.doc_id == "broken.pdf" and skipped.reason

@@ -1,0 +1,92 @@
+"""Start a real Ray cluster of several nodes on 127.0.0.1 for tests and benchmarks.
+
+Ray turns a loopback ``--node-ip-address`` into the machine's routable address (its nodes
+are meant to reach each other across machines). Ray's own switch for single-machine
+clusters, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, keeps every address on 127.0.0.1, and
+a second node joins through ``ray start`` with Ray's localhost rewrite turned off (under
+that switch Ray refuses a second node otherwise). ``running_ray(nodes)`` starts the head
+and ``nodes - 1`` more nodes (one CPU each, a small object store, no dashboard, no usage
+statistics), joins this process to it, and runs ``ray stop`` on the way out, also after
+a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from chroma_server import free_port  # noqa: E402
+
+ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+RAY = Path(sys.executable).parent / "ray"
+#: `ray start` for a further node on this machine, with Ray's localhost rewrite off
+MORE_NODES = (
+    "import ray._private.ray_constants as c, ray._private.services as s\n"
+    "c.ENABLE_RAY_CLUSTER = True\n"
+    "s.resolve_ip_for_localhost = lambda host: host\n"
+    "from ray.scripts.scripts import main\n"
+    "main()\n"
+)
+
+
+def _ray_cli(args: list[str], env: dict[str, str], timeout: float = 90) -> None:
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(args[:3])} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
+        )
+
+
+def add_node(address: str, env: dict[str, str] | None = None, cpus: int = 1) -> None:
+    """Start one more node of the cluster at ``address`` on 127.0.0.1."""
+    env = {**os.environ, **ENV, **(env or {})}
+    _ray_cli(
+        [sys.executable, "-c", MORE_NODES, "start", f"--address={address}",
+         "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
+         "--object-store-memory=150000000", "--disable-usage-stats"],
+        env,
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def running_ray(nodes: int = 2, *, timeout: float = 60.0) -> Iterator[str]:
+    """A cluster of ``nodes`` nodes on 127.0.0.1 joined by this process; its address."""
+    import ray
+
+    os.environ.update(ENV)
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False  # this process: 127.0.0.1 too
+    env = {**os.environ, **ENV}
+    temp = tempfile.mkdtemp(prefix="rk-ray-", dir="/tmp")  # short: Ray's socket paths
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    try:
+        _ray_cli(
+            [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
+             "--include-dashboard=false", f"--temp-dir={temp}", "--num-cpus=1",
+             "--object-store-memory=150000000", "--disable-usage-stats"],
+            env,
+        )  # fmt: skip
+        for _ in range(nodes - 1):
+            add_node(address, env)
+        from rechunk.integrations.ray import connect
+
+        connect(address)
+        deadline = time.monotonic() + timeout
+        while len([n for n in ray.nodes() if n["Alive"]]) < nodes:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the Ray cluster did not reach {nodes} nodes in {timeout} s")
+            time.sleep(0.5)
+        yield address
+    finally:
+        ray.shutdown()
+        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(temp, ignore_errors=True)
