@@ -900,47 +900,68 @@ def _emit(block: _Open, stats: _Stats) -> LayoutBlock:
 
 
 def _frames(lines: list[_Line], stats: _Stats) -> None:
-    """Each line's text frame: the left edge of its column and the right edges lines
-    are flush to (a justified column's, a block quote's), else the column's."""
+    """Each line's text frame: the left and right edge of the column it is set in, and
+    a narrower right edge when lines are justified flush to one (a block quote's, a
+    caption's). A page's lines belong to the document's frame they lie in (a page of
+    nothing but an indented list is still set in the body's frame), so indents and
+    list depths are measured from the same edge on every page."""
     by_group: dict[tuple[int, int], list[_Line]] = {}
     for line in lines:
         by_group.setdefault((line.page, line.group), []).append(line)
-    # the document's usual right edge for a column starting at a given left edge
-    usual_right: dict[int, float] = {}
-    usual_left: dict[int, float] = {}
+    # each group's usual left edge: where most of its body lines start
+    groups = []
     for group_lines in by_group.values():
-        text_lines = [
-            line for line in group_lines if not line.mono and abs(line.size - stats.body) < 0.5
-        ] or group_lines
-        left = min(line.x0 for line in text_lines)
-        right = max(line.x1 for line in text_lines)
-        key = round(left / 4)
-        usual_left.setdefault(key, left)
-        usual_right[key] = max(usual_right.get(key, right), right)
-    for group_lines in by_group.values():
-        left = min(line.x0 for line in group_lines)
-        key = min(usual_right, key=lambda k: abs(k * 4 - left))
-        right = usual_right[key]
-        own = max(line.x1 for line in group_lines)
-        if abs(key * 4 - left) > 8:
-            right = own
-        # x1 values three or more lines share: edges lines are set flush to
-        ends = Counter(
-            round(line.x1) for line in group_lines if not line.mono and line.x1 < right - 1
-        )
-        floor = left + 0.6 * (right - left)
-        edges = sorted(
-            x
-            for x, n in ends.items()
-            if n + ends.get(x - 1, 0) + ends.get(x + 1, 0) >= 3 and x > floor
-        )
+        body = [line for line in group_lines if not line.mono and abs(line.size - stats.body) < 0.5]
+        starts = Counter(round(line.x0 * 2) / 2 for line in body or group_lines)
+        usual = max(starts.items(), key=lambda item: (item[1], -item[0]))[0]
+        groups.append((usual, min(line.x0 for line in group_lines), group_lines, body))
+    # frames, from the left: a group joins the frame it lies in, or starts a new one
+    frame_of: list[int] = []
+    starts_of: list[Counter[float]] = []
+    ends_of: list[list[float]] = []
+    for usual, lowest, group_lines, body in sorted(groups, key=lambda g: (g[0], g[1])):
+        found = -1
+        for f in range(len(starts_of) - 1, -1, -1):
+            if min(starts_of[f]) <= lowest + 2 and usual < max(ends_of[f]) - 2:
+                found = f
+                break
+        if found < 0:
+            starts_of.append(Counter())
+            ends_of.append([])
+            found = len(starts_of) - 1
+        starts_of[found][usual] += len(group_lines)
+        ends_of[found].extend(line.x1 for line in body or group_lines)
+        frame_of.append(found)
+    edges_of: list[tuple[float, float, list[float]]] = []
+    for starts, ends in zip(starts_of, ends_of):
+        left = max(starts.items(), key=lambda item: (item[1], -item[0]))[0]
+        ends.sort(reverse=True)
+        right = ends[min(len(ends) - 1, len(ends) // 50)]  # one overlong line is no edge
+        # a justified frame (many lines flush right): x1 values three or more lines
+        # share are edges lines are set flush to
+        flush = sum(1 for x in ends if x >= right - 0.5)
+        edges: list[float] = []
+        if flush >= 3 and flush >= 0.3 * len(ends):
+            bins = Counter(round(x * 2) for x in ends if x < right - 1)
+            edges = sorted(
+                b / 2
+                for b, n in bins.items()
+                if n + bins.get(b - 1, 0) + bins.get(b + 1, 0) >= 3
+                and b / 2 > left + 0.6 * (right - left)
+            )
+        edges_of.append((left, right, edges))
+    for (_, _, group_lines, _), f in zip(sorted(groups, key=lambda g: (g[0], g[1])), frame_of):
+        left, right, edges = edges_of[f]
         for line in group_lines:
-            line.left = usual_left.get(key, left) if abs(key * 4 - left) <= 8 else left
+            line.left = left
             line.right = right
             for edge in edges:
                 if edge >= line.x1 - 1.0:
-                    line.right = min(right, edge + 0.5)
+                    line.right = edge + 0.5
                     break
+            inset = line.x0 - left
+            if inset > 2.0 and abs(line.x1 - (right - inset)) <= 1.0:
+                line.right = line.x1 + 0.5  # flush to a box set in alike on both sides
 
 
 def _headings(blocks: list[_Open], stats: _Stats) -> None:
