@@ -1172,6 +1172,9 @@ def build_parser() -> _Parser:
     model_option(query_p)
     query_p.add_argument("--json", action="store_true", help="print JSON")
     query_p.set_defaults(func=_cmd_query)
+    from rechunk.cli.eval import add_eval_parser
+
+    add_eval_parser(sub, debug, store_options, model_option)
     reindex_p = sub.add_parser(
         "reindex",
         parents=[debug],
