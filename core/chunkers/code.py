@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rechunk._optional import require
 from rechunk.chunk import NORMALIZATION_VERSION
 from rechunk.chunkers.base import (
     Analysis,
@@ -108,10 +109,9 @@ def _byte_to_char(text: str, source: bytes) -> Callable[[int], int]:
 def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
     """Parse ``text`` and classify the boundary before the first character of each line."""
     language, _ = grammar(spec.name)
-    from tree_sitter import Parser
-
+    parser = require("tree_sitter", "code", "tree-sitter").Parser(language)
     source = text.encode("utf-8")
-    tree = Parser(language).parse(source)
+    tree = parser.parse(source)
     char_of = _byte_to_char(text, source)
     newlines = [m.start() for m in re.finditer("\n", text)]
     line_starts = [0, *(n + 1 for n in newlines)]
