@@ -95,6 +95,8 @@ _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 #: points written or deleted through one client, after which the shard's optimizer runs
 #: (see :meth:`EdgeClient.changed`)
 OPTIMIZE_POINTS: Final = 50_000
+#: the points whose vectors fill the largest segment Edge's optimizer makes by merging
+SEGMENT_POINTS: Final = 150_000
 #: how long a sync waits for another thread of the process that writes the collection
 LOCK_WAIT_SECONDS: Final = 600.0
 
@@ -499,21 +501,28 @@ def _keyword() -> qe.KeywordIndexParams:
     return qe.KeywordIndexParams(memory=qe.Memory.Cold)
 
 
-def _shard_config(vectors: Any) -> qe.EdgeConfig:
+def _shard_config(vectors: Any, dimension: int) -> qe.EdgeConfig:
     """A new collection's configuration. Vectors and payloads stay on disk and are read
     in place (``Memory.Cold``), so opening a collection reads neither. No HNSW graph is
     built (``m=0``): the optimizer's segments are searched exactly, by a scan of their
-    vectors, and building a graph of a million points would take the sync minutes."""
+    vectors, and building a graph of a million points would take the sync minutes.
+
+    Each optimizer run (rechunk asks for one every :data:`OPTIMIZE_POINTS` points) turns
+    the appendable segment into a read-in-place one, whatever the size of its vectors
+    (``indexing_threshold=1``, in KB). Past 16 segments it merges the smallest ones, up
+    to :data:`SEGMENT_POINTS` points' vectors a segment: so a point is copied a few times
+    at most however large the collection grows (a merge of ever larger segments would copy
+    it again at every doubling), and a collection of 2 M points opens some 16 segments."""
     return qe.EdgeConfig(
         vectors=vectors,
         payload_memory=qe.Memory.Cold,
         hnsw_config=qe.HnswIndexConfig(
             m=0, ef_construct=100, full_scan_threshold=10_000, payload_m=0
         ),
-        # every optimizer run (rechunk asks for one every OPTIMIZE_POINTS points) turns the
-        # appendable segment into a read-in-place one, whatever the size of its vectors
         optimizers=qe.EdgeOptimizersConfig(
-            indexing_threshold=1, default_segment_number=8, max_segment_size=1_000_000
+            indexing_threshold=1,
+            default_segment_number=16,
+            max_segment_size=max(1, 4 * dimension * SEGMENT_POINTS // 1024),
         ),
     )
 
@@ -707,7 +716,9 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                 }
                 indexes = [self._path(f) for f in _INDEXED]
                 self._client.create(
-                    self._client.resolve(self._collection), _shard_config(vectors), indexes
+                    self._client.resolve(self._collection),
+                    _shard_config(vectors, dimension),
+                    indexes,
                 )
                 opened = self._require()
             shard, found = opened
