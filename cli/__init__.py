@@ -1019,8 +1019,9 @@ def build_parser() -> _Parser:
             "--store",
             default=DEFAULT_STORE,
             metavar="URI",
-            help="qdrant:DIR (default %(default)s), qdrant+http(s)://HOST:PORT "
-            "(API key from $QDRANT_API_KEY), chroma:DIR, chroma+http://HOST:PORT",
+            help="qdrant:DIR (default %(default)s), qdrant-edge:DIR (Qdrant Edge), "
+            "qdrant+http(s)://HOST:PORT (API key from $QDRANT_API_KEY), chroma:DIR, "
+            "chroma+http://HOST:PORT",
         )
         p.add_argument(
             "--collection",
