@@ -6,9 +6,9 @@ through python-docx: python-docx's document model has no notion of tracked chang
 nor of fields, content controls or text boxes, so every one of those rules would walk
 the XML anyway; reading the XML directly is as faithful, needs no extra, and on the
 shared pandoc renders takes less than half the time python-docx takes only to open a
-document and read its paragraphs' text. The parts are found the way Word finds them: the main document
-through the package's relationships, its styles and numbering through the main
-document's, in either the transitional or the strict namespace.
+document and read its paragraphs' text. The parts are found the way Word finds them:
+the main document through the package's relationships, its styles and numbering through
+the main document's, in either the transitional or the strict namespace.
 
 What the text holds, in document order (the Markdown shape of
 :class:`~rechunk.sources.base.TextBuilder`):
