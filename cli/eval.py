@@ -100,25 +100,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"k": args.k, "queries": len(queries), "generations": data})
         return EXIT_OK
-    width = max(14, *(len(printable(d["collection"])) + 2 for d in data))
-    print(f"rechunk eval: {len(queries)} queries, top {args.k}")
-    print(f"  {'':<24}" + "".join(f"{printable(d['collection']):>{width}}" for d in data))
-
-    def line(label: str, cells: list[str]) -> None:
-        print(f"  {label:<24}" + "".join(f"{c:>{width}}" for c in cells))
-
-    line("miss rate", [f"{_rate(d['miss_rate'])} ({d['misses']})" for d in data])
-    line("duplicate ratio", [f"{_rate(d['duplicate_ratio'])} ({d['duplicates']})" for d in data])
-    line("chunks returned", [str(d["chunks"]) for d in data])
-    policies = sorted({p for d in data for p in d["policies"]})
-    for policy in policies:
+    rows: list[tuple[str, list[str]]] = [
+        ("", [printable(d["collection"]) for d in data]),
+        ("miss rate", [f"{_rate(d['miss_rate'])} ({d['misses']})" for d in data]),
+        ("duplicate ratio", [f"{_rate(d['duplicate_ratio'])} ({d['duplicates']})" for d in data]),
+        ("chunks returned", [str(d["chunks"]) for d in data]),
+    ]
+    for policy in sorted({p for d in data for p in d["policies"]}):
         cells = []
         for d in data:
             t = d["policies"].get(policy)
             cells.append(
                 "-" if t is None else f"{_rate(t['miss_rate'])} / {_rate(t['duplicate_ratio'])}"
             )
-        line(f"{printable(policy)[:22]} miss/dup", cells)
+        rows.append((f"{printable(policy)} miss/dup", cells))
+    label = max(len(name) for name, _ in rows)
+    widths = [max(len(cells[i]) for _, cells in rows) + 3 for i in range(len(data))]
+    print(f"rechunk eval: {len(queries)} queries, top {args.k}")
+    for name, cells in rows:
+        print(f"  {name:<{label}}" + "".join(f"{c:>{w}}" for c, w in zip(cells, widths)))
     for d in data:
         missed = [row for row in d["per_query"] if row["rank"] is None]
         if missed and not args.show_text:

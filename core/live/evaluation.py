@@ -9,7 +9,7 @@ Definitions (fixed, so that two runs and two generations compare):
 
 - A query *hits* when one of its top ``k`` chunks belongs to the answer's ``doc_id``
   and, when the query gives a ``fragment``, that chunk's text contains the fragment
-  (both with whitespace runs collapsed to one space, case kept). A fragment that a
+  (both with whitespace runs collapsed to one space, case-folded). A fragment that a
   chunk boundary cuts in two is found in no chunk: a miss, which is the point (the
   policy split the evidence). The miss rate is misses over queries.
 - A chunk in the top ``k`` is *duplicate evidence* when a chunk ranked above it in the
@@ -178,7 +178,7 @@ class EvalReport:
     queries: Sequence[EvalQuery] = ()
 
     def _tallies(self) -> tuple[_Tally, dict[str, _Tally]]:
-        total, per = _Tally(), {}
+        total, per = _Tally(), dict[str, _Tally]()
         for r in self.results:
             for tally in (total, per.setdefault(r.policy, _Tally())):
                 tally.queries += 1
@@ -204,7 +204,8 @@ class EvalReport:
         """Counts and rates; queries, fragments and doc_ids only with ``show_text``."""
         total, per = self._tallies()
         rows = []
-        for r, q in zip(self.results, self.queries or [None] * len(self.results)):
+        shown: Sequence[EvalQuery | None] = self.queries or [None] * len(self.results)
+        for r, q in zip(self.results, shown):
             row: dict[str, Any] = {
                 "line": r.line,
                 "policy": r.policy,
@@ -227,7 +228,9 @@ class EvalReport:
 def _answers(point: StoredPoint, query: EvalQuery) -> bool:
     if point.payload.doc_id != query.doc_id:
         return False
-    return query.fragment is None or _collapse(query.fragment) in _collapse(point.payload.text)
+    if query.fragment is None:
+        return True
+    return _collapse(query.fragment).casefold() in _collapse(point.payload.text).casefold()
 
 
 def evaluate(
