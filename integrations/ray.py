@@ -125,6 +125,10 @@ class _Spec:
     neighbours: bool
     max_input_tokens: int | None = None
     special_tokens: int = 0
+    #: the collection held no point when the run took the writer lock: it holds only what
+    #: this run writes, so plans read nothing (as rechunk.sync does; a brand-new Chroma
+    #: collection being written can also fail reads: "Nothing found on disk")
+    empty: bool = False
 
     def open_store(self, keep: bool = False) -> tuple[VectorStore, Callable[[], None]]:
         """The store and what closes it; ``keep``: a worker keeps a store it opened from a
@@ -279,7 +283,8 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
             return chunkers[picks.get(doc.doc_id, 0)]
 
         t0 = time.perf_counter()
-        stored = store.get_points_many([d.doc_id for d in docs]) if docs else {}
+        reads = docs and not spec.empty
+        stored = store.get_points_many([d.doc_id for d in docs]) if reads else {}
         revector: dict[str, frozenset[str]] = {}
         if part.check_stored and stored:
             revector = _bad_stored(stored, store, spec.model_id, spec.dimension)
@@ -312,7 +317,7 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
         for plan in active:
             wanted.update(plan.needs_vector)
         found: dict[str, Any] = {}
-        if wanted:
+        if wanted and not spec.empty:
             held_vectors = store.get_vectors(list(wanted), spec.model_id)
             found, _ = usable_vectors(held_vectors, spec.dimension)
         seconds["plan"] += time.perf_counter() - t0
@@ -661,7 +666,8 @@ def sync(
             spec = _Spec(store, driver_store.collection if isinstance(store, str) else None,
                          layout, embedder, embed_url, raw.model_id, raw.dimension, order,
                          lock is not None, _keeps(driver_store), raw.max_input_tokens,
-                         int(getattr(raw, "special_tokens", 0) or 0))  # fmt: skip
+                         int(getattr(raw, "special_tokens", 0) or 0),
+                         lock is not None and info.points == 0)  # fmt: skip
             report = _run(
                 ray, spec, raw, docs, paths, chunker, pick, chunker_for, cache, info.points,
                 dry_run=dry_run, check_stored=check_stored,
@@ -669,6 +675,7 @@ def sync(
                 workers=workers, num_gpus=num_gpus, cpus=cpus,
                 docs_per_task=docs_per_task, progress=progress,
             )  # fmt: skip
+            report.collection = driver_store.collection
             if prune:
                 _prune(report, driver_store, doc_ids | kept, dry_run)
             report.engine.pop("_held", None)
@@ -730,7 +737,7 @@ def _run(
     # stays (with its imports and its store client) while it is kept busy; more at once
     # would start processes that the node ends again when they idle
     in_flight = max(2, int(ray.cluster_resources().get("CPU", 2)))
-    size = docs_per_task or min(DOC_BATCH, max(1, math.ceil(total / (2 * in_flight))))
+    size = docs_per_task or min(DOC_BATCH, max(1, math.ceil(total / (4 * in_flight))))
     if type(size) is not int or size < 1:
         raise ConfigError(f"docs_per_task must be a positive int, not {docs_per_task!r}")
     count = max(1, math.ceil(total / size))
@@ -789,16 +796,35 @@ def _run(
     skipped_files: list[tuple[str, str]] = []
     planned = committed = 0
     next_actor = 0
+    if not dry_run and total:  # started now, they load the model while the plans run
+        actors = [actor_class.remote(spec, tally) for _ in range(workers)]  # by value: restarts
     try:
         failed: list[tuple[str, int, int]] = []
         while queue or planning or waiting or committing:
-            while queue and len(planning) < in_flight:
+            # at most in_flight plans and commits run at once; a commit is submitted when
+            # its vectors are ready (first: it frees what its plan holds), so that commits
+            # waiting for the model do not hold back plans
+            for entry in list(waiting):
+                if len(planning) + len(committing) >= in_flight:
+                    break
+                calls = entry[2:]
+                if not calls or not ray.wait(list(calls), num_returns=len(calls), timeout=0,
+                                             fetch_local=False)[1]:  # fmt: skip
+                    waiting.remove(entry)
+                    committing.append(commit_task.remote(spec_ref, *entry))
+            while queue and len(planning) + len(committing) < in_flight:
                 part = queue.pop(0)
                 state_ref, summary_ref = plan_task.remote(spec_ref, part)
                 planning[summary_ref] = state_ref
-            while waiting and len(committing) < in_flight:
-                committing.append(commit_task.remote(spec_ref, *waiting.pop(0)))
-            ready, _ = ray.wait([*planning, *committing], num_returns=1)
+            watch = [*planning, *committing]
+            pending = list({id(c): c for entry in waiting for c in entry[2:]}.values())
+            if pending and len(watch) < in_flight:  # a free slot: wake when vectors are ready
+                _, unready = ray.wait(pending, num_returns=len(pending), timeout=0,
+                                      fetch_local=False)  # fmt: skip
+                watch += unready
+            ready, _ = ray.wait(watch, num_returns=1)
+            if ready[0] not in planning and ready[0] not in committing:
+                continue
             if ready[0] not in planning:
                 committing.remove(ready[0])
                 committed += 1
@@ -852,8 +878,6 @@ def _run(
             if dry_run:
                 continue
             for batch in batches(new, step):
-                if len(actors) < workers:
-                    actors.append(actor_class.remote(spec, tally))  # by value: restarts
                 actor = actors[next_actor % len(actors)]
                 next_actor += 1
                 ref = actor.embed.remote(list(batch), [summary.wanted[k] for k in batch])
