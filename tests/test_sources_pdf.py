@@ -330,6 +330,52 @@ def test_paragraphs_come_back_whole_in_reading_order(variant: str) -> None:
     assert flat == sorted(flat) and flat[0] == 1 and max(flat) <= doc.metadata["pages"]
 
 
+def paper(title: str, abstract: str, body: Sequence[str]) -> bytes:
+    """A paper's layout: the title and abstract across the first page, two columns under
+    them and on every later page, a page number at the foot."""
+    from reportlab.platypus import FrameBreak, NextPageTemplate
+
+    out = io.BytesIO()
+    width, height = A4
+    margin, gap, head = 20 * mm, 8 * mm, 70 * mm
+    column = (width - 2 * margin - gap) / 2
+    bare = {"leftPadding": 0, "rightPadding": 0, "topPadding": 0, "bottomPadding": 0}
+    below = height - 2 * margin - head - 5 * mm
+    first = [
+        Frame(margin, height - margin - head, width - 2 * margin, head, id="head", **bare),
+        Frame(margin, margin, column, below, id="left1", **bare),
+        Frame(margin + column + gap, margin, column, below, id="right1", **bare),
+    ]
+    later = [
+        Frame(margin, margin, column, height - 2 * margin, id="left", **bare),
+        Frame(margin + column + gap, margin, column, height - 2 * margin, id="right", **bare),
+    ]
+
+    def number(canv: Any, doc: Any) -> None:
+        canv.setFont("Helvetica", 8)
+        canv.drawCentredString(width / 2, 10 * mm, str(doc.page))
+
+    doc = BaseDocTemplate(out, pagesize=A4, pageTemplates=[
+        PageTemplate("first", first, onPage=number), PageTemplate("later", later, onPage=number),
+    ])  # fmt: skip
+    heading = ParagraphStyle("t", fontName="Helvetica-Bold", fontSize=18, leading=22, spaceAfter=10)
+    story: list[Any] = [Paragraph(title, heading), Paragraph(abstract, _style())]
+    story += [NextPageTemplate("later"), FrameBreak()]
+    story += [Paragraph(text, _style()) for text in body]
+    doc.build(story)
+    return out.getvalue()
+
+
+def test_two_columns_under_a_title_and_abstract_across_the_page() -> None:
+    """Lines across the gutter (the title, the abstract) cut the page into bands: the
+    band above is read first, then the left column, then the right one."""
+    (abstract,) = paragraphs_from(50, 1, sentences=8)
+    body = paragraphs_from(51, 30)
+    doc = parse(paper("Revision Stable Chunking", abstract, body))
+    assert doc.metadata["pages"] >= 3
+    assert block_texts(doc, None) == ["# Revision Stable Chunking", abstract, *body]
+
+
 @settings(max_examples=6, deadline=None, phases=[Phase.generate])
 @given(
     seed=st.integers(0, 10_000),

@@ -416,6 +416,28 @@ def _gutter(runs: Sequence[_Run]) -> tuple[float, float] | None:
     width = hi - lo
     if width <= 0:
         return None
+    # lines across the whole width (a title, an abstract over both columns) are the
+    # bands between column sets, not text that fills a gutter: a line's pieces are its
+    # runs on one baseline no wider apart than 1.5 em
+    rows: dict[int, list[_Run]] = {}
+    for run in runs:
+        rows.setdefault(round(run.base), []).append(run)
+    narrow: list[_Run] = []
+    pieces = wide = 0
+    for row in rows.values():
+        row.sort(key=lambda r: r.x0)
+        split = [
+            i for i in range(1, len(row)) if row[i].x0 - row[i - 1].x1 > 1.5 * max(row[i].size, 1.0)
+        ]
+        for a, b in zip([0, *split], [*split, len(row)]):
+            if row[b - 1].x1 - row[a].x0 >= 0.6 * width:
+                wide += 1
+            else:
+                narrow.extend(row[a:b])
+                pieces += 1
+    if pieces < 2 * wide or len(narrow) < 8:
+        return None
+    runs = narrow
     cells = int(width) + 1
     cover = [0] * (cells + 1)
     for run in runs:
@@ -908,26 +930,53 @@ def _frames(lines: list[_Line], stats: _Stats) -> None:
     by_group: dict[tuple[int, int], list[_Line]] = {}
     for line in lines:
         by_group.setdefault((line.page, line.group), []).append(line)
-    # each group's usual left edge: where most of its body lines start
+    # each group's usual left edge (where most of its body lines start), its right one,
+    # and whether it is a column (another group of its page stands beside it)
+    extents = {
+        key: (
+            min(line.x0 for line in group_lines),
+            max(line.x1 for line in group_lines),
+            min(line.bottom for line in group_lines),
+            max(line.top for line in group_lines),
+        )
+        for key, group_lines in by_group.items()
+    }
     groups = []
-    for group_lines in by_group.values():
+    for key, group_lines in by_group.items():
         body = [line for line in group_lines if not line.mono and abs(line.size - stats.body) < 0.5]
         starts = Counter(round(line.x0 * 2) / 2 for line in body or group_lines)
         usual = max(starts.items(), key=lambda item: (item[1], -item[0]))[0]
-        groups.append((usual, min(line.x0 for line in group_lines), group_lines, body))
-    # frames, from the left: a group joins the frame it lies in, or starts a new one
+        x0, x1, y0, y1 = extents[key]
+        column = any(
+            other[0] == key[0]
+            and other != key
+            and (ox1 <= x0 or ox0 >= x1)
+            and _overlap(y0, y1, oy0, oy1) > 0
+            for other, (ox0, ox1, oy0, oy1) in extents.items()
+        )
+        ends = sorted((line.x1 for line in body or group_lines), reverse=True)
+        right = ends[min(len(ends) - 1, len(ends) // 50)]
+        groups.append((usual, x0, right, column, group_lines, body))
+    groups.sort(key=lambda g: (g[0], g[1]))
+    # frames, from the left: a group joins the frame it lies in, or starts a new one (a
+    # column only joins the same column of other pages)
     frame_of: list[int] = []
     starts_of: list[Counter[float]] = []
     ends_of: list[list[float]] = []
-    for usual, lowest, group_lines, body in sorted(groups, key=lambda g: (g[0], g[1])):
+    columns_of: list[tuple[bool, float]] = []
+    for usual, lowest, right, column, group_lines, body in groups:
         found = -1
         for f in range(len(starts_of) - 1, -1, -1):
+            is_column, frame_right = columns_of[f]
+            if is_column != column or (column and abs(frame_right - right) > 6):
+                continue
             if min(starts_of[f]) <= lowest + 2 and usual < max(ends_of[f]) - 2:
                 found = f
                 break
         if found < 0:
             starts_of.append(Counter())
             ends_of.append([])
+            columns_of.append((column, right))
             found = len(starts_of) - 1
         starts_of[found][usual] += len(group_lines)
         ends_of[found].extend(line.x1 for line in body or group_lines)
@@ -950,7 +999,7 @@ def _frames(lines: list[_Line], stats: _Stats) -> None:
                 and b / 2 > left + 0.6 * (right - left)
             )
         edges_of.append((left, right, edges))
-    for (_, _, group_lines, _), f in zip(sorted(groups, key=lambda g: (g[0], g[1])), frame_of):
+    for (_, _, _, _, group_lines, _), f in zip(groups, frame_of):
         left, right, edges = edges_of[f]
         for line in group_lines:
             line.left = left
