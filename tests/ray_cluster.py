@@ -27,6 +27,13 @@ sys.path.insert(0, str(HERE))
 from chroma_server import free_port  # noqa: E402
 
 ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+#: the head finds a dead node in about 2 s, not Ray's default 15-30 s (the tests kill one)
+HEAD_ENV = {
+    "RAY_health_check_initial_delay_ms": "1000",
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "2",
+}
 RAY = Path(sys.executable).parent / "ray"
 #: `ray start` for a further node on this machine, with Ray's localhost rewrite off
 MORE_NODES = (
@@ -73,7 +80,7 @@ def running_ray(nodes: int = 2, *, timeout: float = 60.0) -> Iterator[str]:
             [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}",
              "--include-dashboard=false", f"--temp-dir={temp}", "--num-cpus=1",
              "--object-store-memory=150000000", "--disable-usage-stats"],
-            env,
+            {**env, **HEAD_ENV},
         )  # fmt: skip
         for _ in range(nodes - 1):
             add_node(address, env)
