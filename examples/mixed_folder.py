@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import html
 import json
-import shlex
 import shutil
-import subprocess
-import sys
 import tempfile
 from email.message import EmailMessage
 from pathlib import Path
 
+from demo import run  # the demo's runner: `$ rechunk ...`, then its output
+
 HERE = Path(__file__).resolve().parent
-RECHUNK = [sys.executable, "-m", "rechunk.cli"]
 GUIDE = (HERE / "docs" / "sync-guide.md").read_text()
 INSERTED = (
     "A sync that finds nothing to do loads no model: it reads the stored points, sees "
@@ -134,15 +132,6 @@ def write_others(folder: Path) -> None:
         "".join(json.dumps({"id": i, "question": q, "answer": a}) + "\n" for i, q, a in faq)
     )
     (folder / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
-
-
-def run(*args: str, cwd: Path) -> None:
-    print(f"$ rechunk {shlex.join(args)}", flush=True)
-    done = subprocess.run([*RECHUNK, *args], cwd=cwd, text=True, capture_output=True)
-    print(done.stdout.rstrip(), flush=True)
-    if done.returncode != 0:
-        print(done.stderr, file=sys.stderr)
-        raise SystemExit(done.returncode)
 
 
 def main() -> None:
