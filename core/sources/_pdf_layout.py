@@ -13,14 +13,24 @@ documents are typeset rather than about one renderer:
    left column is read before the right one, and lines across the gutter (a title over
    both columns) cut the page into bands read top to bottom.
 4. Lines: runs on one baseline, left to right.
-5. Blocks: a line larger than the body text is a heading (its level the rank of its
-   size); lines all in a monospaced font are code; a leading bullet or number starts a
-   list item; otherwise a line continues the paragraph above it unless a gap wider than
-   the line spacing, an indent, or a short line (one the next line's first word would
-   have fitted on) ends it. A paragraph continues across a page or column break when
-   the page's last line is full and does not end a sentence (or is justified flush).
-6. Joins: a line-end hyphen after a letter, before a lower-case letter, is a soft one
-   when the document's hyphenation says so; lines of CJK text join without a space.
+5. Tables: a grid of thin rules (two columns or more) is a table, read row by row, one
+   table across page breaks (the header row the renderer repeats dropped).
+6. Blocks: a line larger than the body text, or a short bold paragraph, is a heading
+   (its level from its size on a fixed scale); lines all in a monospaced font are
+   code; a leading bullet or number starts a list item; otherwise a line continues the
+   paragraph above it unless a gap wider than the line spacing, an indent, or a short
+   line (one the next line's first word would have fitted on) ends it. A paragraph
+   continues across a page or column break when the page's last line is full and does
+   not end a sentence (or is justified flush).
+7. Joins: a line-end hyphen after a letter, before a lower-case letter, is a soft one
+   when the document's hyphenation says so (the hyphen character a typesetter puts
+   only at line ends, or the word spelled whole elsewhere); lines of CJK text join
+   without a space; a word broken without a hyphen (long code) joins when the document
+   spells it whole.
+
+Levels, depths and edges come from fixed scales and the whole document, never from
+ranking what one revision happens to contain: an edit that adds a heading of a new
+size or a list at a new indent renumbers nothing else.
 """
 
 from __future__ import annotations
@@ -347,7 +357,8 @@ def _tables(page: Page) -> tuple[list[_Line], list[Glyph]]:
 _DIGITS = re.compile(r"\d+")
 _PAGE_NUMBER = re.compile(
     r"(?:(?:page|p\.|pg\.?|seite|página|pagina|страница|第)\s*)?"
-    r"[-–—(\[]?\s*(?:\d{1,5}|[ivxlcdm]{1,8})\s*[-–—)\]]?"
+    r"[-–—(\[]?\s*(?:\d{1,5}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
+    r"\s*[-–—)\]]?"
     r"(?:\s*(?:of|/|von|de|sur|из|\|)\s*\d{1,5})?\s*(?:页|頁|ページ)?",
     re.IGNORECASE,
 )

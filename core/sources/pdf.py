@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,8 @@ _FIXED_PITCH = 1  # PDF font descriptor flag bit 1
 _FORCE_BOLD = 1 << 18
 _HYPHEN_MARKS = frozenset((0x02, 0xFFFE))
 _SPACES = frozenset((0x7F, 0xA0, 0x2028, 0x2029, 0x3000, 0xFEFF))
+# PDFium is not thread-safe: one document at a time in this process
+_PDFIUM_LOCK = threading.Lock()
 
 
 def _pdfium() -> tuple[Any, Any]:
@@ -181,11 +184,13 @@ def _rules(raw: Any, page: Any) -> list[tuple[float, float, float, float]]:
     return found
 
 
-def _metadata(raw: Any, document: Any, pages: int) -> dict[str, Any]:
+def _metadata(document: Any, pages: int) -> dict[str, Any]:
+    """The page count, and the title the document's Info dictionary gives (if any)."""
+    pdfium, _ = _pdfium()
     found: dict[str, Any] = {"pages": pages}
     try:
         title = document.get_metadata_value("Title")
-    except Exception:
+    except (pdfium.PdfiumError, UnicodeError, ValueError):  # a broken Info dictionary
         title = ""
     title = " ".join(str(title or "").split())
     if title:
@@ -206,11 +211,12 @@ class PdfParser:
     def pages(self, data: bytes) -> list[Page]:
         """Every page's glyphs, as the layout reads them."""
         _, raw = _pdfium()
-        document = _open(data)
-        try:
-            return list(self._pages(raw, document))
-        finally:
-            document.close()
+        with _PDFIUM_LOCK:
+            document = _open(data)
+            try:
+                return list(self._pages(raw, document))
+            finally:
+                document.close()
 
     def _pages(self, raw: Any, document: Any) -> Iterator[Page]:
         pdfium, _ = _pdfium()
@@ -218,7 +224,8 @@ class PdfParser:
             try:
                 page = document[number]
             except pdfium.PdfiumError as exc:
-                raise ParseError(f"page {number + 1} is unreadable: {exc}") from None
+                reason = " ".join(str(exc).split())
+                raise ParseError(f"page {number + 1} is unreadable: {reason}") from None
             try:
                 left, bottom, right, top = page.get_cropbox()
                 textpage = page.get_textpage()
@@ -233,12 +240,13 @@ class PdfParser:
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         _, raw = _pdfium()
-        document = _open(data)
-        try:
-            pages = list(self._pages(raw, document))
-            metadata = _metadata(raw, document, len(pages))
-        finally:
-            document.close()
+        with _PDFIUM_LOCK:
+            document = _open(data)
+            try:
+                pages = list(self._pages(raw, document))
+                metadata = _metadata(document, len(pages))
+            finally:
+                document.close()
         if not any(page.glyphs for page in pages):
             raise ParseError("no text layer (a scanned PDF? rechunk does no OCR)")
         builder = TextBuilder()
