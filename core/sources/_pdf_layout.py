@@ -913,6 +913,7 @@ def _start(line: _Line, stats: _Stats) -> _Open:
 
 
 def _emit(block: _Open, stats: _Stats) -> LayoutBlock:
+    block.text = block.text.replace("\u00ad", "")  # a soft hyphen inside a line is invisible
     pages = (block.lines[0].page, block.lines[-1].page)
     if block.kind == "table":
         cells = block.lines[0].cells or []

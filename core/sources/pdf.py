@@ -38,7 +38,13 @@ _PDFIUM_ERRORS = {
 _FIXED_PITCH = 1  # PDF font descriptor flag bit 1
 _FORCE_BOLD = 1 << 18
 _HYPHEN_MARKS = frozenset((0x02, 0xFFFE))
-_SPACES = frozenset((0x7F, 0xA0, 0x2028, 0x2029, 0x3000, 0xFEFF))
+_SPACES = frozenset((0x7F, 0xA0, 0x2028, 0x2029, 0x3000))
+_INVISIBLE = frozenset((0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF))  # dropped, no space
+# typographic ligatures a font may map to one character: the letters they stand for
+_LIGATURES = {
+    0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st",
+    0xFB06: "st",
+}  # fmt: skip
 # PDFium is not thread-safe: one document at a time in this process
 _PDFIUM_LOCK = threading.Lock()
 
@@ -116,6 +122,8 @@ def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
         elif code <= 0x20 or code in _SPACES:
             space = True
             continue
+        elif code in _INVISIBLE:
+            continue
         elif 0xD800 <= code < 0xE000:  # a character beyond the BMP comes in two halves
             low = codes[index + 1] if index + 1 < count else 0
             if code >= 0xDC00 or not 0xDC00 <= low < 0xE000:
@@ -151,7 +159,7 @@ def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
         yield new(
             Glyph,
             (
-                chr(code),
+                _LIGATURES.get(code) or chr(code),
                 rect.left,
                 rect.right,
                 bottom,
