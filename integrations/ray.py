@@ -104,6 +104,8 @@ class RaySyncReport(SyncReport):
 # -- what a worker needs to open the store and the embedder -----------------------------
 
 
+#: chunkers a worker process used, by policy id, kept for its next tasks
+_CHUNKERS: dict[str, Chunker] = {}
 #: stores a worker process opened from a URI, kept for its next tasks
 _OPENED: dict[tuple[str, str, str], VectorStore] = {}
 
@@ -254,7 +256,10 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
     try:
         docs = list(part.documents)
         skipped: list[tuple[str, str]] = []
-        chunkers, picks = list(part.chunkers), dict(part.picks)
+        # a chunker of the same policy a task of this worker used before: its caches are
+        # warm (chunkers are deterministic: the policy id names everything they do)
+        chunkers = [_CHUNKERS.setdefault(c.policy_id, c) for c in part.chunkers]
+        picks = dict(part.picks)
         if part.files:
             from rechunk.sources import ParseError
             from rechunk.sources.documents import documents_from_file
