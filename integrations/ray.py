@@ -890,8 +890,8 @@ def _run(
                 for key in batch:
                     dispatched[key] = ref
             cached_mine = {k: from_cache[k] for k in summary.wanted if k in from_cache}
-            calls = {id(dispatched[k]): dispatched[k] for k in summary.wanted if k in dispatched}
-            needed = list(calls.values())
+            by_call = {id(dispatched[k]): dispatched[k] for k in summary.wanted if k in dispatched}
+            needed = list(by_call.values())
             if any(r.status in ("new", "changed") for r in summary.reports):
                 waiting.append((state_ref, cached_mine, *needed))
             else:  # nothing to publish: no commit
