@@ -9,7 +9,7 @@ import io
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -132,7 +132,7 @@ def render(
     paragraphs: Sequence[str],
     *,
     columns: int = 1,
-    header: str | None = "Quarterly Field Notes",
+    header: str | Callable[[int], str] | None = "Quarterly Field Notes",
     justify: bool = True,
     indent: bool = False,
     headings: dict[int, str] | None = None,
@@ -158,8 +158,11 @@ def render(
             return
         canv.saveState()
         canv.setFont("Helvetica", 8)
-        canv.drawString(margin, height - 12 * mm, header)
-        canv.drawRightString(width - margin, height - 12 * mm, "Section one")
+        if callable(header):  # only the page's section, on the right
+            canv.drawRightString(width - margin, height - 12 * mm, header(doc.page))
+        else:
+            canv.drawString(margin, height - 12 * mm, header)
+            canv.drawRightString(width - margin, height - 12 * mm, "Section one")
         canv.drawCentredString(width / 2, 10 * mm, f"Page {doc.page}")
         canv.restoreState()
 
@@ -396,6 +399,17 @@ def test_a_paragraph_inserted_on_page_one_leaves_the_later_ones_as_they_were(
     assert block_texts(old_doc) == old
     assert block_texts(new_doc) == new
     assert block_texts(new_doc)[where + 1 :] == block_texts(old_doc)[where:]
+
+
+def test_a_running_header_naming_each_pages_section_is_dropped() -> None:
+    """Two pages, each with its own section's name above the text in a small type: no
+    text repeats, but a line smaller than the body above the body's top on every page
+    is a running header."""
+    sections = ["Introduction", "Methods and materials", "Results"]
+    source = paragraphs_from(21, 14, sentences=4)
+    doc = parse(render(source, header=lambda page: sections[page - 1]))
+    assert doc.metadata["pages"] == 2
+    assert block_texts(doc, None) == source
 
 
 def test_headings_by_size_with_levels_and_sections() -> None:

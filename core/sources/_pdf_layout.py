@@ -377,7 +377,8 @@ def _furniture(pages: list[Page], lines: list[list[_Line]]) -> list[set[int]]:
     drop: list[set[int]] = [set() for _ in pages]
     # candidates: the two outermost lines at each end, inside the outer fifth of the
     # page and set apart from the line inward of them by more than a line's spacing
-    candidates: list[tuple[int, int, str, float, set[str]]] = []  # page, line, end, y, keys
+    candidates: list[tuple[int, int, str, float, set[str], float, float]] = []
+    # (page, line, end, y, texts with digits as one "#", size, bottom)
     for p, (page, page_lines_) in enumerate(zip(pages, lines)):
         height = page.top - page.bottom
         count = len(page_lines_)
@@ -393,25 +394,39 @@ def _furniture(pages: list[Page], lines: list[list[_Line]]) -> list[set[int]]:
                     if abs(line.base - inner.base) <= 1.6 * max(line.size, inner.size):
                         continue
                 keys = {_norm(text) for _, _, text in line.segments if text.strip()}
-                candidates.append((p, index, end, line.base, keys))
+                candidates.append((p, index, end, line.base, keys, line.size, line.bottom))
                 if k == 0 and _is_page_number(line.text):
                     drop[p].add(index)
     needed = max(2, min(3, math.ceil(len(pages) / 2)))
+    sizes: Counter[float] = Counter()
+    for page_lines_ in lines:
+        for line in page_lines_:
+            sizes[line.size] += len(line.text)
+    body = sizes.most_common(1)[0][0] if sizes else 0.0
+    # the top of the body text: no line of the body's size and font rises above it
+    body_top = max(
+        (line.top for page_lines_ in lines for line in page_lines_ if line.size == body),
+        default=math.inf,
+    )
     # a slot: one end, one height (within 2 pt); it is furniture when at least `needed`
-    # pages have there a line sharing a text with a line of another page there
+    # pages have there a line sharing a text with a line of another page there, or (at
+    # the top) a line smaller than the body's text above the body's top (a running
+    # header that names each page's section, all different)
     slots: list[tuple[str, float]] = []
-    for p, _, end, y, keys in candidates:
-        pages_with = {p}
-        for q, _, end2, y2, keys2 in candidates:
-            if q != p and end2 == end and abs(y2 - y) <= 2.0 and keys & keys2:
-                pages_with.add(q)
-        if len(pages_with) >= needed:
+    for p, _, end, y, keys, size, bottom in candidates:
+        same_text = {p}
+        small = {p} if size < 0.9 * body and bottom > body_top else set()
+        for q, _, end2, y2, keys2, size2, _ in candidates:
+            if q != p and end2 == end and abs(y2 - y) <= 2.0:
+                if keys & keys2:
+                    same_text.add(q)
+                if small and abs(size2 - size) < 0.5:
+                    small.add(q)
+        if len(same_text) >= needed or (end == "top" and len(small) >= needed):
             slots.append((end, y))
-    for p, index, end, y, _ in candidates:
+    for p, index, end, y, _, _, _ in candidates:
         if any(end == s_end and abs(y - s_y) <= 2.0 for s_end, s_y in slots):
             drop[p].add(index)
-    # what is left at an end must still be outermost: a line below a dropped header is
-    # body text unless it too was dropped
     return drop
 
 
