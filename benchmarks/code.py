@@ -702,20 +702,23 @@ def to_markdown(results: dict[str, Any]) -> str:
         lines += [
             f"### Median chunk {target} tokens",
             "",
+            "Weighted tok: the mean size of the chunk a random token sits in (sum of squared "
+            "chunk sizes over the sum of sizes), about what an edit at one point re-embeds. "
             "R_c in % (mean over pairs); drift: tokens of new chunks wholly before the first "
             "or after the last change with no identical old chunk, % of new tokens (mean over "
             f"pairs); before / after: the same tokens as % of the tokens lying there (pooled); "
             f">{WINDOW}: % of chunks MiniLM would truncate.",
             "",
-            "| splitter | size | median tok | R_c all | small | medium | large | extreme "
-            f"| drift | before / after | >{WINDOW} | tiles | MB/s | failed pairs |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
+            "| splitter | size | median tok | weighted tok | R_c all | small | medium | large "
+            f"| extreme | drift | before / after | >{WINDOW} | tiles | MB/s | failed pairs |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
         ]
         for r in ok:
             rc, drift = r["rc"], r["drift"]
             failed = len(r["failed_pairs"])
             lines.append(
-                f"| `{r['name']}` | {r['size']} | {r['median_tokens']:g} | **{_pct(rc['all'])}** | "
+                f"| `{r['name']}` | {r['size']} | {r['median_tokens']:g} | "
+                f"{r['token_weighted_mean']:.0f} | **{_pct(rc['all'])}** | "
                 f"{_pct(rc['small'])} | {_pct(rc['medium'])} | {_pct(rc['large'])} | "
                 f"{_pct(rc['extreme'])} | {_pct(drift['moved_of_new'], 2)} | "
                 f"{_pct(drift['before_share'])} / {_pct(drift['after_share'])} | "
@@ -723,7 +726,7 @@ def to_markdown(results: dict[str, Any]) -> str:
                 f"{r['mbps']:.2f} | {failed} |"
             )
         for r in missing:
-            lines.append(f"| `{r['name']}` | unavailable: {r['reason']} |" + " |" * 13)
+            lines.append(f"| `{r['name']}` | unavailable: {r['reason']} |" + " |" * 14)
         lines += [
             "",
             "R_c per language (%):",
@@ -754,7 +757,10 @@ def to_markdown(results: dict[str, Any]) -> str:
         notes = []
         for r in ok:
             if r["first_error"]:
-                notes.append(f"`{r['name']}` failed on {', '.join(r['failed_pairs'])}: {r['first_error']}")
+                notes.append(
+                    f"`{r['name']}` failed on {', '.join(r['failed_pairs'])}: "
+                    + r["first_error"].rstrip(".")
+                )
             if not r["deterministic"]:
                 notes.append(f"`{r['name']}` chunked some text differently in two passes")
             if r["control_max"]:
@@ -770,7 +776,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=REPEAT, help="timed passes (fastest counts)")
     parser.add_argument("--targets", nargs="+", type=int, default=list(TARGETS))
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    parser.add_argument(
+        "--report", action="store_true", help="rewrite the docs section from the saved results"
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        saved = json.loads(RESULTS.read_text(encoding="utf-8"))
+        _report.write_section("code", to_markdown(saved))
+        return 0
     if args.only and REFERENCE not in args.only:
         args.only = [REFERENCE, *args.only]
     results = run(args.only, repeat=args.repeat, targets=args.targets)
