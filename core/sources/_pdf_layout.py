@@ -116,6 +116,9 @@ class _Line:
     left: float = 0.0  # the left edge of that frame
     segments: list[tuple[float, float, str]] = field(default_factory=list)
     cells: list[list[list[_Line]]] | None = None  # a ruled table: rows of cells' lines
+    first_word: float = 0.0  # how wide its first unbreakable piece is
+    marker: tuple[str, int | None] | None = None  # the list marker it starts with
+    after_marker: float = 0.0  # where its text after that marker starts
 
 
 # ---------------------------------------------------------------------------- runs
@@ -215,6 +218,16 @@ def _line(runs: list[_Run], page: int) -> _Line:
         bold * 2 > count,
     )
     _spell(line)
+    # what the blocks need of the glyphs, so that a page's glyphs can go (only code
+    # keeps them: its spacing is read glyph by glyph)
+    line.first_word = _first_word_width(line)
+    line.marker = _list_marker(line)
+    line.after_marker = line.x0
+    if line.marker is not None:
+        glyphs = [g for run in runs for g in run.glyphs]
+        count = len(line.marker[0].replace(" ", ""))
+        if len(glyphs) > count:
+            line.after_marker = glyphs[count].x0
     return line
 
 
@@ -339,6 +352,11 @@ def _tables(page: Page) -> tuple[list[_Line], list[Glyph]]:
     tables: list[_Line] = []
     for (xs, rows), grid in zip(grids, cells):
         table = [[_lines(_runs(cell), page.number) for cell in row] for row in grid if any(row)]
+        for row in table:
+            for cell_lines in row:
+                for line in cell_lines:
+                    for run in line.runs:
+                        run.glyphs = []  # a cell's text is made
         if not table or max(sum(1 for cell in row if cell) for row in table) < 2:
             rest.extend(g for row in grid for cell in row for g in cell)  # not a table
             continue
@@ -372,21 +390,22 @@ def _is_page_number(text: str) -> bool:
     return bool(_PAGE_NUMBER.fullmatch(" ".join(text.split())))
 
 
-def _furniture(pages: list[Page], lines: list[list[_Line]]) -> list[set[int]]:
-    """Per page, the indexes of its lines that are running headers, footers or numbers."""
-    drop: list[set[int]] = [set() for _ in pages]
+def _furniture(boxes: list[tuple[float, float]], lines: list[list[_Line]]) -> list[set[int]]:
+    """Per page (its bottom and top, its lines from the top), the indexes of its lines
+    that are running headers, footers or page numbers."""
+    drop: list[set[int]] = [set() for _ in boxes]
     # candidates: the two outermost lines at each end, inside the outer fifth of the
     # page and set apart from the line inward of them by more than a line's spacing
     candidates: list[tuple[int, int, str, float, set[str], float, float]] = []
     # (page, line, end, y, texts with digits as one "#", size, bottom)
-    for p, (page, page_lines_) in enumerate(zip(pages, lines)):
-        height = page.top - page.bottom
+    for p, ((page_bottom, page_top), page_lines_) in enumerate(zip(boxes, lines)):
+        height = page_top - page_bottom
         count = len(page_lines_)
         for end, order in (("top", range(count)), ("bottom", range(count - 1, -1, -1))):
             indexes = list(order)
             for k, index in enumerate(indexes[:2]):
                 line = page_lines_[index]
-                offset = page.top - line.top if end == "top" else line.bottom - page.bottom
+                offset = page_top - line.top if end == "top" else line.bottom - page_bottom
                 if offset > 0.2 * height:
                     break
                 if k + 1 < len(indexes):
@@ -397,7 +416,7 @@ def _furniture(pages: list[Page], lines: list[list[_Line]]) -> list[set[int]]:
                 candidates.append((p, index, end, line.base, keys, line.size, line.bottom))
                 if k == 0 and _is_page_number(line.text):
                     drop[p].add(index)
-    needed = max(2, min(3, math.ceil(len(pages) / 2)))
+    needed = max(2, min(3, math.ceil(len(boxes) / 2)))
     sizes: Counter[float] = Counter()
     for page_lines_ in lines:
         for line in page_lines_:
@@ -794,7 +813,7 @@ def _full(a: _Line, b: _Line) -> bool:
     if len(text) >= 2 and text[-1] in _HYPHENS and text[-2].isalpha():
         return True
     space = 0.0 if _CJK_CHAR.match(b.text.lstrip()[:1] or " ") else 0.25 * b.size
-    return a.x1 + space + _first_word_width(b) > a.right + 0.5
+    return a.x1 + space + b.first_word > a.right + 0.5
 
 
 def _code_text(lines: list[_Line]) -> str:
@@ -843,7 +862,7 @@ def _text_breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
     em = max(size, 1.0)
     if not new_page and a.base - b.base > 1.35 * stats.pitch.get(size, 1.25 * size):
         return True
-    if _list_marker(b) is not None and (
+    if b.marker is not None and (
         block.kind == "list_item" or not _full(a, b) or _sentence_end(a.text)
     ):
         return True
@@ -912,18 +931,11 @@ def _start(line: _Line, stats: _Stats) -> _Open:
         return _Open("code", [line])
     if kind == _Kind.HEADING:
         return _Open("heading", [line], text=line.text)
-    marker = _list_marker(line)
-    if marker is not None:
-        token, number = marker
+    if line.marker is not None:
+        token, number = line.marker
         text = line.text.lstrip()[len(token) :]
-        # the text after the marker: where its first glyph after the marker's width is
-        after = line.x0
-        glyphs = [g for run in line.runs for g in run.glyphs]
-        count = len(token.replace(" ", ""))
-        if len(glyphs) > count:
-            after = glyphs[count].x0
         ordered = number if _NUMBER.match(line.text.lstrip()) else None
-        return _Open("list_item", [line], ordered=ordered, text_x=after, text=text)
+        return _Open("list_item", [line], ordered=ordered, text_x=line.after_marker, text=text)
     return _Open("paragraph", [line], text=line.text)
 
 
@@ -1106,26 +1118,37 @@ def _merge_tables(blocks: list[LayoutBlock]) -> list[LayoutBlock]:
     return out
 
 
-def layout(pages: list[Page]) -> list[LayoutBlock]:
-    """The document's blocks in reading order, without page furniture."""
-    found = [_tables(page) for page in pages]
-    page_runs = [_runs(glyphs) for _, glyphs in found]
-    whole = [_lines(runs, page.number) for page, runs in zip(pages, page_runs)]
-    drop = _furniture(pages, whole)
-    lines: list[_Line] = []
-    for page, (tables, _), runs, page_lines_, dropped in zip(pages, found, page_runs, whole, drop):
-        gone = {id(run) for i in dropped for run in page_lines_[i].runs}
-        kept = [run for run in runs if id(run) not in gone]
-        columns = _columns(kept)
-        if len(columns) == 1:  # the page's lines as found, less its furniture
-            page_lines_ = [line for i, line in enumerate(page_lines_) if i not in dropped]
+def layout(pages: Iterable[Page]) -> list[LayoutBlock]:
+    """The document's blocks in reading order, without page furniture. Pages are read
+    one at a time: a page's glyphs can go once its lines are made."""
+    boxes: list[tuple[float, float]] = []
+    whole: list[list[_Line]] = []  # each page's lines, top to bottom
+    placed: list[list[_Line]] = []  # each page's lines in reading order, tables among them
+    for page in pages:
+        tables, glyphs = _tables(page)
+        runs = _runs(glyphs)
+        page_lines_ = _lines(runs, page.number)
+        columns = _columns(runs)
+        if len(columns) == 1:
+            ordered = list(page_lines_)
         else:
-            page_lines_ = []
+            ordered = []
             for group, column in enumerate(columns):
                 for line in _lines(column, page.number):
                     line.group = group
-                    page_lines_.append(line)
-        lines.extend(_place(tables, page_lines_))
+                    ordered.append(line)
+        for line in ordered:
+            if not line.mono:
+                for run in line.runs:
+                    run.glyphs = []
+        boxes.append((page.bottom, page.top))
+        whole.append(page_lines_)
+        placed.append(_place(tables, ordered))
+    drop = _furniture(boxes, whole)
+    lines: list[_Line] = []
+    for page_lines_, ordered, dropped in zip(whole, placed, drop):
+        gone = {id(run) for i in dropped for run in page_lines_[i].runs}
+        lines.extend(line for line in ordered if not any(id(run) in gone for run in line.runs))
     if not lines:
         return []
     text_lines = [line for line in lines if line.cells is None]

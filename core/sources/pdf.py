@@ -248,17 +248,26 @@ class PdfParser:
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         _, raw = _pdfium()
+        glyphs = 0
+
+        def counted(pages: Iterator[Page]) -> Iterator[Page]:
+            nonlocal glyphs
+            for page in pages:
+                glyphs += len(page.glyphs)
+                yield page
+
         with _PDFIUM_LOCK:
             document = _open(data)
             try:
-                pages = list(self._pages(raw, document))
-                metadata = _metadata(document, len(pages))
+                # page by page: a page's glyphs are gone once the layout has its lines
+                blocks = layout(counted(self._pages(raw, document)))
+                metadata = _metadata(document, len(document))
             finally:
                 document.close()
-        if not any(page.glyphs for page in pages):
+        if not glyphs:
             raise ParseError("no text layer (a scanned PDF? rechunk does no OCR)")
         builder = TextBuilder()
-        for block in layout(pages):
+        for block in blocks:
             first, last = block.pages
             page: int | list[int] = first if first == last else [first, last]
             if block.kind == "heading":
