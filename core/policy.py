@@ -15,11 +15,14 @@ from rechunk.chunkers import (
 from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "STUDY_HARD_MAX", "policy_for", "sized_params"]
+__all__ = ["DEFAULT_POLICY", "KINDS", "POLICIES", "STUDY_HARD_MAX", "policy_for", "sized_params"]
 
 #: The study's frozen parameters (for a 512-token model window).
 STUDY_HARD_MAX = 512
-POLICIES = ("structured", "fixed", "recursive", "cdc", "code")
+POLICIES = ("structured", "fixed", "recursive", "cdc")
+#: every kind :func:`policy_for` builds: the policies above, which chunk any text, and the
+#: code policy, which needs a language (``policy_for(embedder, "code", language="go")``)
+KINDS = (*POLICIES, "code")
 #: The policy sync and the command line use unless told otherwise: it re-embeds least
 #: on the dev revisions and retrieves at least as well (docs/benchmarks.md).
 DEFAULT_POLICY = "structured"
@@ -52,7 +55,7 @@ def sized_params(kind: str, content_tokens: int | None) -> dict[str, int]:
     elif kind == "code":
         params = {"min_tokens": _scaled(250, scale), "max_tokens": _scaled(416, scale)}
     else:
-        raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(POLICIES)}")
+        raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(KINDS)}")
     params["hard_max_tokens"] = min(STUDY_HARD_MAX, content)
     return params
 
