@@ -667,6 +667,20 @@ def _targets(results: dict[str, Any]) -> list[str]:
 
 def to_markdown(results: dict[str, Any]) -> str:
     ds = results["dataset"]
+    reading = []
+    for target, block in results["sizes"].items():
+        ok = {r["name"]: r for r in block["splitters"] if r.get("available")}
+        ref, best = ok.get(REFERENCE), ok.get(block["best_anchor"] or "")
+        if ref is None or best is None:
+            continue
+        reading.append(
+            f"At {target}: `{REFERENCE}` {_pct(ref['rc']['all'])}% overall and "
+            f"{_pct(ref['rc']['small'])}% on small edits, the best anchor `{best['name']}` "
+            f"{_pct(best['rc']['all'])}% and {_pct(best['rc']['small'])}%; the chunk a random "
+            f"token sits in holds {ref['token_weighted_mean']:.0f} tokens against "
+            f"{best['token_weighted_mean']:.0f}, and drift is {_pct(ref['drift']['moved_of_new'], 2)}% "
+            f"of new tokens against {_pct(best['drift']['moved_of_new'], 2)}%."
+        )
     lines = [
         "## Code: R_c of the code policy and the code splitters on real commits",
         "",
@@ -693,6 +707,13 @@ def to_markdown(results: dict[str, Any]) -> str:
         "### Targets of issue #38",
         "",
         *_targets(results),
+        "",
+        " ".join(reading)
+        + " The code policy's lead is on medium and large edits, where its content-chosen "
+        "cuts stay put while the text around them changes (drift above); it does not come "
+        "from smaller chunks (the chunk a random token sits in is no smaller), and on small "
+        "edits, which touch one or a few places, every splitter pays about the chunks those "
+        "places sit in.",
         "",
     ]
     for target, block in results["sizes"].items():
