@@ -769,3 +769,25 @@ def test_watch_on_qdrant_edge(workdir: HashEmbedder, capsys: pytest.CaptureFixtu
         process.communicate(timeout=30)
     code, status = run_json(capsys, "status", *EDGE)
     assert code == 0 and status["documents"] == 4 and status["stale_check"] == "passed"
+
+
+def test_long_reads_reopen_the_shard_and_miss_nothing(
+    client: edge.EdgeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past REOPEN_POINTS points read, the shard is closed and opened again between
+    requests (letting go of the pages of its files it read in place): reads and writes
+    after it find everything."""
+    monkeypatch.setattr(edge, "REOPEN_POINTS", 25)
+    store = QdrantEdgeStore(client, "docs", batch_size=4)
+    store.ensure_collection(DIM)
+    written = [PointWrite(new_id(), payload(i, doc_id=f"d{i % 40}.md"), unit(i)) for i in range(120)]
+    store.write(written)
+    first = client.shard("docs")
+    many = store.get_points_many([f"d{i}.md" for i in range(40)])  # 10 requests of 4 docs
+    assert sum(len(points) for points in many.values()) == 120
+    assert client.shard("docs") is not first  # reopened on the way
+    keys = [w.payload.input_key for w in written]
+    assert set(store.get_vectors(keys, MODEL)) == set(keys)
+    store.delete([w.id for w in written[:60]])
+    assert store.collection_info().points == 60  # type: ignore[union-attr]
+    assert len(store.search(unit(100), 3)) == 3
