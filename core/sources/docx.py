@@ -423,6 +423,8 @@ class _Walker:
 
     # inline text
     def _visible(self) -> bool:
+        if not self.fields:  # the common case: no field open
+            return True
         return not any((not f.result) or f.drop for f in self.fields)
 
     def _field_char(self, el: ET.Element) -> None:
@@ -443,9 +445,7 @@ class _Walker:
         for child in el:
             tag = child.tag
             if tag == ns.r:
-                rpr = child.find(ns.rPr)
-                hidden = rpr is not None and _on(rpr.find(ns.vanish), ns)
-                self.run(child, out, boxes, hidden)
+                self.run(child, out, boxes, False)
             elif tag in (
                 ns.hyperlink,
                 ns.smartTag,
@@ -481,8 +481,9 @@ class _Walker:
             if tag == t:  # the common cases first
                 if shown:
                     out.append(child.text or "")
-            elif tag == rpr:
-                continue
+            elif tag == rpr:  # first in a run: hidden text (w:vanish) is not shown
+                if _on(child.find(ns.vanish), ns):
+                    hidden, shown = True, False
             elif tag == ns.fldChar:
                 self._field_char(child)
                 shown = not hidden and self._visible()
