@@ -249,7 +249,11 @@ def child_rechunk(
     floor = _chroma_reads_s(store, list(docs)) if chroma and case == "noop" else None
     extra: dict[str, float] = {}
     if case == "noop" and store_uri.startswith("qdrant-edge:"):
-        extra = {"search_ms": _search_ms(store), "disk_mb": _folder_mb(store_uri.split(":", 1)[1])}
+        # the sync's peak first: a search scans every vector, and the pages it reads count
+        extra["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        extra["search_ms"] = _search_ms(store)
+        extra["search_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        extra["disk_mb"] = _folder_mb(store_uri.split(":", 1)[1])
     cli: dict[str, float] = {}
     if case == "edit_one":
         t0 = time.perf_counter()
