@@ -182,6 +182,7 @@ def reindex(
     cache: EmbeddingCache | None = None,
     drop_old: bool = False,
     chunker_for: Callable[[Document], Chunker | None] | None = None,
+    engine: Callable[..., SyncReport] | None = None,
 ) -> ReindexReport:
     """Build a new generation of ``chunker`` for ``documents`` and make it live.
 
@@ -198,6 +199,9 @@ def reindex(
     generation is untouched and queries never see the partial one.
     ``chunker_for`` picks another chunker per document, as in :func:`~rechunk.sync`;
     the generation is named after ``chunker``'s policy.
+    ``engine`` builds the generation in place of :func:`~rechunk.sync` (a callable with
+    its signature, such as :func:`rechunk.integrations.ray.engine`: the same sync on a
+    Ray cluster); it must raise, as sync does, when the stale check fails.
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
@@ -228,7 +232,7 @@ def reindex(
     live = store.with_collection(previous) if previous else None
     lenders = [s for s in (live, origin) if s is not None and s.collection_info() is not None]
     shadow.ensure_collection(embedder.dimension)
-    report = sync(
+    report = (engine or sync)(
         docs, shadow, chunker=chunker, embedder=embedder, cache=cache, prune=True,
         reuse_from=lenders, chunker_for=chunker_for,
     )
