@@ -10,7 +10,7 @@ standard library), so each adapter loads without the other framework.
 * :func:`keyed_chunks`: each chunk's input key and occurrence, the two fields
   every chunk id is made of (besides the source id).
 * :class:`Reuse` / :class:`DocumentsAndQueries`: reuse of vectors by input key
-  over an :class:`~rechunk.cache.EmbeddingCache`, for one model identity, and
+  over an :class:`~rechunk.reuse.cache.EmbeddingCache`, for one model identity, and
   for a model's documents and (under ``model_id + "#query"``) its queries;
   :class:`ReuseReadouts` gives both cached embeddings ``model_id``, ``cache``,
   ``stats`` and ``reset_stats`` from them.
@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rechunk.cache import EmbeddingCache, record_dimension, recorded_dimension
-from rechunk.cached_embedder import EmbedStats, StatsCounter
-from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
-from rechunk.embedding import check_texts, check_vectors, usable_vectors
+from rechunk.chunking.chunk import Chunk, Chunker
 from rechunk.errors import ConfigError, InputError
-from rechunk.identity import input_key, is_utf8
+from rechunk.reuse.cache import EmbeddingCache, record_dimension, recorded_dimension
+from rechunk.reuse.cached_embedder import EmbedStats, StatsCounter
+from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
+from rechunk.reuse.identity import input_key, is_utf8
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -335,7 +335,7 @@ def check_model_id(model_id: object) -> str | None:
 
 
 def check_cache(cache: object, kinds: str) -> EmbeddingCache:
-    """``cache`` when it is an :class:`~rechunk.cache.EmbeddingCache`; the error lists ``kinds``."""
+    """``cache`` when it is an :class:`~rechunk.reuse.cache.EmbeddingCache`; the error lists ``kinds``."""
     if not isinstance(cache, EmbeddingCache):
         raise ConfigError(
             f"cache must be a rechunk EmbeddingCache ({kinds}), got {type(cache).__name__}"
@@ -437,7 +437,7 @@ class Reuse:
         return Plan(items, key_of, found, missing)
 
     def absorb(self, plan: Plan, batch: list[str], raw: object, seconds: float) -> None:
-        """Check the model's vectors for ``batch`` (:func:`~rechunk.embedding.check_vectors`:
+        """Check the model's vectors for ``batch`` (:func:`~rechunk.reuse.embedding.check_vectors`:
         :class:`~rechunk.errors.BadVectorError` and nothing cached when one fails), cache
         them and add them to ``plan``."""
         vectors = check_vectors(

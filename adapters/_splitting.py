@@ -12,7 +12,7 @@ Both adapters accept what LangChain's ``TextSplitter`` and LlamaIndex's
   cuts cores of ``chunk_size - chunk_overlap`` so that a core with its overlap
   stays within ``chunk_size``.
 * Without ``chunk_size`` and without rechunk sizes, a tokenizer whose model
-  window is known (:func:`window_for`) gets the sizes :func:`rechunk.policy.policy_for`
+  window is known (:func:`window_for`) gets the sizes :func:`rechunk.chunking.policy.policy_for`
   gives that model; a size above the window is refused.
 * ``separators`` / ``separator`` / ``paragraph_separator``: whitespace
   separators are what rechunk cuts at anyway and are accepted; any other is refused.
@@ -33,10 +33,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from rechunk.chunk import Chunk, Chunker
+from rechunk.chunking.chunk import Chunk, Chunker
+from rechunk.chunking.policy import sized_params
+from rechunk.chunking.tokens import (
+    CallableTokenCounter,
+    HFTokenCounter,
+    TokenCounter,
+    resolve_tokenizer,
+)
 from rechunk.errors import ConfigError, MissingDependencyError
-from rechunk.policy import sized_params
-from rechunk.tokens import CallableTokenCounter, HFTokenCounter, TokenCounter, resolve_tokenizer
 
 __all__ = [
     "FACTORIES",
@@ -118,7 +123,7 @@ def _specials(counter: TokenCounter) -> int:
 
 def _default_window() -> tuple[str, Window] | None:
     """``(identity, window)`` of rechunk's default tokenizer (all-MiniLM-L6-v2)."""
-    from rechunk.tokens import default_tokenizer_path
+    from rechunk.chunking.tokens import default_tokenizer_path
 
     try:
         path = default_tokenizer_path()
@@ -190,7 +195,7 @@ class _LengthOf:
 
 
 def length_counter(func: object, what: str = "length_function") -> TokenCounter:
-    """A :class:`~rechunk.tokens.TokenCounter` over a framework's counting function.
+    """A :class:`~rechunk.chunking.tokens.TokenCounter` over a framework's counting function.
 
     Its identity is ``"callable:<module>.<qualname>"`` of the function (``len``:
     ``"callable:builtins.len"``), so it is stable across runs for a named

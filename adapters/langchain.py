@@ -18,7 +18,7 @@ Three pieces, each a drop-in for what a LangChain indexing pipeline already uses
     moved is not re-embedded and a changed title or ACL still reaches the store.
 :class:`CachedEmbeddings` / :class:`ByteStoreCache`
     A ``langchain_core.embeddings.Embeddings`` that reuses vectors by input key
-    from a rechunk :class:`~rechunk.cache.EmbeddingCache` (memory, SQLite, or a
+    from a rechunk :class:`~rechunk.reuse.cache.EmbeddingCache` (memory, SQLite, or a
     LangChain ``ByteStore`` through :class:`ByteStoreCache`) and sends only misses
     to the wrapped model.
 
@@ -34,7 +34,7 @@ query`` and ``status`` read both); ``occurrence`` is this path's own (ids need i
 ``end_index``       its end (exclusive): ``source[start_index:end_index] == page_content``,
                     always (CRLF and all whitespace as in the source)
 ``doc_id``          the source id the chunk belongs to (recipe below)
-``revision``        ``rechunk.identity.text_revision`` of the text that was split (the
+``revision``        ``rechunk.reuse.identity.text_revision`` of the text that was split (the
                     default revision of a ``rechunk.Document``)
 ``policy``          the chunker's policy id (kind, parameters, tokenizer)
 ``input_key``       ``rechunk.input_key(model_id, page_content)``
@@ -53,10 +53,10 @@ Id recipes:
 * source id: ``metadata["source"]`` when present (a non-empty ``str``; an ``int``
   or a path as its text), else
   ``Document.id`` (``split_documents`` / ``transform_documents``), else
-  ``"text:" + rechunk.identity.text_revision(text)`` (deterministic, but it changes
+  ``"text:" + rechunk.reuse.identity.text_revision(text)`` (deterministic, but it changes
   with every revision: give documents a ``source`` so that ``index()`` cleanup can
   find a document's older chunks).
-* ``Document.id`` = ``rechunk.identity.point_id(source_id, input_key,
+* ``Document.id`` = ``rechunk.reuse.identity.point_id(source_id, input_key,
   occurrence)`` when the chunk carries no metadata besides the keys above
   and ``source``; otherwise that id folded with the rest of the metadata (its
   canonical JSON by the ``meta-v1`` rule of
@@ -121,12 +121,12 @@ from rechunk.adapters._splitting import (
     check_window,
     pieces,
 )
-from rechunk.cache import CacheStats, EmbeddingCache, check_keys, encode_items
-from rechunk.cache import check_model_id as check_entry_model_id
-from rechunk.chunk import Chunk, Chunker
+from rechunk.chunking.chunk import Chunk, Chunker
+from rechunk.chunking.tokens import CallableTokenCounter
 from rechunk.errors import CacheError, ConfigError, InputError
-from rechunk.identity import POINT_NAMESPACE, hash_fields, input_key, point_id, text_revision
-from rechunk.tokens import CallableTokenCounter
+from rechunk.reuse.cache import CacheStats, EmbeddingCache, check_keys, encode_items
+from rechunk.reuse.cache import check_model_id as check_entry_model_id
+from rechunk.reuse.identity import POINT_NAMESPACE, hash_fields, input_key, point_id, text_revision
 
 require("langchain_core", "langchain", package="langchain-core")
 require("langchain_text_splitters", "langchain", package="langchain-text-splitters")
@@ -206,7 +206,7 @@ def source_id_for(text: str, metadata: Mapping[str, Any], document_id: str | Non
 
     ``source`` may be a non-empty ``str``, an ``int`` (as its decimal text: ``7``
     -> ``"7"``) or a path (``os.fspath`` of it), as LangChain loaders and users
-    set it. The fallback is ``"text:" + rechunk.identity.text_revision(text)``:
+    set it. The fallback is ``"text:" + rechunk.reuse.identity.text_revision(text)``:
     never random, but it differs for every revision of the text.
     """
     source = metadata.get("source")
@@ -230,7 +230,7 @@ class RechunkTextSplitter(TextSplitter):
     """A LangChain ``TextSplitter`` whose chunks are rechunk chunks.
 
     ``policy`` is ``"structured"`` (default), ``"cdc"``, ``"recursive"`` or ``"fixed"`` with
-    ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
+    ``tokenizer`` (anything :func:`rechunk.chunking.tokens.resolve_tokenizer` accepts;
     ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
     ``target_tokens``, ``min_tokens``, ``hard_max_tokens``); or a ready rechunk
     chunker, e.g. ``RechunkTextSplitter(rechunk.policy_for(embedder, "cdc"))``.
@@ -589,7 +589,7 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
     """A LangChain ``Embeddings`` that reuses vectors by rechunk input key.
 
     ``underlying`` is any LangChain ``Embeddings``; ``cache`` any rechunk
-    :class:`~rechunk.cache.EmbeddingCache` (``MemoryCache``, ``SQLiteCache``,
+    :class:`~rechunk.reuse.cache.EmbeddingCache` (``MemoryCache``, ``SQLiteCache``,
     :class:`ByteStoreCache` over a LangChain ``ByteStore``). ``model_id`` names
     the model in every key (default :func:`derive_model_id`, from the class path
     and non-secret settings of ``underlying``; never empty).
@@ -699,7 +699,7 @@ _STORE_KEY: Final = re.compile(r"[0-9A-Za-z_.\-]+")
 
 
 class ByteStoreCache:
-    """A rechunk :class:`~rechunk.cache.EmbeddingCache` on a LangChain ``ByteStore``.
+    """A rechunk :class:`~rechunk.reuse.cache.EmbeddingCache` on a LangChain ``ByteStore``.
 
     Any ``BaseStore[str, bytes]`` works (``InMemoryByteStore``, a file store,
     Redis, ...). Entry key: ``namespace + <32 hex of a hash of model_id> + "/" +

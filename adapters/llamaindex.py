@@ -9,7 +9,7 @@ Install with ``pip install 'rechunk[llamaindex]'``. Two pieces:
     what LlamaIndex embeds for it (metadata header included).
 :class:`CachedEmbedding`
     A ``BaseEmbedding`` that reuses vectors by rechunk input key from a rechunk
-    :class:`~rechunk.cache.EmbeddingCache` and sends only misses to the wrapped
+    :class:`~rechunk.reuse.cache.EmbeddingCache` and sends only misses to the wrapped
     embedding model.
 
 In an ``IngestionPipeline`` with ``DocstoreStrategy.UPSERTS`` a changed document
@@ -24,7 +24,7 @@ or ``SimpleDirectoryReader(..., filename_as_id=True)``), and then every node id
 changes on every load, so a docstore or vector store keeps nothing across runs
 (the cache still reuses vectors, which are keyed by text):
 
-* ``id_`` = ``rechunk.identity.point_id(root, input_key,
+* ``id_`` = ``rechunk.reuse.identity.point_id(root, input_key,
   occurrence)``: a UUIDv5 that depends on no position, where ``root`` is
   the document the input came from (its SOURCE when the input is a node of another
   parser, whose own id is random; else the input itself); a custom ``id_func``
@@ -97,11 +97,11 @@ from rechunk.adapters._splitting import (
     largest_chunk,
     pieces,
 )
-from rechunk.cache import EmbeddingCache
-from rechunk.chunk import Chunker
-from rechunk.embedding import check_texts
+from rechunk.chunking.chunk import Chunker
 from rechunk.errors import ConfigError, InputError
-from rechunk.identity import input_key, point_id, text_revision
+from rechunk.reuse.cache import EmbeddingCache
+from rechunk.reuse.embedding import check_texts
+from rechunk.reuse.identity import input_key, point_id, text_revision
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
 
@@ -232,7 +232,7 @@ def _check_tokenizer_given(tokenizer: object, tokenizer_id: object) -> None:
 
 
 def _default_identity() -> str | None:
-    from rechunk.tokens import default_tokenizer_path, resolve_tokenizer
+    from rechunk.chunking.tokens import default_tokenizer_path, resolve_tokenizer
 
     try:
         return resolve_tokenizer(default_tokenizer_path()).identity
@@ -295,7 +295,7 @@ class RechunkNodeParser(NodeParser):
     """A LlamaIndex ``NodeParser`` whose nodes are rechunk chunks.
 
     ``policy`` is ``"structured"`` (default), ``"cdc"``, ``"recursive"`` or ``"fixed"`` with
-    ``tokenizer`` (anything :func:`rechunk.tokens.resolve_tokenizer` accepts;
+    ``tokenizer`` (anything :func:`rechunk.chunking.tokens.resolve_tokenizer` accepts;
     ``None`` = all-MiniLM-L6-v2's) and the chunker's ``params`` (``max_tokens``,
     ``target_tokens``, ``min_tokens``, ``hard_max_tokens``), or a ready rechunk
     chunker such as ``rechunk.policy_for(embedder, "cdc")`` (sized so that the
@@ -698,7 +698,7 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
     """A LlamaIndex ``BaseEmbedding`` that reuses vectors by rechunk input key.
 
     ``underlying`` is any LlamaIndex ``BaseEmbedding``; ``cache`` any rechunk
-    :class:`~rechunk.cache.EmbeddingCache`. ``model_id`` names the model in
+    :class:`~rechunk.reuse.cache.EmbeddingCache`. ``model_id`` names the model in
     every key (default :func:`derive_model_id`; never empty); it is also this
     object's ``model_name``, so LlamaIndex's ``IngestionCache`` hashes tell
     models apart.

@@ -39,8 +39,8 @@ import numpy as np
 import numpy.typing as npt
 
 import rechunk
-from rechunk.cache import EmbeddingCache, MemoryCache, SQLiteCache
-from rechunk.cached_embedder import CachedEmbedder
+from rechunk.reuse.cache import EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.reuse.cached_embedder import CachedEmbedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _report

@@ -67,7 +67,7 @@ from tokenizers import Tokenizer
 
 import rechunk
 from rechunk import Chunk
-from rechunk.tokens import HFTokenCounter, default_tokenizer_path, resolve_tokenizer
+from rechunk.chunking.tokens import HFTokenCounter, default_tokenizer_path, resolve_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _report

@@ -29,7 +29,7 @@ from _report import ROOT, load_revisions, machine, write_section
 
 import rechunk
 from rechunk.adapters.llamaindex import RechunkNodeParser
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 
 def main() -> None:

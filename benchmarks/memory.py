@@ -53,7 +53,7 @@ def peak_mb() -> float:
 def child(policy: str, megabytes: float) -> dict[str, Any]:
     """Chunk one text in this (fresh) process; the peak above the level before."""
     import rechunk
-    from rechunk.tokens import resolve_tokenizer
+    from rechunk.chunking.tokens import resolve_tokenizer
 
     classes = {
         "fixed": rechunk.FixedChunker,

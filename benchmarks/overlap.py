@@ -26,7 +26,7 @@ from _report import ROOT, load_revisions, machine, write_section
 
 import rechunk
 from rechunk.adapters.langchain import RechunkTextSplitter
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 CHUNK_SIZE = 200
 OVERLAPS = (0, 20, 40)

@@ -62,7 +62,7 @@ def edit(text: str) -> str:
 
 def reference_changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     """The former ``_changed_bytes``: difflib over all lines, then over each block's atoms."""
-    from rechunk.measure import atoms
+    from rechunk.chunking.measure import atoms
 
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")

@@ -52,7 +52,7 @@ import numpy as np
 
 import rechunk
 from rechunk import Chunk
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _report

@@ -172,7 +172,7 @@ class HashEmbedder:
     def __init__(self) -> None:
         from tokenizers import Tokenizer
 
-        from rechunk.tokens import default_tokenizer_path
+        from rechunk.chunking.tokens import default_tokenizer_path
 
         tok = Tokenizer.from_file(str(default_tokenizer_path()))
         tok.no_truncation()
@@ -490,7 +490,7 @@ def _initial_records(n: int) -> tuple[list[tuple[str, Any]], np.ndarray]:
     """The points an initial sync of ``n`` documents writes, ``(point id, PointPayload)``,
     and their vectors: the same ids, payloads and vectors as ``rechunk.sync``'s."""
     import rechunk
-    from rechunk.identity import input_key, point_id, text_revision
+    from rechunk.reuse.identity import input_key, point_id, text_revision
     from rechunk.store import PointPayload
 
     docs, _ = _docs_for("initial", n)

@@ -601,7 +601,7 @@ def _fresh_tokenizer() -> Any:
     """A copy of all-MiniLM-L6-v2's ``tokenizers.Tokenizer`` with truncation and padding off."""
     from tokenizers import Tokenizer
 
-    from rechunk.tokens import default_tokenizer_path
+    from rechunk.chunking.tokens import default_tokenizer_path
 
     tok = Tokenizer.from_file(str(default_tokenizer_path()))
     tok.no_truncation()

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
-from rechunk.chunk import Chunker
+from rechunk.chunking.chunk import Chunker
 from rechunk.cli.sources import add_source_options
 from rechunk.errors import (
     CacheError,
@@ -74,7 +74,7 @@ def make_chunker(name: str, tokenizer: Any = None, language: str | None = None) 
 
 def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) -> dict[str, Any]:
     """The ``rechunk measure`` report for one revision pair."""
-    from rechunk.measure import edit_band, edit_fraction, recompute_fraction
+    from rechunk.chunking.measure import edit_band, edit_fraction, recompute_fraction
 
     fraction = edit_fraction(old, new)
     rows = []
@@ -473,7 +473,7 @@ def _sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> No
 
 def _open_cache(path: str, *, dry_run: bool = False) -> Any:
     """The SQLite cache of ``--cache`` (a dry run only reads one that exists)."""
-    from rechunk.cache import SQLiteCache
+    from rechunk.reuse.cache import SQLiteCache
 
     try:
         if dry_run:
@@ -548,8 +548,8 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
 
 
 def _cmd_sync(args: argparse.Namespace) -> int:
+    from rechunk.chunking.policy import policy_for
     from rechunk.cli.sources import Chooser, source_notes
-    from rechunk.policy import policy_for
     from rechunk.sync import SyncReport, sync
 
     files = _read_paths(args)
@@ -752,7 +752,7 @@ def _status_exit(status: dict[str, Any]) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from rechunk.identity import is_utf8
+    from rechunk.reuse.identity import is_utf8
 
     text = " ".join(args.text)
     if not text.strip():
@@ -799,9 +799,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_reindex(args: argparse.Namespace) -> int:
+    from rechunk.chunking.policy import policy_for
     from rechunk.cli.sources import Chooser
     from rechunk.generations import reindex
-    from rechunk.policy import policy_for
 
     if args.paths:
         files = _read_paths(args)
@@ -910,7 +910,7 @@ def _chart_path(name: str) -> Path:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from rechunk.bench import ByLanguage, format_table, load_pairs, plot, run_bench
+    from rechunk.chunking.bench import ByLanguage, format_table, load_pairs, plot, run_bench
 
     pairs = load_pairs(args.corpus)
     chart = _chart_path(args.plot) if args.plot else None
@@ -966,7 +966,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> _Parser:
-    from rechunk.policy import DEFAULT_POLICY, POLICIES
+    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
 
     parser = _Parser(
         prog="rechunk",

@@ -8,7 +8,7 @@ import argparse
 from collections import Counter
 from typing import Any
 
-from rechunk.chunk import Chunker
+from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
 from rechunk.errors import ConfigError, MissingDependencyError
 from rechunk.sources import FORMATS, ParseOptions
@@ -52,7 +52,7 @@ class Chooser:
         self.reasons: dict[str, str] = {}
 
     def _for_language(self, language: str) -> Chunker:
-        from rechunk.policy import policy_for
+        from rechunk.chunking.policy import policy_for
 
         if language not in self._chunkers:
             try:

@@ -36,7 +36,7 @@ def add_watch_parser(
     input_options: Options,
 ) -> argparse.ArgumentParser:
     """Add ``watch`` to the ``rechunk`` subcommands, with the options of ``sync``."""
-    from rechunk.policy import DEFAULT_POLICY, POLICIES
+    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
 
     p: argparse.ArgumentParser = sub.add_parser(
         "watch",
@@ -159,12 +159,12 @@ def _batch_lines(report: Any) -> list[str]:
 def cmd_watch(args: argparse.Namespace) -> int:
     from rechunk import cli as base
     from rechunk._optional import require
+    from rechunk.chunking.policy import policy_for
     from rechunk.cli.sources import Chooser, parse_options
     from rechunk.files import printable
     from rechunk.generations import open_live
     from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher, serve_metrics
     from rechunk.live.freshness import freshness_path
-    from rechunk.policy import policy_for
 
     for path in args.paths:
         if not Path(path).is_dir():

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from rechunk.cache import CacheStats, EmbeddingCache, MemoryCache, SQLiteCache
-from rechunk.cached_embedder import CachedEmbedder, EmbedStats
-from rechunk.chunk import Chunk, Chunker, embedding_input
+from rechunk import _moved  # noqa: F401  (old module paths such as rechunk.cache still import)
 from rechunk.chunkers import (
     CDCChunker,
     CodeChunker,
@@ -12,8 +10,11 @@ from rechunk.chunkers import (
     RecursiveChunker,
     StructuredChunker,
 )
+from rechunk.chunking.chunk import Chunk, Chunker, embedding_input
+from rechunk.chunking.measure import edit_band, edit_fraction, recompute_fraction
+from rechunk.chunking.policy import policy_for
+from rechunk.chunking.tokens import TokenCounter
 from rechunk.document import Document
-from rechunk.embedding import Embedder
 from rechunk.errors import (
     CacheError,
     ConfigError,
@@ -28,12 +29,12 @@ from rechunk.errors import (
     TransientError,
 )
 from rechunk.generations import ReindexReport, reindex
-from rechunk.identity import input_key
-from rechunk.measure import edit_band, edit_fraction, recompute_fraction
-from rechunk.policy import policy_for
+from rechunk.reuse.cache import CacheStats, EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.reuse.cached_embedder import CachedEmbedder, EmbedStats
+from rechunk.reuse.embedding import Embedder
+from rechunk.reuse.identity import input_key
 from rechunk.store import VectorStore
 from rechunk.sync import DocumentReport, SyncReport, sync
-from rechunk.tokens import TokenCounter
 
 __version__ = "0.1.0"
 

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from rechunk.chunk import Chunk, Chunker
 from rechunk.chunkers.base import BaseChunker
+from rechunk.chunking.chunk import Chunk, Chunker
 
 __all__ = ["MIN_DOCUMENTS", "ChunkAhead", "cores"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rechunk.errors import InputError
-from rechunk.identity import is_utf8, text_revision
+from rechunk.reuse.identity import is_utf8, text_revision
 
 __all__ = ["Document", "flat_problem", "json_problem"]
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rechunk.cache import EmbeddingCache
-from rechunk.chunk import Chunker
+from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, InputError, StoreError
+from rechunk.reuse.cache import EmbeddingCache
+from rechunk.reuse.embedding import Embedder
 from rechunk.store import VectorStore
 from rechunk.sync import SyncReport, check_inputs, sync
 

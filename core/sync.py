@@ -25,11 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.ahead import ChunkAhead
-from rechunk.cache import EmbeddingCache, record_dimension
-from rechunk.cached_embedder import CachedEmbedder
-from rechunk.chunk import Chunk, Chunker, embedding_input
+from rechunk.chunking.chunk import Chunk, Chunker, embedding_input
+from rechunk.chunking.measure import atoms, changed_blocks, recompute_fraction
 from rechunk.document import Document, flat_problem
-from rechunk.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.errors import (
     ConfigError,
     InputError,
@@ -38,8 +36,10 @@ from rechunk.errors import (
     StoreTimeoutError,
     StoreUnavailableError,
 )
-from rechunk.identity import input_key, point_id, text_revision
-from rechunk.measure import atoms, changed_blocks, recompute_fraction
+from rechunk.reuse.cache import EmbeddingCache, record_dimension
+from rechunk.reuse.cached_embedder import CachedEmbedder
+from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
+from rechunk.reuse.identity import input_key, point_id, text_revision
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
     CollectionInfo,
@@ -48,6 +48,7 @@ from rechunk.store import (
     StoredPoint,
     VectorStore,
     batches,
+    mark_superseded,
 )
 
 __all__ = ["DocumentReport", "SyncReport", "sync"]
@@ -296,7 +297,7 @@ def check_compatible(chunker: Chunker, embedder: Embedder) -> None:
     tokenizer = getattr(embedder, "tokenizer", None)
     counter = getattr(chunker, "token_counter", None)
     if tokenizer is not None and counter is not None:
-        from rechunk.tokens import resolve_tokenizer
+        from rechunk.chunking.tokens import resolve_tokenizer
 
         if resolve_tokenizer(tokenizer).identity != counter.identity:
             raise ConfigError(
@@ -387,13 +388,13 @@ def _payload(
 
 def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     """UTF-8 bytes of the edit atoms (words, CJK characters, punctuation marks, as
-    :func:`~rechunk.measure.edit_fraction` counts them) that the new inputs add or the
+    :func:`~rechunk.chunking.measure.edit_fraction` counts them) that the new inputs add or the
     stored ones lose. Whitespace is no edit. A line diff first, then an atom diff inside
     each block of lines that differs, so a long paragraph costs only its changed words.
 
-    Both diffs are :func:`~rechunk.measure.changed_blocks`: difflib's opcodes where the
+    Both diffs are :func:`~rechunk.chunking.measure.changed_blocks`: difflib's opcodes where the
     part that differs is small (every dev revision), anchored on unique lines or atoms
-    above :data:`~rechunk.measure.DIFF_CELLS`, so the time grows about linearly with the
+    above :data:`~rechunk.chunking.measure.DIFF_CELLS`, so the time grows about linearly with the
     document (a one-line edit of a 30 MB file: seconds, not hours)."""
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")
@@ -556,7 +557,7 @@ def _vectors(
     vector the collection holds) or ``"embed"``. ``only``: a store of ``stores`` and the
     keys it can hold, so that no other is looked up there.
 
-    Every vector is checked (:func:`~rechunk.embedding.check_vectors`): a cached or stored
+    Every vector is checked (:func:`~rechunk.reuse.embedding.check_vectors`): a cached or stored
     one that fails (all zeros, a value near float32's limit: written by an older version
     or another tool) is not reused; the input is embedded again, which replaces the bad
     cache entry, and the points this sync writes get the new vector. The model's vectors
@@ -728,6 +729,11 @@ def _publish(
             if writes:
                 _retrying(store.write, writes, **guard)
             if delete:
+                # the revision guard: the old points, now that the new ones are written,
+                # are marked in a payload-only update first, so that no search returns
+                # them while they wait for the delete (or, after a crash, for the next sync)
+                stale = [plan.existing[pid] for plan in group for pid in plan.delete]
+                _retrying(mark_superseded, store, stale, **guard)
                 _retrying(store.delete, delete, **guard)
 
 
@@ -823,7 +829,9 @@ def _verify(plan: _Plan, points: list[StoredPoint]) -> tuple[int, int]:
     and points of the plan that are absent ((0, 0) when all is well)."""
     expected = set(plan.ids)
     stale = sum(1 for p in points if p.payload.revision != plan.doc.revision)
-    missing = expected - {p.id for p in points}
+    # a point of the new revision marked superseded (by an older writer) is not found by
+    # a search: it is missing until it is written again
+    missing = expected - {p.id for p in points if not p.payload.superseded}
     extra = {p.id for p in points} - expected
     return max(stale, len(extra)), len(missing)
 
@@ -947,8 +955,12 @@ def sync(
 
     Only inputs whose key the cache and the collection lack are embedded.
     ``order`` is the publication order: ``"upsert-then-delete"`` (default: a
-    reader may briefly see both revisions, never neither) or
-    ``"delete-then-upsert"`` (a reader may briefly see neither, never both).
+    reader may briefly see both revisions, never neither; the old points are marked
+    superseded in one payload-only request once the new ones are written, and a
+    search that leaves marked points out (:meth:`VectorStore.search`, the filter of
+    ``rechunk.adapters.guard``) then sees only the new revision while they wait to
+    be deleted) or ``"delete-then-upsert"`` (a reader may briefly see neither,
+    never both).
     With ``prune=True`` the documents are taken as the complete set, and
     documents in the store but not among them (nor in ``keep``: say, files that
     exist but could not be read this time) are deleted; without it, nothing
@@ -975,7 +987,7 @@ def sync(
     the documents of each policy and each document's report names its own.
 
     Every vector is checked before it is stored or cached, and before it is reused
-    (:func:`~rechunk.embedding.check_vectors`: the model's dimension, finite, a norm
+    (:func:`~rechunk.reuse.embedding.check_vectors`: the model's dimension, finite, a norm
     in range): a batch the model answers with unusable vectors (all zeros, NaN, values
     near float32's limit) raises :class:`~rechunk.errors.BadVectorError`, and none of
     that batch is cached or stored; a cached or stored vector that fails is not reused

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rechunk.errors import ConfigError, EmbeddingError, InputError, MissingDependencyError
-from rechunk.identity import hash_fields
+from rechunk.reuse.identity import hash_fields
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

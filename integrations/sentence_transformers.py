@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.embedding import check_texts
 from rechunk.errors import ConfigError, EmbeddingError, MissingDependencyError
 from rechunk.integrations._st_folder import DEFAULT_MODEL, ModelFolder, default_threads
+from rechunk.reuse.embedding import check_texts
 
 if TYPE_CHECKING:
     import numpy.typing as npt

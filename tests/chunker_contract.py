@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rechunk import Chunk, InputError, embedding_input
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 # Text that exercises every boundary rule: Latin prose, Markdown structure, CJK runs,
 # full-width punctuation, odd whitespace, long unspaced runs.

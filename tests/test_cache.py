@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rechunk.cache import (
+from rechunk.errors import CacheError, InputError, RechunkError
+from rechunk.reuse.cache import (
     SCHEMA_VERSION,
     CacheStats,
     CacheWarning,
@@ -23,8 +24,7 @@ from rechunk.cache import (
     MemoryCache,
     SQLiteCache,
 )
-from rechunk.errors import CacheError, InputError, RechunkError
-from rechunk.identity import input_key
+from rechunk.reuse.identity import input_key
 
 MODEL = "test-model/v1"
 OTHER = "test-model/v2"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from rechunk.cache import SQLiteCache, row_checksum
 from rechunk.errors import CacheError
+from rechunk.reuse.cache import SQLiteCache, row_checksum
 
 MODEL = "crash-model"
 DIM = 128
@@ -38,7 +38,7 @@ _CRASH_WRITER = (
     _VECTOR
     + """
 import sys
-from rechunk.cache import SQLiteCache, row_checksum
+from rechunk.reuse.cache import SQLiteCache, row_checksum
 path, run, dim, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 cache = SQLiteCache(path)
 print("ready", flush=True)
@@ -56,7 +56,7 @@ _RANGE_WRITER = (
     _VECTOR
     + """
 import sys, time
-from rechunk.cache import SQLiteCache, row_checksum
+from rechunk.reuse.cache import SQLiteCache, row_checksum
 path, first, last, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 time.sleep(max(0.0, float(sys.argv[5]) - time.time()))
 with SQLiteCache(path) as cache:

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rechunk.cache import CacheWarning, SQLiteCache
-from rechunk.identity import input_key
+from rechunk.reuse.cache import CacheWarning, SQLiteCache
+from rechunk.reuse.identity import input_key
 
 MODEL = "damage-model/v1"
 DIM = 384
@@ -270,8 +270,8 @@ def test_only_a_damaged_rechunk_cache_is_ever_set_aside(
 ) -> None:
     """A rechunk cache without SQLite's header is set aside; a cache from a newer rechunk
     (damaged too) and a file that merely holds rechunk's source are refused, untouched."""
-    from rechunk.cache import SCHEMA_VERSION
     from rechunk.errors import CacheError
+    from rechunk.reuse.cache import SCHEMA_VERSION
 
     ours = tmp_path / "ours" / "cache.sqlite"
     ours.parent.mkdir()

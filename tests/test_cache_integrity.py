@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rechunk.cache import SCHEMA_VERSION, SQLiteCache, row_checksum
-from rechunk.identity import input_key
+from rechunk.reuse.cache import SCHEMA_VERSION, SQLiteCache, row_checksum
+from rechunk.reuse.identity import input_key
 
 MODEL = "integrity-model/v1"
 DIM = 3

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from steadlith.chunk import CDCParams, chunk_text
 
 from rechunk import CDCChunker
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 COUNTER = resolve_tokenizer(None)
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import rechunk.measure as measure
-from rechunk.measure import atoms, changed_blocks
+import rechunk.chunking.measure as measure
+from rechunk.chunking.measure import atoms, changed_blocks
 from rechunk.sync import _changed_bytes
 
 

@@ -469,7 +469,7 @@ def test_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_bench_corpus_and_control(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rechunk import Chunk
-    from rechunk.bench import load_pairs, run_bench
+    from rechunk.chunking.bench import load_pairs, run_bench
 
     calls = iter(range(10**6))
 

@@ -26,7 +26,7 @@ import rechunk
 from rechunk import ConfigError, RecursiveChunker
 from rechunk.chunkers import CodeChunker, code_chunker_for, language_for
 from rechunk.chunkers.code_languages import LANGUAGES
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 pytest.importorskip("tree_sitter")
 

@@ -34,8 +34,8 @@ from rechunk.adapters.langchain import (
     rechunk_key_encoder,
 )
 from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
+from rechunk.chunking.tokens import default_tokenizer_path, resolve_tokenizer
 from rechunk.errors import ConfigError
-from rechunk.tokens import default_tokenizer_path, resolve_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 #: examples/docs plus the README: the corpus the issue measured the defaults on

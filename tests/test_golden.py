@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rechunk import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker, input_key
-from rechunk.identity import point_id, text_revision
+from rechunk.reuse.identity import point_id, text_revision
 
 HERE = Path(__file__).resolve().parent / "golden"
 TEXT = (HERE / "text.md").read_text(encoding="utf-8")

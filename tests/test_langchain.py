@@ -65,10 +65,10 @@ from rechunk.adapters.langchain import (
     rechunk_key_encoder,
     record_id,
 )
-from rechunk.cache import EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.chunking.tokens import resolve_tokenizer
 from rechunk.errors import CacheError, ConfigError, EmbeddingError, InputError
-from rechunk.identity import input_key, point_id, text_revision
-from rechunk.tokens import resolve_tokenizer
+from rechunk.reuse.cache import EmbeddingCache, MemoryCache, SQLiteCache
+from rechunk.reuse.identity import input_key, point_id, text_revision
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE_V1 = (ROOT / "examples" / "revisions" / "chunking-guide.v1.md").read_text(encoding="utf-8")

@@ -49,10 +49,10 @@ from rechunk.adapters.llamaindex import (
     RechunkNodeParser,
     derive_model_id,
 )
-from rechunk.cache import MemoryCache, SQLiteCache
+from rechunk.chunking.tokens import resolve_tokenizer
 from rechunk.errors import ConfigError, EmbeddingError, InputError
-from rechunk.identity import input_key, point_id
-from rechunk.tokens import resolve_tokenizer
+from rechunk.reuse.cache import MemoryCache, SQLiteCache
+from rechunk.reuse.identity import input_key, point_id
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE_V1 = (ROOT / "examples" / "revisions" / "chunking-guide.v1.md").read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ from rechunk import (
     edit_fraction,
     recompute_fraction,
 )
-from rechunk.measure import atoms
+from rechunk.chunking.measure import atoms
 
 
 def chunks(*items: tuple[str, int]) -> list[Chunk]:

@@ -229,7 +229,7 @@ def test_without_torch_a_scaled_graph_stops_the_sync_in_one_line(
     assert len(lines) == 1 and lines[0].startswith("rechunk: error: the ONNX export")
     assert "python -m rechunk.integrations.onnx export" in lines[0]
     assert len(set_aside(cache / "onnx", target.name)) == 1
-    from rechunk.cache import SQLiteCache
+    from rechunk.reuse.cache import SQLiteCache
 
     with SQLiteCache(tmp_path / ".rechunk" / "cache.sqlite", readonly=True) as reader:
         assert reader.stats().entries == 0  # nothing cached under MiniLM's identity

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rechunk import Chunk, ConfigError, RechunkError
 from rechunk.chunkers.structured import StructuredChunker
-from rechunk.tokens import resolve_tokenizer
+from rechunk.chunking.tokens import resolve_tokenizer
 
 WORDS = [
     "alpha",

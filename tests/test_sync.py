@@ -34,7 +34,7 @@ from rechunk import (
 )
 from rechunk.adapters.chroma import ChromaStore
 from rechunk.adapters.qdrant import QdrantStore
-from rechunk.cache import recorded_dimension
+from rechunk.reuse.cache import recorded_dimension
 
 HERE = Path(__file__).resolve().parent
 GUIDE_V1 = (HERE.parent / "examples" / "revisions" / "chunking-guide.v1.md").read_text()

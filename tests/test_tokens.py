@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from rechunk import ConfigError, FixedChunker, MissingDependencyError
-from rechunk.tokens import (
+from rechunk.chunking.tokens import (
     CallableTokenCounter,
     HFTokenCounter,
     default_tokenizer_path,

@@ -28,10 +28,10 @@ import pytest
 
 import rechunk
 from rechunk import CachedEmbedder, Document, RecursiveChunker, SQLiteCache, sync
-from rechunk.cache import row_checksum
-from rechunk.embedding import check_vectors
 from rechunk.errors import BadVectorError, EmbeddingError, InputError, RechunkError
-from rechunk.identity import input_key
+from rechunk.reuse.cache import row_checksum
+from rechunk.reuse.embedding import check_vectors
+from rechunk.reuse.identity import input_key
 from rechunk.store import PointWrite
 
 MODEL = "vector-checks/hash-v1"
@@ -518,8 +518,8 @@ def server() -> Iterator[EmbeddingsServer]:
 
 
 def api(server: EmbeddingsServer, cache: Any = None) -> Any:
+    from rechunk.chunking.tokens import resolve_tokenizer
     from rechunk.integrations.openai import OpenAIEmbedder
-    from rechunk.tokens import resolve_tokenizer
 
     return OpenAIEmbedder(
         "test-model",

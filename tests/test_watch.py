@@ -207,7 +207,7 @@ def test_saves_are_read_only_when_stable(tmp_path: Path, embedder: Any, chunker:
             return revisions(store) == expected(root)
 
         run.until(settled)
-    from rechunk.identity import text_revision
+    from rechunk.reuse.identity import text_revision
 
     complete = old | {text_revision(final), text_revision(other)}
     assert seen <= complete, "a half-written file was published"
@@ -491,7 +491,7 @@ def test_next_start_repairs_what_a_killed_watcher_left(tmp_path: Path, embedder:
                                                      chunker: Any) -> None:
     """A watcher killed after accepting an edit and a deletion (its state file says so):
     the next start publishes the edit, finishes the deletion and verifies both."""
-    from rechunk.identity import text_revision
+    from rechunk.reuse.identity import text_revision
 
     root = tmp_path / "docs"
     write_docs(root, ["a", "b"])

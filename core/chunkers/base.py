@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.chunk import NORMALIZATION_VERSION, Chunk, embedding_input
+from rechunk.chunking.chunk import NORMALIZATION_VERSION, Chunk, embedding_input
+from rechunk.chunking.tokens import TokenCounter, resolve_tokenizer
 from rechunk.errors import ConfigError, InputError
-from rechunk.identity import hash_fields
-from rechunk.tokens import TokenCounter, resolve_tokenizer
+from rechunk.reuse.identity import hash_fields
 
 __all__ = [
     "CJK_SENTENCE_END",

@@ -14,7 +14,6 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk._optional import require
-from rechunk.chunk import NORMALIZATION_VERSION
 from rechunk.chunkers.base import (
     Analysis,
     BaseChunker,
@@ -35,8 +34,9 @@ from rechunk.chunkers.code_languages import (
 )
 from rechunk.chunkers.recursive import RecursiveChunker
 from rechunk.chunkers.structured import _best, _local_maxima, _mix, _span_hashes
+from rechunk.chunking.chunk import NORMALIZATION_VERSION
 from rechunk.errors import ConfigError, MissingDependencyError
-from rechunk.identity import hash_fields
+from rechunk.reuse.identity import hash_fields
 
 __all__ = ["LANGUAGES", "CodeChunker", "code_chunker_for", "language_for"]
 

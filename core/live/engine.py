@@ -37,10 +37,8 @@ from typing import Any
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.cache import EmbeddingCache
-from rechunk.chunk import Chunker
+from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.embedding import Embedder
 from rechunk.errors import (
     ConfigError,
     InputError,
@@ -52,6 +50,8 @@ from rechunk.files import DEFAULT_GLOBS, FileSet, read_documents
 from rechunk.live.freshness import DiagnosisLog, Freshness
 from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
+from rechunk.reuse.cache import EmbeddingCache
+from rechunk.reuse.embedding import Embedder
 from rechunk.store import StoredPoint, VectorStore
 from rechunk.sync import SyncReport, sync
 

@@ -49,9 +49,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.embedding import MAX_COMPONENT, MIN_NORM, first_fault
 from rechunk.errors import CacheError, InputError
-from rechunk.identity import hash_fields, is_utf8
+from rechunk.reuse.embedding import MAX_COMPONENT, MIN_NORM, first_fault
+from rechunk.reuse.identity import hash_fields, is_utf8
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -7,7 +7,7 @@ import difflib
 import re
 from collections.abc import Hashable, Iterable, Sequence
 
-from rechunk.chunk import Chunk
+from rechunk.chunking.chunk import Chunk
 from rechunk.errors import ConfigError
 
 __all__ = [

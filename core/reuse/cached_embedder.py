@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.cache import EmbeddingCache, record_dimension
-from rechunk.embedding import Embedder, check_texts, check_vectors, usable_vectors
 from rechunk.errors import ConfigError, EmbeddingError
-from rechunk.identity import input_key
+from rechunk.reuse.cache import EmbeddingCache, record_dimension
+from rechunk.reuse.embedding import Embedder, check_texts, check_vectors, usable_vectors
+from rechunk.reuse.identity import input_key
 
 __all__ = ["CachedEmbedder", "EmbedStats"]
 
@@ -88,7 +88,7 @@ class StatsCounter:
 
 
 class CachedEmbedder:
-    """Wraps an :class:`~rechunk.Embedder` with an :class:`~rechunk.cache.EmbeddingCache`.
+    """Wraps an :class:`~rechunk.Embedder` with an :class:`~rechunk.reuse.cache.EmbeddingCache`.
 
     It is itself an Embedder with the wrapped one's ``model_id``, ``dimension``
     and ``max_input_tokens`` (read once, at construction). ``embed(texts)``:
@@ -97,11 +97,11 @@ class CachedEmbedder:
        :func:`~rechunk.input_key` under ``model_id``;
     2. looks all keys up in one ``cache.get_many`` call (model and dimension
        checked by the cache); a cached vector that fails
-       :func:`~rechunk.embedding.check_vectors` (all zeros, a value near float32's
+       :func:`~rechunk.reuse.embedding.check_vectors` (all zeros, a value near float32's
        limit: written by an older version or another tool) is a miss;
     3. sends only the misses to the wrapped embedder, ``batch_size`` at a time;
     4. checks every batch it gets back: a float32 ndarray that passes
-       :func:`~rechunk.embedding.check_vectors` (shape ``(len(batch), dimension)``,
+       :func:`~rechunk.reuse.embedding.check_vectors` (shape ``(len(batch), dimension)``,
        finite, a norm in range), else :class:`~rechunk.errors.EmbeddingError`
        (:class:`~rechunk.errors.BadVectorError` for bad values) and that batch is not
        cached (batches validated before it are correct and stay cached);

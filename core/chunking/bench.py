@@ -20,9 +20,9 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
-from rechunk.chunk import Chunk
+from rechunk.chunking.chunk import Chunk
+from rechunk.chunking.measure import EDIT_BANDS, edit_band, edit_fraction, recompute_fraction
 from rechunk.errors import ConfigError, InputError
-from rechunk.measure import EDIT_BANDS, edit_band, edit_fraction, recompute_fraction
 
 __all__ = ["BANDS", "ByLanguage", "load_pairs", "plot", "run_bench"]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rechunk.errors import ConfigError, MissingDependencyError
-from rechunk.identity import hash_fields
+from rechunk.reuse.identity import hash_fields
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

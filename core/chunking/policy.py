@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rechunk.chunk import Chunker
 from rechunk.chunkers import (
     CDCChunker,
     CodeChunker,
@@ -12,8 +11,9 @@ from rechunk.chunkers import (
     RecursiveChunker,
     StructuredChunker,
 )
-from rechunk.embedding import Embedder
+from rechunk.chunking.chunk import Chunker
 from rechunk.errors import ConfigError
+from rechunk.reuse.embedding import Embedder
 
 __all__ = ["DEFAULT_POLICY", "KINDS", "POLICIES", "STUDY_HARD_MAX", "policy_for", "sized_params"]
 
