@@ -62,7 +62,14 @@ from rechunk.adapters._layout import (
     qdrant_payload,
 )
 from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
-from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
+from rechunk.store import (
+    SUPERSEDED_KEY,
+    CollectionInfo,
+    Distance,
+    PointWrite,
+    StoredPoint,
+    current_hits,
+)
 
 require("qdrant_edge", "edge", package="qdrant-edge-py")
 
@@ -930,19 +937,24 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         """The ``k`` nearest points, closest first; higher scores are closer (cosine
         similarity, dot product, or the negated Euclidean distance)."""
         k = check_k(k)
-        with self._errors("search"):
-            shard, vectors = self._require()
-            query = check_query_vector(vector, vectors.dimension)
-            request = qe.QueryRequest(
-                limit=k,
-                query=qe.Query.Nearest(query.tolist(), using=vectors.name or None),
-                with_payload=True,
-                with_vector=False,
-            )
-            found = shard.query(request)
-            sign = -1.0 if vectors.distance == "euclid" else 1.0
-            hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in found]
-        return [(point, score) for point, score in hits if point is not None]
+
+        def nearest(n: int) -> list[tuple[StoredPoint, float]]:
+            with self._errors("search"):
+                shard, vectors = self._require()
+                query = check_query_vector(vector, vectors.dimension)
+                request = qe.QueryRequest(
+                    limit=n,
+                    query=qe.Query.Nearest(query.tolist(), using=vectors.name or None),
+                    with_payload=True,
+                    with_vector=False,
+                )
+                found = shard.query(request)
+                sign = -1.0 if vectors.distance == "euclid" else 1.0
+                hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in found]
+            return [(point, score) for point, score in hits if point is not None]
+
+        # superseded points (an old revision waiting for its delete) are left out
+        return current_hits(nearest, k)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -1030,6 +1042,29 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                     only = qe.Filter(must=[qe.HasIdCondition(set(chunk)), self._not_newer(version)])
                     operation = qe.UpdateOperation.delete_points_by_filter(only)
                 shard.update(operation)
+            self._client.changed(self._client.resolve(self._collection), shard, len(unique))
+
+    def supersede(self, ids: Sequence[str], *, version: int | None = None) -> None:
+        """Mark those of ``ids`` that exist superseded (see
+        :func:`rechunk.store.mark_superseded`): ``superseded: true`` set in their payload
+        (under ``metadata`` in the langchain layout), payload only; with ``version``, only
+        points whose stored version is absent or at most ``version``, as ``delete`` does."""
+        unique = check_ids(ids)
+        if not unique:
+            return
+        version = _check_version(version)
+        key = LANGCHAIN_METADATA_KEY if self._layout == "langchain" else None
+        with self._errors("mark superseded points in"):
+            shard, _ = self._require()
+            for chunk in batches(unique, 32 * self._batch_size):
+                must: list[Any] = [qe.HasIdCondition(set(chunk))]
+                if version is not None:
+                    must.append(self._not_newer(version))
+                shard.update(
+                    qe.UpdateOperation.set_payload_by_filter(
+                        qe.Filter(must=must), {SUPERSEDED_KEY: True}, key
+                    )
+                )
             self._client.changed(self._client.resolve(self._collection), shard, len(unique))
 
     @contextmanager
