@@ -30,7 +30,9 @@ query) a collection that rechunk wrote:
     llama_index need not be installed.
 
 The rechunk fields are ``doc_id, revision, policy, input_key, model_id, ordinal,
-start, end, tokens`` and ``version`` (left out when it is ``None``). The framework
+start, end, tokens`` and ``version`` (left out when it is ``None``), and ``superseded``
+(``true`` on an old revision's point between a sync's marking and its delete, else
+absent: see :func:`rechunk.store.mark_superseded`). The framework
 adapters (``RechunkTextSplitter`` through ``index()``, ``RechunkNodeParser`` through
 LlamaIndex's vector stores) write the same fields under the same names and meanings,
 plus ``occurrence`` (and LangChain's ``start_index``/``end_index``), so such points
@@ -64,6 +66,7 @@ from rechunk.document import json_problem
 from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
+    SUPERSEDED_KEY,
     Distance,
     PointPayload,
     PointWrite,
@@ -355,6 +358,8 @@ def rechunk_fields(payload: PointPayload) -> dict[str, Any]:
     fields: dict[str, Any] = {name: getattr(payload, name) for name in _FIELDS}
     if fields["version"] is None:
         del fields["version"]
+    if payload.superseded:  # written only when true: a payload written again clears it
+        fields[SUPERSEDED_KEY] = True
     return fields
 
 
@@ -628,6 +633,7 @@ def _payload_from(
         raise _foreign(point_id, collection, layout, "no text")
     skip = _NOT_METADATA[layout]
     metadata = {key: detached(value) for key, value in fields.items() if key not in skip}
+    values["superseded"] = fields.get(SUPERSEDED_KEY) is True
     if node is not None:
         values["previous_id"] = _neighbour(node, _PREVIOUS_RELATIONSHIP)
         values["next_id"] = _neighbour(node, _NEXT_RELATIONSHIP)

@@ -9,8 +9,8 @@ the framework's own vector store class can read the collection directly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
@@ -19,12 +19,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RESERVED_METADATA_KEYS",
+    "SUPERSEDED_KEY",
     "CollectionInfo",
     "Distance",
     "PointPayload",
     "PointWrite",
     "StoredPoint",
     "VectorStore",
+    "current_hits",
+    "mark_superseded",
 ]
 
 Distance = Literal["cosine", "dot", "euclid"]
@@ -50,8 +53,16 @@ RESERVED_METADATA_KEYS = frozenset(
         "end",
         "tokens",
         "version",
+        "superseded",
     }
 )
+
+#: The payload key that marks a point superseded (see :func:`mark_superseded`): written
+#: ``True`` on the points of a document's old revision once its new revision is written,
+#: just before they are deleted, and absent on every other point. Queries leave such
+#: points out: :meth:`VectorStore.search` does, and a LangChain or LlamaIndex retriever
+#: does with the filter that ``rechunk.adapters.guard`` builds for it.
+SUPERSEDED_KEY = "superseded"
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,10 @@ class PointPayload:
     in the same document (``None`` at its ends). A sync fills them only for a store that
     keeps them (``keeps_neighbours``: the llamaindex layout writes them as the node's
     PREVIOUS / NEXT relationships); elsewhere they stay ``None``.
+
+    ``superseded`` is true on a point of a revision that a newer one replaced, between the
+    sync that wrote the newer one marking it and deleting it (see :func:`mark_superseded`);
+    a store writes the key only when it is true, so a payload written again clears it.
     """
 
     doc_id: str
@@ -78,6 +93,7 @@ class PointPayload:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     previous_id: str | None = None
     next_id: str | None = None
+    superseded: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,5 +188,44 @@ class VectorStore(Protocol):
     def search(
         self, vector: npt.NDArray[np.float32], k: int = 5
     ) -> list[tuple[StoredPoint, float]]:
-        """The ``k`` nearest points with their scores (higher is closer)."""
+        """The ``k`` nearest points with their scores (higher is closer), leaving out
+        superseded points (:attr:`PointPayload.superseded`; see :func:`current_hits`)."""
         ...
+
+
+Hits = list[tuple[StoredPoint, float]]
+
+
+def current_hits(fetch: Callable[[int], Hits], k: int) -> Hits:
+    """The ``k`` best hits that are not superseded, from ``fetch(n)``: the ``n`` nearest
+    points, superseded or not, closest first. Asked for ``k`` first, then for twice as
+    many each time superseded points took places, until ``k`` current hits are in hand or
+    the store has no more: the top ``n`` of all points holds the top ``k`` current ones
+    as soon as it holds ``k`` current ones at all, so the answer is what a filtered
+    search gives. Superseded points live between two steps of one sync, so a second
+    request is rare, and no store needs a filter (or, on a Qdrant server in strict
+    mode, an index) on the key."""
+    n = k
+    while True:
+        hits = fetch(n)
+        current = [(point, score) for point, score in hits if not point.payload.superseded]
+        if len(current) >= k or len(hits) < n:
+            return current[:k]
+        n *= 2
+
+
+def mark_superseded(
+    store: VectorStore, points: Sequence[StoredPoint], **guard: int
+) -> None:
+    """Mark ``points`` superseded: ``store.supersede`` where the store has it (one
+    payload-only request per batch), else a payload-only write of each point's payload
+    with ``superseded`` set. ``guard``: ``version=`` for a store with conditional
+    writes (see :func:`rechunk.sync`)."""
+    if not points:
+        return
+    supersede = getattr(store, "supersede", None)
+    if callable(supersede):
+        supersede([p.id for p in points], **guard)
+        return
+    write: Callable[..., None] = store.write  # Qdrant's takes version=
+    write([PointWrite(p.id, replace(p.payload, superseded=True), None) for p in points], **guard)
