@@ -60,7 +60,14 @@ from rechunk.errors import (
     StoreTimeoutError,
     StoreUnavailableError,
 )
-from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
+from rechunk.store import (
+    SUPERSEDED_KEY,
+    CollectionInfo,
+    Distance,
+    PointWrite,
+    StoredPoint,
+    current_hits,
+)
 
 require("chromadb", "chroma")
 
@@ -547,28 +554,34 @@ class ChromaStore(StoreBase["ClientAPI"]):
     def search(
         self, vector: npt.NDArray[np.float32], k: int = 5
     ) -> list[tuple[StoredPoint, float]]:
-        """The ``k`` nearest records, closest first; higher scores are closer."""
+        """The ``k`` nearest records that are not superseded, closest first; higher scores
+        are closer."""
         k = check_k(k)
         collection = self._require()
         config = self._config(collection)
         query = check_query_vector(vector, config.dimension)
-        with self._errors("search"):
-            result = collection.query(
-                query_embeddings=[query.tolist()],
-                n_results=k,
-                include=["metadatas", "documents", "distances"],
-            )
-        found: Any = result
-        ids: list[str] = found["ids"][0]
-        none = [None] * len(ids)
-        documents = found["documents"][0] if found.get("documents") else none
-        metadatas = found["metadatas"][0] if found.get("metadatas") else none
-        distances = found["distances"][0] if found.get("distances") else [math.nan] * len(ids)
-        hits = [
-            (self._decode(i, d, m), _score(config.distance, float(dist)))
-            for i, d, m, dist in zip(ids, documents, metadatas, distances)
-        ]
-        return [(point, score) for point, score in hits if point is not None]
+
+        def nearest(n: int) -> list[tuple[StoredPoint, float]]:
+            with self._errors("search"):
+                result = collection.query(
+                    query_embeddings=[query.tolist()],
+                    n_results=n,
+                    include=["metadatas", "documents", "distances"],
+                )
+            found: Any = result
+            ids: list[str] = found["ids"][0]
+            none = [None] * len(ids)
+            documents = found["documents"][0] if found.get("documents") else none
+            metadatas = found["metadatas"][0] if found.get("metadatas") else none
+            distances = found["distances"][0] if found.get("distances") else [math.nan] * len(ids)
+            hits = [
+                (self._decode(i, d, m), _score(config.distance, float(dist)))
+                for i, d, m, dist in zip(ids, documents, metadatas, distances)
+            ]
+            return [(point, score) for point, score in hits if point is not None]
+
+        # superseded records (an old revision waiting for its delete) are left out
+        return current_hits(nearest, k)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -701,6 +714,22 @@ class ChromaStore(StoreBase["ClientAPI"]):
             for chunk in batches(unique, size):
                 collection.delete(ids=list(chunk))
 
+
+    def supersede(self, ids: Sequence[str]) -> None:
+        """Mark those of ``ids`` that exist superseded (see
+        :func:`rechunk.store.mark_superseded`): ``superseded: true`` added to their
+        metadata by Chroma's update, which merges metadata and leaves the document and
+        the vector alone; ids that do not exist are ignored."""
+        unique = check_ids(ids)
+        if not unique:
+            return
+        collection = self._require()
+        size = self._max_batch()
+        self._check_lease()
+        with self._errors("mark superseded records in"):
+            for chunk in batches(unique, size):
+                marks: Any = [{SUPERSEDED_KEY: True} for _ in chunk]
+                collection.update(ids=list(chunk), metadatas=marks)
 
     # -- writers ---------------------------------------------------------------------------
 

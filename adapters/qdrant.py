@@ -52,7 +52,14 @@ from rechunk.errors import (
     StoreTimeoutError,
     StoreUnavailableError,
 )
-from rechunk.store import CollectionInfo, Distance, PointWrite, StoredPoint
+from rechunk.store import (
+    SUPERSEDED_KEY,
+    CollectionInfo,
+    Distance,
+    PointWrite,
+    StoredPoint,
+    current_hits,
+)
 
 require("qdrant_client", "qdrant", package="qdrant-client")
 
@@ -1001,22 +1008,28 @@ class QdrantStore(StoreBase["QdrantClient"]):
     def search(
         self, vector: npt.NDArray[np.float32], k: int = 5
     ) -> list[tuple[StoredPoint, float]]:
-        """The ``k`` nearest points, closest first; higher scores are closer."""
+        """The ``k`` nearest points that are not superseded, closest first; higher scores
+        are closer."""
         k = check_k(k)
         vectors = self._require()
         query = check_query_vector(vector, vectors.dimension)
-        with self._errors("search"):
-            response = self._client.query_points(
-                self._collection,
-                query=query.tolist(),
-                using=vectors.name or None,
-                limit=k,
-                with_payload=True,
-                with_vectors=False,
-            )
         sign = -1.0 if vectors.distance == "euclid" else 1.0
-        hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
-        return [(point, score) for point, score in hits if point is not None]
+
+        def nearest(n: int) -> list[tuple[StoredPoint, float]]:
+            with self._errors("search"):
+                response = self._client.query_points(
+                    self._collection,
+                    query=query.tolist(),
+                    using=vectors.name or None,
+                    limit=n,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+            hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
+            return [(point, score) for point, score in hits if point is not None]
+
+        # superseded points (an old revision waiting for its delete) are left out
+        return current_hits(nearest, k)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -1175,6 +1188,41 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 self._client.delete(self._collection, points_selector=selector, wait=True)
             if index is not None:
                 index.deleted(unique)
+
+    def supersede(self, ids: Sequence[str], *, version: int | None = None) -> None:
+        """Mark those of ``ids`` that exist superseded (see
+        :func:`rechunk.store.mark_superseded`): ``superseded: true`` set in their payload
+        (under ``metadata`` in the langchain layout) by a payload-only request that leaves
+        the rest of the payload and the vector alone. With ``version``, only points whose
+        stored version is absent or at most ``version`` are marked, as ``delete`` does."""
+        unique = check_ids(ids)
+        if not unique:
+            return
+        version = _check_version(version)
+        self._require()
+        key = LANGCHAIN_METADATA_KEY if self._layout == "langchain" else None
+        with self._errors("mark superseded points in"):
+            if self.is_embedded():  # by id (a filter scans the collection), those that exist
+                if version is None:
+                    unique = [
+                        str(r.id)
+                        for chunk in batches(unique, self._batch_size)
+                        for r in self._client.retrieve(
+                            self._collection, list(chunk), with_payload=False, with_vectors=False
+                        )
+                    ]
+                else:
+                    unique = self._not_newer_ids(unique, version)
+            for chunk in batches(unique, self._batch_size):
+                points: Any = list(chunk)
+                if not self.is_embedded():  # a filter: a missing id is no error
+                    must: list[Any] = [models.HasIdCondition(has_id=list(chunk))]
+                    if version is not None:
+                        must.append(self._not_newer(version))
+                    points = models.FilterSelector(filter=models.Filter(must=must))
+                self._client.set_payload(
+                    self._collection, {SUPERSEDED_KEY: True}, points=points, key=key, wait=True
+                )
 
     # -- generations -----------------------------------------------------------------------
 
