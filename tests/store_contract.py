@@ -34,6 +34,7 @@ from rechunk.store import (
     PointWrite,
     StoredPoint,
     VectorStore,
+    mark_superseded,
 )
 
 LAYOUTS = ("langchain", "llamaindex")
@@ -443,6 +444,53 @@ class StoreContract:
                 store.search(query, k=bad)
         with pytest.raises(StoreError):
             store.search(np.ones(DIM + 1, dtype=np.float32))
+
+    # -- the revision guard (issue #40) ----------------------------------------------------
+
+    def test_superseded_points_are_marked_payload_only_and_searches_leave_them_out(
+        self, ready: VectorStore
+    ) -> None:
+        ids = [new_id() for _ in range(DIM)]
+        basis = np.eye(DIM, dtype=np.float32)
+        written = [payload(i, version=1) for i in range(DIM)]
+        ready.write([PointWrite(ids[i], written[i], basis[i]) for i in range(DIM)])
+        keys = [p.input_key for p in written]
+        before = ready.get_vectors(keys, MODEL)
+        query = np.array([1.0, 0.5, 0.1, 0.0], dtype=np.float32)
+        assert [p.id for p, _ in ready.search(query, k=2)] == ids[:2]
+
+        supersede = getattr(ready, "supersede", None)
+        if supersede is not None:  # the store's own payload-only request; missing ids ignored
+            supersede([ids[0], new_id()])
+        else:
+            mark_superseded(ready, [StoredPoint(ids[0], written[0])])
+
+        class WithoutSupersede:  # the fallback: each point's whole payload written again
+            def __getattr__(self, name: str) -> Any:
+                if name == "supersede":
+                    raise AttributeError(name)
+                return getattr(ready, name)
+
+        mark_superseded(WithoutSupersede(), [StoredPoint(ids[1], written[1])])  # type: ignore[arg-type]
+        stored = {p.id: p.payload for p in ready.get_points("a.md")}
+        assert stored == {
+            ids[0]: replace(written[0], superseded=True),
+            ids[1]: replace(written[1], superseded=True),
+            ids[2]: written[2],
+            ids[3]: written[3],
+        }
+        after = ready.get_vectors(keys, MODEL)
+        assert all(after[key].tobytes() == before[key].tobytes() for key in keys)
+        # the two nearest are marked: the search still returns k, the next ones
+        assert [p.id for p, _ in ready.search(query, k=2)] == ids[2:]
+        assert [p.id for p, _ in ready.search(query, k=10)] == ids[2:]
+        # a superseded point written again (its revision is current again) is found again
+        ready.write([PointWrite(ids[0], written[0], None)])
+        assert ready.get_points("a.md")[0] == StoredPoint(ids[0], written[0])
+        assert [p.id for p, _ in ready.search(query, k=2)] == [ids[0], ids[2]]
+        if supersede is not None and getattr(ready, "conditional_versions", False):
+            supersede([ids[2]], version=0)  # a point of a newer version is left alone
+            assert [p.id for p, _ in ready.search(query, k=2)] == [ids[0], ids[2]]
 
     # -- bad input changes nothing ---------------------------------------------------------
 
