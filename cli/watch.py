@@ -67,7 +67,7 @@ def add_watch_parser(
     p.add_argument(
         "--settle",
         type=float,
-        default=0.2,
+        default=0.1,
         metavar="SECONDS",
         help="how long a file must stay unchanged (size and mtime) before it is read "
         "(default %(default)s)",

@@ -214,6 +214,46 @@ def test_saves_are_read_only_when_stable(tmp_path: Path, embedder: Any, chunker:
     assert set(revisions(store)) == {"note.md"}  # the temp file never became a document
 
 
+def test_a_file_written_while_it_is_read_waits(tmp_path: Path, embedder: Any,
+                                              chunker: Any) -> None:
+    """A file that changes while the watcher reads it (after it looked stable) is not
+    published from that read: it waits to be stable again, then its last state goes."""
+    from rechunk.identity import text_revision
+
+    root = tmp_path / "docs"
+    write_docs(root, ["note"])
+    store = qdrant_store(embedder, chunker)
+    final = doc_text("note", 9)
+
+    class WrittenDuringRead(Watcher):
+        reads = 0
+
+        def _read(self, index: int, paths: list[str]) -> Any:
+            found = super()._read(index, paths)
+            WrittenDuringRead.reads += 1
+            if WrittenDuringRead.reads == 1:  # the writer's last piece lands now
+                with (root / "note.md").open("a", encoding="utf-8") as out:
+                    out.write(final[len(half) :])
+            return found
+
+    watcher = WrittenDuringRead([root], store, chunker=chunker, embedder=embedder,
+                                settle=SETTLE)
+    watcher.initial_sync()
+    half = final[: len(final) // 2]
+    (root / "note.md").write_text(half, encoding="utf-8")
+    watcher.feed([root / "note.md"])
+    now = time.monotonic()
+    watcher.step(now)  # first look at it
+    first = watcher.step(now + 1)  # stable: read, but written to meanwhile
+    assert first is not None and first.published == 0 and first.accepted == 0
+    assert revisions(store)["note.md"] == {text_revision(doc_text("note"))}
+    assert watcher.step(now + 1.01) is None  # looked at again: stable from now on?
+    assert watcher.step(now + 1.01 + SETTLE / 2) is None
+    done = watcher.step(now + 2)
+    assert done is not None and done.published == 1 and done.retrievable == 1
+    assert revisions(store) == expected(root) == {"note.md": {text_revision(final)}}
+
+
 def test_same_rules_as_sync(tmp_path: Path, embedder: Any, chunker: Any) -> None:
     """.gitignore, --glob and hidden names decide as in sync."""
     root = tmp_path / "docs"

@@ -199,7 +199,7 @@ class Watcher:
         read_options: Mapping[str, Any] | None = None,
         chunker_for: Callable[[Document], Chunker | None] | None = None,
         prune: bool = False,
-        settle: float = 0.2,
+        settle: float = 0.1,
         max_wait: float = 2.0,
         max_batch: int = 1000,
         backoff: tuple[float, float] = (0.5, 30.0),
@@ -248,6 +248,7 @@ class Watcher:
         self._retry_at = 0.0
         self._delay = backoff[0]
         self._last_verify = 0.0
+        self._wake_at = 0.0
         self._probes: dict[str, Any] = {}  # doc_id -> a vector a deleted document had
         self._events: queue.Queue[list[str] | BaseException] = queue.Queue()
         self._pump: threading.Thread | None = None
@@ -380,9 +381,22 @@ class Watcher:
         self.freshness.save()
         targets = {d: e.revision for d, e in self.freshness.pending.items()}
         self._verify_guarded(targets, report)
+        if kind == "initial":
+            self.warm_up()
         report.pending = len(self.freshness.pending)
         report.seconds["total"] = time.monotonic() - started
         return report
+
+    def warm_up(self) -> None:
+        """Load a local model now (an ONNX session, a torch model), if an initial sync
+        that found nothing to embed left it unloaded: else the first edit would wait for
+        it (1.5 s for the default model here). An API embedder sends nothing."""
+        load = getattr(self.embedder, "_load", None)
+        if getattr(self.embedder, "loaded", True) is False and callable(load):
+            try:
+                load()
+            except Exception as exc:  # the first batch that embeds reports it
+                log.warning("could not load the model ahead of the first change: %s", exc)
 
     # -- events -------------------------------------------------------------------------
 
@@ -417,14 +431,18 @@ class Watcher:
         with self._lock:
             items = list(self._pending.items())
         ready, waiting = [], False
+        wake = now + 1.0
         for path, entry in items:
             stat = _stat(path)
             if not entry.checked or stat != entry.stat:
                 entry.stat, entry.changed_at, entry.checked = stat, now, True
-            if now - max(entry.changed_at, entry.last_event) >= self.settle:
+            stable_at = max(entry.changed_at, entry.last_event) + self.settle
+            if now >= stable_at:
                 ready.append((path, entry))
             else:
                 waiting = True
+                wake = min(wake, stable_at)
+        self._wake_at = wake  # when a path waiting now may be stable: look again then
         if not ready:
             return []
         oldest = min(entry.first_seen for _, entry in items)
@@ -583,6 +601,10 @@ class Watcher:
                     files = self._read(index, [path])
                 except ConfigError:  # gone since it was looked at: seen as gone next time
                     entry.stat, entry.checked = None, True
+                    requeue.append((path, entry))
+                    continue
+                if _stat(path) != entry.stat:  # written to while it was read: not stable
+                    entry.checked = False
                     requeue.append((path, entry))
                     continue
                 read[(index, rel)] = []
@@ -1076,7 +1098,9 @@ class Watcher:
         finished first. Needs :meth:`start`."""
         try:
             while not stop.is_set():
-                self._drain(tick)
+                # wait for events, but no later than a waiting path may become stable
+                until = self._wake_at - time.monotonic()
+                self._drain(min(tick, until) if until > 0.001 else tick)
                 report = self.step()
                 if report is not None and on_batch is not None:
                     on_batch(report)
