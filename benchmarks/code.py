@@ -60,7 +60,7 @@ REPEAT = 2
 BOOTSTRAP = 2000
 SEED = 7
 #: the code policy's min_tokens as a share of its max_tokens (the one size knob scales both)
-CODE_MIN_SHARE = float(os.environ.get("H1_SHARE", "0.6"))
+CODE_MIN_SHARE = 0.6
 REFERENCE = "rechunk-code"
 
 # -- tokenizer ---------------------------------------------------------------------------
