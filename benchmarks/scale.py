@@ -97,7 +97,10 @@ CASES = ("initial", "noop", "edit_all", "edit_one", "prune")
 #: The ``--floor`` tools and their stores: Chroma's own adds of the initial sync's
 #: records, and of their ids and vectors only; embedded Qdrant's own upserts of them.
 FLOOR_STORES = {"chroma-only": "chroma", "chroma-vectors": "chroma", "qdrant-only": "qdrant"}
-FLOORS = tuple(FLOOR_STORES)
+#: With ``--edge-floor``: Qdrant Edge's own writes of the initial sync's points (a floor of
+#: its own: ``--floor`` runs the three above)
+EDGE_FLOOR = "edge-only"
+FLOORS = (*FLOOR_STORES, EDGE_FLOOR)
 STORES = ("qdrant", "qdrant-edge", "chroma", "chroma-server")
 #: the URI scheme of each embedded store rechunk opens from a folder
 SCHEMES = {"qdrant": "qdrant", "qdrant-edge": "qdrant-edge", "chroma": "chroma"}
@@ -527,6 +530,8 @@ def child_floor(folder: str, n: int, tool: str) -> dict[str, Any]:
     records, vectors = _initial_records(n)
     if tool == "qdrant-only":
         return _qdrant_floor(folder, records, vectors)
+    if tool == EDGE_FLOOR:
+        return _edge_floor(folder, records, vectors)
     import chromadb
 
     from rechunk.adapters._layout import chroma_record
@@ -585,6 +590,43 @@ def _qdrant_floor(folder: str, records: list[tuple[str, Any]], vectors: np.ndarr
     sync_s = time.perf_counter() - t0
     client.close()
     return {"open_s": open_s, "sync_s": sync_s, "points": len(records)}
+
+
+def _edge_floor(folder: str, records: list[tuple[str, Any]], vectors: np.ndarray) -> dict[str, Any]:
+    """``edge-only``: the initial sync's points upserted into a Qdrant Edge collection made
+    by rechunk's store (its configuration and payload indexes), each batch of the store's
+    default size built as it is sent (``qdrant_edge.Point`` of the id, the vector as a list
+    and the payload ``QdrantEdgeStore`` writes), and the optimizer run as the store runs it
+    (``EdgeClient.changed``). ``build_s``: the time spent building the points (Edge's
+    bindings convert each payload value into its own types there); the rest of ``sync_s``
+    is Edge's own ``update`` and optimizer."""
+    import qdrant_edge as qe
+
+    from rechunk.adapters._layout import qdrant_payload
+    from rechunk.adapters.qdrant_edge import QdrantEdgeStore, edge_client
+
+    t0 = time.perf_counter()
+    client = edge_client(os.path.join(folder, "edge"))
+    QdrantEdgeStore(client, COLLECTION).ensure_collection(DIM)
+    shard = client.shard(COLLECTION)
+    assert shard is not None
+    open_s = time.perf_counter() - t0
+    build_s = 0.0
+    t0 = time.perf_counter()
+    for start in range(0, len(records), 256):
+        t1 = time.perf_counter()
+        part = [
+            qe.Point(pid, vector.tolist(), qdrant_payload(pid, payload, "langchain"))
+            for (pid, payload), vector in zip(
+                records[start : start + 256], vectors[start : start + 256]
+            )
+        ]
+        build_s += time.perf_counter() - t1
+        shard.update(qe.UpdateOperation.upsert_points(part))
+        client.changed(COLLECTION, shard, len(part))
+    sync_s = time.perf_counter() - t0
+    client.close()
+    return {"open_s": open_s, "sync_s": sync_s, "build_s": build_s, "points": len(records)}
 
 
 def child(args: argparse.Namespace) -> None:
@@ -1107,12 +1149,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="documents of embedded Qdrant's initial sync beside the Edge series (0: none)",
     )
+    parser.add_argument(
+        "--edge-floor",
+        action="store_true",
+        help=f"with --edge, also time Qdrant Edge's own writes of the initial sync's points "
+        f"({EDGE_FLOOR}: no chunking, reads or checks) at every size",
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="PATH",
+        help="the json to write (and --merge or --render to read) in place of the default "
+        "one: a second run made beside another, merged afterwards",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args)
         return 0
-    path = EDGE_RESULTS if args.edge else RESULTS
+    path = args.results or (EDGE_RESULTS if args.edge else RESULTS)
     if args.render:
         result = json.loads(path.read_text(encoding="utf-8"))
         if args.note:
@@ -1146,6 +1201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.edge_baseline:
             plan.append(("rechunk", "qdrant", [args.edge_baseline], ["initial"]))
         plan.append(("rechunk", "qdrant-edge", sizes, cases))
+        if args.edge_floor:
+            plan.append((EDGE_FLOOR, "qdrant-edge", sizes, ["initial"]))
     else:
         named = [("rechunk", s) for s in args.stores.split(",") if s] + [
             ("langchain", s) for s in args.anchor_stores.split(",") if s
@@ -1183,8 +1240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.quick:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1), encoding="utf-8")
-        _report.write_section("scale", markdown)
-        print(f"wrote {path} and the scale section of {_report.DOCS}", file=sys.stderr)
+        if args.results is None:  # a side run's json is merged into the default one first
+            _report.write_section("scale", markdown)
+        print(f"wrote {path}" + ("" if args.results else f" and the scale section of {_report.DOCS}"), file=sys.stderr)
     return 0
 
 
@@ -1370,6 +1428,31 @@ def edge_verdict(result: dict[str, Any]) -> list[str]:
                 f"the same run: Qdrant Edge {edge_rate:,.0f} points/s, embedded Qdrant "
                 f"(local mode) {local_rate:,.0f} points/s: {edge_rate / local_rate:.1f}x."
             )
+    floor = [
+        r for r in result["series"].get(f"{EDGE_FLOOR}|qdrant-edge", [])
+        if "sync_s" in r["cases"].get("initial", {})
+    ]
+    if floor:
+        parts = []
+        for r in floor:
+            f = r["cases"]["initial"]
+            ours = next((x for x in rows if x["n"] == r["n"]), None)
+            ours_i = ours["cases"].get("initial", {}) if ours else {}
+            parts.append(
+                f"at {r['n']:,} documents {f['points'] / f['sync_s']:,.0f} points/s "
+                f"(building the points {f.get('build_s', 0) / f['sync_s']:.0%} of it)"
+                + (
+                    f", rechunk's initial sync {ours_i['points'] / ours_i['sync_s']:,.0f}"
+                    if "sync_s" in ours_i
+                    else ""
+                )
+            )
+        out.append(
+            "- what no sync through Qdrant Edge's Python bindings goes below: Edge's own "
+            f"writes of the same points ({EDGE_FLOOR}: the store's points built batch by "
+            "batch and upserted, the optimizer run as the store runs it; no chunking, "
+            "embedding, reads or checks) " + "; ".join(parts) + "."
+        )
     return out
 
 
