@@ -31,7 +31,7 @@ query) a collection that rechunk wrote:
 
 The rechunk fields are ``doc_id, revision, policy, input_key, model_id, ordinal,
 start, end, tokens`` and ``version`` (left out when it is ``None``), and ``superseded``
-(``true`` on an old revision's point between a sync's marking and its delete, else
+(``1`` on an old revision's point between a sync's marking and its delete, else
 absent: see :func:`rechunk.store.mark_superseded`). The framework
 adapters (``RechunkTextSplitter`` through ``index()``, ``RechunkNodeParser`` through
 LlamaIndex's vector stores) write the same fields under the same names and meanings,
@@ -67,6 +67,7 @@ from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.store import (
     RESERVED_METADATA_KEYS,
     SUPERSEDED_KEY,
+    SUPERSEDED_MARK,
     Distance,
     PointPayload,
     PointWrite,
@@ -359,7 +360,7 @@ def rechunk_fields(payload: PointPayload) -> dict[str, Any]:
     if fields["version"] is None:
         del fields["version"]
     if payload.superseded:  # written only when true: a payload written again clears it
-        fields[SUPERSEDED_KEY] = True
+        fields[SUPERSEDED_KEY] = SUPERSEDED_MARK
     return fields
 
 
@@ -633,7 +634,8 @@ def _payload_from(
         raise _foreign(point_id, collection, layout, "no text")
     skip = _NOT_METADATA[layout]
     metadata = {key: detached(value) for key, value in fields.items() if key not in skip}
-    values["superseded"] = fields.get(SUPERSEDED_KEY) is True
+    mark = fields.get(SUPERSEDED_KEY)
+    values["superseded"] = type(mark) is int and mark == SUPERSEDED_MARK
     if node is not None:
         values["previous_id"] = _neighbour(node, _PREVIOUS_RELATIONSHIP)
         values["next_id"] = _neighbour(node, _NEXT_RELATIONSHIP)

@@ -62,6 +62,7 @@ from rechunk.errors import (
 )
 from rechunk.store import (
     SUPERSEDED_KEY,
+    SUPERSEDED_MARK,
     CollectionInfo,
     Distance,
     PointWrite,
@@ -717,7 +718,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def supersede(self, ids: Sequence[str]) -> None:
         """Mark those of ``ids`` that exist superseded (see
-        :func:`rechunk.store.mark_superseded`): ``superseded: true`` added to their
+        :func:`rechunk.store.mark_superseded`): ``superseded: 1`` added to their
         metadata by Chroma's update, which merges metadata and leaves the document and
         the vector alone; ids that do not exist are ignored."""
         unique = check_ids(ids)
@@ -728,7 +729,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         self._check_lease()
         with self._errors("mark superseded records in"):
             for chunk in batches(unique, size):
-                marks: Any = [{SUPERSEDED_KEY: True} for _ in chunk]
+                marks: Any = [{SUPERSEDED_KEY: SUPERSEDED_MARK} for _ in chunk]
                 collection.update(ids=list(chunk), metadatas=marks)
 
     # -- writers ---------------------------------------------------------------------------

@@ -54,6 +54,7 @@ from rechunk.errors import (
 )
 from rechunk.store import (
     SUPERSEDED_KEY,
+    SUPERSEDED_MARK,
     CollectionInfo,
     Distance,
     PointWrite,
@@ -1191,7 +1192,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
 
     def supersede(self, ids: Sequence[str], *, version: int | None = None) -> None:
         """Mark those of ``ids`` that exist superseded (see
-        :func:`rechunk.store.mark_superseded`): ``superseded: true`` set in their payload
+        :func:`rechunk.store.mark_superseded`): ``superseded: 1`` set in their payload
         (under ``metadata`` in the langchain layout) by a payload-only request that leaves
         the rest of the payload and the vector alone. With ``version``, only points whose
         stored version is absent or at most ``version`` are marked, as ``delete`` does."""
@@ -1220,8 +1221,9 @@ class QdrantStore(StoreBase["QdrantClient"]):
                     if version is not None:
                         must.append(self._not_newer(version))
                     points = models.FilterSelector(filter=models.Filter(must=must))
+                mark = {SUPERSEDED_KEY: SUPERSEDED_MARK}
                 self._client.set_payload(
-                    self._collection, {SUPERSEDED_KEY: True}, points=points, key=key, wait=True
+                    self._collection, mark, points=points, key=key, wait=True
                 )
 
     # -- generations -----------------------------------------------------------------------

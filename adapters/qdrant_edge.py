@@ -64,6 +64,7 @@ from rechunk.adapters._layout import (
 from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
 from rechunk.store import (
     SUPERSEDED_KEY,
+    SUPERSEDED_MARK,
     CollectionInfo,
     Distance,
     PointWrite,
@@ -1046,7 +1047,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
 
     def supersede(self, ids: Sequence[str], *, version: int | None = None) -> None:
         """Mark those of ``ids`` that exist superseded (see
-        :func:`rechunk.store.mark_superseded`): ``superseded: true`` set in their payload
+        :func:`rechunk.store.mark_superseded`): ``superseded: 1`` set in their payload
         (under ``metadata`` in the langchain layout), payload only; with ``version``, only
         points whose stored version is absent or at most ``version``, as ``delete`` does."""
         unique = check_ids(ids)
@@ -1062,7 +1063,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                     must.append(self._not_newer(version))
                 shard.update(
                     qe.UpdateOperation.set_payload_by_filter(
-                        qe.Filter(must=must), {SUPERSEDED_KEY: True}, key
+                        qe.Filter(must=must), {SUPERSEDED_KEY: SUPERSEDED_MARK}, key
                     )
                 )
             self._client.changed(self._client.resolve(self._collection), shard, len(unique))

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RESERVED_METADATA_KEYS",
     "SUPERSEDED_KEY",
+    "SUPERSEDED_MARK",
     "CollectionInfo",
     "Distance",
     "PointPayload",
@@ -58,11 +59,15 @@ RESERVED_METADATA_KEYS = frozenset(
 )
 
 #: The payload key that marks a point superseded (see :func:`mark_superseded`): written
-#: ``True`` on the points of a document's old revision once its new revision is written,
-#: just before they are deleted, and absent on every other point. Queries leave such
-#: points out: :meth:`VectorStore.search` does, and a LangChain or LlamaIndex retriever
-#: does with the filter that ``rechunk.adapters.guard`` builds for it.
+#: (as :data:`SUPERSEDED_MARK`) on the points of a document's old revision once its new
+#: revision is written, just before they are deleted, and absent on every other point.
+#: Queries leave such points out: :meth:`VectorStore.search` does, and a LangChain or
+#: LlamaIndex retriever does with the filter that ``rechunk.adapters.guard`` builds for it.
 SUPERSEDED_KEY = "superseded"
+#: The value of :data:`SUPERSEDED_KEY` on a marked point: the integer 1, not ``True``, so
+#: that every framework's filter can name it (LlamaIndex's ``MetadataFilter`` holds no
+#: bool, and Qdrant and Chroma match 1 and ``True`` apart).
+SUPERSEDED_MARK = 1
 
 
 @dataclass(frozen=True)
