@@ -42,6 +42,7 @@ import json
 import os
 import queue
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -195,9 +196,7 @@ def check_store(work: Path, folder: Path) -> dict[str, int]:
                 out["stale_returned"] += 1
         return out
     finally:
-        close = getattr(opened.client, "close", None)
-        if callable(close):
-            close()
+        opened.close()
 
 
 def slope_per_hour(samples: list[tuple[float, float]]) -> float:
@@ -360,17 +359,30 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def latency(args: argparse.Namespace) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="rechunk-watch-bench-"))
-    folder = work / "docs"
-    folder.mkdir()
-    for i in range(args.docs):
-        (folder / f"doc{i:04d}.md").write_text(document(i), encoding="utf-8")
+def synced_copy(args: argparse.Namespace, name: str) -> tuple[Path, float | None]:
+    """A work folder holding ``docs/`` (``--docs`` documents) synced into embedded Qdrant,
+    and the seconds the initial sync took (None: copied from ``--from``, synced before)."""
+    work = Path(tempfile.mkdtemp(prefix=f"rechunk-watch-{name}-"))
+    if args.source is not None:
+        for part in ("docs", ".rechunk"):
+            shutil.copytree(args.source / part, work / part, symlinks=True)
+        return work, None
+    make_folder(work, args.docs)
     t0 = time.perf_counter()
     first = rechunk("sync", "docs", "--json", cwd=work)
     assert first.returncode == 0, first.stderr
     initial_seconds = time.perf_counter() - t0
     print(f"initial sync of {args.docs} documents: {initial_seconds:.1f} s", flush=True)
+    if args.keep_base is not None and not args.keep_base.exists():
+        for part in ("docs", ".rechunk"):
+            shutil.copytree(work / part, args.keep_base / part, symlinks=True)
+    return work, initial_seconds
+
+
+def latency(args: argparse.Namespace) -> dict[str, Any]:
+    work, initial_seconds = synced_copy(args, "latency")
+    folder = work / "docs"
+    args.docs = len(list(folder.glob("*.md")))
 
     oneshot = []
     for n in range(args.oneshot):
@@ -414,6 +426,7 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
     watch_start = time.perf_counter() - t0
     print(f"watch started (initial sync, all unchanged): {watch_start:.1f} s", flush=True)
     latencies, embedded = [], []
+    stages: dict[str, list[float]] = {}
     try:
         for n in range(args.edits):
             i = (n * 53 + 11) % args.docs
@@ -422,19 +435,29 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
             report = wait("batch", timeout=60)
             latencies.append(report["time"] - saved)
             embedded.append(report["embedded"])
+            took = report["seconds"]
+            for stage in ("read", "sync", "verify"):
+                stages.setdefault(stage, []).append(took.get(stage, 0.0))
+            # from the save to the batch's start: the event, then the file settling
+            stages.setdefault("event_and_settle", []).append(
+                report["time"] - took.get("total", 0.0) - saved
+            )
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=60)
     result = {
         "documents": args.docs,
         "edits": args.edits,
-        "initial_sync_seconds": round(initial_seconds, 2),
+        "initial_sync_seconds": None if initial_seconds is None else round(initial_seconds, 2),
         "watch_start_seconds": round(watch_start, 2),
         "watch_initial_report": {k: start[k] for k in ("files", "unchanged", "retrievable")},
         "save_to_retrievable_seconds": {
             "p50": round(statistics.median(latencies), 3),
             "p95": round(percentile(latencies, 0.95), 3),
             "max": round(max(latencies), 3),
+        },
+        "median_seconds_by_stage": {
+            k: round(statistics.median(v), 3) for k, v in stages.items()
         },
         "inputs_embedded_per_edit": {
             "median": statistics.median(embedded),
@@ -449,6 +472,314 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     return result
+
+
+
+def edit_all(folder: Path, version: int) -> int:
+    """A one-paragraph edit of every ``doc*.md`` under ``folder`` (as a checkout writes
+    them, one file after another); how many files were written."""
+    paths = sorted(folder.glob("doc*.md"))
+    for path in paths:
+        path.write_text(document(int(path.stem[3:]), version), encoding="utf-8")
+    return len(paths)
+
+
+def burst(args: argparse.Namespace) -> dict[str, Any]:
+    """Every file of the folder edited at once: a watcher against one ``rechunk sync`` of
+    the same change (same edits on two copies of one synced folder), both timed from the
+    first file written to done (the sync's exit; the watcher's report that the last
+    revision is verified retrievable). Run as sync, watch, sync: the load of a shared
+    machine drifts, so the watcher is compared with the mean of the two syncs."""
+    base, initial_seconds = synced_copy(args, "burst")
+    copies = []
+    for name in ("sync-a", "watch", "sync-b"):
+        work = Path(tempfile.mkdtemp(prefix=f"rechunk-watch-burst-{name}-"))
+        for part in ("docs", ".rechunk"):
+            shutil.copytree(base / part, work / part, symlinks=True)
+        copies.append(work)
+    version = 7000 + int(time.time()) % 1000
+
+    def one_sync(work: Path) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        files = edit_all(work / "docs", version)
+        done = rechunk("sync", "docs", "--json", cwd=work)
+        seconds = time.perf_counter() - t0
+        assert done.returncode == 0, done.stderr
+        changed = json.loads(done.stdout)["documents"]["changed"]
+        assert changed == files, (changed, files)
+        print(f"burst: one-shot sync of {files} changed files {seconds:.1f} s", flush=True)
+        return seconds, files
+
+    sync_a, files = one_sync(copies[0])
+    watch = WatchProcess(copies[1], "docs")
+    watch.wait("initial", timeout=1200)
+    time.sleep(2.0)  # the model is loaded after the initial report
+    t0 = time.perf_counter()
+    saved = time.time()
+    edit_all(copies[1] / "docs", version)
+    batches, retrievable, published, embedded = 0, 0, 0, 0
+    published_at = None
+    while True:
+        data = watch.next(1200.0)
+        if data is None:
+            raise SystemExit("burst: the watcher went quiet")
+        if data.get("kind") not in ("batch", "verify"):
+            continue
+        batches += data.get("kind") == "batch"
+        retrievable += data.get("retrievable", 0)
+        published += data.get("published", 0)
+        embedded += data.get("embedded", 0)
+        if published >= files and published_at is None:
+            published_at = data["time"] - saved
+        if retrievable >= files and data.get("pending", 1) == 0:
+            done_at = data["time"] - saved
+            break
+    watch_seconds = time.perf_counter() - t0
+    code = watch.stop()
+    print(f"burst: watch {files} files to verified retrievable {done_at:.1f} s", flush=True)
+    sync_b, _ = one_sync(copies[2])
+    mean_sync = (sync_a + sync_b) / 2
+    return {
+        "documents": files,
+        "initial_sync_seconds": None if initial_seconds is None else round(initial_seconds, 2),
+        "oneshot_sync_seconds": [round(sync_a, 2), round(sync_b, 2)],
+        "watch_to_all_published_seconds": round(published_at or 0.0, 2),
+        "watch_to_all_retrievable_seconds": round(done_at, 2),
+        "watch_wall_seconds": round(watch_seconds, 2),
+        "watch_batches": batches,
+        "watch_inputs_embedded": embedded,
+        "ratio_watch_to_mean_sync": round(done_at / mean_sync, 3),
+        "target_ratio": 1.1,
+        "watch_exit_code": code,
+    }
+
+
+def idle(args: argparse.Namespace) -> dict[str, Any]:
+    """CPU time of a watcher on the synced folder that nothing touches, over
+    ``--idle-seconds`` (after its initial sync and a few seconds to settle)."""
+    work, _ = synced_copy(args, "idle")
+    watch = WatchProcess(work, "docs", "--metrics-port", "0")
+    watch.wait("initial", timeout=1200)
+    time.sleep(5.0)
+    cpu0, t0 = watch.cpu_seconds(), time.monotonic()
+    rss0 = watch.rss_mb()
+    time.sleep(args.idle_seconds)
+    cpu, seconds = watch.cpu_seconds() - cpu0, time.monotonic() - t0
+    rss1 = watch.rss_mb()
+    code = watch.stop()
+    share = cpu / seconds
+    print(f"idle: {cpu:.2f} s of CPU in {seconds:.0f} s = {100 * share:.2f}% of a core", flush=True)
+    return {
+        "documents": len(list((work / "docs").glob("*.md"))),
+        "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 3),
+        "share_of_a_core": round(share, 5),
+        "rss_mb": [round(rss0, 1), round(rss1, 1)],
+        "with_metrics_endpoint": True,
+        "target_share": 0.01,
+        "watch_exit_code": code,
+    }
+
+
+def start_chroma(path: Path, port: int) -> subprocess.Popen[bytes]:
+    sys.path.insert(0, str(ROOT.parent / "tests"))
+    from chroma_server import HOST, chroma_cli, make_client
+
+    log = (path.parent / "chroma.log").open("ab")
+    process = subprocess.Popen(
+        [os.fspath(chroma_cli()), "run", "--path", os.fspath(path), "--host", HOST,
+         "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise SystemExit("chroma run exited")
+        try:
+            make_client(port).heartbeat()
+            return process
+        except Exception:
+            if time.monotonic() > deadline:
+                raise SystemExit("chroma did not start") from None
+            time.sleep(0.2)
+
+
+def chroma_state(port: int, folder: Path) -> dict[str, int]:
+    """The Chroma collection against the folder: documents lost (absent, or at an
+    earlier revision only), stale (an earlier revision still stored, or a deleted
+    document left)."""
+    from rechunk.adapters.uri import open_store
+    from rechunk.files import read_documents
+
+    current = {d.doc_id: d.revision for d in read_documents([folder]).documents}
+    opened = open_store(f"chroma+http://127.0.0.1:{port}", "rechunk", create=False)
+    try:
+        store = opened.store
+        stored = store.doc_ids()
+        points = store.get_points_many(sorted(stored | set(current)))
+    finally:
+        opened.close()
+    lost = stale = 0
+    for doc_id, revision in current.items():
+        revisions = {p.payload.revision for p in points.get(doc_id, [])}
+        lost += revision not in revisions
+        stale += bool(revisions - {revision})
+    return {"documents": len(current), "lost": lost, "stale": stale,
+            "left_over": len(stored - set(current))}
+
+
+def fault(args: argparse.Namespace) -> dict[str, Any]:
+    """A watcher writing to a Chroma server that is killed (SIGKILL) in the middle of a
+    stream of edits, creates and deletes, and started again on the same folder and port
+    a while later; then the collection is read back against the folder."""
+    sys.path.insert(0, str(ROOT.parent / "tests"))
+    from chroma_server import free_port, stop_process
+
+    rng = random.Random(args.seed)
+    work = Path(tempfile.mkdtemp(prefix="rechunk-watch-fault-"))
+    folder = make_folder(work, args.fault_docs)
+    (work / "chroma").mkdir()
+    port = free_port()
+    server = start_chroma(work / "chroma", port)
+    uri = f"chroma+http://127.0.0.1:{port}"
+    watch = WatchProcess(work, "docs", "--store", uri)
+    try:
+        watch.wait("initial", timeout=1200)
+        names = sorted(p.name for p in folder.glob("*.md"))
+        made = args.fault_docs
+        failed_batches, errors = 0, set()
+        ops = 0
+
+        def stream(count: int) -> None:
+            nonlocal made, ops, failed_batches
+            for _ in range(count):
+                ops += 1
+                roll = rng.random()
+                if roll < 0.15:
+                    name = f"new{made:04d}.md"
+                    (folder / name).write_text(document(made, 1), encoding="utf-8")
+                    names.append(name)
+                    made += 1
+                elif roll < 0.25 and len(names) > 5:
+                    name = rng.choice(names)
+                    (folder / name).unlink()
+                    names.remove(name)
+                else:
+                    name = rng.choice(names)
+                    seed = int("".join(c for c in name if c.isdigit()))
+                    (folder / name).write_text(document(seed, 100 + ops), encoding="utf-8")
+                until = time.monotonic() + rng.uniform(0.1, 0.5)
+                while (left := until - time.monotonic()) > 0:
+                    data = watch.next(left)
+                    if data is not None and data.get("retry_in") is not None:
+                        failed_batches += 1
+                        errors.update(kind for kind, _ in data.get("errors", []))
+
+        stream(args.fault_ops)
+        server.kill()  # no goodbye: the store is gone mid-stream
+        server.wait()
+        killed = time.monotonic()
+        stream(args.fault_ops)  # edits while it is down
+        time.sleep(max(0.0, args.fault_down - (time.monotonic() - killed)))
+        down = time.monotonic() - killed
+        server = start_chroma(work / "chroma", port)
+        restarted = time.time()
+        stream(args.fault_ops)
+        # recovery: the watcher reports nothing pending and the store matches the folder
+        recovered_at = None
+        deadline = time.monotonic() + 600
+        last: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            data = watch.next(3.0)
+            if data is not None:
+                last = data
+                if data.get("retry_in") is not None:
+                    failed_batches += 1
+                    errors.update(kind for kind, _ in data.get("errors", []))
+                continue
+            if last.get("pending", 1) == 0 and last.get("retry_in") is None:
+                recovered_at = last.get("time", time.time()) - restarted
+                break
+        code = watch.stop()
+        state = chroma_state(port, folder)
+    finally:
+        if watch.process.poll() is None:
+            watch.process.kill()
+        stop_process(server)
+    print(f"fault: {state}", flush=True)
+    return {
+        "documents_at_start": args.fault_docs,
+        "operations": ops,
+        "server_down_seconds": round(down, 1),
+        "failed_batches_while_down": failed_batches,
+        "error_kinds": sorted(errors),
+        "restart_to_all_retrievable_seconds": None
+        if recovered_at is None
+        else round(recovered_at, 2),
+        "after_recovery": state,
+        "lost": state["lost"],
+        "stale": state["stale"] + state["left_over"],
+        "watch_exit_code": code,
+    }
+
+
+def no_text(args: argparse.Namespace) -> dict[str, Any]:
+    """A watcher with metrics and the diagnosis log on, edits and deletions, then
+    ``rechunk eval`` on queries taken from the documents: no 40-character piece of any
+    document (any version written) may appear in the metrics page, the log or the eval
+    output."""
+    import urllib.request
+
+    work = Path(tempfile.mkdtemp(prefix="rechunk-watch-notext-"))
+    folder = make_folder(work, args.notext_docs)
+    texts = [document(i) for i in range(args.notext_docs)]
+    watch = WatchProcess(work, "docs", "--metrics-port", "0", "--log", "diag.jsonl")
+    try:
+        watch.wait("initial", timeout=1200)
+        port = watch.wait("metrics", timeout=60)["port"]
+        for n in range(10):
+            i = n * 3 % args.notext_docs
+            texts.append(document(i, 50 + n))
+            (folder / f"doc{i:04d}.md").write_text(texts[-1], encoding="utf-8")
+            watch.wait("batch", timeout=120)
+        (folder / "doc0001.md").unlink()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the deletion's report (retrievable: gone)
+            data = watch.next(1.0)
+            if data is not None and data.get("deleted"):
+                break
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            page = r.read().decode("utf-8")
+    finally:
+        code = watch.stop()
+    log = (work / "diag.jsonl").read_text(encoding="utf-8")
+    queries = work / "queries.jsonl"
+    with queries.open("w", encoding="utf-8") as out:
+        for i in range(2, args.notext_docs):
+            words = paragraph(i).split()
+            out.write(json.dumps({"query": " ".join(words[:12]), "doc_id": f"doc{i:04d}.md",
+                                  "fragment": " ".join(words[3:9])}) + "\n")
+    evaluated = rechunk("eval", "queries.jsonl", "--json", cwd=work)
+    assert evaluated.returncode == 0, evaluated.stderr
+    outputs = {"metrics": page, "log": log, "eval": evaluated.stdout + evaluated.stderr}
+    pieces = {t[i : i + 40] for t in texts for i in range(len(t) - 39)}
+    found = {name: sum(1 for piece in pieces if piece in out) for name, out in outputs.items()}
+    names = {f"doc{i:04d}" for i in range(args.notext_docs)}
+    paths = {name: sum(1 for n in names if n in out) for name, out in outputs.items()}
+    # the control: with --show-text the same check does find text (it can see it)
+    shown = rechunk("eval", "queries.jsonl", "--json", "--show-text", cwd=work).stdout
+    control = sum(1 for piece in pieces if piece in shown)
+    print(f"no text: 40-character pieces found {found}, document names found {paths}; "
+          f"control (eval --show-text): {control} pieces found")
+    return {
+        "documents": args.notext_docs,
+        "pieces_checked": len(pieces),
+        "bytes_checked": {name: len(out) for name, out in outputs.items()},
+        "pieces_found": found,
+        "document_names_found": paths,
+        "control_eval_show_text_pieces_found": control,
+        "watch_exit_code": code,
+    }
 
 
 def merge(key: str, result: dict[str, Any], path: Path = RESULTS) -> dict[str, Any]:
@@ -468,7 +799,14 @@ def merge(key: str, result: dict[str, Any], path: Path = RESULTS) -> dict[str, A
     return data
 
 
-CASES = {"latency": latency, "soak": soak}
+CASES = {
+    "latency": latency,
+    "soak": soak,
+    "burst": burst,
+    "idle": idle,
+    "fault": fault,
+    "notext": no_text,
+}
 
 
 def main() -> None:
@@ -482,7 +820,17 @@ def main() -> None:
     parser.add_argument("--mean-pause", type=float, default=2.0, help="soak: seconds between operations")
     parser.add_argument("--sample-every", type=float, default=10.0, help="soak: RSS sampling period")
     parser.add_argument("--seed", type=int, default=40)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--fault-docs", type=int, default=100)
+    parser.add_argument("--fault-ops", type=int, default=30, help="operations before, during "
+                        "and after the store is down")
+    parser.add_argument("--fault-down", type=float, default=10.0, help="seconds the store is down")
+    parser.add_argument("--notext-docs", type=int, default=40)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--from", dest="source", type=Path, default=None,
+                        help="a folder holding docs/ and .rechunk/ synced before (copied)")
+    parser.add_argument("--keep-base", type=Path, default=None,
+                        help="keep a copy of the synced folder here (for --from)")
     parser.add_argument("--write-docs", action="store_true")
     args = parser.parse_args()
     if args.case != "none":
