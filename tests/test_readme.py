@@ -49,3 +49,9 @@ def test_first_commands_are_demo_and_test() -> None:
 
 def test_readme_is_short() -> None:
     assert len(README.splitlines()) <= 220, "README.md is a pitch: move detail into docs/"
+
+
+def test_links_lead_somewhere() -> None:
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
+        if "://" not in target:
+            assert (ROOT / target).exists(), target
