@@ -13,9 +13,12 @@ The convention (docs/contributing.md says it too):
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 
@@ -67,3 +70,19 @@ def matches(output: str, expected: str) -> bool:
             pattern += re.escape(line.rstrip()) + r"[ \t]*\n"
     lines = "".join(line.rstrip() + "\n" for line in output.rstrip("\n").split("\n"))
     return re.fullmatch(pattern, lines) is not None
+
+
+def run_block(block: Block, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run ``block`` in ``folder``; it must print, and print what its text block shows."""
+    cwd = Path.cwd()
+    os.chdir(folder)
+    try:
+        exec(compile(block.code, block.name, "exec"), {"__name__": "__main__"})
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert out, f"{block.name} printed nothing"
+    if block.expected is not None:
+        assert matches(out, block.expected), (
+            f"{block.name} printed\n{out}\nwhere the page shows\n{block.expected}"
+        )

@@ -12,8 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from doc_blocks import Block, blocks
-from test_readme import run_block
+from doc_blocks import Block, blocks, matches, run_block
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -61,3 +60,11 @@ def test_blocks_are_marked() -> None:
     for page in [ROOT / "README.md", *PAGES]:
         unmarked = [b.name for b in blocks(page, ROOT) if not b.info]
         assert not unmarked, unmarked
+
+
+def test_expected_output_is_compared_line_by_line() -> None:
+    assert matches("a  \nb\nc\n", "a\nb\nc")
+    assert matches("a\nb\nc\nd\n", "a\n...\nd\n")
+    assert matches("a\n", "a\n...\n")
+    assert not matches("a\nb\n", "a\nc\n")
+    assert not matches("a\nb\n", "a\n")

@@ -5,32 +5,15 @@ Which blocks run, and how their output is checked: tests/doc_blocks.py.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
-from doc_blocks import Block, blocks, matches
+from doc_blocks import Block, blocks, run_block
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 RUNNABLE = [b for b in blocks(ROOT / "README.md", ROOT) if b.runnable]
-
-
-def run_block(block: Block, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Run ``block`` in ``folder``; it must print, and print what its text block shows."""
-    cwd = Path.cwd()
-    os.chdir(folder)
-    try:
-        exec(compile(block.code, block.name, "exec"), {"__name__": "__main__"})
-    finally:
-        os.chdir(cwd)
-    out = capsys.readouterr().out
-    assert out, f"{block.name} printed nothing"
-    if block.expected is not None:
-        assert matches(out, block.expected), (
-            f"{block.name} printed\n{out}\nwhere the page shows\n{block.expected}"
-        )
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.name for b in RUNNABLE])
