@@ -649,6 +649,7 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
         made = args.fault_docs
         failed_batches, errors = 0, set()
         ops = 0
+        timeline: list[dict[str, Any]] = []
 
         def stream(count: int) -> None:
             nonlocal made, ops, failed_batches
@@ -671,6 +672,8 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
                 until = time.monotonic() + rng.uniform(0.1, 0.5)
                 while (left := until - time.monotonic()) > 0:
                     data = watch.next(left)
+                    if data is not None:
+                        timeline.append(data)
                     if data is not None and data.get("retry_in") is not None:
                         failed_batches += 1
                         errors.update(kind for kind, _ in data.get("errors", []))
@@ -678,7 +681,7 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
         stream(args.fault_ops)
         server.kill()  # no goodbye: the store is gone mid-stream
         server.wait()
-        killed = time.monotonic()
+        killed, killed_wall = time.monotonic(), time.time()
         stream(args.fault_ops)  # edits while it is down
         time.sleep(max(0.0, args.fault_down - (time.monotonic() - killed)))
         down = time.monotonic() - killed
@@ -693,6 +696,7 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
             data = watch.next(3.0)
             if data is not None:
                 last = data
+                timeline.append(data)
                 if data.get("retry_in") is not None:
                     failed_batches += 1
                     errors.update(kind for kind, _ in data.get("errors", []))
@@ -702,6 +706,16 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
                 break
         code = watch.stop()
         state = chroma_state(port, folder)
+        first_ok = next(
+            (d["time"] - restarted for d in timeline
+             if d.get("time", 0) > restarted and d.get("kind") == "batch"
+             and d.get("retry_in") is None and d.get("published", 0) + d.get("deleted", 0)),
+            None,
+        )
+        retries = [d["retry_in"] for d in timeline if d.get("retry_in") is not None]
+        if args.timeline is not None:
+            args.timeline.write_text(json.dumps({"killed_wall": killed_wall, "restarted": restarted,
+                                                 "reports": timeline}, indent=1), encoding="utf-8")
     finally:
         if watch.process.poll() is None:
             watch.process.kill()
@@ -713,6 +727,8 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
         "server_down_seconds": round(down, 1),
         "failed_batches_while_down": failed_batches,
         "error_kinds": sorted(errors),
+        "retry_waits_seconds": retries,
+        "restart_to_first_batch_written_seconds": None if first_ok is None else round(first_ok, 2),
         "restart_to_all_retrievable_seconds": None
         if recovered_at is None
         else round(recovered_at, 2),
@@ -826,6 +842,7 @@ def main() -> None:
                         "and after the store is down")
     parser.add_argument("--fault-down", type=float, default=10.0, help="seconds the store is down")
     parser.add_argument("--notext-docs", type=int, default=40)
+    parser.add_argument("--timeline", type=Path, default=None, help="fault: write every report here")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--from", dest="source", type=Path, default=None,
                         help="a folder holding docs/ and .rechunk/ synced before (copied)")
