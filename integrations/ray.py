@@ -438,30 +438,43 @@ def _commit_part(
     return _Committed(index, status, repaired, failed, seconds)
 
 
+#: calls an embedding actor takes at once: one calls the model while the next is received
+#: and unpacked (the model itself gets one call at a time, under the actor's lock)
+ACTOR_CALLS = 2
+
+
 class _Embedding:
-    """An embedding actor's body: loads the model once, embeds batches, and tells the
-    tally how many inputs it sends to the model before it sends them (so inputs a dead
-    actor was embedding are counted too)."""
+    """An embedding actor's body: loads the model once and embeds batches, one model call
+    at a time (the next call's transport overlaps it, so the model is never idle between
+    batches). Each call's count goes to the tally as the model call starts and is
+    confirmed when it ends (so the inputs of a call a dead actor was making are counted:
+    the count leaves the process in well under a millisecond, a model call takes longer)."""
 
     def __init__(self, spec: _Spec, tally: Any) -> None:
+        import threading
+
         self._spec = spec
         self._tally = tally
         self._embedder: Embedder | None = None
+        self._model = threading.Lock()
 
     def embed(self, keys: list[str], texts: list[str]) -> tuple[list[str], Any]:
         import ray
 
-        if self._embedder is None:
-            self._embedder = self._spec.open_embedder()
-        ray.get(self._tally.add.remote(len(texts)))
-        t0 = time.perf_counter()
-        vectors = check_vectors(
-            self._embedder.embed(texts),
-            model_id=self._spec.model_id,
-            dimension=self._spec.dimension,
-            count=len(texts),
-        )
-        self._tally.spent.remote(time.perf_counter() - t0)
+        with self._model:
+            if self._embedder is None:
+                self._embedder = self._spec.open_embedder()
+            counted = self._tally.add.remote(len(texts))
+            t0 = time.perf_counter()
+            vectors = check_vectors(
+                self._embedder.embed(texts),
+                model_id=self._spec.model_id,
+                dimension=self._spec.dimension,
+                count=len(texts),
+            )
+            seconds = time.perf_counter() - t0
+        ray.get(counted)
+        self._tally.spent.remote(seconds)
         return keys, vectors
 
     def node(self) -> str:
@@ -780,7 +793,8 @@ def _run(
     commit_task = ray.remote(**options)(_commit_part)
     tally = ray.remote(num_cpus=0)(_Tally).remote()
     actor_class = ray.remote(
-        num_cpus=cpus, num_gpus=num_gpus, max_restarts=RETRIES, max_task_retries=RETRIES
+        num_cpus=cpus, num_gpus=num_gpus, max_restarts=RETRIES, max_task_retries=RETRIES,
+        max_concurrency=ACTOR_CALLS,
     )(_Embedding)
     actors: list[Any] = []
     step = getattr(raw, "embed_batch", None)

@@ -55,8 +55,9 @@ class HashEmbedder:
 
 
 class DyingEmbedder(HashEmbedder):
-    """The hash embedder, whose process dies on its second batch, once per marker file:
-    the first actor to get there exits (a real actor death, mid-run)."""
+    """The hash embedder, whose process is killed (SIGKILL) in the middle of its second
+    model call, once per marker file: the first actor to get there dies (a real actor
+    death, mid-run, as an out-of-memory kill would be)."""
 
     def __init__(self, marker: str) -> None:
         self.marker = marker
@@ -70,7 +71,8 @@ class DyingEmbedder(HashEmbedder):
             except FileExistsError:
                 pass
             else:
-                os._exit(1)
+                time.sleep(0.2)  # the model is working on the batch
+                os.kill(os.getpid(), signal.SIGKILL)
         return super().embed(texts)
 
 
