@@ -60,8 +60,8 @@ _LLAMAINDEX: dict[str, Kind] = {
 def _kind(vectorstore: object, known: dict[str, Kind], what: str) -> Kind:
     """``"qdrant"`` or ``"chroma"``: the string itself, or the kind of the vector store
     class (or a class it derives from) by its module."""
-    if vectorstore in ("qdrant", "chroma"):
-        return vectorstore  # type: ignore[return-value]
+    if vectorstore == "qdrant" or vectorstore == "chroma":
+        return vectorstore
     for cls in type(vectorstore).__mro__:
         for prefix, kind in known.items():
             if cls.__module__ == prefix or cls.__module__.startswith(prefix + "."):

@@ -236,22 +236,21 @@ def test_a_held_sync_never_shows_the_old_revision_once_the_new_one_is_published(
         assert {p.id for p in marked} == old_ids - {p.id for p in current}
         assert old_ids & {p.id for p in current}, "versions share chunks (kept point ids)"
         for old in marked:
-            text = old.payload.text
-            # unfiltered, the old point would be the best hit (it holds the query's text)
-            if kind == "qdrant":
-                raw = setup.client.query_points(
-                    setup.name, query=minilm.embed([text])[0].tolist(),
-                    using=None if layout == "langchain" else "text-dense", limit=1,
-                ).points  # fmt: skip
-                assert str(raw[0].id) == old.id
-            hits = searched(setup.reader, minilm, text)
+            hits = searched(setup.reader, minilm, old.payload.text)
             assert len(hits) == 4 and old.id not in {p.id for p in hits}
             assert {p.payload.revision for p in hits} == {new_rev}
             assert not any(p.payload.superseded for p in hits)
-            unguarded = setup.retrieved(text, guarded=False)
-            assert unguarded[0] == (old.id, old_rev)
-            guarded = setup.retrieved(text, guarded=True)
-            assert len(guarded) == 4 and {rev for _, rev in guarded} == {new_rev}
+        old, text = marked[0], marked[0].payload.text
+        # unfiltered, the old point would be the best hit (it holds the query's text)
+        if kind == "qdrant":
+            raw = setup.client.query_points(
+                setup.name, query=minilm.embed([text])[0].tolist(),
+                using=None if layout == "langchain" else "text-dense", limit=1,
+            ).points  # fmt: skip
+            assert str(raw[0].id) == old.id
+        assert setup.retrieved(text, guarded=False)[0] == (old.id, old_rev)
+        guarded = setup.retrieved(text, guarded=True)
+        assert len(guarded) == 4 and {rev for _, rev in guarded} == {new_rev}
         if kind == "chroma":
             vector = json.dumps(minilm.embed([marked[0].payload.text])[0].tolist())
             done = subprocess.run(
