@@ -57,12 +57,14 @@ def add_eval_parser(
 
 
 def _measure(args: argparse.Namespace, collection: str, queries: list[Any], vectors: Any) -> Any:
-    from rechunk.cli import _check_collection, _open
+    from rechunk.cli import compose
     from rechunk.live.evaluation import evaluate
 
-    opened = _open(argparse.Namespace(**{**vars(args), "collection": collection}), create=False)
+    opened = compose.open_store(
+        argparse.Namespace(**{**vars(args), "collection": collection}), create=False
+    )
     try:
-        _check_collection(opened.store, args.model_id)
+        compose.check_collection(opened.store, args.model_id)
         if opened.store.collection_info() is None:
             raise StoreError(f"collection {collection!r} does not exist (nothing synced yet)")
         return evaluate(queries, opened.store, vectors, k=args.k)
@@ -75,7 +77,8 @@ def _rate(value: float | None) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from rechunk.cli import EXIT_OK, _embedder, _print_json
+    from rechunk.cli import compose
+    from rechunk.cli.output import EXIT_OK, print_json
     from rechunk.files import printable
     from rechunk.live.evaluation import read_queries
 
@@ -84,7 +87,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare is not None and args.compare == args.collection:
         raise ConfigError(f"--compare {args.compare} is --collection itself; name another")
     queries = read_queries(args.queries)
-    embedder = _embedder(args)
+    embedder = compose.open_embedder(args)
     for q in queries:
         tokens = embedder.count_tokens(q.query) + embedder.special_tokens
         if embedder.max_input_tokens is not None and tokens > embedder.max_input_tokens:
@@ -98,7 +101,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     reports = [_measure(args, name, queries, vectors) for name in names]
     data = [r.to_dict(show_text=args.show_text) for r in reports]
     if args.json:
-        _print_json({"k": args.k, "queries": len(queries), "generations": data})
+        print_json({"k": args.k, "queries": len(queries), "generations": data})
         return EXIT_OK
     rows: list[tuple[str, list[str]]] = [
         ("", [printable(d["collection"]) for d in data]),

@@ -157,9 +157,13 @@ def _batch_lines(report: Any) -> list[str]:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from rechunk import cli as base
     from rechunk._optional import require
     from rechunk.chunking.policy import policy_for
+    from rechunk.cli import compose
+    from rechunk.cli.manifest import record_roots
+    from rechunk.cli.options import STATE_DIR
+    from rechunk.cli.output import EXIT_OK
+    from rechunk.cli.reading import read_paths
     from rechunk.cli.sources import Chooser, parse_options
     from rechunk.files import printable
     from rechunk.generations import open_live
@@ -174,16 +178,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
-    files = base._read_paths(args)
-    embedder = base._embedder(args)
+    files = read_paths(args)
+    embedder = compose.open_embedder(args)
     chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     key = f"{args.store} {args.collection}"
     stop = threading.Event()
-    with base._cache_and_store(args, model_id=embedder.model_id) as (cache, opened):
-        base._share_cache(embedder, cache)
+    with compose.cache_and_store(args, model_id=embedder.model_id) as (cache, opened):
+        compose.share_cache(embedder, cache)
         store = open_live(opened.store, chunker, embedder.dimension)
-        freshness = Freshness(freshness_path(base.STATE_DIR, key), key)
+        freshness = Freshness(freshness_path(STATE_DIR, key), key)
         metrics = LiveMetrics() if args.metrics_port is not None else None
         diagnosis = (
             DiagnosisLog(args.log, freshness.salt, hash_ids=not args.log_raw_ids)
@@ -213,8 +217,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     server = serve_metrics(metrics, args.metrics_port, args.metrics_addr)
                 watcher.start()
                 initial = watcher.initial_sync(files)
-                base._record_roots(args, files.roots, replace=args.prune)
-                _print_initial(args, initial, files, base)
+                record_roots(args, files.roots, replace=args.prune)
+                _print_initial(args, initial, files)
                 where = (
                     f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
                     if server is not None
@@ -247,19 +251,20 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 diagnosis.close()
     if not args.json:
         print("rechunk watch: stopped", flush=True)
-    return base.EXIT_OK
+    return EXIT_OK
 
 
-def _print_initial(args: argparse.Namespace, initial: Any, files: Any, base: Any) -> None:
+def _print_initial(args: argparse.Namespace, initial: Any, files: Any) -> None:
     from rechunk.cli.sources import source_notes
+    from rechunk.cli.summary import file_notes, sync_summary
 
     if args.json:
         data = {"time": round(time.time(), 3), **initial.to_dict()}
         print(json.dumps(data), flush=True)
         return
     if initial.sync is not None:
-        notes = source_notes(files, initial.sync, None) + base._file_notes(files, args.prune)
-        base._sync_summary(initial.sync, args.prune, notes)
+        notes = source_notes(files, initial.sync, None) + file_notes(files, args.prune)
+        sync_summary(initial.sync, args.prune, notes)
     else:
         print(f"rechunk watch: no readable file under {' '.join(args.paths)} yet")
     print(f"  {'retrievable':<14}{initial.retrievable} verified, {initial.pending} pending")
@@ -269,10 +274,10 @@ def _print_initial(args: argparse.Namespace, initial: Any, files: Any, base: Any
 def freshness_status(args: argparse.Namespace) -> dict[str, Any] | None:
     """What ``rechunk status`` shows of the watchers' freshness state for ``--store`` and
     ``--collection`` (None when no watcher ever ran on them here)."""
-    from rechunk import cli as base
+    from rechunk.cli.options import STATE_DIR
     from rechunk.live.freshness import freshness_path, read_freshness
 
-    path = freshness_path(base.STATE_DIR, f"{args.store} {args.collection}")
+    path = freshness_path(STATE_DIR, f"{args.store} {args.collection}")
     return read_freshness(path) if path.exists() else None
 
 

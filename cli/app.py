@@ -1,0 +1,159 @@
+"""The ``rechunk`` program: the parser assembled from each command's ``add_parser``, and
+:func:`main`, which runs the command and turns what it raises into an exit code and one
+line on stderr (see :mod:`rechunk.cli.output`); SIGTERM is an interrupt, and rechunk's
+own warnings print as one line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
+
+from rechunk.cli import bench, measure, query, reindex, status, sync
+from rechunk.cli.eval import add_eval_parser
+from rechunk.cli.options import debug_option, input_options, model_option, store_options
+from rechunk.cli.output import EXIT_BACKEND, EXIT_USAGE, one_line, report_error
+from rechunk.cli.watch import add_watch_parser
+from rechunk.errors import (
+    CacheError,
+    ConfigError,
+    EmbeddingError,
+    InputError,
+    MissingDependencyError,
+    RechunkError,
+    StoreError,
+)
+from rechunk.files import printable
+
+__all__ = ["COMMANDS", "Parser", "build_parser", "main"]
+
+
+
+def _add_watch(sub: Any) -> argparse.ArgumentParser:
+    return add_watch_parser(sub, debug_option(), store_options, model_option, input_options)
+
+
+def _add_eval(sub: Any) -> argparse.ArgumentParser:
+    return add_eval_parser(sub, debug_option(), store_options, model_option)
+
+
+#: each command's ``add_parser``, in the order ``rechunk --help`` lists them
+COMMANDS: tuple[Callable[[Any], argparse.ArgumentParser], ...] = (
+    measure.add_parser,
+    sync.add_parser,
+    _add_watch,
+    status.add_parser,
+    query.add_parser,
+    _add_eval,
+    reindex.add_parser,
+    bench.add_parser,
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line, naming the --help that shows the usage."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def error(self, message: str) -> NoReturn:
+        print(f"rechunk: error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="rechunk",
+        description="Revision-aware chunking and embedding reuse: re-embed only what changed.",
+    )
+    from rechunk import __version__
+
+    parser.add_argument("--version", action="version", version=f"rechunk {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add_parser in COMMANDS:
+        add_parser(sub)
+    parser.commands = sub.choices
+    return parser
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+_PATH_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+
+
+def _format_warning(default: Callable[..., str]) -> Callable[..., str]:
+    """rechunk's own warnings (a cache set aside, a graph re-exported) as one line,
+    ``rechunk: warning: ...``, as the command prints its other warnings; others as Python
+    prints them."""
+
+    def format_warning(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        line: str | None = None,
+    ) -> str:
+        if category.__module__.startswith("rechunk."):
+            return f"rechunk: warning: {printable(one_line(Exception(str(message))))}\n"
+        return default(message, category, filename, lineno, line)
+
+    return format_warning
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's --help, not the top-level one
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    if getattr(args, "glob", "absent") is None:
+        from rechunk.files import DEFAULT_GLOBS
+
+        args.glob = list(DEFAULT_GLOBS)
+    signal.signal(signal.SIGTERM, _terminate)
+    default_format = warnings.formatwarning
+    warnings.formatwarning = _format_warning(default_format)
+    try:
+        code: int = args.func(args)
+        return code
+    except KeyboardInterrupt:
+        print("rechunk: interrupted; the next run repairs anything left half-done", file=sys.stderr)
+        return 130
+    except RechunkError as exc:
+        report_error(exc, args.debug)
+        if isinstance(exc, (StoreError, EmbeddingError, CacheError)):
+            return EXIT_BACKEND
+        if isinstance(exc, (ConfigError, InputError, MissingDependencyError)):
+            return EXIT_USAGE
+        return EXIT_BACKEND
+    except BrokenPipeError:  # the reader went away (`rechunk status | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as exc:
+        report_error(exc, args.debug)
+        # a path given on the command line that cannot be used is the caller's to fix;
+        # anything else (a full disk, an I/O error) is the machine's
+        return EXIT_USAGE if isinstance(exc, _PATH_ERRORS) else EXIT_BACKEND
+    except Exception as exc:  # a client library's own error that no adapter translated
+        if args.debug:
+            report_error(exc, True)
+        else:
+            name = type(exc).__name__
+            print(
+                f"rechunk: error: {name}: {printable(one_line(exc))} (--debug shows where)",
+                file=sys.stderr,
+            )
+        return EXIT_BACKEND
+    finally:
+        warnings.formatwarning = default_format

@@ -1,0 +1,195 @@
+"""What the commands compose: the store of ``--store`` (its collection checked against
+``--layout`` and the model), the collections of ``--reuse-from`` that lend vectors, the
+embedder of ``--embedder`` / ``--model`` / ``--embed-url``, and the cache of ``--cache``
+(shared with the embedder). Stores come from :mod:`rechunk.adapters.uri`, embedders from
+:mod:`rechunk.integrations.uri`; each is imported when a command opens one.
+
+Commands call these through the module (``compose.open_embedder(...)``), so that a test
+or benchmark can replace one in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rechunk.errors import CacheError, ConfigError, StoreError
+
+__all__ = [
+    "cache_and_store",
+    "check_collection",
+    "lenders",
+    "open_cache",
+    "open_embedder",
+    "open_store",
+    "share_cache",
+    "size_advice",
+    "written_in",
+]
+
+
+def open_store(args: argparse.Namespace, *, create: bool = True, dry_run: bool = False) -> Any:
+    """The store of ``--store``; without ``create``, a missing store is a StoreError.
+
+    A dry run plans against an empty in-memory store when nothing is stored yet.
+    """
+    from rechunk.adapters import uri as stores
+
+    uri = args.store
+    if dry_run and not stores.store_exists(uri):
+        uri = "qdrant::memory:"
+    return stores.open_store(uri, args.collection, layout=args.layout or "langchain", create=create)
+
+
+@contextlib.contextmanager
+def lenders(args: argparse.Namespace, model_id: str) -> Iterator[list[Any]]:
+    """The collections of ``--reuse-from``, each opened read-only on ``--collection`` (in
+    the layout it was written in): a sync copies their vectors by input key, so that a
+    collection moved to another store embeds nothing again. Closed on the way out."""
+    from rechunk.adapters import uri as stores
+
+    opened: list[Any] = []
+    lenders: list[Any] = []
+    try:
+        for uri in getattr(args, "reuse_from", None) or []:
+            if uri == args.store:
+                raise ConfigError(f"--reuse-from {uri} is the --store itself")
+            layout = args.layout or "langchain"
+            source = stores.open_store(uri, args.collection, layout=layout, create=False)
+            opened.append(source)
+            lender = source.store
+            other = "llamaindex" if layout == "langchain" else "langchain"
+            if args.layout is None and written_in(lender, other):
+                lender = type(lender)(lender.client, lender.collection, other)
+            info = lender.collection_info()
+            if info is None or model_id not in info.model_ids:
+                held = "nothing" if info is None else ", ".join(sorted(info.model_ids))
+                raise ConfigError(
+                    f"--reuse-from {uri}: collection {args.collection!r} there holds "
+                    f"{held or 'no rechunk points'}, not vectors of {model_id.split(';')[0]}: "
+                    "nothing could be reused from it"
+                )
+            lenders.append(lender)
+        yield lenders
+    finally:
+        for source in opened:
+            source.close()
+
+
+def written_in(store: Any, layout: str) -> bool:
+    """Whether ``store``'s collection holds rechunk points in ``layout``."""
+    try:
+        info = type(store)(store.client, store.collection, layout).collection_info()
+    except StoreError:
+        return False
+    return info is not None and bool(info.model_ids)
+
+
+def check_collection(store: Any, model_id: str | None = None) -> None:
+    """Refuse a collection written in the other ``--layout``, or (given) by another model.
+
+    Writing it would rewrite its points in the other payload format; reading it
+    would find no document, or score mismatched vectors.
+    """
+    other = "llamaindex" if store.layout == "langchain" else "langchain"
+    mismatch = ConfigError(
+        f"collection {store.collection!r} was written with --layout {other}, not "
+        f"{store.layout}; a collection keeps one layout: pass --layout {other}"
+    )
+    try:
+        info = store.collection_info()
+    except StoreError:
+        if written_in(store, other):
+            raise mismatch from None
+        raise
+    if info is None:
+        return
+    if info.points and not info.model_ids and written_in(store, other):
+        raise mismatch
+    others = sorted(info.model_ids - {model_id}) if model_id is not None else []
+    if others:
+        raise ConfigError(
+            f"collection {store.collection!r} was written by {others[0].split(';')[0]}, not "
+            f"{str(model_id).split(';')[0]}; pass the --model it was synced with "
+            "(or its --embedder; rechunk reindex --model changes it)"
+        )
+
+
+def open_embedder(args: argparse.Namespace) -> Any:
+    """The embedder of ``--embedder`` / ``--model`` / ``--embed-url`` (see
+    :mod:`rechunk.integrations.uri`); nothing is loaded until something is embedded."""
+    from rechunk.integrations import uri as embedders
+
+    return embedders.open_embedder(
+        getattr(args, "embedder", None),
+        model=getattr(args, "model", None),
+        embed_url=getattr(args, "embed_url", None),
+    )
+
+
+def share_cache(embedder: Any, cache: Any) -> None:
+    from rechunk.integrations import uri as embedders
+
+    embedders.share_cache(embedder, cache)
+
+
+def size_advice(store: Any, points: int | None = None) -> str | None:
+    """The store's advice on its size (embedded Qdrant: a server past 100,000 points)."""
+    advise = getattr(store, "size_advice", None)
+    return advise(points) if callable(advise) else None
+
+
+def open_cache(path: str, *, dry_run: bool = False) -> Any:
+    """The SQLite cache of ``--cache`` (a dry run only reads one that exists)."""
+    from rechunk.reuse.cache import SQLiteCache
+
+    try:
+        if dry_run:
+            return SQLiteCache(path, readonly=True) if Path(path).exists() else None
+        return SQLiteCache(path)
+    except CacheError as exc:
+        raise ConfigError(f"--cache {path}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def cache_and_store(
+    args: argparse.Namespace, *, dry_run: bool = False, model_id: str | None = None
+) -> Iterator[tuple[Any, Any]]:
+    """``--cache`` and ``--store`` (collection checked: its layout, and given ``model_id``
+    its model), both closed on the way out.
+
+    The cache opens first, so that a bad ``--cache`` creates nothing in the store. If
+    the store then fails to open, or its collection is refused, the cache file (and
+    folder) this call created is removed again: a failed first run leaves no state.
+    """
+    path = Path(args.cache)
+    created = [p for p in (path.parent, path) if not p.exists()]
+    cache = open_cache(args.cache, dry_run=dry_run)
+    try:
+        opened = open_store(args, create=not dry_run, dry_run=dry_run)
+        try:
+            check_collection(opened.store, model_id)
+        except BaseException:
+            opened.close()
+            raise
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        for made in reversed(created):
+            with contextlib.suppress(OSError):
+                if made.is_dir():
+                    made.rmdir()  # only when empty
+                else:
+                    for suffix in ("", "-wal", "-shm", "-journal"):
+                        Path(f"{made}{suffix}").unlink(missing_ok=True)
+        raise
+    try:
+        yield cache, opened
+    finally:
+        opened.close()
+        if cache is not None:
+            cache.close()
+

@@ -1,0 +1,132 @@
+"""``rechunk measure OLD NEW``: the edit fraction of a revision pair and, per chunker, its
+recompute fraction R_c, chunks old/new and tokens to embed. The chunkers by name (with the
+study's default parameters) are here too; ``rechunk bench`` uses them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rechunk.chunking.chunk import Chunker
+from rechunk.cli.options import debug_option
+from rechunk.cli.output import EXIT_OK
+from rechunk.errors import ConfigError
+from rechunk.files import read_text_file
+
+__all__ = ["CHUNKER_NAMES", "CODE_CHUNKER", "add_parser", "make_chunker", "measure_pair", "run"]
+
+CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
+#: the code policy: measured where the language is known (a pair's lang, a file's suffix)
+CODE_CHUNKER = "code"
+
+
+def make_chunker(name: str, tokenizer: Any = None, language: str | None = None) -> Chunker:
+    """A chunker with the study's default parameters (``code``: of ``language``)."""
+    from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
+
+    if name == CODE_CHUNKER:
+        from rechunk.chunkers.code import CodeChunker
+
+        if language is None:
+            raise ConfigError("the code chunker needs a language (--lang, or a file suffix)")
+        return CodeChunker(language, tokenizer=tokenizer)
+
+    factories: dict[str, Callable[..., Chunker]] = {
+        "fixed": FixedChunker,
+        "recursive": RecursiveChunker,
+        "cdc": CDCChunker,
+        "structured": StructuredChunker,
+    }
+    if name not in factories:
+        raise ConfigError(f"unknown chunker {name!r}; choose from {', '.join(factories)}")
+    return factories[name](tokenizer=tokenizer)
+
+
+# -- measure ------------------------------------------------------------------------------
+
+
+def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) -> dict[str, Any]:
+    """The ``rechunk measure`` report for one revision pair."""
+    from rechunk.chunking.measure import edit_band, edit_fraction, recompute_fraction
+
+    fraction = edit_fraction(old, new)
+    rows = []
+    for name, chunker in chunkers:
+        old_chunks, new_chunks = chunker.chunk(old), chunker.chunk(new)
+        old_inputs = {c.text for c in old_chunks}
+        distinct: dict[str, int] = {}
+        for c in new_chunks:
+            distinct.setdefault(c.text, c.tokens)
+        rows.append(
+            {
+                "chunker": name,
+                "policy": chunker.policy_id,
+                "recompute_fraction": recompute_fraction(old_chunks, new_chunks),
+                "chunks_old": len(old_chunks),
+                "chunks_new": len(new_chunks),
+                "tokens_to_embed": sum(t for s, t in distinct.items() if s not in old_inputs),
+                "tokens_total": sum(distinct.values()),
+            }
+        )
+    return {"edit_fraction": fraction, "edit_band": edit_band(fraction), "chunkers": rows}
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "measure",
+        parents=[debug_option()],
+        help="edit fraction and recompute fraction R_c of a revision pair",
+        description="Print the edit fraction and band of OLD -> NEW and, per chunker, "
+        "the recompute fraction R_c, chunks old/new and tokens to embed vs total.",
+    )
+    p.add_argument("old", metavar="OLD_FILE", help="the previous version (UTF-8 text)")
+    p.add_argument("new", metavar="NEW_FILE", help="the new version (UTF-8 text)")
+    p.add_argument(
+        "--chunker",
+        action="append",
+        choices=[*CHUNKER_NAMES, CODE_CHUNKER, "all"],
+        help="repeatable; default all (code too when the files are source code)",
+    )
+    p.add_argument(
+        "--lang",
+        metavar="LANGUAGE",
+        help="the programming language of the code chunker (default: by the files' suffix)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="tokenizer.json to count tokens with (default: all-MiniLM-L6-v2's)",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from rechunk.chunkers.code_languages import language_for
+
+    old = read_text_file(Path(args.old))
+    new = read_text_file(Path(args.new))
+    language = args.lang or language_for(args.new) or language_for(args.old)
+    names = args.chunker or ["all"]
+    if "all" in names:  # the code policy beside the others when the files are code
+        names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]
+    chunkers = [
+        (name, make_chunker(name, args.tokenizer, language)) for name in dict.fromkeys(names)
+    ]
+    report = measure_pair(old, new, chunkers)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    print(f"edit fraction: {report['edit_fraction']:.2%} ({report['edit_band']})")
+    header = f"{'chunker':<10} {'R_c':>7} {'chunks old/new':>15} {'tokens to embed / total':>24}"
+    print(header)
+    for row in report["chunkers"]:
+        counts = f"{row['chunks_old']}/{row['chunks_new']}"
+        tokens = f"{row['tokens_to_embed']:,} / {row['tokens_total']:,}"
+        print(f"{row['chunker']:<10} {row['recompute_fraction']:>7.1%} {counts:>15} {tokens:>24}")
+    return EXIT_OK
+

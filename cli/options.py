@@ -1,0 +1,113 @@
+"""The option groups several commands share: ``--debug`` after the command, the store
+(``--store``, ``--collection``, ``--layout``), the model (``--embedder``, ``--model``,
+``--embed-url``) and the input (``--cache``, ``--glob``, ``--no-ignore``, ``--format``,
+``--id-field``), each added to a command's parser by one function."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rechunk.cli.sources import add_source_options
+
+__all__ = [
+    "DEFAULT_CACHE",
+    "DEFAULT_COLLECTION",
+    "STATE_DIR",
+    "debug_option",
+    "input_options",
+    "model_option",
+    "store_options",
+]
+
+STATE_DIR = Path(".rechunk")
+DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
+DEFAULT_COLLECTION = "rechunk"
+
+
+def debug_option() -> argparse.ArgumentParser:
+    """The parent parser of every command: ``--debug`` also after the command (``rechunk
+    sync docs --debug``); SUPPRESS keeps the value given before the command when it is not
+    repeated after it."""
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    return debug
+
+
+def store_options(p: argparse.ArgumentParser) -> None:
+    from rechunk.adapters.uri import DEFAULT_STORE
+
+    p.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="URI",
+        help="qdrant:DIR (default %(default)s), qdrant-edge:DIR (Qdrant Edge), "
+        "qdrant+http(s)://HOST:PORT (API key from $QDRANT_API_KEY), chroma:DIR, "
+        "chroma+http://HOST:PORT",
+    )
+    p.add_argument(
+        "--collection",
+        default=DEFAULT_COLLECTION,
+        metavar="NAME",
+        help="collection (or Qdrant alias); default %(default)s",
+    )
+    p.add_argument(
+        "--layout",
+        choices=["langchain", "llamaindex"],
+        default=None,
+        help="payload layout, readable by that framework's own vector store (default "
+        "langchain; status reads a collection in the layout it was written in)",
+    )
+
+
+def input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache",
+        default=str(DEFAULT_CACHE),
+        metavar="PATH",
+        help="SQLite embedding cache (default %(default)s)",
+    )
+    p.add_argument(
+        "--glob",
+        action="append",
+        default=None,
+        metavar="PATTERN",
+        help="file pattern, repeatable; git's wildcards, matched at any depth (default: "
+        "every file; a type no parser reads is counted, not read)",
+    )
+    p.add_argument(
+        "--no-ignore",
+        action="store_true",
+        help="also read files that .gitignore excludes (by default the .gitignore files "
+        "of each folder, and of the folders above it up to the top of its git "
+        "repository, apply; hidden files and folders are never read)",
+    )
+    add_source_options(p)
+
+
+def model_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--embedder",
+        metavar="URI",
+        default=None,
+        help="onnx:[PATH] (ONNX Runtime, no torch), st:[PATH] (torch) or openai:MODEL "
+        "(an OpenAI-compatible API; key from OPENAI_API_KEY); PATH is a local "
+        "sentence-transformers folder, left out for the packaged all-MiniLM-L6-v2 "
+        "(default: onnx: where onnxruntime is installed, else st:)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="NAME_OR_PATH",
+        default=None,
+        help="a local sentence-transformers folder, run on the default backend (the "
+        "same as --embedder onnx:PATH or st:PATH)",
+    )
+    p.add_argument(
+        "--embed-url",
+        metavar="URL",
+        default=None,
+        help="base URL of the openai: embedder's API, e.g. http://127.0.0.1:7997 "
+        "(default: OPENAI_BASE_URL, else OpenAI)",
+    )

@@ -1,0 +1,79 @@
+"""``rechunk query TEXT``: embed TEXT and print the top chunks of a collection with their
+doc_id, offsets, score and a short excerpt."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rechunk.cli import compose
+from rechunk.cli.options import debug_option, model_option, store_options
+from rechunk.cli.output import EXIT_OK, print_json
+from rechunk.errors import InputError, StoreError
+from rechunk.files import printable
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "query",
+        parents=[debug_option()],
+        help="search a collection",
+        description="Embed TEXT and print the top chunks with doc_id, "
+        "offsets, score and a short excerpt.",
+    )
+    p.add_argument("text", metavar="TEXT", nargs="+", help="words are joined by spaces")
+    p.add_argument("-k", type=int, default=5, help="how many chunks (default 5)")
+    store_options(p)
+    model_option(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from rechunk.reuse.identity import is_utf8
+
+    text = " ".join(args.text)
+    if not text.strip():
+        raise InputError("the query text is empty")
+    if not is_utf8(text):  # bytes the terminal passed that are not UTF-8
+        raise InputError("the query text is not valid UTF-8; check the terminal")
+    embedder = compose.open_embedder(args)
+    tokens = embedder.count_tokens(text) + embedder.special_tokens
+    if embedder.max_input_tokens is not None and tokens > embedder.max_input_tokens:
+        raise InputError(
+            f"the query has {tokens} tokens, but the model reads at most "
+            f"{embedder.max_input_tokens}: shorten it"
+        )
+    opened = compose.open_store(args, create=False)
+    try:
+        compose.check_collection(opened.store, embedder.model_id)
+        info = opened.store.collection_info()
+        if info is None:
+            raise StoreError(f"collection {args.collection!r} does not exist (nothing synced yet)")
+        vector = embedder.embed([text])[0]
+        hits = opened.store.search(vector, max(1, min(args.k, info.points)))
+    finally:
+        opened.close()
+    rows = [
+        {
+            "doc_id": p.payload.doc_id,
+            "start": p.payload.start,
+            "end": p.payload.end,
+            "score": round(float(score), 4),
+            "excerpt": " ".join(p.payload.text.split())[:160],
+        }
+        for p, score in hits
+    ]
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if not rows:
+        print(f"no chunks: collection {args.collection!r} is empty")
+    for rank, row in enumerate(rows, 1):
+        where = f"{printable(row['doc_id'])} [{row['start']}:{row['end']}]"
+        print(f"{rank}. {where} score {row['score']:.3f}")
+        print(f"   {printable(row['excerpt'])}")
+    return EXIT_OK

@@ -1,0 +1,139 @@
+"""``rechunk reindex [PATH...] --policy P``: build the collection's next generation with
+another policy (or model), reusing vectors by input key, verify it, then switch the alias;
+without PATH, every file and folder the manifest recorded is read as it was synced."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rechunk.cli import compose
+from rechunk.cli.manifest import record_roots
+from rechunk.cli.options import debug_option, input_options, model_option, store_options
+from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
+from rechunk.cli.reading import read_paths, read_recorded
+from rechunk.cli.summary import file_fields, file_notes
+from rechunk.errors import ConfigError
+from rechunk.files import printable
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    from rechunk.chunking.policy import POLICIES
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "reindex",
+        parents=[debug_option()],
+        help="switch policies: build a new generation, then switch the alias",
+        description="Build the collection <alias>__<policy> with the new policy (reusing "
+        "vectors by input key from the cache and the live generation), verify it, then "
+        "switch the Qdrant alias atomically. Without PATH, every file and folder synced "
+        "into this store and collection is read. Reindex refuses to leave out a document "
+        "of the live collection unless --prune is given.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
+    p.add_argument(
+        "--policy", choices=list(POLICIES), required=True, help="the new generation's policy"
+    )
+    store_options(p)
+    model_option(p)
+    input_options(p)
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="let the new generation leave out documents of the live one that are not among "
+        "the files read (without it, reindex refuses)",
+    )
+    p.add_argument(
+        "--drop-old", action="store_true", help="delete the previous generation after the switch"
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from rechunk.chunking.policy import policy_for
+    from rechunk.cli.sources import Chooser
+    from rechunk.generations import reindex
+
+    if args.paths:
+        files = read_paths(args)
+    else:
+        from rechunk.files import DEFAULT_GLOBS
+
+        if args.glob != list(DEFAULT_GLOBS) or args.no_ignore:
+            raise ConfigError(
+                "--glob and --no-ignore apply to the PATHs given; without PATH, every "
+                "recorded file and folder is read as it was synced"
+            )
+        files = read_recorded(args)
+    if not files.documents:
+        raise ConfigError("no readable file matched: nothing to reindex")
+    embedder = compose.open_embedder(args)
+    chunker = policy_for(embedder, args.policy)
+    with compose.cache_and_store(args) as (cache, opened):
+        compose.share_cache(embedder, cache)
+        if opened.store.collection_info() is not None and not args.prune:
+            missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
+            if missing:
+                raise ConfigError(
+                    f"{len(missing)} document(s) of the live collection are not among the files "
+                    f"read ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
+                    "pass the folders that hold them, or --prune to leave them out"
+                )
+        result = reindex(
+            files.documents,
+            opened.store,
+            chunker,
+            embedder,
+            cache=cache,
+            drop_old=args.drop_old,
+            chunker_for=Chooser(embedder),
+        )
+        if args.paths:  # without, the recorded roots (and how each is read) stay as they are
+            record_roots(args, files.roots, replace=True)
+    if args.json:
+        print_json({**result.to_dict(), **file_fields(files)})
+    else:
+        report = result.sync
+        print(f"rechunk reindex -> {result.collection} ({report.policy})")
+        print(f"  documents     {report.documents['synced']} in the new generation")
+        print(
+            f"  inputs        {report.inputs['embedded']} embedded, "
+            f"{report.inputs['from_cache']} from cache, {report.inputs['from_store']} "
+            "from the live generation"
+        )
+        print(f"  tokens        {report.tokens_embedded:,} embedded of {report.tokens_total:,}")
+        print(f"  stale check   {report.stale_check}")
+        if result.switched:
+            print(
+                f"  alias         {result.alias} -> {result.collection} "
+                f"(was {result.previous or 'none'})"
+            )
+        else:
+            print(
+                f"  alias         none (this store has no aliases): point your application "
+                f"at collection {result.collection!r}, and later rechunk commands with "
+                f"--collection {result.collection}"
+            )
+            if args.drop_old:
+                print(
+                    f"  --drop-old    has no effect without aliases: {result.previous} was kept; "
+                    "drop it once no reader uses it"
+                )
+        if result.dropped:
+            print(f"  dropped       {result.dropped}")
+        elif result.kept_for:
+            print(
+                f"  kept          {result.previous}: alias(es) {', '.join(result.kept_for)} "
+                "still point at it"
+            )
+        elif result.switched and result.previous:
+            print(f"  kept          {result.previous} (drop it with --drop-old next time)")
+        for name in result.leftovers_dropped:
+            print(f"  dropped       {name} (an older generation no alias pointed at)")
+        for name, text in file_notes(files):
+            print(f"  {name:<14}{printable(text)}")
+    return EXIT_PARTIAL if files.skipped else EXIT_OK

@@ -1,0 +1,144 @@
+"""``rechunk status``: what a collection holds (documents, chunks, policies, models,
+revisions per document, aliases and generations), the stale-revision check, and what
+``rechunk watch`` accepted and has not yet verified."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rechunk.cli import compose
+from rechunk.cli.options import debug_option, store_options
+from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
+from rechunk.errors import ConfigError, StoreError
+from rechunk.files import printable
+
+__all__ = ["add_parser", "collection_status", "run"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "status",
+        parents=[debug_option()],
+        help="what a collection holds",
+        description="Documents, chunks, policies and models present, "
+        "revisions per document, the stale-revision check and aliases.",
+    )
+    store_options(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    opened = compose.open_store(args, create=False)
+    try:
+        store = opened.store
+        try:
+            compose.check_collection(store)
+        except ConfigError:  # the other layout: without --layout, status follows the collection
+            other = "llamaindex" if store.layout == "langchain" else "langchain"
+            if args.layout is not None or not compose.written_in(store, other):
+                raise
+            store = type(store)(store.client, store.collection, other)
+        status = collection_status(store)
+    finally:
+        opened.close()
+    from rechunk.cli.watch import freshness_line, freshness_status
+
+    fresh = freshness_status(args)  # what `rechunk watch` accepted and has not yet verified
+    if fresh is not None:
+        status["freshness"] = fresh
+    if args.json:
+        print_json(status)
+        return _status_exit(status)
+    print(
+        f"collection {printable(status['collection'])}: {status['documents']} documents, "
+        f"{status['chunks']} chunks ({status['dimension']}-d, {status['distance']})"
+    )
+    if status["other_points"]:
+        print(
+            f"other points: {status['other_points']} not written by rechunk (another tool's); "
+            "query refuses a collection that holds them"
+        )
+    for name in ("policies", "models"):
+        print(
+            f"{name}: "
+            + ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
+        )
+    for doc_id, revs in status["revisions"].items():
+        print(f"  {printable(doc_id)}: revision {', '.join(printable(r[:12]) for r in revs)}")
+    if "aliases" in status:
+        pairs = ", ".join(f"{a} -> {c}" for a, c in status["aliases"].items())
+        print(printable("aliases: " + (pairs or "none")))
+    if status["generations"]:
+        live = set(status.get("aliases", {}).values())
+        print(
+            printable(
+                "generations: "
+                + ", ".join(f"{g} (live)" if g in live else g for g in status["generations"])
+            )
+        )
+    stale = ", ".join(printable(doc_id) for doc_id in status["stale_documents"])
+    print(f"stale check: {status['stale_check']}" + (f" ({stale})" if stale else ""))
+    if fresh is not None:
+        print(freshness_line(fresh))
+    for warning in status["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    return _status_exit(status)
+
+
+def _status_exit(status: dict[str, Any]) -> int:
+    """A failed stale check is an error of the collection (exit 3), after the report."""
+    if status["stale_check"] == "passed":
+        return EXIT_OK
+    print(
+        f"rechunk: error: stale check failed: {len(status['stale_documents'])} document(s) "
+        "hold chunks of more than one revision; sync them again",
+        file=sys.stderr,
+    )
+    return EXIT_BACKEND
+
+
+def collection_status(store: Any) -> dict[str, Any]:
+    """Documents, chunks, policies, models, revisions and the stale check of a collection."""
+    from collections import Counter
+
+    info = store.collection_info()
+    if info is None:
+        raise StoreError(f"collection {store.collection!r} does not exist (nothing synced yet)")
+    policies: Counter[str] = Counter()
+    models: Counter[str] = Counter()
+    revisions: dict[str, list[str]] = {}
+    chunks = 0
+    for doc_id, points in store.get_points_many(sorted(store.doc_ids())).items():
+        chunks += len(points)
+        policies.update(p.payload.policy for p in points)
+        models.update(p.payload.model_id for p in points)
+        revisions[doc_id] = sorted({p.payload.revision for p in points})
+    stale = {doc: revs for doc, revs in revisions.items() if len(revs) > 1}
+    status: dict[str, Any] = {
+        "collection": info.name,
+        "dimension": info.dimension,
+        "distance": info.distance,
+        "documents": len(revisions),
+        "chunks": chunks,
+        "other_points": info.points - chunks,  # written by another tool
+        "policies": dict(policies),
+        "models": dict(models),
+        "revisions": revisions,
+        "stale_documents": sorted(stale),
+        "stale_check": "passed" if not stale else "failed",
+        "warnings": [],
+    }
+    advice = compose.size_advice(store, info.points)
+    if advice:
+        status["warnings"].append(advice)
+    aliases = getattr(store, "aliases", None)
+    if callable(aliases):
+        status["aliases"] = aliases()
+    from rechunk.generations import generations
+
+    status["generations"] = generations(store)
+    return status

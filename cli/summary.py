@@ -1,0 +1,123 @@
+"""What ``rechunk sync`` prints for a person: the progress bar while it runs, the summary
+of its report, and the notes on what file discovery left out (which ``--json`` reports
+as fields). ``rechunk watch`` prints its initial sync with the same summary."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from rechunk.files import printable
+
+__all__ = ["file_fields", "file_notes", "progress_bar", "sync_summary"]
+
+
+def file_fields(files: Any) -> dict[str, Any]:
+    """What file discovery left out, for --json reports."""
+    return {
+        "skipped_files": [{"doc_id": d, "reason": r} for d, r in files.skipped],
+        "empty_files": files.empty,
+        "ignored": files.ignored,
+        "links_not_followed": files.links,
+        "unsupported_files": dict(sorted(files.unsupported.items())),
+    }
+
+
+def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
+    """What file discovery left out, as (name, text) rows: files skipped, empty files (with
+    what happens to their documents, unless ``prune`` is None), what .gitignore excluded,
+    and links to folders not followed."""
+    rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
+    for doc_id in files.empty:
+        if prune is None:
+            rows.append(("empty", doc_id))
+        else:
+            fate = "its chunks are pruned" if prune else "its chunks stay until a sync with --prune"
+            rows.append(("empty", f"{doc_id}: {fate}"))
+    if files.ignored:
+        folders = sum(name.endswith("/") for name in files.ignored)
+        counts = f"{len(files.ignored) - folders} matching file(s) and {folders} folder(s)"
+        rows.append(("ignored", f"{counts} excluded by .gitignore (--no-ignore reads them)"))
+    rows.extend(
+        ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
+        for link in files.links
+    )
+    return rows
+
+
+def progress_bar(enabled: bool) -> Any:
+    """A rich progress bar (or a no-op) and the callback sync reports to."""
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    return Progress(
+        TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), transient=True
+    )
+
+
+def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> None:
+    d, c, i = report.documents, report.chunks, report.inputs
+    rows = []
+    docs = (
+        f"{d['new']} new, {d['changed']} changed, {d['unchanged']} unchanged, "
+        f"{d['deleted']} deleted"
+    )
+    if d["skipped"]:
+        docs += f", {d['skipped']} skipped"
+    rows.append(("documents", docs))
+    if report.chunks_not_given and not pruned:
+        rows.append(
+            (
+                "not given",
+                f"{report.chunks_not_given:,} chunks of other documents stay in the "
+                "collection (--prune deletes the documents this sync was not given)",
+            )
+        )
+    rows.append(
+        (
+            "chunks",
+            f"{c['added']} added, {c['kept']} kept, {c['updated']} updated "
+            f"(payload only), {c['deleted']} deleted",
+        )
+    )
+    rows.append(
+        (
+            "inputs",
+            f"{i['embedded']} embedded, {i['from_cache']} from cache, "
+            f"{i['from_store']} from the collection",
+        )
+    )
+    share = report.tokens_embedded / report.tokens_total if report.tokens_total else 0.0
+    rows.append(
+        ("tokens", f"{report.tokens_embedded:,} embedded of {report.tokens_total:,} ({share:.1%})")
+    )
+    if d["changed"]:
+        rows.append(
+            (
+                "R_c",
+                f"{report.recompute_fraction:.1%} of the changed documents' tokens were new inputs",
+            )
+        )
+    if report.reindex_amplification is not None:
+        rows.append(
+            ("amplification", f"{report.reindex_amplification:.1f} bytes embedded per changed byte")
+        )
+    rows.append(("time", ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())))
+    rows.append(("stale check", report.stale_check))
+    rows.append(("policy", report.policy))
+    rows.append(("model", report.model_id.split(";")[0]))
+    title = f"rechunk sync -> {printable(report.collection)}"
+    print(title + (" (dry run: nothing was written)" if report.dry_run else ""))
+    for name, value in [*rows, *notes]:
+        print(f"  {name:<14}{printable(value)}")
+    if report.dry_run:
+        print("plan:")
+        for doc in report.per_document:
+            if doc.status == "unchanged":
+                continue
+            counts = f"+{doc.added} ~{doc.updated} -{doc.deleted} chunks"
+            print(
+                f"  {doc.status:<9} {printable(doc.doc_id)}: {counts}, "
+                f"{doc.embedded} inputs to embed ({doc.tokens_embedded:,} tokens)"
+            )

@@ -1,0 +1,194 @@
+"""``rechunk sync PATH...``: chunk every document, embed only inputs that are new byte for
+byte, publish, remove stale chunks and report what it cost."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rechunk.cli import compose
+from rechunk.cli.manifest import record_roots
+from rechunk.cli.options import debug_option, input_options, model_option, store_options
+from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, EXIT_PARTIAL, print_json, report_error
+from rechunk.cli.reading import read_paths
+from rechunk.cli.summary import file_fields, file_notes, progress_bar, sync_summary
+from rechunk.errors import StaleCheckError
+from rechunk.files import printable
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "sync",
+        parents=[debug_option()],
+        help="sync a folder of documents into a vector collection",
+        description="Chunk every document, embed only inputs that are new byte for byte, "
+        "publish, remove stale chunks and report what it cost.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    store_options(p)
+    p.add_argument(
+        "--policy",
+        choices=list(POLICIES),
+        default=DEFAULT_POLICY,
+        help="chunking policy, sized for the model (default %(default)s)",
+    )
+    model_option(p)
+    input_options(p)
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete every document in the collection that this sync was not given (files "
+        "gone or empty, or outside PATH); a file that exists but could not be read, or lies "
+        "in a folder that could not be listed, keeps its documents",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the plan; embed and write nothing"
+    )
+    p.add_argument(
+        "--check-stored",
+        action="store_true",
+        help="also read back the vectors of the given documents' stored points and write "
+        "again each one that fails the vector check (all zeros, NaN, near float32's limit): "
+        "the repair of a collection an embedder answered badly into",
+    )
+    p.add_argument(
+        "--reuse-from",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="another store (read only) whose collection of the same --collection lends its "
+        "vectors by input key, so that moving a collection to another store embeds nothing "
+        "again: --store qdrant-edge:DIR --reuse-from qdrant:.rechunk/qdrant (repeatable)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process (default); ray: plan, embed and commit on a Ray cluster "
+        "(pip install 'rechunk[ray]'; --store must be a server)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        default=None,
+        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
+        "Ray instance)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from rechunk.chunking.policy import policy_for
+    from rechunk.cli.sources import Chooser, source_notes
+    from rechunk.sync import SyncReport, sync
+
+    files = read_paths(args)
+    failed: StaleCheckError | None = None
+    if not files.documents:
+        return _nothing_matched(args, files)
+    embedder = compose.open_embedder(args)
+    chunker = policy_for(embedder, args.policy)
+    chooser = Chooser(embedder)
+    model_id = embedder.model_id
+    with compose.cache_and_store(args, dry_run=args.dry_run, model_id=model_id) as (
+        cache,
+        opened,
+    ), compose.lenders(args, model_id) as lenders:
+        compose.share_cache(embedder, cache)
+        store = opened.store
+        if not args.dry_run:
+            from rechunk.generations import open_live
+
+            store = open_live(store, chunker, embedder.dimension)
+        # with --prune, files that exist but were not read (unreadable, or in a folder
+        # that could not be listed) keep their documents; an empty file's are pruned like
+        # a deleted one's. The stored ids are read only then: a read of every doc_id.
+        keep: set[str] = set()
+        if args.prune and files.skipped and store.collection_info() is not None:
+            keep = {doc_id for doc_id in store.doc_ids() if files.covers(doc_id)}
+        with progress_bar(_interactive(args)) as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if bar is None:
+                    return
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            engine: Any = sync
+            if getattr(args, "engine", "local") == "ray":  # the same sync on a Ray cluster
+                from rechunk.integrations.ray import engine_for_cli
+
+                engine = engine_for_cli(args, store)
+            try:
+                report = engine(
+                    files.documents,
+                    store,
+                    chunker=chunker,
+                    embedder=embedder,
+                    cache=cache,
+                    prune=args.prune,
+                    keep=keep,
+                    dry_run=args.dry_run,
+                    progress=progress,
+                    chunker_for=chooser,
+                    check_stored=args.check_stored,
+                    reuse_from=lenders,
+                )
+            except StaleCheckError as exc:  # written, but not exact: report, then exit 3
+                if not isinstance(exc.report, SyncReport):
+                    raise
+                report, failed = exc.report, exc
+        if not args.dry_run:
+            record_roots(args, files.roots, replace=args.prune)
+            advice = compose.size_advice(store)
+            if advice:  # in place of the store client's own warning
+                print(f"rechunk: warning: {advice}", file=sys.stderr)
+    report.documents["skipped"] += len(files.skipped)
+    if args.json:
+        data = {**report.to_dict(), **file_fields(files)}
+        data["model_loaded"] = embedder.loaded
+        print_json(data)
+    else:
+        notes = source_notes(files, report, chooser) + file_notes(files, args.prune)
+        sync_summary(report, args.prune, notes)
+    if failed is not None:
+        report_error(failed, args.debug)
+        return EXIT_BACKEND
+    return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
+    """Warn that no readable file matched, and list the files skipped."""
+    from rechunk.cli.sources import source_notes
+
+    pruning = (
+        " (--prune deletes nothing when no file matched: a wrong path must not empty the "
+        "collection; to empty it on purpose, drop the collection)"
+        if args.prune
+        else ""
+    )
+    print(
+        printable(
+            f"rechunk: warning: no readable file matching {' '.join(args.glob)} under "
+            f"{' '.join(args.paths)}; nothing was written{pruning}"
+        ),
+        file=sys.stderr,
+    )
+    for name, text in [*source_notes(files, None, None), *file_notes(files)]:
+        print(f"rechunk: {name} {printable(text)}", file=sys.stderr)
+    if args.json:  # a reader of stdout gets an answer too
+        print_json({"nothing_matched": True, "written": False, **file_fields(files)})
+    return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _interactive(args: argparse.Namespace) -> bool:
+    return sys.stdout.isatty() and not getattr(args, "json", False)
