@@ -370,3 +370,33 @@ def test_the_guard_costs_one_request_per_batch_of_documents(
     )  # fmt: skip
     assert calls == [report.chunks["deleted"]] and report.chunks["deleted"] > 0
     assert np.all([not p.payload.superseded for d in docs for p in store.get_points(d)])
+
+
+@pytest.mark.parametrize("layout", ["langchain", "llamaindex"])
+def test_the_qdrant_server_request_marks_by_a_filter_with_the_version(
+    layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Qdrant server runs here: the request a server gets (a filter on the ids and the
+    version, the mark set under ``metadata`` in the langchain layout) is sent to local
+    mode, which answers it as a server does."""
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.qdrant import QdrantStore
+    from rechunk.store import PointPayload, PointWrite
+
+    monkeypatch.setattr(QdrantStore, "is_embedded", lambda self: False)
+    store = QdrantStore(QdrantClient(":memory:"), "server", layout)  # type: ignore[arg-type]
+    store.ensure_collection(4)
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    written = [
+        PointPayload(doc_id="a.md", revision="r1", policy="p", input_key=f"k{i}", model_id="m",
+                     ordinal=i, start=i, end=i + 1, tokens=1, text=f"t{i}", version=1)
+        for i in range(3)
+    ]  # fmt: skip
+    store.write([PointWrite(ids[i], written[i], np.eye(4, dtype=np.float32)[i]) for i in range(3)])
+    store.supersede([ids[0], str(uuid.uuid4())])  # a missing id is no error
+    store.supersede([ids[1]], version=0)  # stored version 1 is newer: left alone
+    store.supersede([ids[2]], version=1)
+    marked = {p.id: p.payload.superseded for p in store.get_points("a.md")}
+    assert marked == {ids[0]: True, ids[1]: False, ids[2]: True}
+    assert [p.id for p, _ in store.search(np.ones(4, dtype=np.float32), 3)] == [ids[1]]
