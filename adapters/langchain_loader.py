@@ -12,7 +12,8 @@ pipeline. Pair it with :class:`rechunk.adapters.langchain.RechunkTextSplitter`.
 Metadata, with LangChain's usual keys where they overlap: ``source`` (the path as given;
 ``path#id`` for a record), ``format`` (the parser's format name), ``parser`` (the
 parser's name and version), and what the format states (``title``, ``pages`` for a
-PDF, an e-mail's ``subject``...).
+PDF, an e-mail's ``subject``...); a PDF's page count is also ``total_pages``, as
+``PyPDFLoader`` names it.
 """
 
 from __future__ import annotations
@@ -66,4 +67,6 @@ class RechunkLoader(BaseLoader):
                     "parser": parsed.version,
                     **parsed.metadata,
                 }
+                if fmt == "pdf" and "pages" in parsed.metadata:
+                    metadata["total_pages"] = parsed.metadata["pages"]  # PyPDFLoader's key
                 yield Document(page_content=parsed.text, metadata=metadata, id=source)

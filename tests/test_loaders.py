@@ -75,3 +75,27 @@ def test_llamaindex_reader_in_simple_directory_reader(folder: Path) -> None:
     assert {f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"} <= set(by_id)
     nodes = RechunkNodeParser().get_nodes_from_documents([page])
     assert nodes and all(n.ref_doc_id == page.id_ for n in nodes)
+
+
+def test_langchain_loader_names_a_pdfs_pages_as_pypdfloader_does(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("pypdfium2")
+    pytest.importorskip("reportlab")
+    from reportlab.lib.pagesizes import A6
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
+
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    path = tmp_path / "manual.pdf"
+    style = getSampleStyleSheet()["BodyText"]
+    SimpleDocTemplate(str(path), pagesize=A6, title="Manual").build(
+        [Paragraph("The sync reads manuals.", style), PageBreak(),
+         Paragraph("A second page.", style)]
+    )  # fmt: skip
+    (doc,) = RechunkLoader(path).load()
+    # PyPDFLoader(mode="single")'s keys where they overlap: source, title, total_pages
+    assert doc.metadata["source"] == str(path)
+    assert doc.metadata["total_pages"] == doc.metadata["pages"] == 2
+    assert doc.metadata["title"] == "Manual"
+    assert doc.metadata["format"] == "pdf" and doc.metadata["parser"].startswith("pdf/")
