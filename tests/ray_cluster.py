@@ -6,8 +6,10 @@ clusters, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, keeps every address on 127.0.
 a second node joins through ``ray start`` with Ray's localhost rewrite turned off (under
 that switch Ray refuses a second node otherwise). ``running_ray(nodes)`` starts the head
 and ``nodes - 1`` more nodes (one CPU each, a small object store, no dashboard, no usage
-statistics), joins this process to it, and runs ``ray stop`` on the way out, also after
-a failure.
+statistics), joins this process to it, and ends the cluster's own processes on the way
+out, also after a failure: those whose command line names the cluster's temp dir, and
+their descendants (its workers). Not ``ray stop``, which ends every Ray process of this
+user on the machine: another test's cluster, a benchmark's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,6 +67,56 @@ def add_node(address: str, env: dict[str, str] | None = None, cpus: int = 1) -> 
     )  # fmt: skip
 
 
+def _processes() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, command line) of every process (Linux /proc)."""
+    found: dict[int, tuple[int, bytes]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        found[int(entry.name)] = (parent, cmdline)
+    return found
+
+
+def _ours(temp: str) -> set[int]:
+    """The processes of the cluster whose temp dir is ``temp``: the ones that name it
+    (GCS, raylets, agents) and everything they started (workers, actors)."""
+    table = _processes()
+    ours = {pid for pid, (_, cmdline) in table.items() if temp.encode() in cmdline}
+    ours.discard(os.getpid())
+    grew = True
+    while grew:
+        more = {pid for pid, (parent, _) in table.items() if parent in ours} - ours
+        more.discard(os.getpid())
+        ours |= more
+        grew = bool(more)
+    return ours
+
+
+def stop_cluster(temp: str, env: dict[str, str]) -> None:
+    """End the processes of the cluster in ``temp`` (SIGTERM, then SIGKILL after 5 s);
+    without /proc, ``ray stop --force`` (which ends every cluster of this user)."""
+    if not Path("/proc/self").is_dir():
+        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=60)
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        pids = _ours(temp)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline:
+            pids = {pid for pid in pids if Path(f"/proc/{pid}").exists()}
+            time.sleep(0.1)
+        if not pids:
+            return
+
+
 @contextlib.contextmanager
 def running_ray(nodes: int = 2, *, timeout: float = 60.0) -> Iterator[str]:
     """A cluster of ``nodes`` nodes on 127.0.0.1 joined by this process; its address."""
@@ -95,5 +148,5 @@ def running_ray(nodes: int = 2, *, timeout: float = 60.0) -> Iterator[str]:
         yield address
     finally:
         ray.shutdown()
-        subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=60)
+        stop_cluster(temp, env)
         shutil.rmtree(temp, ignore_errors=True)
