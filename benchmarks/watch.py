@@ -520,6 +520,7 @@ def burst(args: argparse.Namespace) -> dict[str, Any]:
     edit_all(copies[1] / "docs", version)
     batches, retrievable, published, embedded = 0, 0, 0, 0
     published_at = None
+    stages: list[dict[str, float]] = []
     while True:
         data = watch.next(1200.0)
         if data is None:
@@ -530,8 +531,12 @@ def burst(args: argparse.Namespace) -> dict[str, Any]:
         retrievable += data.get("retrievable", 0)
         published += data.get("published", 0)
         embedded += data.get("embedded", 0)
+        if data.get("kind") == "batch":
+            stages.append(data.get("seconds", {}))
         if published >= files and published_at is None:
-            published_at = data["time"] - saved
+            # the store held every new revision before this batch's probe began
+            probe = data.get("seconds", {}).get("verify", 0.0)
+            published_at = data["time"] - probe - saved
         if retrievable >= files and data.get("pending", 1) == 0:
             done_at = data["time"] - saved
             break
@@ -548,6 +553,8 @@ def burst(args: argparse.Namespace) -> dict[str, Any]:
         "watch_to_all_retrievable_seconds": round(done_at, 2),
         "watch_wall_seconds": round(watch_seconds, 2),
         "watch_batches": batches,
+        "watch_batch_seconds": stages,
+        "ratio_published_to_mean_sync": round((published_at or 0.0) / mean_sync, 3),
         "watch_inputs_embedded": embedded,
         "ratio_watch_to_mean_sync": round(done_at / mean_sync, 3),
         "target_ratio": 1.1,
@@ -919,11 +926,16 @@ def write_docs() -> None:
             f"`rechunk watch`: every revision verified retrievable "
             f"{b['watch_to_all_retrievable_seconds']:.1f} s after the first write "
             f"(all published at {b['watch_to_all_published_seconds']:.1f} s), in "
-            f"{b['watch_batches']} batches; one-shot `rechunk sync` of the same edits "
+            f"{b['watch_batches']} batch(es); one-shot `rechunk sync` of the same edits "
             f"(write, then sync): {b['oneshot_sync_seconds'][0]:.1f} s and "
             f"{b['oneshot_sync_seconds'][1]:.1f} s (run before and after the watcher), "
-            f"mean {mean:.1f} s. Ratio {b['ratio_watch_to_mean_sync']:.2f}; target <= 1.1x: "
-            f"{_met(b['ratio_watch_to_mean_sync'] <= 1.1)}.\n"
+            f"mean {mean:.1f} s. Ratio to verified retrievable "
+            f"{b['ratio_watch_to_mean_sync']:.2f}, to all published (where a sync stops) "
+            f"{b.get('ratio_published_to_mean_sync', 0):.2f}; target <= 1.1x: "
+            f"{_met(b['ratio_watch_to_mean_sync'] <= 1.1)} for verified retrievable, "
+            f"{_met(b.get('ratio_published_to_mean_sync', 9) <= 1.1)} for published. The "
+            "probe that a sync does not make is one search per document, and a search of "
+            "embedded Qdrant reads every vector of the collection.\n"
         )
     idle = data.get("idle")
     if idle:
