@@ -5,15 +5,27 @@ optionally a chart."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rechunk.cli.measure import CHUNKER_NAMES, CODE_CHUNKER, make_chunker
-from rechunk.cli.options import debug_option
+from rechunk.cli.options import Parsed, debug_option
 from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
 from rechunk.errors import ConfigError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["BenchArgs", "add_parser", "execute", "run"]
+
+
+@dataclass(frozen=True)
+class BenchArgs(Parsed):
+    """``rechunk bench``'s arguments."""
+
+    corpus: str
+    chunker: tuple[str, ...] | None
+    tokenizer: str | None
+    plot: str | None
+    json: bool
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -41,6 +53,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(BenchArgs.from_args(args))
+
+
+def execute(args: BenchArgs) -> int:
     from rechunk.chunking.bench import ByLanguage, format_table, load_pairs, plot, run_bench
 
     pairs = load_pairs(args.corpus)

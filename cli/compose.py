@@ -10,12 +10,12 @@ or benchmark can replace one in one place.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from rechunk.cli.options import ModelOptions, StoreOptions
 from rechunk.errors import CacheError, ConfigError, StoreError
 
 __all__ = [
@@ -31,21 +31,24 @@ __all__ = [
 ]
 
 
-def open_store(args: argparse.Namespace, *, create: bool = True, dry_run: bool = False) -> Any:
+def open_store(options: StoreOptions, *, create: bool = True, dry_run: bool = False) -> Any:
     """The store of ``--store``; without ``create``, a missing store is a StoreError.
 
     A dry run plans against an empty in-memory store when nothing is stored yet.
     """
     from rechunk.adapters import uri as stores
 
-    uri = args.store
+    uri = options.store
     if dry_run and not stores.store_exists(uri):
         uri = "qdrant::memory:"
-    return stores.open_store(uri, args.collection, layout=args.layout or "langchain", create=create)
+    layout = options.layout or "langchain"
+    return stores.open_store(uri, options.collection, layout=layout, create=create)
 
 
 @contextlib.contextmanager
-def lenders(args: argparse.Namespace, model_id: str) -> Iterator[list[Any]]:
+def lenders(
+    options: StoreOptions, reuse_from: Sequence[str], model_id: str
+) -> Iterator[list[Any]]:
     """The collections of ``--reuse-from``, each opened read-only on ``--collection`` (in
     the layout it was written in): a sync copies their vectors by input key, so that a
     collection moved to another store embeds nothing again. Closed on the way out."""
@@ -54,21 +57,21 @@ def lenders(args: argparse.Namespace, model_id: str) -> Iterator[list[Any]]:
     opened: list[Any] = []
     lenders: list[Any] = []
     try:
-        for uri in getattr(args, "reuse_from", None) or []:
-            if uri == args.store:
+        for uri in reuse_from:
+            if uri == options.store:
                 raise ConfigError(f"--reuse-from {uri} is the --store itself")
-            layout = args.layout or "langchain"
-            source = stores.open_store(uri, args.collection, layout=layout, create=False)
+            layout = options.layout or "langchain"
+            source = stores.open_store(uri, options.collection, layout=layout, create=False)
             opened.append(source)
             lender = source.store
             other = "llamaindex" if layout == "langchain" else "langchain"
-            if args.layout is None and written_in(lender, other):
+            if options.layout is None and written_in(lender, other):
                 lender = type(lender)(lender.client, lender.collection, other)
             info = lender.collection_info()
             if info is None or model_id not in info.model_ids:
                 held = "nothing" if info is None else ", ".join(sorted(info.model_ids))
                 raise ConfigError(
-                    f"--reuse-from {uri}: collection {args.collection!r} there holds "
+                    f"--reuse-from {uri}: collection {options.collection!r} there holds "
                     f"{held or 'no rechunk points'}, not vectors of {model_id.split(';')[0]}: "
                     "nothing could be reused from it"
                 )
@@ -118,15 +121,13 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
         )
 
 
-def open_embedder(args: argparse.Namespace) -> Any:
+def open_embedder(options: ModelOptions) -> Any:
     """The embedder of ``--embedder`` / ``--model`` / ``--embed-url`` (see
     :mod:`rechunk.integrations.uri`); nothing is loaded until something is embedded."""
     from rechunk.integrations import uri as embedders
 
     return embedders.open_embedder(
-        getattr(args, "embedder", None),
-        model=getattr(args, "model", None),
-        embed_url=getattr(args, "embed_url", None),
+        options.embedder, model=options.model, embed_url=options.embed_url
     )
 
 
@@ -156,20 +157,20 @@ def open_cache(path: str, *, dry_run: bool = False) -> Any:
 
 @contextlib.contextmanager
 def cache_and_store(
-    args: argparse.Namespace, *, dry_run: bool = False, model_id: str | None = None
+    options: StoreOptions, cache_path: str, *, dry_run: bool = False, model_id: str | None = None
 ) -> Iterator[tuple[Any, Any]]:
-    """``--cache`` and ``--store`` (collection checked: its layout, and given ``model_id``
-    its model), both closed on the way out.
+    """The cache at ``cache_path`` and the store of ``options`` (collection checked: its
+    layout, and given ``model_id`` its model), both closed on the way out.
 
     The cache opens first, so that a bad ``--cache`` creates nothing in the store. If
     the store then fails to open, or its collection is refused, the cache file (and
     folder) this call created is removed again: a failed first run leaves no state.
     """
-    path = Path(args.cache)
+    path = Path(cache_path)
     created = [p for p in (path.parent, path) if not p.exists()]
-    cache = open_cache(args.cache, dry_run=dry_run)
+    cache = open_cache(cache_path, dry_run=dry_run)
     try:
-        opened = open_store(args, create=not dry_run, dry_run=dry_run)
+        opened = open_store(options, create=not dry_run, dry_run=dry_run)
         try:
             check_collection(opened.store, model_id)
         except BaseException:

@@ -58,11 +58,10 @@ def add_eval_parser(
 
 def _measure(args: argparse.Namespace, collection: str, queries: list[Any], vectors: Any) -> Any:
     from rechunk.cli import compose
+    from rechunk.cli.options import StoreOptions
     from rechunk.live.evaluation import evaluate
 
-    opened = compose.open_store(
-        argparse.Namespace(**{**vars(args), "collection": collection}), create=False
-    )
+    opened = compose.open_store(StoreOptions(args.store, collection, args.layout), create=False)
     try:
         compose.check_collection(opened.store, args.model_id)
         if opened.store.collection_info() is None:
@@ -78,6 +77,7 @@ def _rate(value: float | None) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from rechunk.cli import compose
+    from rechunk.cli.options import ModelOptions
     from rechunk.cli.output import EXIT_OK, print_json
     from rechunk.files import printable
     from rechunk.live.evaluation import read_queries
@@ -87,7 +87,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare is not None and args.compare == args.collection:
         raise ConfigError(f"--compare {args.compare} is --collection itself; name another")
     queries = read_queries(args.queries)
-    embedder = compose.open_embedder(args)
+    embedder = compose.open_embedder(ModelOptions.from_args(args))
     for q in queries:
         tokens = embedder.count_tokens(q.query) + embedder.special_tokens
         if embedder.max_input_tokens is not None and tokens > embedder.max_input_tokens:

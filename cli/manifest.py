@@ -5,12 +5,11 @@ and a file named directly keeps the doc_id it has under a synced folder."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rechunk.cli.options import STATE_DIR
+from rechunk.cli.options import STATE_DIR, InputOptions, StoreOptions
 
 __all__ = [
     "MANIFEST",
@@ -40,10 +39,10 @@ class Source(NamedTuple):
     gitignore: bool = True
 
 
-def recorded_roots(manifest: dict[str, Any], args: argparse.Namespace) -> dict[str, Source]:
+def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
     """The files and folders (with how they were read) synced into this store and collection."""
     try:
-        entry = manifest[f"{args.store} {args.collection}"]
+        entry = manifest[_key(options)]
         roots = entry["roots"]
         if isinstance(roots, list):  # the first format: the last sync's roots only
             return {str(root): Source(list(entry["globs"])) for root in roots}
@@ -57,18 +56,21 @@ def recorded_roots(manifest: dict[str, Any], args: argparse.Namespace) -> dict[s
         return {}
 
 
-def record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) -> None:
+def record_roots(
+    options: StoreOptions, inputs: InputOptions, roots: list[str], *, replace: bool
+) -> None:
     """Remember every folder that fed a collection, for ``rechunk reindex`` without paths.
 
     Roots accumulate over syncs (the latest last); ``replace`` keeps only these,
-    after a sync or reindex that made the collection hold exactly their documents.
+    after a sync or reindex that made the collection hold exactly their documents. Each
+    root is recorded with how ``inputs`` read it.
     """
     manifest = read_manifest()
-    recorded = {} if replace else recorded_roots(manifest, args)
+    recorded = {} if replace else recorded_roots(manifest, options)
     for root in roots:
         recorded.pop(root, None)
-        recorded[root] = Source(list(args.glob), not args.no_ignore)
-    manifest[f"{args.store} {args.collection}"] = {
+        recorded[root] = Source(list(inputs.glob), not inputs.no_ignore)
+    manifest[_key(options)] = {
         "roots": {root: how._asdict() for root, how in recorded.items()}
     }
     STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -77,7 +79,12 @@ def record_roots(args: argparse.Namespace, roots: list[str], *, replace: bool) -
     tmp.replace(MANIFEST)
 
 
-def synced_folders(args: argparse.Namespace) -> list[str]:
+def synced_folders(options: StoreOptions) -> list[str]:
     """The folders synced into this store and collection before: a file named directly
     keeps the doc_id it has under one of them."""
-    return [root for root in recorded_roots(read_manifest(), args) if Path(root).is_dir()]
+    return [root for root in recorded_roots(read_manifest(), options) if Path(root).is_dir()]
+
+
+def _key(options: StoreOptions) -> str:
+    """A store and collection's entry in the manifest."""
+    return f"{options.store} {options.collection}"

@@ -7,16 +7,38 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rechunk.chunking.chunk import Chunker
-from rechunk.cli.options import debug_option
+from rechunk.cli.options import Parsed, debug_option
 from rechunk.cli.output import EXIT_OK
 from rechunk.errors import ConfigError
 from rechunk.files import read_text_file
 
-__all__ = ["CHUNKER_NAMES", "CODE_CHUNKER", "add_parser", "make_chunker", "measure_pair", "run"]
+__all__ = [
+    "CHUNKER_NAMES",
+    "CODE_CHUNKER",
+    "MeasureArgs",
+    "add_parser",
+    "execute",
+    "make_chunker",
+    "measure_pair",
+    "run",
+]
+
+
+@dataclass(frozen=True)
+class MeasureArgs(Parsed):
+    """``rechunk measure``'s arguments."""
+
+    old: str
+    new: str
+    chunker: tuple[str, ...] | None
+    lang: str | None
+    tokenizer: str | None
+    json: bool
 
 CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
 #: the code policy: measured where the language is known (a pair's lang, a file's suffix)
@@ -106,6 +128,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(MeasureArgs.from_args(args))
+
+
+def execute(args: MeasureArgs) -> int:
     from rechunk.chunkers.code_languages import language_for
 
     old = read_text_file(Path(args.old))

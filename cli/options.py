@@ -1,19 +1,33 @@
 """The option groups several commands share: ``--debug`` after the command, the store
 (``--store``, ``--collection``, ``--layout``), the model (``--embedder``, ``--model``,
 ``--embed-url``) and the input (``--cache``, ``--glob``, ``--no-ignore``, ``--format``,
-``--id-field``), each added to a command's parser by one function."""
+``--id-field``), each added to a command's parser by one function and read back as a
+frozen dataclass (:class:`StoreOptions`, :class:`ModelOptions`, :class:`InputOptions`).
+
+A command's own arguments are a frozen dataclass too, built from argparse's Namespace by
+:meth:`Parsed.from_args` and extending the groups it takes (``SyncArgs(StoreOptions,
+ModelOptions, InputOptions)``), so that what composes a store or reads the files takes
+the group, and the command passes itself.
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeVar
 
-from rechunk.cli.sources import add_source_options
+from rechunk.cli.sources import add_source_options, parse_options
+from rechunk.sources import ParseOptions
 
 __all__ = [
     "DEFAULT_CACHE",
     "DEFAULT_COLLECTION",
     "STATE_DIR",
+    "InputOptions",
+    "ModelOptions",
+    "Parsed",
+    "StoreOptions",
     "debug_option",
     "input_options",
     "model_option",
@@ -23,6 +37,55 @@ __all__ = [
 STATE_DIR = Path(".rechunk")
 DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
 DEFAULT_COLLECTION = "rechunk"
+
+P = TypeVar("P", bound="Parsed")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The base of the typed arguments: each field is read from the Namespace by its name
+    (a list as a tuple), or, when its metadata names a ``from`` function, computed by it
+    from the whole Namespace."""
+
+    @classmethod
+    def from_args(cls: type[P], args: argparse.Namespace) -> P:
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            convert = f.metadata.get("from")
+            value = convert(args) if convert is not None else getattr(args, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class StoreOptions(Parsed):
+    """``--store``, ``--collection`` and ``--layout`` (None: the collection's own, else
+    langchain)."""
+
+    store: str
+    collection: str
+    layout: str | None
+
+
+@dataclass(frozen=True)
+class ModelOptions(Parsed):
+    """``--embedder``, ``--model`` and ``--embed-url`` (None: not given)."""
+
+    embedder: str | None
+    model: str | None
+    embed_url: str | None
+
+
+@dataclass(frozen=True)
+class InputOptions(Parsed):
+    """``--cache``, ``--glob`` (the default globs when none is given), ``--no-ignore``,
+    ``--format``, and what the parsers take (``--id-field``) as :class:`ParseOptions`."""
+
+    cache: str
+    glob: tuple[str, ...]
+    no_ignore: bool
+    format: str | None
+    parse: ParseOptions = field(metadata={"from": parse_options})
 
 
 def debug_option() -> argparse.ArgumentParser:

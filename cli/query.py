@@ -4,15 +4,31 @@ doc_id, offsets, score and a short excerpt."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from rechunk.cli import compose
-from rechunk.cli.options import debug_option, model_option, store_options
+from rechunk.cli.options import (
+    ModelOptions,
+    StoreOptions,
+    debug_option,
+    model_option,
+    store_options,
+)
 from rechunk.cli.output import EXIT_OK, print_json
 from rechunk.errors import InputError, StoreError
 from rechunk.files import printable
 
-__all__ = ["add_parser", "run"]
+__all__ = ["QueryArgs", "add_parser", "execute", "run"]
+
+
+@dataclass(frozen=True)
+class QueryArgs(StoreOptions, ModelOptions):
+    """``rechunk query``'s arguments."""
+
+    text: tuple[str, ...]
+    k: int
+    json: bool
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -33,6 +49,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(QueryArgs.from_args(args))
+
+
+def execute(args: QueryArgs) -> int:
     from rechunk.reuse.identity import is_utf8
 
     text = " ".join(args.text)

@@ -4,37 +4,39 @@ each read as it was synced."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rechunk.cli.manifest import read_manifest, recorded_roots, synced_folders
+from rechunk.cli.options import InputOptions, StoreOptions
 from rechunk.errors import ConfigError
 
 __all__ = ["read_paths", "read_recorded"]
 
 
-def read_paths(args: argparse.Namespace) -> Any:
-    """The documents under the paths given, read as the options say."""
-    from rechunk.cli.sources import parse_options
+def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions) -> Any:
+    """The documents under ``paths``, read as ``inputs`` say (a file of a folder synced
+    into the store and collection of ``options`` keeps its doc_id under that folder)."""
     from rechunk.files import read_documents
 
     return read_documents(
-        args.paths,
-        args.glob,
-        within=synced_folders(args),
-        gitignore=not args.no_ignore,
-        fmt=args.format,
-        options=parse_options(args),
+        paths,
+        inputs.glob,
+        within=synced_folders(options),
+        gitignore=not inputs.no_ignore,
+        fmt=inputs.format,
+        options=inputs.parse,
     )
 
 
-def read_recorded(args: argparse.Namespace) -> Any:
-    """The documents under every recorded root; a later sync's file wins a shared doc_id."""
-    from rechunk.cli.sources import parse_options
+def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
+    """The documents under every root recorded for the store and collection of
+    ``options``, each read as it was synced (``--format`` and the parsers' options from
+    ``inputs``); a later sync's file wins a shared doc_id."""
     from rechunk.files import FileSet, read_documents
 
-    roots = recorded_roots(read_manifest(), args)
+    roots = recorded_roots(read_manifest(), options)
     if not roots:
         raise ConfigError(
             "no PATH given and no earlier `rechunk sync` recorded for this store and "
@@ -52,8 +54,8 @@ def read_recorded(args: argparse.Namespace) -> Any:
             how.globs,
             within=folders,
             gitignore=how.gitignore,
-            fmt=args.format,
-            options=parse_options(args),
+            fmt=inputs.format,
+            options=inputs.parse,
         )
         documents.update((doc.doc_id, doc) for doc in files.documents)
         skipped.update(files.skipped)

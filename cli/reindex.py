@@ -5,18 +5,38 @@ without PATH, every file and folder the manifest recorded is read as it was sync
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
 from rechunk.cli import compose
 from rechunk.cli.manifest import record_roots
-from rechunk.cli.options import debug_option, input_options, model_option, store_options
+from rechunk.cli.options import (
+    InputOptions,
+    ModelOptions,
+    StoreOptions,
+    debug_option,
+    input_options,
+    model_option,
+    store_options,
+)
 from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
 from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes
 from rechunk.errors import ConfigError
 from rechunk.files import printable
 
-__all__ = ["add_parser", "run"]
+__all__ = ["ReindexArgs", "add_parser", "execute", "run"]
+
+
+@dataclass(frozen=True)
+class ReindexArgs(StoreOptions, ModelOptions, InputOptions):
+    """``rechunk reindex``'s arguments."""
+
+    paths: tuple[str, ...]
+    policy: str
+    prune: bool
+    drop_old: bool
+    json: bool
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -54,26 +74,30 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(ReindexArgs.from_args(args))
+
+
+def execute(args: ReindexArgs) -> int:
     from rechunk.chunking.policy import policy_for
     from rechunk.cli.sources import Chooser
     from rechunk.generations import reindex
 
     if args.paths:
-        files = read_paths(args)
+        files = read_paths(args.paths, args, args)
     else:
         from rechunk.files import DEFAULT_GLOBS
 
-        if args.glob != list(DEFAULT_GLOBS) or args.no_ignore:
+        if args.glob != tuple(DEFAULT_GLOBS) or args.no_ignore:
             raise ConfigError(
                 "--glob and --no-ignore apply to the PATHs given; without PATH, every "
                 "recorded file and folder is read as it was synced"
             )
-        files = read_recorded(args)
+        files = read_recorded(args, args)
     if not files.documents:
         raise ConfigError("no readable file matched: nothing to reindex")
     embedder = compose.open_embedder(args)
     chunker = policy_for(embedder, args.policy)
-    with compose.cache_and_store(args) as (cache, opened):
+    with compose.cache_and_store(args, args.cache) as (cache, opened):
         compose.share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
             missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
@@ -93,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             chunker_for=Chooser(embedder),
         )
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
-            record_roots(args, files.roots, replace=True)
+            record_roots(args, args, files.roots, replace=True)
     if args.json:
         print_json({**result.to_dict(), **file_fields(files)})
     else:

@@ -6,15 +6,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from rechunk.cli import compose
-from rechunk.cli.options import debug_option, store_options
+from rechunk.cli.options import StoreOptions, debug_option, store_options
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
 from rechunk.errors import ConfigError, StoreError
 from rechunk.files import printable
 
-__all__ = ["add_parser", "collection_status", "run"]
+__all__ = ["StatusArgs", "add_parser", "collection_status", "execute", "run"]
+
+
+@dataclass(frozen=True)
+class StatusArgs(StoreOptions):
+    """``rechunk status``'s arguments."""
+
+    json: bool
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -32,6 +40,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(StatusArgs.from_args(args))
+
+
+def execute(args: StatusArgs) -> int:
     opened = compose.open_store(args, create=False)
     try:
         store = opened.store

@@ -5,18 +5,43 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from rechunk.cli import compose
 from rechunk.cli.manifest import record_roots
-from rechunk.cli.options import debug_option, input_options, model_option, store_options
+from rechunk.cli.options import (
+    InputOptions,
+    ModelOptions,
+    StoreOptions,
+    debug_option,
+    input_options,
+    model_option,
+    store_options,
+)
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, EXIT_PARTIAL, print_json, report_error
 from rechunk.cli.reading import read_paths
 from rechunk.cli.summary import file_fields, file_notes, progress_bar, sync_summary
 from rechunk.errors import StaleCheckError
 from rechunk.files import printable
 
-__all__ = ["add_parser", "run"]
+__all__ = ["SyncArgs", "add_parser", "execute", "run"]
+
+
+@dataclass(frozen=True)
+class SyncArgs(StoreOptions, ModelOptions, InputOptions):
+    """``rechunk sync``'s arguments."""
+
+    paths: tuple[str, ...]
+    policy: str
+    prune: bool
+    dry_run: bool
+    check_stored: bool
+    reuse_from: tuple[str, ...]
+    engine: str
+    ray_address: str | None
+    json: bool
+    debug: bool
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -85,11 +110,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    return execute(SyncArgs.from_args(args))
+
+
+def execute(args: SyncArgs) -> int:
     from rechunk.chunking.policy import policy_for
     from rechunk.cli.sources import Chooser, source_notes
     from rechunk.sync import SyncReport, sync
 
-    files = read_paths(args)
+    files = read_paths(args.paths, args, args)
     failed: StaleCheckError | None = None
     if not files.documents:
         return _nothing_matched(args, files)
@@ -97,10 +126,10 @@ def run(args: argparse.Namespace) -> int:
     chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     model_id = embedder.model_id
-    with compose.cache_and_store(args, dry_run=args.dry_run, model_id=model_id) as (
+    with compose.cache_and_store(args, args.cache, dry_run=args.dry_run, model_id=model_id) as (
         cache,
         opened,
-    ), compose.lenders(args, model_id) as lenders:
+    ), compose.lenders(args, args.reuse_from, model_id) as lenders:
         compose.share_cache(embedder, cache)
         store = opened.store
         if not args.dry_run:
@@ -124,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
                 bar.update(tasks[stage], completed=done, total=total)
 
             engine: Any = sync
-            if getattr(args, "engine", "local") == "ray":  # the same sync on a Ray cluster
+            if args.engine == "ray":  # the same sync on a Ray cluster
                 from rechunk.integrations.ray import engine_for_cli
 
                 engine = engine_for_cli(args, store)
@@ -148,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
                     raise
                 report, failed = exc.report, exc
         if not args.dry_run:
-            record_roots(args, files.roots, replace=args.prune)
+            record_roots(args, args, files.roots, replace=args.prune)
             advice = compose.size_advice(store)
             if advice:  # in place of the store client's own warning
                 print(f"rechunk: warning: {advice}", file=sys.stderr)
@@ -166,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
-def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
+def _nothing_matched(args: SyncArgs, files: Any) -> int:
     """Warn that no readable file matched, and list the files skipped."""
     from rechunk.cli.sources import source_notes
 
@@ -190,5 +219,5 @@ def _nothing_matched(args: argparse.Namespace, files: Any) -> int:
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
-def _interactive(args: argparse.Namespace) -> bool:
-    return sys.stdout.isatty() and not getattr(args, "json", False)
+def _interactive(args: SyncArgs) -> bool:
+    return sys.stdout.isatty() and not args.json

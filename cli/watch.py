@@ -19,9 +19,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rechunk.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rechunk.cli.options import StoreOptions
 
 __all__ = ["add_watch_parser", "cmd_watch", "freshness_line", "freshness_status"]
 
@@ -161,7 +164,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from rechunk.chunking.policy import policy_for
     from rechunk.cli import compose
     from rechunk.cli.manifest import record_roots
-    from rechunk.cli.options import STATE_DIR
+    from rechunk.cli.options import STATE_DIR, InputOptions, ModelOptions, StoreOptions
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import read_paths
     from rechunk.cli.sources import Chooser, parse_options
@@ -178,13 +181,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
-    files = read_paths(args)
-    embedder = compose.open_embedder(args)
+    store_options, inputs = StoreOptions.from_args(args), InputOptions.from_args(args)
+    files = read_paths(args.paths, store_options, inputs)
+    embedder = compose.open_embedder(ModelOptions.from_args(args))
     chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     key = f"{args.store} {args.collection}"
     stop = threading.Event()
-    with compose.cache_and_store(args, model_id=embedder.model_id) as (cache, opened):
+    with compose.cache_and_store(store_options, args.cache, model_id=embedder.model_id) as (
+        cache,
+        opened,
+    ):
         compose.share_cache(embedder, cache)
         store = open_live(opened.store, chunker, embedder.dimension)
         freshness = Freshness(freshness_path(STATE_DIR, key), key)
@@ -217,7 +224,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     server = serve_metrics(metrics, args.metrics_port, args.metrics_addr)
                 watcher.start()
                 initial = watcher.initial_sync(files)
-                record_roots(args, files.roots, replace=args.prune)
+                record_roots(store_options, inputs, files.roots, replace=args.prune)
                 _print_initial(args, initial, files)
                 where = (
                     f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
@@ -271,7 +278,7 @@ def _print_initial(args: argparse.Namespace, initial: Any, files: Any) -> None:
     sys.stdout.flush()
 
 
-def freshness_status(args: argparse.Namespace) -> dict[str, Any] | None:
+def freshness_status(args: StoreOptions) -> dict[str, Any] | None:
     """What ``rechunk status`` shows of the watchers' freshness state for ``--store`` and
     ``--collection`` (None when no watcher ever ran on them here)."""
     from rechunk.cli.options import STATE_DIR
