@@ -36,6 +36,8 @@ class ReindexArgs(StoreOptions, ModelOptions, InputOptions):
     policy: str
     prune: bool
     drop_old: bool
+    engine: str
+    ray_address: str | None
     json: bool
 
 
@@ -68,6 +70,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--drop-old", action="store_true", help="delete the previous generation after the switch"
     )
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process (default); ray: build the new generation on a Ray cluster, "
+        "as sync --engine ray does (pip install 'rechunk[ray]'; --store must be a server)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        default=None,
+        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
+        "Ray instance)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
     return p
@@ -97,6 +113,11 @@ def execute(args: ReindexArgs) -> int:
         raise ConfigError("no readable file matched: nothing to reindex")
     embedder = compose.open_embedder(args)
     chunker = policy_for(embedder, args.policy)
+    engine = None
+    if args.engine == "ray":  # the new generation built on a Ray cluster
+        from rechunk.integrations.ray import engine_for_cli
+
+        engine = engine_for_cli(args)
     with compose.cache_and_store(args, args.cache) as (cache, opened):
         compose.share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
@@ -115,6 +136,7 @@ def execute(args: ReindexArgs) -> int:
             cache=cache,
             drop_old=args.drop_old,
             chunker_for=Chooser(embedder),
+            engine=engine,
         )
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
             record_roots(args, args, files.roots, replace=True)

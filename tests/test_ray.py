@@ -545,3 +545,45 @@ def test_the_openai_compatible_server_gets_only_the_new_inputs(
             _assert_exact(store, edited)
         finally:
             proxy.close()
+
+
+def test_rechunk_reindex_engine_ray_builds_the_local_generation(
+    cluster: str,
+    chroma: Any,
+    corpus: list[dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`rechunk reindex PATH --policy recursive --engine ray --ray-address ...` with the
+    packaged MiniLM (ONNX), against the same reindex run locally: the same report and the
+    same points in the new generation."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    import json
+
+    from rechunk.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for row in corpus[3:6]:
+        (docs / f"{row['id']}.md").write_text(row["new"][:1500], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> dict[str, Any]:
+        assert main([*args, "docs", "--store", _uri(chroma), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    built = {}
+    for name, engine in (("rx-cli-local", ()), ("rx-cli-ray", ("--engine", "ray"))):
+        run("sync", "--collection", name, "--cache", f"{name}.sqlite")
+        built[name] = run("reindex", "--policy", "recursive", "--collection", name,
+                          "--cache", f"{name}-again.sqlite", *engine,
+                          *(("--ray-address", cluster) if engine else ()))  # fmt: skip
+    local, remote = built["rx-cli-local"], built["rx-cli-ray"]
+    assert remote["sync"]["engine"]["nodes"] == 2 and "engine" not in local["sync"]
+    for name in ("documents", "chunks", "inputs", "tokens_embedded", "stale_check"):
+        assert remote["sync"][name] == local["sync"][name], name
+    assert remote["sync"]["inputs"]["embedded"] > 0
+    assert remote["previous"] == "rx-cli-ray" and remote["collection"] != "rx-cli-ray"
+    client = http_client("127.0.0.1", chroma.port)
+    _assert_same(ChromaStore(client, local["collection"]), ChromaStore(client, remote["collection"]))
