@@ -400,3 +400,37 @@ def test_the_qdrant_server_request_marks_by_a_filter_with_the_version(
     marked = {p.id: p.payload.superseded for p in store.get_points("a.md")}
     assert marked == {ids[0]: True, ids[1]: False, ids[2]: True}
     assert [p.id for p, _ in store.search(np.ones(4, dtype=np.float32), 3)] == [ids[1]]
+
+
+def test_rechunk_query_leaves_superseded_points_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rechunk query`` searches through the store's search: a revision's points marked
+    superseded (what a sync killed between its mark and its delete leaves) are not
+    returned, although the query is their own text."""
+    import shutil
+
+    from rechunk.adapters.qdrant import QdrantStore, local_client
+    from rechunk.cli import main
+
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "docs", tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    assert main(["sync", "docs", "--json"]) == 0
+    capsys.readouterr()
+
+    def query(text: str) -> list[dict[str, Any]]:
+        assert main(["query", text, "-k", "3", "--json"]) == 0
+        hits: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+        return hits
+
+    client = local_client(tmp_path / ".rechunk" / "qdrant")
+    store = QdrantStore(client, "rechunk")  # type: ignore[arg-type]
+    points = store.get_points("sync-guide.md")
+    client.close()
+    text = points[0].payload.text
+    assert query(text)[0]["doc_id"] == "sync-guide.md"
+    client = local_client(tmp_path / ".rechunk" / "qdrant")
+    QdrantStore(client, "rechunk").supersede([p.id for p in points])  # type: ignore[arg-type]
+    client.close()
+    hits = query(text)
+    assert len(hits) == 3 and "sync-guide.md" not in {h["doc_id"] for h in hits}
