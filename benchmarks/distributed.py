@@ -9,29 +9,37 @@ the copy's number so that every copy's inputs are its own (all of them are embed
 
 Embedders:
 
-* ``latency``: vectors from a hash of the text after a fixed wait per request
-  (``--latency`` seconds per call of ``--batch`` inputs): a remote embedding API whose
-  latency dominates and which does not compete for this machine's two cores. (The API
-  embedder against the tests' infinity server behind the fault proxy would measure the
-  same thing plus infinity's own CPU time on this machine's two cores.)
+* ``api``: the OpenAI-compatible API embedder (rechunk.integrations.openai, batches of
+  16, one request in flight per embedder) against the tests' infinity server (the
+  packaged MiniLM, tests/infinity_server.py) behind the tests' fault proxy
+  (tests/fault_proxy.py), which holds every request ``--latency`` seconds before
+  forwarding it: a remote API whose latency dominates the cost (infinity's own CPU time
+  on this machine's two cores is in it too). The chunker is ``policy_for`` the model
+  (sized to MiniLM's 256 tokens); the corpus is ``--api-copies`` copies. Without
+  infinity (it cannot be installed), ``latency``: hash vectors after the same wait, in
+  process.
 * ``hash``: vectors from a hash of the text, no wait: what remains is the engine's own
   cost (planning, transport, commits).
 
 Measured: wall seconds and chunks per second of the local sync and of the Ray engine with
-1 and 2 embedding actors on the latency embedder; the engine's start-up (a sync of one
-small document) and its cost per document on the hash embedder against the local sync's;
+1 and 2 embedding actors on the api embedder, with the requests and inputs the server got;
+the engine's start-up (a sync of one small document) and its cost per document on the
+hash embedder against the local sync's;
 the commit stage's overlap on Chroma (task seconds of publishing / wall seconds of the
 commit stage). Then the arithmetic for 10 M chunks on N GPU workers.
 
     python benchmarks/distributed.py                 # writes benchmarks/results/distributed.json
-    python benchmarks/distributed.py --copies 1      # a quick run (60 documents); prints only
+    python benchmarks/distributed.py --copies 1 --api-copies 1   # a quick run; prints only
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -91,49 +99,106 @@ def corpus(copies: int) -> list[rechunk.Document]:
     ]
 
 
+def _made(embedder: Any) -> Any:
+    """The embedder a factory makes (or the embedder itself)."""
+    return embedder if hasattr(embedder, "embed") else embedder()
+
+
+def _api_embedder(
+    stack: contextlib.ExitStack, scratch: Path, latency: float
+) -> tuple[Any, Any, Any]:
+    """A factory of the API embedder against infinity behind the fault proxy (every request
+    held ``latency`` seconds), the proxy, and the chunker sized for the model; without
+    infinity, the latency hash embedder, no proxy and the default chunker."""
+    try:
+        from fault_proxy import FaultProxy
+        from infinity_server import ensure_venv, running_infinity
+
+        from rechunk.integrations._st_folder import ModelFolder
+        from rechunk.integrations.openai import OpenAIEmbedder
+
+        ensure_venv()
+        folder = ModelFolder().folder
+    except Exception as exc:  # no infinity here: the in-process stand-in
+        print(f"no infinity server ({type(exc).__name__}: {exc}); the latency embedder instead")
+        return (functools.partial(LatencyEmbedder, latency), None, rechunk.StructuredChunker())
+    server = stack.enter_context(running_infinity(folder, scratch))
+    proxy = FaultProxy(server.base_url, slow_seconds=latency)
+    stack.callback(proxy.close)
+    proxy.reset(["slow"] * 1_000_000)
+    factory = functools.partial(OpenAIEmbedder, "minilm", base_url=proxy.url, tokenizer=folder,
+                                batch_size=16, max_in_flight=1)  # fmt: skip
+    return factory, proxy, rechunk.policy_for(factory())
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--copies", type=int, default=4)
+    parser.add_argument("--copies", type=int, default=4, help="corpus copies, hash runs")
+    parser.add_argument("--api-copies", type=int, default=2, help="corpus copies, api runs")
     parser.add_argument("--latency", type=float, default=0.25)
+    parser.add_argument("--runs", default="api,latency,hash",
+                        help="which sets to run (api, latency, hash); a subset is merged into "
+                        "the saved results")  # fmt: skip
     parser.add_argument("--gpu-chunks-per-second", type=float, default=1000.0,
                         help="the assumed rate of one GPU worker for the 10 M arithmetic")  # fmt: skip
     args = parser.parse_args(argv)
-    import functools
-
+    wanted = set(args.runs.split(","))
+    if not wanted or wanted - {"api", "latency", "hash"}:
+        parser.error(f"--runs takes api, latency and hash, not {args.runs!r}")
     import ray
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     docs = corpus(args.copies)
+    api_docs = corpus(args.api_copies)
     chunker = rechunk.StructuredChunker()
-    results: dict[str, Any] = {"documents": len(docs), "latency": args.latency, "runs": {}}
-    with (
-        running_ray(2) as address,
-        running_chroma(Path(tempfile.mkdtemp(prefix="rk-bench-")) / "chroma") as chroma,
-    ):
+    results: dict[str, Any] = {"documents": len(docs), "api_documents": len(api_docs),
+                               "latency": args.latency, "runs": {},
+                               "load_average_before": list(os.getloadavg())}  # fmt: skip
+    scratch = Path(tempfile.mkdtemp(prefix="rk-bench-"))
+    with contextlib.ExitStack() as stack:
+        address = stack.enter_context(running_ray(2))
+        chroma = stack.enter_context(running_chroma(scratch / "chroma"))
+        api: Any = None
+        proxy: Any = None
+        if "api" in wanted:
+            api, proxy, api_chunker = _api_embedder(stack, scratch, args.latency)
+            results["api_embedder"] = "latency-hash" if proxy is None else "openai+infinity+proxy"
         uri = f"chroma+http://127.0.0.1:{chroma.port}"
         made = 0
 
-        def fresh() -> str:
+        def fresh(dimension: int) -> str:
             nonlocal made
             made += 1
             name = f"bench-{made}"
-            ChromaStore(http_client("127.0.0.1", chroma.port), name).ensure_collection(
-                HashEmbedder.dimension
-            )
+            ChromaStore(http_client("127.0.0.1", chroma.port), name).ensure_collection(dimension)
             return name
 
-        def local(embedder: Any) -> dict[str, Any]:
-            store = ChromaStore(http_client("127.0.0.1", chroma.port), fresh())
+        def requests() -> dict[str, int]:
+            """What the server got since the last call (then counting starts again)."""
+            if proxy is None:
+                return {}
+            seen = [s for s in proxy.seen if s.inputs]
+            got = {"requests": len(seen), "inputs": sum(s.inputs for s in seen)}
+            proxy.reset(["slow"] * 1_000_000)
+            return got
+
+        def local(embedder: Any, what: list[Any], policy: Any) -> dict[str, Any]:
+            store = ChromaStore(http_client("127.0.0.1", chroma.port), fresh(embedder.dimension))
+            requests()
             t0 = time.perf_counter()
-            report = rechunk.sync(docs, store, chunker=chunker, embedder=embedder)
+            report = rechunk.sync(what, store, chunker=policy, embedder=embedder)
             seconds = time.perf_counter() - t0
             return {"seconds": seconds, "chunks": report.chunks["added"],
-                    "embedded": report.inputs["embedded"], "stages": report.seconds}  # fmt: skip
+                    "embedded": report.inputs["embedded"], "stages": report.seconds,
+                    "server": requests(), "load_average": list(os.getloadavg())}  # fmt: skip
 
-        def distributed(embedder: Any, workers: int, what: list[Any] = docs) -> dict[str, Any]:
-            name = fresh()
+        def distributed(
+            embedder: Any, workers: int, what: list[Any], policy: Any = chunker
+        ) -> dict[str, Any]:
+            name = fresh(_made(embedder).dimension)
+            requests()
             t0 = time.perf_counter()
-            report = rray.sync(what, uri, collection=name, chunker=chunker, embedder=embedder,
+            report = rray.sync(what, uri, collection=name, chunker=policy, embedder=embedder,
                                workers=workers, address=address)  # fmt: skip
             seconds = time.perf_counter() - t0
             ends = report.engine["stage_ends"]
@@ -143,29 +208,53 @@ def main(argv: list[str] | None = None) -> None:
             assert points is not None and points.points == report.chunks["added"]
             return {"seconds": seconds, "chunks": report.chunks["added"],
                     "embedded": report.inputs["embedded"], "stages": report.seconds,
-                    "engine": report.engine,
+                    "engine": report.engine, "server": requests(),
+                    "load_average": list(os.getloadavg()),
                     "commit_overlap": round(tasks / span, 2) if span > 0 else None}  # fmt: skip
 
-        latency = functools.partial(LatencyEmbedder, args.latency)
         runs = results["runs"]
         distributed(HashEmbedder, 2, docs[:4])  # warm the workers' imports once
-        runs["latency/local"] = local(latency())
-        runs["latency/ray-1"] = distributed(latency, 1)
-        runs["latency/ray-2"] = distributed(latency, 2)
-        runs["hash/local"] = local(HashEmbedder())
-        runs["hash/ray-startup"] = distributed(
-            HashEmbedder, 2, [rechunk.Document("one", "One doc.")]
-        )
-        runs["hash/ray-2"] = distributed(HashEmbedder, 2)
+        if "api" in wanted:
+            runs["api/local"] = local(_made(api), api_docs, api_chunker)
+            runs["api/ray-1"] = distributed(api, 1, api_docs, api_chunker)
+            runs["api/ray-2"] = distributed(api, 2, api_docs, api_chunker)
+        if "latency" in wanted:
+            latency = functools.partial(LatencyEmbedder, args.latency)
+            runs["latency/local"] = local(latency(), docs, chunker)
+            runs["latency/ray-1"] = distributed(latency, 1, docs)
+            runs["latency/ray-2"] = distributed(latency, 2, docs)
+        if "hash" in wanted:
+            runs["hash/local"] = local(HashEmbedder(), docs, chunker)
+            runs["hash/ray-startup"] = distributed(
+                HashEmbedder, 2, [rechunk.Document("one", "One doc.")]
+            )
+            runs["hash/ray-2"] = distributed(HashEmbedder, 2, docs)
+    results["load_average_after"] = list(os.getloadavg())
+    saving = args.copies == 4 and args.api_copies == 2
+    if saving and wanted != {"api", "latency", "hash"} and RESULTS.exists():
+        saved = json.loads(RESULTS.read_text(encoding="utf-8"))  # a subset: merged
+        saved["runs"].update(runs)
+        saved.update({k: v for k, v in results.items() if k != "runs"})
+        results, runs = saved, saved["runs"]
+    for stale in ("speedup_1", "speedup_2"):
+        results.pop(stale, None)
     for name, run in runs.items():
         run["chunks_per_second"] = run["chunks"] / run["seconds"]
         print(f"{name:18} {run['seconds']:7.2f} s  {run['chunks']:6d} chunks  "
-              f"{run['chunks_per_second']:7.1f} chunks/s  embedded {run['embedded']}")  # fmt: skip
-    base = runs["latency/local"]["chunks_per_second"]
-    for workers in (1, 2):
-        speedup = runs[f"latency/ray-{workers}"]["chunks_per_second"] / base
-        results[f"speedup_{workers}"] = speedup
-        print(f"latency-bound, {workers} worker(s): {speedup:.2f}x the single-process sync")
+              f"{run['chunks_per_second']:7.1f} chunks/s  embedded {run['embedded']}  "
+              f"server {run.get('server') or '-'}  load {run['load_average'][0]:.1f}")  # fmt: skip
+    results["speedup"] = {}
+    for kind in ("api", "latency"):
+        if f"{kind}/local" not in runs:
+            continue
+        base = runs[f"{kind}/local"]["chunks_per_second"]
+        results["speedup"][kind] = {}
+        for workers in (1, 2):
+            speedup = runs[f"{kind}/ray-{workers}"]["chunks_per_second"] / base
+            results["speedup"][kind][workers] = speedup
+            print(f"{kind}, {workers} worker(s): {speedup:.2f}x the single-process sync")
+    if "hash/local" not in runs:
+        return
     n = len(docs)
     startup = runs["hash/ray-startup"]["seconds"]
     local_per_doc = runs["hash/local"]["seconds"] / n
@@ -205,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
                               "commit_ms_per_chunk": publish_per_chunk * 1e3,
                               "gpu_chunks_per_second": args.gpu_chunks_per_second,
                               "by_gpus": arithmetic}  # fmt: skip
-    if args.copies == 4:
+    if saving:
         RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
         print(f"wrote {RESULTS}")
 
