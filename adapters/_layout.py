@@ -1,6 +1,6 @@
 """How a rechunk point is laid out in a Qdrant or Chroma collection, shared by both adapters.
 
-A point carries a :class:`~rechunk.store.PointPayload`. Two layouts put it where a
+A point carries a :class:`~rechunk.sync.store.PointPayload`. Two layouts put it where a
 framework's own vector store class looks for it, so that class can read (and
 query) a collection that rechunk wrote:
 
@@ -32,14 +32,14 @@ query) a collection that rechunk wrote:
 The rechunk fields are ``doc_id, revision, policy, input_key, model_id, ordinal,
 start, end, tokens`` and ``version`` (left out when it is ``None``), and ``superseded``
 (``1`` on an old revision's point between a sync's marking and its delete, else
-absent: see :func:`rechunk.store.mark_superseded`). The framework
+absent: see :func:`rechunk.sync.store.mark_superseded`). The framework
 adapters (``RechunkTextSplitter`` through ``index()``, ``RechunkNodeParser`` through
 LlamaIndex's vector stores) write the same fields under the same names and meanings,
 plus ``occurrence`` (and LangChain's ``start_index``/``end_index``), so such points
 read back here as rechunk points, PREVIOUS / NEXT included.
 
 Document metadata rules, checked by :func:`prepare_writes` before any I/O:
-keys are non-empty ``str`` outside :data:`~rechunk.store.RESERVED_METADATA_KEYS`
+keys are non-empty ``str`` outside :data:`~rechunk.sync.store.RESERVED_METADATA_KEYS`
 (and outside :data:`LLAMAINDEX_KEYS` for the llamaindex layout), values are JSON
 values (``str``, ``int`` within 64 bits, finite ``float``, ``bool``, ``None``,
 ``list``, ``dict`` with ``str`` keys); anything else (tuples, sets, bytes,
@@ -64,7 +64,7 @@ import numpy as np
 
 from rechunk.document import json_problem
 from rechunk.errors import ConfigError, InputError, StoreError
-from rechunk.store import (
+from rechunk.sync.store import (
     RESERVED_METADATA_KEYS,
     SUPERSEDED_KEY,
     SUPERSEDED_MARK,

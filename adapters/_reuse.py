@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 #: Metadata keys both adapters write on every chunk / node: the fields rechunk.sync's
-#: points carry (:data:`rechunk.store.RESERVED_METADATA_KEYS`, ``version`` aside), so one
+#: points carry (:data:`rechunk.sync.store.RESERVED_METADATA_KEYS`, ``version`` aside), so one
 #: collection has one schema whichever path wrote it, plus ``occurrence`` (the ids need it).
 DOC_ID_KEY: Final = "doc_id"
 REVISION_KEY: Final = "revision"

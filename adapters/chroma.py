@@ -1,4 +1,4 @@
-"""rechunk's :class:`~rechunk.store.VectorStore` on Chroma (``pip install 'rechunk[chroma]'``).
+"""rechunk's :class:`~rechunk.sync.store.VectorStore` on Chroma (``pip install 'rechunk[chroma]'``).
 
 Works with every kind of Chroma client: ``chromadb.PersistentClient``,
 ``EphemeralClient`` and ``HttpClient`` (a ``chroma run`` server). The collection
@@ -60,7 +60,7 @@ from rechunk.errors import (
     StoreTimeoutError,
     StoreUnavailableError,
 )
-from rechunk.store import (
+from rechunk.sync.store import (
     SUPERSEDED_KEY,
     SUPERSEDED_MARK,
     CollectionInfo,
@@ -164,7 +164,7 @@ class _Config:
 
 
 class ChromaStore(StoreBase["ClientAPI"]):
-    """A Chroma collection as a rechunk :class:`~rechunk.store.VectorStore`.
+    """A Chroma collection as a rechunk :class:`~rechunk.sync.store.VectorStore`.
 
     ``client`` is a ready Chroma client (``chromadb.PersistentClient``,
     ``HttpClient``, ...); the constructor does no I/O. ``layout``
@@ -718,7 +718,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def supersede(self, ids: Sequence[str]) -> None:
         """Mark those of ``ids`` that exist superseded (see
-        :func:`rechunk.store.mark_superseded`): ``superseded: 1`` added to their
+        :func:`rechunk.sync.store.mark_superseded`): ``superseded: 1`` added to their
         metadata by Chroma's update, which merges metadata and leaves the document and
         the vector alone; ids that do not exist are ignored."""
         unique = check_ids(ids)

@@ -3,8 +3,8 @@
 A sync publishes a document's new revision before it deletes the old one
 (``order="upsert-then-delete"``, the default). In between, the old points are
 marked ``superseded: 1`` in a payload-only update (see
-:func:`rechunk.store.mark_superseded`), and rechunk's own search
-(:meth:`rechunk.store.VectorStore.search`, ``rechunk query``) leaves them out.
+:func:`rechunk.sync.store.mark_superseded`), and rechunk's own search
+(:meth:`rechunk.sync.store.VectorStore.search`, ``rechunk query``) leaves them out.
 A retriever of LangChain or LlamaIndex reads the collection with its own query,
 so it needs a filter that does the same; these functions build the right one
 for the vector store class it uses::
@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from rechunk._optional import require
 from rechunk.errors import ConfigError
-from rechunk.store import SUPERSEDED_KEY, SUPERSEDED_MARK
+from rechunk.sync.store import SUPERSEDED_KEY, SUPERSEDED_MARK
 
 __all__ = ["langchain_filter", "llamaindex_filters"]
 

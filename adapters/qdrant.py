@@ -1,4 +1,4 @@
-"""rechunk's :class:`~rechunk.store.VectorStore` on Qdrant (``pip install 'rechunk[qdrant]'``).
+"""rechunk's :class:`~rechunk.sync.store.VectorStore` on Qdrant (``pip install 'rechunk[qdrant]'``).
 
 Works with every kind of ``QdrantClient``: a server (``url=``), or local mode
 (``":memory:"``, ``path=``). The collection is laid out so that LangChain's or
@@ -52,7 +52,7 @@ from rechunk.errors import (
     StoreTimeoutError,
     StoreUnavailableError,
 )
-from rechunk.store import (
+from rechunk.sync.store import (
     SUPERSEDED_KEY,
     SUPERSEDED_MARK,
     CollectionInfo,
@@ -572,7 +572,7 @@ class _Vectors:
 
 
 class QdrantStore(StoreBase["QdrantClient"]):
-    """A Qdrant collection as a rechunk :class:`~rechunk.store.VectorStore`.
+    """A Qdrant collection as a rechunk :class:`~rechunk.sync.store.VectorStore`.
 
     ``client`` is a ready ``qdrant_client.QdrantClient``; the constructor does no
     I/O. ``layout`` (``"langchain"`` or ``"llamaindex"``) decides where the
@@ -1192,7 +1192,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
 
     def supersede(self, ids: Sequence[str], *, version: int | None = None) -> None:
         """Mark those of ``ids`` that exist superseded (see
-        :func:`rechunk.store.mark_superseded`): ``superseded: 1`` set in their payload
+        :func:`rechunk.sync.store.mark_superseded`): ``superseded: 1`` set in their payload
         (under ``metadata`` in the langchain layout) by a payload-only request that leaves
         the rest of the payload and the vector alone. With ``version``, only points whose
         stored version is absent or at most ``version`` are marked, as ``delete`` does."""

@@ -1,4 +1,4 @@
-"""rechunk's :class:`~rechunk.store.VectorStore` on Qdrant Edge (``pip install 'rechunk[edge]'``).
+"""rechunk's :class:`~rechunk.VectorStore` on Qdrant Edge (``pip install 'rechunk[edge]'``).
 
 Qdrant Edge (``qdrant-edge-py``) is Qdrant's own storage engine run inside the process:
 segments on disk with payload indexes, a write-ahead log, conditional writes. Unlike
@@ -14,7 +14,7 @@ A folder (the store URI ``qdrant-edge:DIR``) holds every collection of one store
     DIR/collections/NAME/     one Edge shard per collection (Edge's own files)
 
 Collections and aliases are rechunk's, not Edge's: an Edge shard is one collection, and
-Edge has no aliases. A generation (:func:`rechunk.generations.reindex`) is a shard of its
+Edge has no aliases. A generation (:func:`rechunk.sync.generations.reindex`) is a shard of its
 own, and switching an alias is one atomic rename of ``edge.json``.
 
 The payload layout is the Qdrant store's (:mod:`rechunk.adapters._layout`), so the same
@@ -62,7 +62,7 @@ from rechunk.adapters._layout import (
     qdrant_payload,
 )
 from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
-from rechunk.store import (
+from rechunk.sync.store import (
     SUPERSEDED_KEY,
     SUPERSEDED_MARK,
     CollectionInfo,
@@ -604,7 +604,7 @@ class _Vectors:
 
 
 class QdrantEdgeStore(StoreBase[EdgeClient]):
-    """A Qdrant Edge collection as a rechunk :class:`~rechunk.store.VectorStore`.
+    """A Qdrant Edge collection as a rechunk :class:`~rechunk.sync.store.VectorStore`.
 
     ``client`` is an open :class:`EdgeClient` (:func:`edge_client`); the constructor
     does no I/O. ``layout`` puts the payload and vector where the Qdrant store puts them
@@ -1047,7 +1047,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
 
     def supersede(self, ids: Sequence[str], *, version: int | None = None) -> None:
         """Mark those of ``ids`` that exist superseded (see
-        :func:`rechunk.store.mark_superseded`): ``superseded: 1`` set in their payload
+        :func:`rechunk.sync.store.mark_superseded`): ``superseded: 1`` set in their payload
         (under ``metadata`` in the langchain layout), payload only; with ``version``, only
         points whose stored version is absent or at most ``version``, as ``delete`` does."""
         unique = check_ids(ids)

@@ -11,7 +11,7 @@ repeated, as ``benchmarks/memory.py`` builds them) this script, in a fresh proce
 * chunks the text with the default policy sized for all-MiniLM-L6-v2 and builds the
   stored points of that revision (what the store returns for the document);
 * inserts one sentence in the middle of the text and times chunking the new text,
-  planning the re-sync (``rechunk.sync._plan``: keys, ids, R_c, changed bytes) and the
+  planning the re-sync (``rechunk.sync.planning._plan``: keys, ids, R_c, changed bytes) and the
   changed-bytes diff alone;
 * for sizes up to ``--reference-mb`` (default 1) also times the quadratic difflib
   reference (what ``_changed_bytes`` computed before) and checks that both agree.
@@ -83,8 +83,8 @@ def reference_changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) 
 def child(megabytes: float, reference: bool) -> dict[str, Any]:
     from rechunk import Document, policy_for
     from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
-    from rechunk.store import StoredPoint
-    from rechunk.sync import _changed_bytes, _plan
+    from rechunk.sync.planning import _changed_bytes, _plan
+    from rechunk.sync.store import StoredPoint
 
     embedder = SentenceTransformerEmbedder()  # its tokenizer and window; the model never loads
     chunker = policy_for(embedder)

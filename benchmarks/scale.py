@@ -327,7 +327,7 @@ def _watch_chunking_helper() -> list[float]:
     inherits its parent's peak at the exec.)"""
     import importlib
 
-    ahead = importlib.import_module("rechunk.ahead")
+    ahead = importlib.import_module("rechunk.sync.ahead")
     peaks: list[float] = []
     close = ahead.ChunkAhead.close
 
@@ -494,7 +494,7 @@ def _initial_records(n: int) -> tuple[list[tuple[str, Any]], np.ndarray]:
     and their vectors: the same ids, payloads and vectors as ``rechunk.sync``'s."""
     import rechunk
     from rechunk.reuse.identity import input_key, point_id, text_revision
-    from rechunk.store import PointPayload
+    from rechunk.sync.store import PointPayload
 
     docs, _ = _docs_for("initial", n)
     embedder = HashEmbedder()

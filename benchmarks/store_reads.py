@@ -42,7 +42,7 @@ import _report
 
 import rechunk.adapters.qdrant as adapter
 from rechunk.adapters.qdrant import QdrantStore, local_client
-from rechunk.store import PointPayload, PointWrite
+from rechunk.sync.store import PointPayload, PointWrite
 
 MODEL = "bench-model"
 DIM = 384

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def execute(args: ReindexArgs) -> int:
     from rechunk.chunking.policy import policy_for
     from rechunk.cli.sources import Chooser
-    from rechunk.generations import reindex
+    from rechunk.sync.generations import reindex
 
     if args.paths:
         files = read_paths(args.paths, args, args)

@@ -150,7 +150,7 @@ def collection_status(store: Any) -> dict[str, Any]:
     aliases = getattr(store, "aliases", None)
     if callable(aliases):
         status["aliases"] = aliases()
-    from rechunk.generations import generations
+    from rechunk.sync.generations import generations
 
     status["generations"] = generations(store)
     return status

@@ -133,7 +133,7 @@ def execute(args: SyncArgs) -> int:
         compose.share_cache(embedder, cache)
         store = opened.store
         if not args.dry_run:
-            from rechunk.generations import open_live
+            from rechunk.sync.generations import open_live
 
             store = open_live(store, chunker, embedder.dimension)
         # with --prune, files that exist but were not read (unreadable, or in a folder

@@ -169,9 +169,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from rechunk.cli.reading import read_paths
     from rechunk.cli.sources import Chooser, parse_options
     from rechunk.files import printable
-    from rechunk.generations import open_live
     from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher, serve_metrics
     from rechunk.live.freshness import freshness_path
+    from rechunk.sync.generations import open_live
 
     for path in args.paths:
         if not Path(path).is_dir():

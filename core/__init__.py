@@ -28,13 +28,13 @@ from rechunk.errors import (
     StoreUnavailableError,
     TransientError,
 )
-from rechunk.generations import ReindexReport, reindex
 from rechunk.reuse.cache import CacheStats, EmbeddingCache, MemoryCache, SQLiteCache
 from rechunk.reuse.cached_embedder import CachedEmbedder, EmbedStats
 from rechunk.reuse.embedding import Embedder
 from rechunk.reuse.identity import input_key
-from rechunk.store import VectorStore
 from rechunk.sync import DocumentReport, SyncReport, sync
+from rechunk.sync.generations import ReindexReport, reindex
+from rechunk.sync.store import VectorStore
 
 __version__ = "0.1.0"
 

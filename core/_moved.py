@@ -26,6 +26,9 @@ MOVED = {
     "rechunk.cached_embedder": "rechunk.reuse.cached_embedder",
     "rechunk.embedding": "rechunk.reuse.embedding",
     "rechunk.identity": "rechunk.reuse.identity",
+    "rechunk.ahead": "rechunk.sync.ahead",
+    "rechunk.generations": "rechunk.sync.generations",
+    "rechunk.store": "rechunk.sync.store",
 }
 
 

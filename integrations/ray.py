@@ -9,14 +9,14 @@ Ray cluster:
   document in exactly one partition: one writer per document per run;
 * **plan** (a task per partition, ``num_cpus=cpus``) -- read the partition's stored
   points, chunk (or take the chunks the stored points prove), compute keys and ids and
-  what to write and delete (:func:`rechunk.sync._plan`), and look up in the collection
+  what to write and delete (:func:`rechunk.sync.planning._plan`), and look up in the collection
   the vectors of new points' inputs (``get_vectors``). Plan tasks never write;
 * **embed** (an actor pool of ``workers`` actors, each loading the model once, with
   ``num_gpus`` where asked) -- only the inputs no partition found: each distinct input
   is sent to one actor once per run, whichever partitions need it;
-* **commit** (a task per partition) -- publish the plan (:func:`rechunk.sync._publish`:
+* **commit** (a task per partition) -- publish the plan (:func:`rechunk.sync.publishing._publish`:
   the same guarded, idempotent writes and deletes, in the same order), then the same
-  stale check (:func:`rechunk.sync._check_published`).
+  stale check (:func:`rechunk.sync.verifying._check_published`).
 
 The result is what :func:`rechunk.sync` writes: same point ids, payloads and vectors.
 
@@ -55,7 +55,6 @@ from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError, RechunkError, StaleCheckError, StoreError
 from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
-from rechunk.store import VectorStore, batches
 from rechunk.sync import (
     DOC_BATCH,
     EMBED_BATCH,
@@ -64,21 +63,15 @@ from rechunk.sync import (
     Order,
     Progress,
     SyncReport,
-    _bad_stored,
-    _check_documents,
-    _check_published,
-    _check_store,
-    _chooser,
-    _gone,
-    _keeps,
-    _method,
-    _offers,
-    _Plan,
-    _plan,
-    _publish,
-    _stored_chunks,
     check_compatible,
 )
+from rechunk.sync.inputs import _check_documents, _check_store, _chooser
+from rechunk.sync.planning import _Plan, _plan, _stored_chunks
+from rechunk.sync.publishing import _publish
+from rechunk.sync.stages import _gone
+from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
+from rechunk.sync.vectors import _bad_stored
+from rechunk.sync.verifying import _check_published
 
 __all__ = ["RaySyncReport", "connect", "engine", "sync"]
 
@@ -1062,7 +1055,7 @@ def engine(
     cluster at ``address``, into the collection (and layout) of the store it is given, on
     the server ``store`` (a URI every node reaches). The embedding actors make
     ``embedder`` (a URI or a factory; default: the embedder the call is given, shipped
-    as it is). For :func:`rechunk.generations.reindex`'s ``engine``: a model change
+    as it is). For :func:`rechunk.sync.generations.reindex`'s ``engine``: a model change
     reindexed on a cluster::
 
         reindex(docs, ChromaStore(client, "docs"), chunker, embedder,

@@ -27,7 +27,7 @@ import numpy.typing as npt
 import pytest
 
 from rechunk.errors import ConfigError, InputError, StoreError, StoreUnavailableError
-from rechunk.store import (
+from rechunk.sync.store import (
     RESERVED_METADATA_KEYS,
     CollectionInfo,
     PointPayload,

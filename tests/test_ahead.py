@@ -15,7 +15,7 @@ import pytest
 
 from rechunk import StructuredChunker
 
-ahead = importlib.import_module("rechunk.ahead")
+ahead = importlib.import_module("rechunk.sync.ahead")
 
 TEXTS = [
     f"# Part {i}\n\n"

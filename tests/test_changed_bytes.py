@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import rechunk.chunking.measure as measure
 from rechunk.chunking.measure import atoms, changed_blocks
-from rechunk.sync import _changed_bytes
+from rechunk.sync.planning import _changed_bytes
 
 
 def difflib_changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:

@@ -28,7 +28,7 @@ from concurrency_helpers import TableEmbedder, chroma_worker, version_text
 
 from rechunk import Document, policy_for, sync
 from rechunk.adapters.qdrant import QdrantStore, _client_lock
-from rechunk.sync import _plan
+from rechunk.sync.planning import _plan
 
 VERSIONS = (2, 3, 4)
 

@@ -21,7 +21,7 @@ from rechunk.live.evaluation import (
     duplicate_of,
     read_queries,
 )
-from rechunk.store import PointPayload, StoredPoint
+from rechunk.sync.store import PointPayload, StoredPoint
 
 pytestmark = pytest.mark.timeout(180)
 

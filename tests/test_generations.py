@@ -21,7 +21,7 @@ from rechunk import (
 )
 from rechunk.adapters.chroma import ChromaStore
 from rechunk.adapters.qdrant import QdrantStore
-from rechunk.generations import generation_name, generations, open_live
+from rechunk.sync.generations import generation_name, generations, open_live
 
 DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 

@@ -448,7 +448,7 @@ def test_reindex_on_the_cluster_equals_the_local_reindex(
     """``reindex(..., engine=rray.engine(URI))``: a model change, then a policy change (whose
     live generation lends its vectors), built on the cluster, give the generations and the
     counts of the same reindex run locally."""
-    from rechunk.generations import reindex
+    from rechunk.sync.generations import reindex
 
     docs = _docs(corpus[:8], "old")
     client = http_client("127.0.0.1", chroma.port)

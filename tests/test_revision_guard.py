@@ -32,7 +32,7 @@ from concurrency_helpers import version_text
 from rechunk import Document, policy_for, sync
 from rechunk.adapters.guard import langchain_filter, llamaindex_filters
 from rechunk.errors import ConfigError
-from rechunk.store import StoredPoint
+from rechunk.sync.store import StoredPoint
 
 DOC = "guide.md"
 WAIT = 120.0  # seconds a test waits for the other thread before it gives up
@@ -382,7 +382,7 @@ def test_the_qdrant_server_request_marks_by_a_filter_with_the_version(
     from qdrant_client import QdrantClient
 
     from rechunk.adapters.qdrant import QdrantStore
-    from rechunk.store import PointPayload, PointWrite
+    from rechunk.sync.store import PointPayload, PointWrite
 
     monkeypatch.setattr(QdrantStore, "is_embedded", lambda self: False)
     store = QdrantStore(QdrantClient(":memory:"), "server", layout)  # type: ignore[arg-type]

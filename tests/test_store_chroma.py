@@ -33,7 +33,7 @@ from store_contract import (
 
 import rechunk
 from rechunk.errors import ConfigError, StoreError, StoreUnavailableError, TransientError
-from rechunk.store import PointPayload, PointWrite, StoredPoint
+from rechunk.sync.store import PointPayload, PointWrite, StoredPoint
 
 chromadb = pytest.importorskip("chromadb")
 from chromadb.config import Settings  # noqa: E402

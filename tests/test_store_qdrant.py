@@ -31,7 +31,7 @@ from store_contract import (
 )
 
 from rechunk.errors import ConfigError, StoreError, StoreUnavailableError, TransientError
-from rechunk.store import PointPayload, PointWrite, StoredPoint
+from rechunk.sync.store import PointPayload, PointWrite, StoredPoint
 
 qdrant_client = pytest.importorskip("qdrant_client")
 from qdrant_client import QdrantClient, models  # noqa: E402

@@ -39,7 +39,7 @@ from store_contract import (
 
 from rechunk import Document, policy_for, sync
 from rechunk.errors import ConfigError, StoreError, StoreUnavailableError, TransientError
-from rechunk.store import PointWrite, StoredPoint
+from rechunk.sync.store import PointWrite, StoredPoint
 
 qe = pytest.importorskip("qdrant_edge")
 
@@ -287,7 +287,7 @@ def test_writes_and_deletes_of_an_older_version_leave_a_newer_point(
 HOLDER = """
 import sys, time
 from rechunk.adapters.qdrant_edge import QdrantEdgeStore, edge_client
-from rechunk.store import PointPayload, PointWrite
+from rechunk.sync.store import PointPayload, PointWrite
 import numpy as np
 client = edge_client(sys.argv[1])
 store = QdrantEdgeStore(client, "docs")
@@ -407,7 +407,7 @@ def test_reopened_folder_holds_what_was_written(folder: Path) -> None:
 
 
 def test_reindex_builds_a_generation_and_switches_the_alias(folder: Path) -> None:
-    from rechunk.generations import generations, open_live, reindex
+    from rechunk.sync.generations import generations, open_live, reindex
 
     embedder = HashEmbedder()
     docs = [Document(f"d{i}.md", f"# Note {i}\n\nThe sync keeps note {i}.\n") for i in range(5)]
@@ -489,7 +489,7 @@ class PlanThenWait(Unlocked):
 
 def check_newest(store: Any, doc_id: str, newest: int, embedder: Any) -> None:
     """Exactly the newest version's chunks: none missing, none extra, no other revision."""
-    from rechunk.sync import _plan
+    from rechunk.sync.planning import _plan
 
     chunker = policy_for(embedder, "recursive")
     doc = Document(doc_id, version_text(newest), version=newest)

@@ -254,7 +254,7 @@ def test_a_prunes_reads_count_as_plan(make_store: StoreFactory, minilm: Any, chu
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The reads that find what a prune deletes (every stored doc_id, then the gone
     documents' points) are in ``seconds["plan"]``: the report accounts for them."""
-    sync_module = importlib.import_module("rechunk.sync")  # the module, not the function
+    sync_module = importlib.import_module("rechunk.sync.stages")  # the stages' clock
     store = fresh(make_store("langchain"), minilm)
     sync([Document("a", NOTES), Document("b", GUIDE_V1)], store, chunker=chunker,
          embedder=minilm)
@@ -647,7 +647,7 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
     with the batch), counts an input that several batches share once, and ends exact."""
     import sys
 
-    sync_module = sys.modules["rechunk.sync"]
+    sync_module = sys.modules["rechunk.sync.stages"]
 
     monkeypatch.setattr(sync_module, "DOC_BATCH", 3)
     store = fresh(make_store("langchain"), minilm)
@@ -675,9 +675,9 @@ def test_documents_are_synced_in_batches(make_store: StoreFactory, minilm: Any, 
 
 @pytest.fixture
 def ahead(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``rechunk.ahead``, with batches of 4 documents and a helper for 2 of them on 2 cores."""
-    monkeypatch.setattr(importlib.import_module("rechunk.sync"), "DOC_BATCH", 4)
-    module = importlib.import_module("rechunk.ahead")
+    """``rechunk.sync.ahead``, with batches of 4 documents and a helper for 2 of them on 2 cores."""
+    monkeypatch.setattr(importlib.import_module("rechunk.sync.stages"), "DOC_BATCH", 4)
+    module = importlib.import_module("rechunk.sync.ahead")
     monkeypatch.setattr(module, "MIN_DOCUMENTS", 2)
     monkeypatch.setattr(module, "cores", lambda: 2)
     return module
@@ -860,7 +860,7 @@ def test_a_chroma_prune_reads_ids_and_the_doc_ids_of_the_others_only(
 
 
 def test_the_memory_of_what_a_sync_published_keeps_the_newest_within_its_bounds() -> None:
-    from rechunk.sync import _Published
+    from rechunk.sync.vectors import _Published
 
     def vector(i: int) -> np.ndarray:
         return np.full(4, i, dtype=np.float32)  # 16 bytes
@@ -901,7 +901,7 @@ def test_into_an_empty_locked_collection_only_inputs_already_published_are_looke
     other) in the collection."""
     import importlib
 
-    module = importlib.import_module("rechunk.sync")
+    module = importlib.import_module("rechunk.sync.stages")
     monkeypatch.setattr(module, "DOC_BATCH", 2)
     if remembered != "vectors":
         monkeypatch.setattr(module, "PUBLISHED_BYTES", 0)

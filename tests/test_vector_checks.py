@@ -32,7 +32,7 @@ from rechunk.errors import BadVectorError, EmbeddingError, InputError, RechunkEr
 from rechunk.reuse.cache import row_checksum
 from rechunk.reuse.embedding import check_vectors
 from rechunk.reuse.identity import input_key
-from rechunk.store import PointWrite
+from rechunk.sync.store import PointWrite
 
 MODEL = "vector-checks/hash-v1"
 DIM = 8
@@ -356,7 +356,7 @@ def test_check_stored_repairs_a_collection_and_cache_a_bad_server_left(
 def test_reindex_does_not_copy_a_poisoned_vector_of_the_live_generation(
     client: Any, store: Any
 ) -> None:
-    from rechunk.generations import open_live, reindex
+    from rechunk.sync.generations import open_live, reindex
 
     docs = [Document("short", "One short paragraph that both policies keep whole.")]
     old_policy = RecursiveChunker()

@@ -68,7 +68,7 @@ def qdrant_store(embedder: Any, chunker: Any, name: str = "live") -> Any:
     from qdrant_client import QdrantClient
 
     from rechunk.adapters.qdrant import QdrantStore
-    from rechunk.generations import open_live
+    from rechunk.sync.generations import open_live
 
     return open_live(QdrantStore(QdrantClient(":memory:"), name), chunker, embedder.dimension)
 
@@ -353,7 +353,7 @@ def test_store_goes_away_and_comes_back(tmp_path: Path, embedder: Any, chunker: 
     from chroma_server import stop_process
 
     from rechunk.adapters.chroma import ChromaStore, http_client
-    from rechunk.generations import open_live
+    from rechunk.sync.generations import open_live
 
     root = tmp_path / "docs"
     write_docs(root, ["one", "two", "three"])

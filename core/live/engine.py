@@ -52,8 +52,8 @@ from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
-from rechunk.store import StoredPoint, VectorStore
 from rechunk.sync import SyncReport, sync
+from rechunk.sync.store import StoredPoint, VectorStore
 
 __all__ = ["BatchReport", "Watcher"]
 

@@ -1,6 +1,6 @@
 """Retrieval quality on a fixed query set: miss rate at k and duplicate evidence in the top k.
 
-The engine of ``rechunk eval``: pure Python over the :class:`rechunk.store.VectorStore`
+The engine of ``rechunk eval``: pure Python over the :class:`rechunk.sync.store.VectorStore`
 protocol's ``search`` and ``get_points_many`` (the caller embeds the queries). It is the
 evidence the design asks for before an alias is switched to a new generation: run the
 same queries against the live collection and a shadow one and compare.
@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.errors import ConfigError, InputError
-from rechunk.store import StoredPoint, VectorStore
+from rechunk.sync.store import StoredPoint, VectorStore
 
 __all__ = [
     "ABSENT",

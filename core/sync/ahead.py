@@ -141,7 +141,7 @@ class ChunkAhead:
         # the helper imports rechunk from where this process did
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from rechunk.ahead import main; main()", chunker],
+            [sys.executable, "-c", "from rechunk.sync.ahead import main; main()", chunker],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -177,7 +177,7 @@ def serve(chunker_file: Path, requests: IO[bytes], answers: IO[bytes]) -> None:
 
 
 def main() -> None:
-    """The helper process: ``python -c "from rechunk.ahead import main; main()" CHUNKER``."""
+    """The helper process: ``python -c "from rechunk.sync.ahead import main; main()" CHUNKER``."""
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what a library prints must not land among the answers
     with contextlib.suppress(BrokenPipeError):  # the sync ended without reading an answer

@@ -234,3 +234,23 @@ def mark_superseded(
         return
     write: Callable[..., None] = store.write  # Qdrant's takes version=
     write([PointWrite(p.id, replace(p.payload, superseded=True), None) for p in points], **guard)
+
+
+# What a store offers beyond the protocol: the optional methods and attributes the
+# sync asks for (see VectorStore).
+
+
+def _method(store: object, name: str) -> Callable[..., Any] | None:
+    """The optional method ``name`` of ``store`` (see VectorStore), or None."""
+    method = getattr(store, name, None)
+    return method if callable(method) else None
+
+
+def _offers(store: object, *methods: str) -> bool:
+    """Whether ``store`` has every one of these optional methods (see VectorStore)."""
+    return all(_method(store, name) is not None for name in methods)
+
+
+def _keeps(store: VectorStore) -> bool:
+    """Whether ``store`` keeps each point's PREVIOUS / NEXT ids (``keeps_neighbours``)."""
+    return bool(getattr(store, "keeps_neighbours", False))

@@ -22,8 +22,10 @@ from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
-from rechunk.store import VectorStore
-from rechunk.sync import SyncReport, check_inputs, sync
+from rechunk.sync.engine import sync
+from rechunk.sync.inputs import check_inputs
+from rechunk.sync.report import SyncReport
+from rechunk.sync.store import VectorStore
 
 __all__ = [
     "GenerationalStore",

@@ -1,0 +1,177 @@
+"""The stale check after publishing: versioned documents are settled with concurrent
+writers first (:func:`settle`), then each published document is verified to hold exactly
+its new revision."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from rechunk.chunking.chunk import Chunker
+from rechunk.document import Document
+from rechunk.reuse.cache import EmbeddingCache
+from rechunk.reuse.embedding import Embedder
+from rechunk.sync.planning import _Plan, _plan
+from rechunk.sync.publishing import _guarded, _publish
+from rechunk.sync.report import DocumentReport, Order, SyncReport
+from rechunk.sync.store import StoredPoint, VectorStore, _keeps, _method
+from rechunk.sync.vectors import Vector, _vectors
+
+log = logging.getLogger("rechunk.sync")
+
+
+#: Rounds of re-planning a versioned document that lost points to a concurrent writer
+#: (an older writer deleted a point this sync only updated), before the stale check fails.
+REPAIR_ROUNDS = 3
+
+
+def _settle_document(
+    plan: _Plan, points: list[StoredPoint], store: VectorStore
+) -> tuple[int | None, bool]:
+    """After publishing a versioned document, clear what concurrent writers left.
+
+    Returns ``(newer, changed)``: ``newer`` is the newest version in the store when it is
+    newer than this sync's (this writer lost the race: every point older than that
+    version is deleted, its own included, so it leaves nothing behind); ``changed`` says
+    whether points were deleted (points of an older version, or of none, that are not
+    this revision's). Deletes are conditional where the store can (Qdrant), so a point a
+    newer writer wrote meanwhile is never removed."""
+    version = plan.doc.version
+    assert version is not None
+    newest = max((p.payload.version for p in points if p.payload.version is not None), default=None)
+    if newest is not None and newest > version:
+        older = [p.id for p in points if p.payload.version is None or p.payload.version < newest]
+        if older:
+            store.delete(older, **_guarded(store, newest - 1))
+        return newest, bool(older)
+    mine = set(plan.ids)
+    leftovers = [
+        p.id
+        for p in points
+        if p.id not in mine and (p.payload.version is None or p.payload.version <= version)
+    ]
+    if leftovers:
+        store.delete(leftovers, **_guarded(store, version))
+    return None, bool(leftovers)
+
+
+def _superseded(report: SyncReport, rep: DocumentReport, newest: int) -> None:
+    """Count a document whose newer version another writer stored during this sync."""
+    report.documents[rep.status] -= 1
+    report.documents["synced"] -= 1
+    report.documents["skipped"] += 1
+    rep.status = "skipped"
+    rep.reason = (
+        f"superseded: another writer stored version {newest} during this sync; "
+        "this sync's points were removed"
+    )
+    log.warning("doc_id=%s superseded by version %d during the sync", rep.doc_id, newest)
+
+
+def _merge_repair(report: SyncReport, rep: DocumentReport, redo: DocumentReport) -> None:
+    """Add what a repair round wrote to the document's report and the run's chunk counts."""
+    for name in ("added", "updated", "from_cache", "from_store", "embedded", "tokens_embedded"):
+        setattr(rep, name, getattr(rep, name) + getattr(redo, name))
+    report.chunks["added"] += redo.added
+    report.chunks["updated"] += redo.updated
+
+
+def _verify(plan: _Plan, points: list[StoredPoint]) -> tuple[int, int]:
+    """``(wrong, missing)`` for the document as re-read after publishing: points that are
+    not exactly the new revision's (another revision, or an id the plan does not have),
+    and points of the plan that are absent ((0, 0) when all is well)."""
+    expected = set(plan.ids)
+    stale = sum(1 for p in points if p.payload.revision != plan.doc.revision)
+    # a point of the new revision marked superseded (by an older writer) is not found by
+    # a search: it is missing until it is written again
+    missing = expected - {p.id for p in points if not p.payload.superseded}
+    extra = {p.id for p in points} - expected
+    return max(stale, len(extra)), len(missing)
+
+
+def _check_published(
+    published: list[_Plan],
+    report: SyncReport,
+    store: VectorStore,
+    pick: Callable[[Document], Chunker],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    vectors: dict[str, Vector],
+    order: Order,
+    locked: bool,
+) -> list[tuple[str, int, int]]:
+    """The stale check of a batch of published documents: ``(doc_id, wrong, missing)``
+    of each that is not exactly its new revision after publishing (counted in
+    ``report.stale_points``). Versioned documents are settled with concurrent writers
+    first (see :func:`settle`).
+
+    Under the writer lock (``locked``), a batch without versions is checked by id where
+    the store can read by id (``present_ids``): no other writer ran, so the documents
+    hold no point but those the plan read (or, in a collection empty when the lock was
+    taken, none) and those this sync wrote; the planned ids being present and the ones
+    it deleted gone is then the whole check. Any other answer falls back to re-reading
+    the points, which names the documents and counts."""
+    present_ids = _method(store, "present_ids")
+    if locked and present_ids is not None and all(p.doc.version is None for p in published):
+        expected = {pid for plan in published for pid in plan.ids}
+        gone = {pid for plan in published for pid in plan.delete}
+        if present_ids(sorted(expected | gone)) == expected:
+            return []
+    published, reread = settle(published, report, store, pick, embedder, cache, vectors, order)
+    failed: list[tuple[str, int, int]] = []
+    for plan in published:
+        wrong, missing = _verify(plan, reread[plan.doc.doc_id])
+        report.stale_points += wrong + missing
+        if wrong or missing:
+            failed.append((plan.doc.doc_id, wrong, missing))
+    return failed
+
+
+def settle(
+    published: list[_Plan],
+    report: SyncReport,
+    store: VectorStore,
+    pick: Callable[[Document], Chunker],
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    vectors: dict[str, Vector],
+    order: Order,
+) -> tuple[list[_Plan], dict[str, list[StoredPoint]]]:
+    """Re-read a batch of published documents, settling the versioned ones with
+    concurrent writers (:func:`_settle_document`): a superseded one is reported skipped
+    and left out, and one that lost points to an older writer is planned and published
+    again, :data:`REPAIR_ROUNDS` times at most. Returns the plans still published and
+    the points the collection holds of each."""
+    seconds = report.seconds
+    reread = store.get_points_many([p.doc.doc_id for p in published])
+    for _ in range(REPAIR_ROUNDS):
+        again = False
+        for index, plan in enumerate(published):
+            if plan.doc.version is None:
+                continue
+            points = reread[plan.doc.doc_id]
+            newer, deleted = _settle_document(plan, points, store)
+            again = again or deleted
+            if newer is not None:
+                _superseded(report, plan.report, newer)
+                continue
+            if deleted:
+                points = store.get_points_many([plan.doc.doc_id])[plan.doc.doc_id]
+            if _verify(plan, points)[1]:  # points missing: plan and publish again
+                redo = _plan(
+                    plan.doc, plan.chunks, pick(plan.doc), embedder.model_id, points, _keeps(store)
+                )
+                if redo.report.status == "skipped":
+                    again = True
+                    continue
+                found, _ = _vectors([redo], embedder, cache, [store], False, seconds, None)
+                _publish([redo], {**vectors, **found}, store, order)
+                _merge_repair(report, plan.report, redo.report)
+                redo.report = plan.report
+                published[index] = redo
+                again = True
+        published = [p for p in published if p.report.status != "skipped"]
+        if not again:
+            break
+        reread = store.get_points_many([p.doc.doc_id for p in published])
+    return published, reread
