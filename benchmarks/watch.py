@@ -158,8 +158,8 @@ def check_store(work: Path, folder: Path) -> dict[str, int]:
     import numpy as np
 
     from rechunk.adapters.uri import open_store
-    from rechunk.files import read_documents
     from rechunk.integrations.uri import open_embedder
+    from rechunk.sources.files import read_documents
 
     model_id = open_embedder(None).model_id
     current = {d.doc_id: d.revision for d in read_documents([folder]).documents}
@@ -632,7 +632,7 @@ def chroma_state(port: int, folder: Path) -> dict[str, int]:
     earlier revision only), stale (an earlier revision still stored, or a deleted
     document left)."""
     from rechunk.adapters.uri import open_store
-    from rechunk.files import read_documents
+    from rechunk.sources.files import read_documents
 
     current = {d.doc_id: d.revision for d in read_documents([folder]).documents}
     opened = open_store(f"chroma+http://127.0.0.1:{port}", "rechunk", create=False)

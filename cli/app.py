@@ -27,7 +27,7 @@ from rechunk.errors import (
     RechunkError,
     StoreError,
 )
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = ["COMMANDS", "Parser", "build_parser", "main"]
 
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:  # named by the command's --help, not the top-level one
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "glob", "absent") is None:
-        from rechunk.files import DEFAULT_GLOBS
+        from rechunk.sources.files import DEFAULT_GLOBS
 
         args.glob = list(DEFAULT_GLOBS)
     signal.signal(signal.SIGTERM, _terminate)

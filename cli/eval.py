@@ -79,8 +79,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rechunk.cli import compose
     from rechunk.cli.options import ModelOptions
     from rechunk.cli.output import EXIT_OK, print_json
-    from rechunk.files import printable
     from rechunk.live.evaluation import read_queries
+    from rechunk.sources.files import printable
 
     if args.k < 1:
         raise ConfigError(f"-k {args.k}: give a positive number of chunks")

@@ -15,7 +15,7 @@ from rechunk.chunking.chunk import Chunker
 from rechunk.cli.options import Parsed, debug_option
 from rechunk.cli.output import EXIT_OK
 from rechunk.errors import ConfigError
-from rechunk.files import read_text_file
+from rechunk.sources.files import read_text_file
 
 __all__ = [
     "CHUNKER_NAMES",

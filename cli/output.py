@@ -3,7 +3,7 @@
 Exit codes: 0 ok, 1 partial failure (a file or folder skipped), 2 usage or
 configuration error, 3 store or embedder error (a failed stale check too). An error
 prints one line; the traceback only with ``--debug``. Names are printed through
-:func:`rechunk.files.printable` (control characters escaped).
+:func:`rechunk.sources.files.printable` (control characters escaped).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import Any
 
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = [
     "EXIT_BACKEND",

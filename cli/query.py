@@ -17,7 +17,7 @@ from rechunk.cli.options import (
 )
 from rechunk.cli.output import EXIT_OK, print_json
 from rechunk.errors import InputError, StoreError
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = ["QueryArgs", "add_parser", "execute", "run"]
 

@@ -18,7 +18,7 @@ __all__ = ["read_paths", "read_recorded"]
 def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions) -> Any:
     """The documents under ``paths``, read as ``inputs`` say (a file of a folder synced
     into the store and collection of ``options`` keeps its doc_id under that folder)."""
-    from rechunk.files import read_documents
+    from rechunk.sources.files import read_documents
 
     return read_documents(
         paths,
@@ -34,7 +34,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     """The documents under every root recorded for the store and collection of
     ``options``, each read as it was synced (``--format`` and the parsers' options from
     ``inputs``); a later sync's file wins a shared doc_id."""
-    from rechunk.files import FileSet, read_documents
+    from rechunk.sources.files import FileSet, read_documents
 
     roots = recorded_roots(read_manifest(), options)
     if not roots:

@@ -23,7 +23,7 @@ from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
 from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes
 from rechunk.errors import ConfigError
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = ["ReindexArgs", "add_parser", "execute", "run"]
 
@@ -101,7 +101,7 @@ def execute(args: ReindexArgs) -> int:
     if args.paths:
         files = read_paths(args.paths, args, args)
     else:
-        from rechunk.files import DEFAULT_GLOBS
+        from rechunk.sources.files import DEFAULT_GLOBS
 
         if args.glob != tuple(DEFAULT_GLOBS) or args.no_ignore:
             raise ConfigError(

@@ -13,7 +13,7 @@ from rechunk.cli import compose
 from rechunk.cli.options import StoreOptions, debug_option, store_options
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
 from rechunk.errors import ConfigError, StoreError
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = ["StatusArgs", "add_parser", "collection_status", "execute", "run"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = ["file_fields", "file_notes", "progress_bar", "sync_summary"]
 

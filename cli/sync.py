@@ -23,7 +23,7 @@ from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, EXIT_PARTIAL, print_json, 
 from rechunk.cli.reading import read_paths
 from rechunk.cli.summary import file_fields, file_notes, progress_bar, sync_summary
 from rechunk.errors import StaleCheckError
-from rechunk.files import printable
+from rechunk.sources.files import printable
 
 __all__ = ["SyncArgs", "add_parser", "execute", "run"]
 

@@ -168,9 +168,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import read_paths
     from rechunk.cli.sources import Chooser, parse_options
-    from rechunk.files import printable
     from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher, serve_metrics
     from rechunk.live.freshness import freshness_path
+    from rechunk.sources.files import printable
     from rechunk.sync.generations import open_live
 
     for path in args.paths:

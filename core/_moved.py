@@ -29,6 +29,8 @@ MOVED = {
     "rechunk.ahead": "rechunk.sync.ahead",
     "rechunk.generations": "rechunk.sync.generations",
     "rechunk.store": "rechunk.sync.store",
+    "rechunk.files": "rechunk.sources.files",
+    "rechunk.ignore": "rechunk.sources.ignore",
 }
 
 

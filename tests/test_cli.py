@@ -18,7 +18,7 @@ import pytest
 
 from rechunk.cli import main
 from rechunk.errors import ConfigError, InputError
-from rechunk.files import read_documents
+from rechunk.sources.files import read_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
@@ -429,7 +429,7 @@ def test_a_folder_that_cannot_be_listed_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("apple")
     (tmp_path / "locked").chmod(0)
     script = (
-        "import json, sys; from rechunk.files import read_documents; "
+        "import json, sys; from rechunk.sources.files import read_documents; "
         "f = read_documents([sys.argv[1]], ['*.md']); "
         "print(json.dumps([[d.doc_id for d in f.documents], f.skipped, f.unlisted, "
         "f.covers('locked/l.md')]))"

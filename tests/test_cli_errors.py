@@ -14,7 +14,7 @@ import pytest
 
 from rechunk import Document, StaleCheckError, StoreError, policy_for, sync
 from rechunk.cli import main
-from rechunk.files import printable, read_documents
+from rechunk.sources.files import printable, read_documents
 
 
 @pytest.fixture

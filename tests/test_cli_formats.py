@@ -15,7 +15,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from rechunk.cli import main
-from rechunk.files import read_documents
+from rechunk.sources.files import read_documents
 
 pytest.importorskip("docx")
 pytest.importorskip("reportlab")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rechunk.errors import ConfigError
-from rechunk.files import FileSet, read_documents
-from rechunk.ignore import wildmatch
+from rechunk.sources.files import FileSet, read_documents
+from rechunk.sources.ignore import wildmatch
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="needs the git binary as the oracle")

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from parser_contract import ParserContract, check_parsed
 
 from rechunk.errors import InputError
-from rechunk.files import read_text_file
 from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
+from rechunk.sources.files import read_text_file
 from rechunk.sources.text import markdown_items
 
 REVISIONS = Path(__file__).resolve().parents[2] / "shared" / "revisions" / "dev.jsonl"

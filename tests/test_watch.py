@@ -24,7 +24,6 @@ pytest.importorskip("prometheus_client")
 pytest.importorskip("qdrant_client")
 
 from rechunk import MemoryCache, policy_for
-from rechunk.files import read_documents
 from rechunk.live import (
     BatchReport,
     DiagnosisLog,
@@ -34,6 +33,7 @@ from rechunk.live import (
     read_freshness,
     serve_metrics,
 )
+from rechunk.sources.files import read_documents
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -3,7 +3,7 @@
 File events only say *which* paths to look at; what a path holds is read when it is
 stable (its size, mtime and inode unchanged for ``settle`` seconds, so that a save
 written in several steps, a truncate-then-write or a temp file renamed into place is
-never read half-written), through :func:`rechunk.files.read_documents` with the same
+never read half-written), through :func:`rechunk.sources.files.read_documents` with the same
 globs, ``.gitignore`` and hidden-name rules as ``rechunk sync`` (:class:`Selection`).
 Paths that become ready together form one batch (a burst of events waits, up to
 ``max_wait``, until every path in it is stable, so a ``git checkout`` is a few
@@ -46,12 +46,12 @@ from rechunk.errors import (
     StaleCheckError,
     TransientError,
 )
-from rechunk.files import DEFAULT_GLOBS, FileSet, read_documents
 from rechunk.live.freshness import DiagnosisLog, Freshness
 from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
+from rechunk.sources.files import DEFAULT_GLOBS, FileSet, read_documents
 from rechunk.sync import SyncReport, sync
 from rechunk.sync.store import StoredPoint, VectorStore
 
@@ -165,7 +165,7 @@ def _one_line(exc: BaseException) -> str:
 class Watcher:
     """Keep a collection in step with folders as their files change.
 
-    ``paths`` are folders; documents are read as :func:`rechunk.files.read_documents`
+    ``paths`` are folders; documents are read as :func:`rechunk.sources.files.read_documents`
     reads them (``globs``, ``gitignore``, and ``read_options`` passed on: the parser
     options of ``rechunk sync``), and synced with ``chunker`` / ``chunker_for`` and
     ``embedder`` through ``cache`` into ``store``, all kept open. ``prune``: as in

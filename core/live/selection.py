@@ -1,5 +1,5 @@
 """Which paths under a watched folder ``rechunk sync`` would read: the same globs,
-``.gitignore`` rules and hidden-name rule as :func:`rechunk.files.read_documents`'s walk,
+``.gitignore`` rules and hidden-name rule as :func:`rechunk.sources.files.read_documents`'s walk,
 answered for one path at a time (a file event names one path)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rechunk.files import _globs_regex
-from rechunk.ignore import IgnoreRules
+from rechunk.sources.files import globs_regex
+from rechunk.sources.ignore import IgnoreRules
 
 __all__ = ["Selection"]
 
@@ -27,7 +27,7 @@ class Selection:
     def __init__(self, root: str | os.PathLike[str], globs: Sequence[str], gitignore: bool) -> None:
         self.root = Path(root)
         self.real = self.root.resolve()
-        self._pattern = _globs_regex(globs)
+        self._pattern = globs_regex(globs)
         self._gitignore = gitignore
         self._rules: IgnoreRules | None = None
         self.refresh()

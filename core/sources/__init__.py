@@ -1,4 +1,9 @@
-"""Sources: from a file's bytes to a document's text and blocks.
+"""Sources: from files on disk to documents, through the parser of each format.
+
+File discovery: :mod:`~rechunk.sources.files` walks folders (globs, hidden names,
+``.gitignore`` rules as :mod:`~rechunk.sources.ignore` reads them, files that cannot be
+read) and makes each file it finds into documents (:mod:`~rechunk.sources.documents`:
+its format's parser, or a code file's language).
 
 A parser turns one file's bytes into :class:`Parsed` documents (most formats give one;
 JSON and JSONL records give one per record). Its ``text`` is what is chunked, embedded
@@ -14,8 +19,9 @@ not text. The same bytes give the same text on every run, and an edit changes th
 only near the edit. Nothing is downloaded at run time. A file that cannot be parsed is
 a :class:`ParseError` (an :class:`~rechunk.errors.InputError`) whose message is one line.
 
-What this package may import: the standard library and :mod:`rechunk`'s errors; each
-format's third-party library is imported inside its own module, on first use, through
+What this package may import: the standard library, ``rechunk.errors``,
+``rechunk.document`` and the chunkers (a code file's language); never the sync or live
+rooms. Each format's third-party library is imported inside its own module, on first use, through
 :func:`rechunk._optional.require` (extra ``formats``).
 """
 

@@ -145,7 +145,7 @@ def documents_from_file(
     Raises :class:`~rechunk.sources.ParseError` (one line: the file is skipped) when the
     file cannot be parsed, :class:`InputError` when it cannot be read or no parser reads
     its type. A file whose text is empty or blank gives no document. ``data``: the
-    file's bytes, when the caller has read them (see :func:`rechunk.files.read_bytes`)."""
+    file's bytes, when the caller has read them (see :func:`rechunk.sources.files.read_bytes`)."""
     path = Path(path)
     kind = kind_of(path, fmt)
     if kind is None:

@@ -1,7 +1,7 @@
 """Plain text, Markdown and reStructuredText: the file's own text, and the blocks in it.
 
 These parsers never rewrite the text: it is the file's bytes decoded exactly as
-:func:`rechunk.files.read_text_file` decodes them (UTF-8, a leading byte-order mark
+:func:`rechunk.sources.files.read_text_file` decodes them (UTF-8, a leading byte-order mark
 removed; invalid UTF-8 or a NUL byte is a :class:`ParseError`), so a collection synced
 before the parsers existed keeps every chunk and re-embeds nothing. An empty or blank
 file gives one document with no blocks (the caller counts it as empty, as before).
@@ -51,7 +51,7 @@ _NEWLINE = re.compile(r"\r\n?|\n")
 
 
 def decode_text(data: bytes) -> str:
-    """The text of a UTF-8 file, exactly as :func:`rechunk.files.read_text_file` reads it:
+    """The text of a UTF-8 file, exactly as :func:`rechunk.sources.files.read_text_file` reads it:
     a leading byte-order mark removed; invalid UTF-8 or a NUL byte is a :class:`ParseError`."""
     try:
         text = data.decode("utf-8")

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
-from rechunk.ignore import IgnoreRules, wildmatch
 from rechunk.sources.documents import documents_from_file, kind_of
+from rechunk.sources.ignore import IgnoreRules, wildmatch
 from rechunk.sources.registry import ParseOptions
 
 __all__ = [
     "DEFAULT_GLOBS",
     "FileSet",
+    "globs_regex",
     "printable",
     "read_bytes",
     "read_documents",
@@ -128,7 +129,7 @@ class FileSet:
         ) or any(doc_id.startswith(prefix) for prefix in self.unlisted)
 
 
-def _globs_regex(globs: Sequence[str]) -> re.Pattern[str]:
+def globs_regex(globs: Sequence[str]) -> re.Pattern[str]:
     """One regex for the relative paths that ``globs`` match at any depth (git's wildcard
     syntax, as in .gitignore: ``*`` and ``?`` stop at ``/``, ``**/`` spans folders)."""
     parts = []
@@ -263,14 +264,14 @@ def read_documents(
     so is a folder that cannot be listed; an empty or blank file is listed in
     ``empty``; hidden files and folders are ignored, and so is what the ``.gitignore``
     files of a folder (and of the folders above it, up to the top of its git
-    repository) exclude, unless ``gitignore`` is False (see :mod:`rechunk.ignore`).
+    repository) exclude, unless ``gitignore`` is False (see :mod:`rechunk.sources.ignore`).
     A file or folder named directly is read whatever ``.gitignore`` says. Symbolic
     links to folders are not followed; a matching symbolic link that dangles or loops
     is skipped with the reason, and so is a device, FIFO or socket, given or found (it
     is never opened). ``globs`` use git's wildcard syntax and match
     at any depth (``*.md``; ``guides/*.rst``; ``docs/**/*.md``).
     """
-    pattern = _globs_regex(globs)
+    pattern = globs_regex(globs)
     homes = [Path(folder).resolve() for folder in within]
     out = FileSet()
     by_id: dict[str, Path] = {}
