@@ -1,4 +1,25 @@
-"""rechunk: revision-aware chunking and embedding reuse for RAG stacks."""
+"""rechunk: revision-aware chunking and embedding reuse for RAG stacks.
+
+The core is in rooms by concern, each a subpackage whose docstring says what it holds
+and what it may import; their dependencies run one way (``tests/test_rooms.py``):
+
+- :mod:`rechunk.reuse`: input keys, the embedder protocol and vector checks, the
+  caches; it imports no other room.
+- :mod:`rechunk.chunking` and :mod:`rechunk.chunkers`: the chunk contract, token
+  counting, policies, R_c, and the chunkers; they may import reuse.
+- :mod:`rechunk.sync`: the sync in named stages, its reports, the store protocol and
+  ``reindex``; it may import the rooms above.
+- :mod:`rechunk.sources`: file discovery and the parsers; it may import the chunkers
+  (a code file's language).
+- :mod:`rechunk.live`: ``watch``, freshness, metrics, ``eval``; it may import any room.
+
+The root keeps the vocabulary the rooms share: :mod:`rechunk.errors`, which any of them
+may import, and :mod:`rechunk.document` (``Document``, built on reuse's text hash), which
+the sync, sources and live rooms pass along; beside them ``_optional`` (a lazy import
+that names its extra) and ``_moved`` (old module paths such as ``rechunk.cache`` or
+``rechunk.store`` import the same module objects). The core never imports the adapters,
+the integrations or the command line.
+"""
 
 from __future__ import annotations
 

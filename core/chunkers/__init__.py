@@ -1,4 +1,9 @@
-"""Chunkers: fixed windows, recursive paragraph-first, content-defined, structured, code."""
+"""Chunkers: fixed windows, recursive paragraph-first, content-defined, structured, code.
+
+What it may import: the standard library, ``rechunk.errors``, ``rechunk._optional`` (a
+code grammar is imported on first use) and the chunking and reuse rooms; never the sync,
+sources or live rooms.
+"""
 
 from rechunk.chunkers.base import BaseChunker
 from rechunk.chunkers.cdc import CDCChunker

@@ -7,6 +7,7 @@ tokenizer), :mod:`~rechunk.chunking.policy` (named policies and their ids),
 :mod:`~rechunk.chunking.bench` (R_c of several chunkers over revision pairs). The chunkers
 themselves live in :mod:`rechunk.chunkers`.
 
-What it may import: the standard library, steadlith, tokenizers, ``rechunk.errors`` and
-``rechunk.chunkers``; never the reuse, sync or sources rooms, and no framework.
+What it may import: the standard library, steadlith, tokenizers, ``rechunk.errors``,
+``rechunk.chunkers`` and the reuse room (the hashes of ids, the ``Embedder`` a policy is
+sized for); never the sync, sources or live rooms, and no framework.
 """

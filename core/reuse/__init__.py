@@ -5,6 +5,6 @@ What it holds: :mod:`~rechunk.reuse.identity` (input keys, point ids, text revis
 vector passes), :mod:`~rechunk.reuse.cache` (the memory and SQLite reuse caches) and
 :mod:`~rechunk.reuse.cached_embedder` (an embedder that asks the cache first).
 
-What it may import: the standard library, numpy, ``rechunk.errors`` and
-``rechunk.chunking``; never the sync or sources rooms, and no framework.
+What it may import: the standard library, numpy and ``rechunk.errors``: no other room
+(the others build on this one), and no framework.
 """
