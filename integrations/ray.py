@@ -135,11 +135,11 @@ class _Spec:
         assert self.collection is not None
         key = (self.store, self.collection, self.layout)
         if keep and key in _OPENED:
-            return _OPENED[key], lambda: None
+            return _pin(_OPENED[key], self.locked)
         opened = open_store(self.store, self.collection, self.layout, create=False)
         if keep:
             _OPENED[key] = opened.store
-            return opened.store, lambda: None
+            return _pin(opened.store, self.locked)
         return opened.store, opened.close
 
     def open_embedder(self) -> Embedder:
@@ -151,6 +151,21 @@ class _Spec:
                 "URI that makes the same model everywhere"
             )
         return made
+
+
+def _pin(store: Any, locked: bool) -> tuple[VectorStore, Callable[[], None]]:
+    """The store of a task, and what ends the task's use of it. Under the run's writer lock
+    (held by the driver), a task's Chroma store opens the collection once for the task, as
+    the lock holder's own store does, not once a request; it is let go when the task ends
+    (the next run may find the collection dropped and made again)."""
+    if not locked or not hasattr(store, "_pinned") or not callable(getattr(store, "_open", None)):
+        return store, lambda: None
+    store._pinned = store._open()
+
+    def unpin() -> None:
+        store._pinned = None
+
+    return store, unpin
 
 
 def _embedder_from(embedder: Any, embed_url: str | None = None) -> Embedder:
