@@ -40,6 +40,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> None:
                                "load_average_before": list(os.getloadavg())}  # fmt: skip
     scratch = Path(tempfile.mkdtemp(prefix="rk-bench-"))
     with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
         address = stack.enter_context(running_ray(2))
         chroma = stack.enter_context(running_chroma(scratch / "chroma"))
         api: Any = None
