@@ -365,6 +365,7 @@ def _cli_s(store_uri: str, docs: dict[str, str], embedder: Any) -> float:
 
     import rechunk.adapters.uri
     import rechunk.cli as cli
+    from rechunk.cli import compose
 
     real_open = rechunk.adapters.uri.open_store
     opening: list[float] = []
@@ -379,7 +380,7 @@ def _cli_s(store_uri: str, docs: dict[str, str], embedder: Any) -> float:
         return opened
 
     rechunk.adapters.uri.open_store = timed_open
-    cli._embedder = lambda args: embedder
+    compose.open_embedder = lambda args: embedder
     here = Path.cwd()
     with tempfile.TemporaryDirectory() as folder:
         for doc_id, text in docs.items():

@@ -17,35 +17,6 @@ read (:mod:`~rechunk.cli.reading`, :mod:`~rechunk.cli.manifest`,
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
-from rechunk.cli import compose
 from rechunk.cli.app import build_parser, main
 
 __all__ = ["build_parser", "main"]
-
-# Tests and benchmarks replace the embedder or the store opener of every command by
-# assigning ``rechunk.cli._embedder`` or ``rechunk.cli._open`` (their names before the
-# commands had modules of their own). Each name stands for the composition module's own:
-# reading it reads it there, and assigning it replaces it there, where the commands look
-# it up (pytest's monkeypatch restores it the same way).
-
-
-def _seam(name: str) -> property:
-    def get(module: types.ModuleType) -> Any:
-        return getattr(compose, name)
-
-    def put(module: types.ModuleType, value: Any) -> None:
-        setattr(compose, name, value)
-
-    return property(get, put, doc=f"rechunk.cli.compose.{name}")
-
-
-class _Package(types.ModuleType):
-    _embedder = _seam("open_embedder")
-    _open = _seam("open_store")
-
-
-sys.modules[__name__].__class__ = _Package

@@ -171,12 +171,12 @@ def test_sync_and_status_exit_3_on_a_failed_stale_check(
 def test_an_unexpected_client_error_is_one_line(
     notes: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rechunk.cli as cli
+    from rechunk.cli import compose
 
     def broken(args: Any, **kwargs: Any) -> Any:
         raise KeyError("a client library's own error\nwith a second line")
 
-    monkeypatch.setattr(cli, "_open", broken)
+    monkeypatch.setattr(compose, "open_store", broken)
     assert main(["status"]) == 3
     line = one_error_line(capsys.readouterr().err)
     assert "KeyError" in line and "--debug" in line

@@ -601,12 +601,12 @@ def test_a_sync_waits_its_turn_and_gives_up_after_its_wait(client: edge.EdgeClie
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HashEmbedder]:
     """The example docs in a fresh folder, and the CLI's embedder a HashEmbedder."""
-    import rechunk.cli as cli
+    from rechunk.cli import compose
 
     shutil.copytree(DOCS, tmp_path / "docs")
     monkeypatch.chdir(tmp_path)
     embedder = HashEmbedder()
-    monkeypatch.setattr(cli, "_embedder", lambda args: embedder)
+    monkeypatch.setattr(compose, "open_embedder", lambda args: embedder)
     yield embedder
 
 
@@ -710,6 +710,7 @@ WATCH = """
 import hashlib, sys
 import numpy as np
 import rechunk.cli as cli
+from rechunk.cli import compose
 
 class HashEmbedder:
     model_id, dimension, max_input_tokens, special_tokens, loaded = "hash/edge-v1", 16, 256, 2, False
@@ -722,7 +723,7 @@ class HashEmbedder:
             hashlib.sha256(t.encode()).digest()[:8], "big")).standard_normal(16) for t in texts],
             dtype=np.float32).reshape(len(texts), 16)
 
-cli._embedder = lambda args: HashEmbedder()
+compose.open_embedder = lambda args: HashEmbedder()
 raise SystemExit(cli.main(sys.argv[1:]))
 """
 
