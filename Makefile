@@ -26,8 +26,9 @@ lint:
 	$(BIN)/ruff check .
 
 # mypy cannot follow setuptools' folder mapping in an editable install: check a plain copy
+# (build/ too: setuptools keeps the files of moved modules there and would copy them in)
 typecheck:
-	rm -rf .typecheck
+	rm -rf .typecheck build
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation --target .typecheck .
 	cd .typecheck && ../$(BIN)/mypy -p rechunk --config-file ../pyproject.toml
 
