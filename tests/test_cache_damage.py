@@ -288,9 +288,9 @@ def test_only_a_damaged_rechunk_cache_is_ever_set_aside(
     conn.commit()
     conn.close()
     break_page(newer, "vectors")  # damaged where the schema check does not look
-    source = tmp_path / "source" / "cache.py"  # `--cache core/cache.py`, by mistake
+    source = tmp_path / "source" / "cache.py"  # `--cache core/reuse/cache.py`, by mistake
     source.parent.mkdir()
-    shutil.copy(Path(__file__).resolve().parent.parent / "core" / "cache.py", source)
+    shutil.copy(Path(__file__).resolve().parent.parent / "core" / "reuse" / "cache.py", source)
     for path, match in ((newer, "newer"), (source, "not a rechunk cache")):
         before = path.read_bytes()
         with cache_warnings() as seen, pytest.raises(CacheError, match=match):
