@@ -13,11 +13,8 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from rechunk.cli import bench, measure, query, reindex, status, sync
-from rechunk.cli.eval import add_eval_parser
-from rechunk.cli.options import debug_option, input_options, model_option, store_options
+from rechunk.cli import bench, eval, measure, query, reindex, status, sync, watch
 from rechunk.cli.output import EXIT_BACKEND, EXIT_USAGE, one_line, report_error
-from rechunk.cli.watch import add_watch_parser
 from rechunk.errors import (
     CacheError,
     ConfigError,
@@ -32,23 +29,14 @@ from rechunk.sources.files import printable
 __all__ = ["COMMANDS", "Parser", "build_parser", "main"]
 
 
-
-def _add_watch(sub: Any) -> argparse.ArgumentParser:
-    return add_watch_parser(sub, debug_option(), store_options, model_option, input_options)
-
-
-def _add_eval(sub: Any) -> argparse.ArgumentParser:
-    return add_eval_parser(sub, debug_option(), store_options, model_option)
-
-
 #: each command's ``add_parser``, in the order ``rechunk --help`` lists them
 COMMANDS: tuple[Callable[[Any], argparse.ArgumentParser], ...] = (
     measure.add_parser,
     sync.add_parser,
-    _add_watch,
+    watch.add_parser,
     status.add_parser,
     query.add_parser,
-    _add_eval,
+    eval.add_parser,
     reindex.add_parser,
     bench.add_parser,
 )

@@ -10,23 +10,37 @@ side. The queries, fragments and doc_ids stay out of the output unless ``--show-
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from rechunk.cli.options import (
+    ModelOptions,
+    StoreOptions,
+    debug_option,
+    model_option,
+    store_options,
+)
 from rechunk.errors import ConfigError, InputError, StoreError
 
-__all__ = ["add_eval_parser", "cmd_eval"]
-
-Options = Callable[[argparse.ArgumentParser], None]
+__all__ = ["EvalArgs", "add_parser", "execute", "run"]
 
 
-def add_eval_parser(
-    sub: Any, debug: argparse.ArgumentParser, store_options: Options, model_option: Options
-) -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class EvalArgs(StoreOptions, ModelOptions):
+    """``rechunk eval``'s arguments."""
+
+    queries: str
+    compare: str | None
+    k: int
+    show_text: bool
+    json: bool
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``eval`` to the ``rechunk`` subcommands."""
     p: argparse.ArgumentParser = sub.add_parser(
         "eval",
-        parents=[debug],
+        parents=[debug_option()],
         help="miss rate and duplicate evidence of a collection on a fixed query set",
         description='Embed each query of QUERIES.jsonl (lines {"query", "doc_id", '
         'optionally "fragment"}), search the collection, and report the miss rate at k '
@@ -52,18 +66,19 @@ def add_eval_parser(
         help="also print each query, its doc_id and fragment (left out by default)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=cmd_eval)
+    p.set_defaults(func=run)
     return p
 
 
-def _measure(args: argparse.Namespace, collection: str, queries: list[Any], vectors: Any) -> Any:
+def _measure(
+    args: EvalArgs, collection: str, model_id: str, queries: list[Any], vectors: Any
+) -> Any:
     from rechunk.cli import compose
-    from rechunk.cli.options import StoreOptions
     from rechunk.live.evaluation import evaluate
 
     opened = compose.open_store(StoreOptions(args.store, collection, args.layout), create=False)
     try:
-        compose.check_collection(opened.store, args.model_id)
+        compose.check_collection(opened.store, model_id)
         if opened.store.collection_info() is None:
             raise StoreError(f"collection {collection!r} does not exist (nothing synced yet)")
         return evaluate(queries, opened.store, vectors, k=args.k)
@@ -75,9 +90,12 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    return execute(EvalArgs.from_args(args))
+
+
+def execute(args: EvalArgs) -> int:
     from rechunk.cli import compose
-    from rechunk.cli.options import ModelOptions
     from rechunk.cli.output import EXIT_OK, print_json
     from rechunk.live.evaluation import read_queries
     from rechunk.sources.files import printable
@@ -87,7 +105,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare is not None and args.compare == args.collection:
         raise ConfigError(f"--compare {args.compare} is --collection itself; name another")
     queries = read_queries(args.queries)
-    embedder = compose.open_embedder(ModelOptions.from_args(args))
+    embedder = compose.open_embedder(args)
     for q in queries:
         tokens = embedder.count_tokens(q.query) + embedder.special_tokens
         if embedder.max_input_tokens is not None and tokens > embedder.max_input_tokens:
@@ -95,10 +113,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 f"{args.queries} line {q.line}: the query has {tokens} tokens, but the model "
                 f"reads at most {embedder.max_input_tokens}: shorten it"
             )
-    args.model_id = embedder.model_id
     vectors = embedder.embed([q.query for q in queries])
     names = [args.collection] + ([args.compare] if args.compare is not None else [])
-    reports = [_measure(args, name, queries, vectors) for name in names]
+    reports = [_measure(args, name, embedder.model_id, queries, vectors) for name in names]
     data = [r.to_dict(show_text=args.show_text) for r in reports]
     if args.json:
         print_json({"k": args.k, "queries": len(queries), "generations": data})

@@ -17,33 +17,47 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rechunk.cli.options import (
+    InputOptions,
+    ModelOptions,
+    StoreOptions,
+    debug_option,
+    input_options,
+    model_option,
+    store_options,
+)
 from rechunk.errors import ConfigError
 
-if TYPE_CHECKING:
-    from rechunk.cli.options import StoreOptions
-
-__all__ = ["add_watch_parser", "cmd_watch", "freshness_line", "freshness_status"]
-
-Options = Callable[[argparse.ArgumentParser], None]
+__all__ = ["WatchArgs", "add_parser", "execute", "freshness_line", "freshness_status", "run"]
 
 
-def add_watch_parser(
-    sub: Any,
-    debug: argparse.ArgumentParser,
-    store_options: Options,
-    model_option: Options,
-    input_options: Options,
-) -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class WatchArgs(StoreOptions, ModelOptions, InputOptions):
+    """``rechunk watch``'s arguments."""
+
+    paths: tuple[str, ...]
+    policy: str
+    prune: bool
+    settle: float
+    metrics_port: int | None
+    metrics_addr: str
+    log: str | None
+    log_raw_ids: bool
+    json: bool
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``watch`` to the ``rechunk`` subcommands, with the options of ``sync``."""
     from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
 
     p: argparse.ArgumentParser = sub.add_parser(
         "watch",
-        parents=[debug],
+        parents=[debug_option()],
         help="sync folders, then keep syncing them as their files change",
         description="An initial sync of the folders, then a sync of each batch of changed "
         "files, with the model and store kept open. A file is read once it has stopped "
@@ -103,7 +117,7 @@ def add_watch_parser(
         help="write doc_ids in --log as they are, not hashed",
     )
     p.add_argument("--json", action="store_true", help="print one JSON line per batch")
-    p.set_defaults(func=cmd_watch)
+    p.set_defaults(func=run)
     return p
 
 
@@ -159,15 +173,19 @@ def _batch_lines(report: Any) -> list[str]:
     ]
 
 
-def cmd_watch(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    return execute(WatchArgs.from_args(args))
+
+
+def execute(args: WatchArgs) -> int:
     from rechunk._optional import require
     from rechunk.chunking.policy import policy_for
     from rechunk.cli import compose
     from rechunk.cli.manifest import record_roots
-    from rechunk.cli.options import STATE_DIR, InputOptions, ModelOptions, StoreOptions
+    from rechunk.cli.options import STATE_DIR
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import read_paths
-    from rechunk.cli.sources import Chooser, parse_options
+    from rechunk.cli.sources import Chooser
     from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher, serve_metrics
     from rechunk.live.freshness import freshness_path
     from rechunk.sources.files import printable
@@ -181,14 +199,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
-    store_options, inputs = StoreOptions.from_args(args), InputOptions.from_args(args)
-    files = read_paths(args.paths, store_options, inputs)
-    embedder = compose.open_embedder(ModelOptions.from_args(args))
+    files = read_paths(args.paths, args, args)
+    embedder = compose.open_embedder(args)
     chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     key = f"{args.store} {args.collection}"
     stop = threading.Event()
-    with compose.cache_and_store(store_options, args.cache, model_id=embedder.model_id) as (
+    with compose.cache_and_store(args, args.cache, model_id=embedder.model_id) as (
         cache,
         opened,
     ):
@@ -209,7 +226,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             cache=cache,
             globs=args.glob,
             gitignore=not args.no_ignore,
-            read_options={"fmt": args.format, "options": parse_options(args)},
+            read_options={"fmt": args.format, "options": args.parse},
             chunker_for=chooser,
             prune=args.prune,
             settle=args.settle,
@@ -220,11 +237,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
         server = None
         try:
             with _signals(stop):
-                if metrics is not None:
+                if metrics is not None and args.metrics_port is not None:
                     server = serve_metrics(metrics, args.metrics_port, args.metrics_addr)
                 watcher.start()
                 initial = watcher.initial_sync(files)
-                record_roots(store_options, inputs, files.roots, replace=args.prune)
+                record_roots(args, args, files.roots, replace=args.prune)
                 _print_initial(args, initial, files)
                 where = (
                     f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
@@ -261,7 +278,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_initial(args: argparse.Namespace, initial: Any, files: Any) -> None:
+def _print_initial(args: WatchArgs, initial: Any, files: Any) -> None:
     from rechunk.cli.sources import source_notes
     from rechunk.cli.summary import file_notes, sync_summary
 
