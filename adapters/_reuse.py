@@ -335,7 +335,8 @@ def check_model_id(model_id: object) -> str | None:
 
 
 def check_cache(cache: object, kinds: str) -> EmbeddingCache:
-    """``cache`` when it is an :class:`~rechunk.reuse.cache.EmbeddingCache`; the error lists ``kinds``."""
+    """``cache`` when it is an :class:`~rechunk.reuse.cache.EmbeddingCache`; the error lists
+    ``kinds``."""
     if not isinstance(cache, EmbeddingCache):
         raise ConfigError(
             f"cache must be a rechunk EmbeddingCache ({kinds}), got {type(cache).__name__}"
