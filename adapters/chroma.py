@@ -795,6 +795,13 @@ def check_collection_name(collection: str) -> None:
         )
 
 
+#: The tokens of this process's leases, from the start of their acquiring to the end of
+#: their release. A lock record this process wrote holds exactly while its token is here,
+#: so a record whose delete failed at release (the server was down) does not hold back
+#: this process's next writer until the record expires.
+_HELD_TOKENS: set[str] = set()
+
+
 class _Lease:
     """One writer's turn at a collection (see :meth:`ChromaStore.writer_lock`)."""
 
@@ -823,6 +830,14 @@ class _Lease:
         return f"{self._prefix}{slot:012d}"
 
     def acquire(self, wait: float) -> None:
+        _HELD_TOKENS.add(self._token)  # before its record exists: live to this process's others
+        try:
+            self._acquire(wait)
+        except BaseException:
+            _HELD_TOKENS.discard(self._token)
+            raise
+
+    def _acquire(self, wait: float) -> None:
         self._locks = self._client.get_or_create_collection(
             LOCK_COLLECTION, embedding_function=None, metadata={"rechunk:locks": 1}
         )
@@ -879,14 +894,17 @@ class _Lease:
 
     def _live(self, metadata: Mapping[str, Any], now: float) -> bool:
         """Whether a lock record still holds: not expired, and (its holder on this machine)
-        held by a process that still runs, so a writer killed here frees it at once."""
+        held by a process that still runs, so a writer killed here frees it at once; a
+        record of this process holds while its lease is taken or being taken."""
         try:
             if float(metadata.get("expires", 0)) <= now:
                 return False
         except (TypeError, ValueError):
             return False
         host, _, pid = str(metadata.get("holder", "")).rpartition(":")
-        if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
+        if host == socket.gethostname() and pid.isdigit():
+            if int(pid) == os.getpid():
+                return metadata.get("token") in _HELD_TOKENS
             return not _ended(int(pid))
         return True
 
@@ -936,9 +954,10 @@ class _Lease:
         if self._renewer is not None:
             self._renewer.join(timeout=5)
         if self._slot is not None:
-            with contextlib.suppress(Exception):  # else it expires by itself
+            with contextlib.suppress(Exception):  # else it expires by itself (for others)
                 self._locks.delete(ids=[self._slot])
             self._slot = None
+        _HELD_TOKENS.discard(self._token)
 
 
 def _ended(pid: int) -> bool:

@@ -138,3 +138,28 @@ def test_publishing_retries_while_the_server_restarts(tmp_path: Path, embedder: 
     finally:
         for process in servers:
             stop_process(process)
+
+
+def test_a_lock_left_by_a_release_the_server_missed_does_not_hold_back_this_process(
+    tmp_path: Path,
+) -> None:
+    """A writer whose server died before it released the lock (``rechunk watch`` when its
+    Chroma server is killed mid-batch) takes the lock again at once after the restart:
+    the record it could not delete is its own, not a live holder's for 60 s."""
+    from rechunk.adapters.chroma import ChromaStore, http_client
+
+    path, port = tmp_path / "data", free_port()
+    servers = [_start(path, port)]
+    try:
+        store = ChromaStore(http_client(HOST, port), f"c{uuid.uuid4().hex[:8]}")
+        store.ensure_collection(4)
+        with store.writer_lock(wait=5):
+            stop_process(servers[0])  # the release's delete fails: its record stays
+        servers.append(_start(path, port))
+        locks = make_client(port).get_collection("rechunk-writer-locks")
+        assert locks.count() == 1  # the record the release could not delete
+        with store.writer_lock(wait=1):  # the record would hold it for 60 s: this raised
+            pass
+    finally:
+        for process in servers:
+            stop_process(process)
