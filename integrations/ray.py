@@ -53,7 +53,7 @@ from typing import Any
 from rechunk._optional import require
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.errors import ConfigError, InputError, RechunkError, StaleCheckError, StoreError
+from rechunk.errors import ConfigError, InputError, RechunkError, StoreError
 from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.sync import (
     DOC_BATCH,
@@ -71,7 +71,7 @@ from rechunk.sync.publishing import _publish
 from rechunk.sync.stages import _gone
 from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
 from rechunk.sync.vectors import _bad_stored
-from rechunk.sync.verifying import _check_published
+from rechunk.sync.verifying import _check_published, stale_verdict
 
 __all__ = ["RaySyncReport", "connect", "engine", "sync"]
 
@@ -713,16 +713,7 @@ def sync(
     report.engine["seconds"] = round(time.perf_counter() - started, 3)
     failed = report.engine.pop("_failed")
     if not dry_run:
-        report.stale_check = "passed" if not failed else "failed"
-        if failed:
-            doc_id, wrong, missing = failed[0]
-            more = f" (and {len(failed) - 1} more document(s))" if len(failed) > 1 else ""
-            raise StaleCheckError(
-                f"stale check failed: document {doc_id!r} holds {wrong} point(s) of another "
-                f"revision and lacks {missing} of its own after publish{more}; run the sync "
-                "again (the error's report has the counts)",
-                report,
-            )
+        stale_verdict(report, failed)
     return report
 
 

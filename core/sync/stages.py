@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from rechunk.chunking.chunk import Chunk, Chunker
 from rechunk.document import Document
-from rechunk.errors import ConfigError, InputError, StaleCheckError
+from rechunk.errors import ConfigError, InputError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.ahead import ChunkAhead
@@ -30,7 +30,7 @@ from rechunk.sync.publishing import _publish
 from rechunk.sync.report import ORDERS, DocumentReport, Order, Progress, SyncReport
 from rechunk.sync.store import CollectionInfo, StoredPoint, VectorStore, _keeps, _offers, batches
 from rechunk.sync.vectors import Vector, _bad_stored, _Published, _vectors
-from rechunk.sync.verifying import _check_published
+from rechunk.sync.verifying import _check_published, stale_verdict
 
 log = logging.getLogger("rechunk.sync")
 
@@ -406,17 +406,7 @@ def finish(run: _Run) -> SyncReport:
     if changed_bytes:
         report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
     if not run.dry_run:
-        failed = run.failed
-        report.stale_check = "passed" if not failed else "failed"
-        if failed:
-            doc_id, wrong, missing = failed[0]
-            more = f" (and {len(failed) - 1} more document(s))" if len(failed) > 1 else ""
-            raise StaleCheckError(
-                f"stale check failed: document {doc_id!r} holds {wrong} point(s) of another "
-                f"revision and lacks {missing} of its own after publish{more}; run the sync "
-                "again (the error's report has the counts)",
-                report,
-            )
+        stale_verdict(report, run.failed)
     log.info(
         "sync collection=%s documents=%s tokens_embedded=%d",
         report.collection,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
+from rechunk.errors import StaleCheckError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.planning import _Plan, _plan
@@ -175,3 +176,19 @@ def settle(
             break
         reread = store.get_points_many([p.doc.doc_id for p in published])
     return published, reread
+
+
+def stale_verdict(report: SyncReport, failed: list[tuple[str, int, int]]) -> None:
+    """Set the report's stale check from ``failed`` (doc_id, points of another revision,
+    points of its own missing: one per document whose check failed after its repair) and
+    raise :class:`~rechunk.errors.StaleCheckError`, carrying the report, if any did."""
+    report.stale_check = "passed" if not failed else "failed"
+    if failed:
+        doc_id, wrong, missing = failed[0]
+        more = f" (and {len(failed) - 1} more document(s))" if len(failed) > 1 else ""
+        raise StaleCheckError(
+            f"stale check failed: document {doc_id!r} holds {wrong} point(s) of another "
+            f"revision and lacks {missing} of its own after publish{more}; run the sync "
+            "again (the error's report has the counts)",
+            report,
+        )
