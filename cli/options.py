@@ -31,6 +31,7 @@ __all__ = [
     "debug_option",
     "input_options",
     "model_option",
+    "policy_option",
     "store_options",
 ]
 
@@ -148,6 +149,19 @@ def input_options(p: argparse.ArgumentParser) -> None:
         "repository, apply; hidden files and folders are never read)",
     )
     add_source_options(p)
+
+
+def policy_option(p: argparse.ArgumentParser) -> None:
+    """``--policy`` of the commands that chunk with the default policy unless told
+    (``sync``, ``watch``)."""
+    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
+
+    p.add_argument(
+        "--policy",
+        choices=list(POLICIES),
+        default=DEFAULT_POLICY,
+        help="chunking policy, sized for the model (default %(default)s)",
+    )
 
 
 def model_option(p: argparse.ArgumentParser) -> None:

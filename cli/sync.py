@@ -17,6 +17,7 @@ from rechunk.cli.options import (
     debug_option,
     input_options,
     model_option,
+    policy_option,
     store_options,
 )
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, EXIT_PARTIAL, print_json, report_error
@@ -45,8 +46,6 @@ class SyncArgs(StoreOptions, ModelOptions, InputOptions):
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
-
     p: argparse.ArgumentParser = sub.add_parser(
         "sync",
         parents=[debug_option()],
@@ -56,12 +55,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
     store_options(p)
-    p.add_argument(
-        "--policy",
-        choices=list(POLICIES),
-        default=DEFAULT_POLICY,
-        help="chunking policy, sized for the model (default %(default)s)",
-    )
+    policy_option(p)
     model_option(p)
     input_options(p)
     p.add_argument(

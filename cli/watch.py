@@ -29,6 +29,7 @@ from rechunk.cli.options import (
     debug_option,
     input_options,
     model_option,
+    policy_option,
     store_options,
 )
 from rechunk.errors import ConfigError
@@ -53,8 +54,6 @@ class WatchArgs(StoreOptions, ModelOptions, InputOptions):
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``watch`` to the ``rechunk`` subcommands, with the options of ``sync``."""
-    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
-
     p: argparse.ArgumentParser = sub.add_parser(
         "watch",
         parents=[debug_option()],
@@ -67,12 +66,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="folders")
     store_options(p)
-    p.add_argument(
-        "--policy",
-        choices=list(POLICIES),
-        default=DEFAULT_POLICY,
-        help="chunking policy, sized for the model (default %(default)s)",
-    )
+    policy_option(p)
     model_option(p)
     input_options(p)
     p.add_argument(
