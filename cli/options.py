@@ -164,6 +164,25 @@ def policy_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def engine_options(p: argparse.ArgumentParser, ray_does: str) -> None:
+    """``--engine`` and ``--ray-address`` of the commands a Ray cluster can run (``sync``,
+    ``reindex``); ``ray_does`` says what the cluster does for this command."""
+    p.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help=f"local: this process (default); ray: {ray_does} (pip install 'rechunk[ray]'; "
+        "--store must be a server)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        default=None,
+        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
+        "Ray instance)",
+    )
+
+
 def model_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--embedder",

@@ -15,6 +15,7 @@ from rechunk.cli.options import (
     ModelOptions,
     StoreOptions,
     debug_option,
+    engine_options,
     input_options,
     model_option,
     store_options,
@@ -70,20 +71,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--drop-old", action="store_true", help="delete the previous generation after the switch"
     )
-    p.add_argument(
-        "--engine",
-        choices=["local", "ray"],
-        default="local",
-        help="local: this process (default); ray: build the new generation on a Ray cluster, "
-        "as sync --engine ray does (pip install 'rechunk[ray]'; --store must be a server)",
-    )
-    p.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        default=None,
-        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
-        "Ray instance)",
-    )
+    engine_options(p, "build the new generation on a Ray cluster, as sync --engine ray does")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
     return p

@@ -15,6 +15,7 @@ from rechunk.cli.options import (
     ModelOptions,
     StoreOptions,
     debug_option,
+    engine_options,
     input_options,
     model_option,
     policy_option,
@@ -84,20 +85,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "vectors by input key, so that moving a collection to another store embeds nothing "
         "again: --store qdrant-edge:DIR --reuse-from qdrant:.rechunk/qdrant (repeatable)",
     )
-    p.add_argument(
-        "--engine",
-        choices=["local", "ray"],
-        default="local",
-        help="local: this process (default); ray: plan, embed and commit on a Ray cluster "
-        "(pip install 'rechunk[ray]'; --store must be a server)",
-    )
-    p.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        default=None,
-        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
-        "Ray instance)",
-    )
+    engine_options(p, "plan, embed and commit on a Ray cluster")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
     return p
