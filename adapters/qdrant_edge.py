@@ -33,7 +33,7 @@ import shutil
 import sys
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +56,7 @@ from rechunk.adapters._layout import (
     check_doc_ids,
     check_ids,
     check_k,
+    check_point_id,
     check_query_vector,
     from_qdrant,
     prepare_writes,
@@ -746,15 +747,30 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
 
     def _model_ids(self, shard: qe.EdgeShard, layout: Layout) -> frozenset[str]:
         """The model_ids of the points, read in ``layout``: all of them from the keyword
-        index where there is one, else those of up to 256 points."""
+        index where there is one, else those of up to 256 points.
+
+        From the index, the values come from its posting lists (``exact=False``), each
+        confirmed by one point that holds it: a cost of the few values, not of the
+        points. An exact facet counted every point (22 ms at 180,000 points, 0.2 s at
+        1.8 M, four times in a ``rechunk sync FILE``), and it named a model whose points
+        were all deleted (with a count of 0), as if it still wrote the collection."""
         path = self._path("model_id", layout)
         if path in shard.info().payload_schema:
-            hits = shard.facet(qe.FacetRequest(key=path, limit=1024, exact=True)).hits
-            return frozenset(h.value for h in hits if isinstance(h.value, str))
+            hits = shard.facet(qe.FacetRequest(key=path, limit=1024, exact=False)).hits
+            values = {h.value for h in hits if isinstance(h.value, str)}
+            return frozenset(v for v in values if self._holds(shard, path, v))
         request = qe.ScrollRequest(limit=_MODEL_SAMPLE, with_payload=[path], with_vector=False)
         records, _ = shard.scroll(request)
         found = {_field(r.payload, "model_id", layout) for r in records}
         return frozenset(m for m in found if isinstance(m, str))
+
+    @staticmethod
+    def _holds(shard: qe.EdgeShard, path: str, value: str) -> bool:
+        """Whether a point of the shard has ``value`` at ``path`` (read through its index)."""
+        condition = qe.Filter(must=[qe.FieldCondition(path, match=qe.MatchValue(value))])
+        request = qe.ScrollRequest(limit=1, filter=condition, with_payload=False, with_vector=False)
+        records, _ = shard.scroll(request)
+        return bool(records)
 
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
         """Create the collection, or check that the existing one has this dimension and
@@ -918,13 +934,59 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                 shard = self._client.read(name, shard, read)
         return found
 
+    def get_vectors_at(
+        self, points: Mapping[str, str], model_id: str
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The vectors of ``points`` (input key -> the id of a point that holds it), read
+        by id: a sync looks up there the inputs it published itself, past those it keeps
+        in memory. A point that is gone, or that holds another input or another model's
+        vector, is left out. A read by input key returns every point of the key (a
+        paragraph repeated in nine documents, nine vectors): 1,024 keys took 95 ms at
+        180,000 points, their 1,024 points by id 10 ms."""
+        if type(model_id) is not str or not model_id:
+            raise ConfigError(f"model_id must be a non-empty str, got {model_id!r}")
+        key_of = {check_point_id(point_id): key for key, point_id in points.items()}
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        if not key_of:
+            return found
+        with self._errors("read vectors from"):
+            shard, vectors = self._require()
+            selector = [self._path("input_key"), self._path("model_id")]
+            wanted: bool | list[str] = [vectors.name] if vectors.name else True
+            name = self._client.resolve(self._collection)
+            for chunk in batches(list(key_of), 4 * self._batch_size):
+                records = shard.retrieve(list(chunk), selector, wanted)
+                for record in records:
+                    key = key_of.get(str(record.id))
+                    if (
+                        key is not None
+                        and _field(record.payload, "input_key", self._layout) == key
+                        and _field(record.payload, "model_id", self._layout) == model_id
+                    ):
+                        vector = _vector_of(record.vector, vectors.name)
+                        if vector is not None:
+                            found[key] = vector
+                shard = self._client.read(name, shard, len(records))
+        return found
+
     def doc_ids(self) -> set[str]:
         """Every doc_id that has at least one rechunk point (a point another tool wrote,
-        without an ``input_key``, is not counted), read from the ``doc_id`` index."""
+        without an ``input_key``, is not counted), read from the ``doc_id`` index.
+
+        Where every point has an ``input_key`` (a count the index answers at once), the
+        doc_ids are the index's own values (``exact=False``: its posting lists, which
+        leave out deleted points), a cost of the documents, not of the points: 40 ms at
+        180,000 points where the exact facet, which reads every point, took 0.6-0.9 s
+        (and a pruning sync of 1.8 M points ten times that)."""
         doc, key = self._path("doc_id"), self._path("input_key")
         with self._errors("read doc ids from"):
             shard, _ = self._require()
             if {doc, key} <= set(shard.info().payload_schema):
+                theirs = qe.Filter(must=[qe.IsEmptyCondition(key)])
+                if shard.count(qe.CountRequest(filter=theirs, exact=True)) == 0:
+                    request = qe.FacetRequest(key=doc, limit=2**31 - 1, exact=False)
+                    hits = shard.facet(request).hits
+                    return {h.value for h in hits if isinstance(h.value, str) and h.count > 0}
                 ours = qe.Filter(must_not=[qe.IsEmptyCondition(key)])
                 request = qe.FacetRequest(key=doc, limit=2**31 - 1, exact=True, filter=ours)
                 return {h.value for h in shard.facet(request).hits if isinstance(h.value, str)}

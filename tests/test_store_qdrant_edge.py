@@ -225,6 +225,81 @@ def test_every_filtered_field_has_a_keyword_index(client: edge.EdgeClient, layou
     assert all(schema[f].data_type == qe.PayloadSchemaType.Keyword for f in schema)
 
 
+@pytest.mark.parametrize("layout", ["langchain", "llamaindex"])
+def test_get_vectors_at_reads_only_points_that_hold_the_input_of_the_model(
+    client: edge.EdgeClient, layout: str
+) -> None:
+    """A sync reads what it published itself by point id (``get_vectors_at``), one point
+    per input, where a read by input key returns every point of the key."""
+    store = QdrantEdgeStore(client, "docs", layout, batch_size=1)  # type: ignore[arg-type]
+    store.ensure_collection(DIM)
+    (a0, pa0), (a1, pa1), (b0, pb0) = [
+        (new_id(), payload(0)), (new_id(), payload(1)), (new_id(), payload(0, doc_id="b.md"))
+    ]  # fmt: skip
+    store.write([PointWrite(a0, pa0, unit(0)), PointWrite(a1, pa1, unit(1)),
+                 PointWrite(b0, pb0, unit(2))])  # fmt: skip
+    found = store.get_vectors_at({pa0.input_key: a0, pb0.input_key: b0}, MODEL)
+    assert set(found) == {pa0.input_key, pb0.input_key}
+    assert found[pa0.input_key].dtype == np.float32
+    assert found[pb0.input_key].tolist() == store.get_vectors([pb0.input_key], MODEL)[
+        pb0.input_key
+    ].tolist()
+    # a point that holds another input, one that is gone, another model: left out
+    assert store.get_vectors_at({pa0.input_key: a1, pa1.input_key: new_id()}, MODEL) == {}
+    assert store.get_vectors_at({pa0.input_key: a0}, "another-model") == {}
+    assert store.get_vectors_at({}, MODEL) == {}
+    for points, model in (({pa0.input_key: a0}, ""), ({pa0.input_key: a0.upper()}, MODEL)):
+        with pytest.raises(ConfigError):
+            store.get_vectors_at(points, model)
+
+
+def test_doc_ids_from_the_index_leave_out_deleted_and_foreign_points(
+    client: edge.EdgeClient,
+) -> None:
+    """doc_ids come from the doc_id index's values while every point has an input_key: a
+    document whose points were deleted (before or after Edge's optimizer) is not named;
+    once another tool's point (a doc_id, no input_key) is there, its doc_id is not named
+    either."""
+    store = QdrantEdgeStore(client, "docs")
+    store.ensure_collection(DIM)
+    a, b, c = new_id(), new_id(), new_id()
+    store.write([PointWrite(a, payload(0), unit(0)),
+                 PointWrite(b, payload(0, doc_id="b.md"), unit(1))])  # fmt: skip
+    shard = client.shard("docs")
+    assert shard is not None
+    shard.optimize()
+    store.write([PointWrite(c, payload(0, doc_id="c.md"), unit(2))])
+    assert store.doc_ids() == {"a.md", "b.md", "c.md"}
+    store.delete([b, c])
+    assert store.doc_ids() == {"a.md"}
+    foreign = {"page_content": "?", "metadata": {"doc_id": "theirs.md"}}
+    shard.update(qe.UpdateOperation.upsert_points([qe.Point(new_id(), unit(3).tolist(), foreign)]))
+    assert store.doc_ids() == {"a.md"}
+
+
+def test_a_model_whose_points_were_all_deleted_no_longer_counts(
+    client: edge.EdgeClient,
+) -> None:
+    """collection_info's model_ids come from the model_id index: a model is named while a
+    point of it is stored, before and after Edge's optimizer, and not once its last point
+    is deleted (an exact facet named it with a count of 0)."""
+    store = QdrantEdgeStore(client, "docs")
+    store.ensure_collection(DIM)
+    ours, theirs = new_id(), new_id()
+    store.write([PointWrite(ours, payload(0), unit(0)),
+                 PointWrite(theirs, payload(0, doc_id="b.md", model_id="other/v1"), unit(1))])  # fmt: skip
+    assert store.collection_info().model_ids == {MODEL, "other/v1"}  # type: ignore[union-attr]
+    store.delete([theirs])
+    assert store.collection_info().model_ids == {MODEL}  # type: ignore[union-attr]
+    store.write([PointWrite(theirs, payload(0, doc_id="b.md", model_id="other/v1"), unit(1))])
+    shard = client.shard("docs")
+    assert shard is not None
+    shard.optimize()
+    assert store.collection_info().model_ids == {MODEL, "other/v1"}  # type: ignore[union-attr]
+    store.delete([theirs])
+    assert store.collection_info().model_ids == {MODEL}  # type: ignore[union-attr]
+
+
 def test_a_shard_made_without_indexes_is_read_then_given_them(client: edge.EdgeClient) -> None:
     """A collection rechunk did not create (or whose creation stopped before its indexes):
     reads scan it, and ensure_collection adds the indexes."""
