@@ -394,6 +394,32 @@ class StoreContract:
         with pytest.raises(ConfigError):
             ready.get_vectors("a-single-str", MODEL)
 
+    def test_get_vectors_at_reads_only_points_that_hold_the_input_of_the_model(
+        self, ready: VectorStore
+    ) -> None:
+        """A store that reads by point id (``get_vectors_at``: a sync reads there what it
+        published itself) returns one vector per input whose point holds that input of
+        that model; the others are left out."""
+        read_at = getattr(ready, "get_vectors_at", None)
+        if read_at is None:
+            pytest.skip("the store reads vectors by input key only")
+        (a0, pa0), (a1, pa1), (b0, pb0) = [
+            (new_id(), payload(0)), (new_id(), payload(1)), (new_id(), payload(0, doc_id="b.md"))
+        ]  # fmt: skip
+        ready.write([PointWrite(a0, pa0, unit(0)), PointWrite(a1, pa1, unit(1)),
+                     PointWrite(b0, pb0, unit(2))])  # fmt: skip
+        found = read_at({pa0.input_key: a0, pb0.input_key: b0}, MODEL)
+        assert set(found) == {pa0.input_key, pb0.input_key}
+        assert found[pb0.input_key].dtype == np.float32
+        np.testing.assert_allclose(found[pb0.input_key], unit(2), rtol=1e-6, atol=1e-6)
+        # a point that holds another input, one that is gone, another model: left out
+        assert read_at({pa0.input_key: a1, pa1.input_key: new_id()}, MODEL) == {}
+        assert read_at({pa0.input_key: a0}, "another-model") == {}
+        assert read_at({}, MODEL) == {}
+        for points, model in (({pa0.input_key: a0}, ""), ({pa0.input_key: a0.upper()}, MODEL)):
+            with pytest.raises(ConfigError):
+                read_at(points, model)
+
     def test_delete_ignores_missing_ids(self, ready: VectorStore) -> None:
         ids = [new_id() for _ in range(3)]
         ready.write([PointWrite(i, payload(n), unit(n)) for n, i in enumerate(ids)])

@@ -225,34 +225,6 @@ def test_every_filtered_field_has_a_keyword_index(client: edge.EdgeClient, layou
     assert all(schema[f].data_type == qe.PayloadSchemaType.Keyword for f in schema)
 
 
-@pytest.mark.parametrize("layout", ["langchain", "llamaindex"])
-def test_get_vectors_at_reads_only_points_that_hold_the_input_of_the_model(
-    client: edge.EdgeClient, layout: str
-) -> None:
-    """A sync reads what it published itself by point id (``get_vectors_at``), one point
-    per input, where a read by input key returns every point of the key."""
-    store = QdrantEdgeStore(client, "docs", layout, batch_size=1)  # type: ignore[arg-type]
-    store.ensure_collection(DIM)
-    (a0, pa0), (a1, pa1), (b0, pb0) = [
-        (new_id(), payload(0)), (new_id(), payload(1)), (new_id(), payload(0, doc_id="b.md"))
-    ]  # fmt: skip
-    store.write([PointWrite(a0, pa0, unit(0)), PointWrite(a1, pa1, unit(1)),
-                 PointWrite(b0, pb0, unit(2))])  # fmt: skip
-    found = store.get_vectors_at({pa0.input_key: a0, pb0.input_key: b0}, MODEL)
-    assert set(found) == {pa0.input_key, pb0.input_key}
-    assert found[pa0.input_key].dtype == np.float32
-    assert found[pb0.input_key].tolist() == store.get_vectors([pb0.input_key], MODEL)[
-        pb0.input_key
-    ].tolist()
-    # a point that holds another input, one that is gone, another model: left out
-    assert store.get_vectors_at({pa0.input_key: a1, pa1.input_key: new_id()}, MODEL) == {}
-    assert store.get_vectors_at({pa0.input_key: a0}, "another-model") == {}
-    assert store.get_vectors_at({}, MODEL) == {}
-    for points, model in (({pa0.input_key: a0}, ""), ({pa0.input_key: a0.upper()}, MODEL)):
-        with pytest.raises(ConfigError):
-            store.get_vectors_at(points, model)
-
-
 def test_doc_ids_from_the_index_leave_out_deleted_and_foreign_points(
     client: edge.EdgeClient,
 ) -> None:
