@@ -841,3 +841,50 @@ def test_embedded_reads_hand_out_copies(client: QdrantClient) -> None:
     vector = store.get_vectors([key], MODEL)[key]
     vector[:] = 0
     assert np.linalg.norm(store.get_vectors([key], MODEL)[key]) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("opened", ["local_client", "plain"])
+def test_embedded_collection_drops_deleted_points_from_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: str
+) -> None:
+    """Local mode keeps a deleted point's payload and vector in memory; the store drops
+    them once they outnumber the live points (a long-running watcher's memory stays
+    flat), and every read and search answers as a freshly opened folder does."""
+    import rechunk.adapters.qdrant as adapter
+
+    monkeypatch.setattr(adapter, "_COMPACT_MIN", 8)
+    folder = tmp_path / "q"
+    client = local_client(folder) if opened == "local_client" else QdrantClient(path=str(folder))
+    store = QdrantStore(client, "docs")
+    store.ensure_collection(DIM)
+    live: dict[str, list[str]] = {}
+    sizes = []
+    for n in range(60):
+        doc = f"d{n % 5}.md"
+        writes = [PointWrite(new_id(), payload(i, doc_id=doc, revision=f"r{n}"), unit(7 * n + i))
+                  for i in range(3)]
+        store.get_points(doc)  # the index is current before each delete
+        store.write(writes)
+        store.delete(live.get(doc, []))
+        live[doc] = [w.id for w in writes]
+        sizes.append(len(adapter._local_collection(client, "docs").payload))
+    assert max(sizes) <= 2 * 15 + 8 and sizes[-1] < 60 * 3  # live points: 15
+    queries = [unit(i) for i in range(200, 210)]
+
+    def answers(s: QdrantStore) -> list[Any]:
+        hits = [[(p.id, round(score, 5)) for p, score in s.search(q, 7)] for q in queries]
+        points = {d: sorted(p.id for p in s.get_points(d)) for d in sorted(live)}
+        keys = [p.payload.input_key for d in sorted(live) for p in s.get_points(d)]
+        vectors = s.get_vectors(keys, MODEL)
+        return [hits, points, sorted(s.doc_ids()), vectors]
+
+    got = answers(store)
+    assert got[1] == {d: sorted(ids) for d, ids in live.items()}
+    client.close()
+    again = QdrantClient(path=str(folder))
+    want = answers(QdrantStore(again, "docs"))
+    again.close()
+    assert got[:3] == want[:3]
+    assert got[3].keys() == want[3].keys() and len(got[3]) == 15
+    for key, vector in got[3].items():
+        assert np.allclose(vector, want[3][key], atol=1e-6)

@@ -908,6 +908,7 @@ class Watcher:
             if rep.status == "skipped" or doc is None or rep.revision is None:
                 continue
             self._known[rep.doc_id] = rep.revision
+            self._probes.pop(rep.doc_id, None)  # a deletion's probe, now the document is back
             source, policy = (
                 self._source_type(doc, rep.doc_id),
                 rep.policy or self.chunker.policy_id,
