@@ -1087,6 +1087,116 @@ class QdrantStore(StoreBase["QdrantClient"]):
         # superseded points (an old revision waiting for its delete) are left out
         return current_hits(nearest, k)
 
+    def search_many(
+        self, vectors: Sequence[npt.NDArray[np.float32]], k: int = 5
+    ) -> list[list[tuple[StoredPoint, float]]]:
+        """:meth:`search` of each of ``vectors``, the answers in their order: on a server
+        one batch request (``query_batch_points``); in embedded Qdrant one pass over the
+        collection's points for many vectors at once.
+
+        Embedded Qdrant computes a search's distances to every point, and for a cosine
+        collection first divides every stored vector by its length again (the vectors
+        are stored at unit length already): about 10 ms a search at 5,000 points here,
+        and its batch request runs one search after another. Here the distances of
+        many queries come from one matrix product over the same rows, with local mode's
+        own distance function, the same deleted points left out and the same order;
+        each answer is what :meth:`search` returns (superseded points left out as it
+        leaves them out). Where local mode's internals are not as this module knows
+        them, its batch request is used.
+        """
+        k = check_k(k)
+        info = self._require()
+        queries = [check_query_vector(v, info.dimension) for v in vectors]
+        if not queries:
+            return []
+        with self._errors("search"):
+            collection = (
+                _local_collection(self._client, self._collection) if self.is_embedded() else None
+            )
+            if collection is not None:
+                answers = self._nearest_local(collection, info, queries, k)
+                if answers is not None:
+                    return answers
+            return self._nearest_batch(info, queries, k)
+
+    def _nearest_batch(
+        self, info: _Vectors, queries: list[npt.NDArray[np.float32]], k: int
+    ) -> list[list[tuple[StoredPoint, float]]]:
+        """One batch request of ``k`` per query; a query whose ``k`` nearest held
+        superseded points is asked again as :meth:`search` asks (rare: they live between
+        two steps of one sync)."""
+        sign = -1.0 if info.distance == "euclid" else 1.0
+        out: list[list[tuple[StoredPoint, float]]] = []
+        for chunk in batches(queries, self._batch_size):
+            requests = [
+                models.QueryRequest(
+                    query=q.tolist(), using=info.name or None, limit=k, with_payload=True,
+                    with_vector=False,
+                )
+                for q in chunk
+            ]
+            responses = self._client.query_batch_points(self._collection, requests=requests)
+            for query, response in zip(chunk, responses):
+                decoded = [(self._decode(p.id, p.payload), sign * float(p.score))
+                           for p in response.points]
+                hits = [(point, score) for point, score in decoded if point is not None]
+                current = [(point, score) for point, score in hits if not point.payload.superseded]
+                if len(current) >= k or len(hits) < k:
+                    out.append(current[:k])
+                else:
+                    out.append(self.search(query, k))
+        return out
+
+    def _nearest_local(
+        self, collection: Any, info: _Vectors, queries: list[npt.NDArray[np.float32]], k: int
+    ) -> list[list[tuple[StoredPoint, float]]] | None:
+        """:meth:`search_many` over an embedded collection's rows (call it holding the
+        client's lock), or None where they are not as this module knows them."""
+        try:
+            from qdrant_client.local.distances import (
+                DistanceOrder,
+                calculate_distance,
+                distance_to_order,
+            )
+        except ImportError:
+            return None
+        name = info.name or ""
+        total = len(collection.payload)
+        table = collection.vectors.get(name)
+        gone = collection.deleted_per_vector.get(name)
+        if not (isinstance(table, np.ndarray) and table.ndim == 2 and table.shape[0] >= total):
+            return None
+        if gone is None or len(gone) != total or len(collection.deleted) != total:
+            return None
+        distance = _TO_QDRANT[info.distance]
+        rows = table[:total]
+        live = (np.asarray(collection.deleted) == 0) & (np.asarray(gone) == 0)
+        bigger = distance_to_order(distance) == DistanceOrder.BIGGER_IS_BETTER
+        sign = -1.0 if info.distance == "euclid" else 1.0
+        payloads, ids_inv = collection.payload, collection.ids_inv
+        # float64 queries, as local mode makes them from the request's list of floats;
+        # query blocks small enough that the scores (or, euclid, the differences) stay small
+        per_block = max(1, (1 << 22) // max(1, total * (rows.shape[1] if not bigger else 1)))
+        out: list[list[tuple[StoredPoint, float]]] = []
+        for start in range(0, len(queries), per_block):
+            block = np.stack(queries[start : start + per_block]).astype(np.float64)
+            scores = np.atleast_2d(calculate_distance(block, rows, distance))
+            for row in scores:
+                order = np.argsort(row)
+                if bigger:
+                    order = order[::-1]
+                ranked = order[live[order]]
+
+                def nearest(n: int, ranked: Any = ranked, row: Any = row) -> Any:
+                    decoded = [
+                        (self._decode(ids_inv[i], payloads[i]), sign * float(row[i]))
+                        for i in ranked[:n].tolist()
+                    ]
+                    return [(point, score) for point, score in decoded if point is not None]
+
+                out.append(current_hits(nearest, k))
+        return out
+
     # -- writes ----------------------------------------------------------------------------
 
     #: ``write`` and ``delete`` take ``version=``: a conditional write that never replaces,

@@ -888,3 +888,49 @@ def test_embedded_collection_drops_deleted_points_from_memory(
     assert got[3].keys() == want[3].keys() and len(got[3]) == 15
     for key, vector in got[3].items():
         assert np.allclose(vector, want[3][key], atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::rechunk.adapters._layout.ForeignPointsWarning")
+@pytest.mark.parametrize("distance", ["cosine", "dot", "euclid"])
+@pytest.mark.parametrize("opened", ["memory", "local_client", "internals_unknown"])
+def test_search_many_answers_as_search_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: str, distance: Any
+) -> None:
+    """``search_many`` gives, for each vector, what ``search`` gives: the same points in
+    the same order with the same scores, superseded, deleted and foreign points left out
+    (one pass over embedded Qdrant's rows, or its batch request where the internals are
+    not as the adapter knows them)."""
+    import rechunk.adapters.qdrant as adapter
+
+    if opened == "internals_unknown":
+        monkeypatch.setattr(adapter, "_local_collection", lambda client, name: None)
+    client = local_client(tmp_path / "q") if opened == "local_client" else QdrantClient(":memory:")
+    store = QdrantStore(client, "docs", batch_size=4)
+    store.ensure_collection(DIM, distance)
+    rng = np.random.default_rng(3)
+    writes = [
+        PointWrite(new_id(), payload(i, doc_id=f"d{i % 6}.md"), (rng.normal(size=DIM) * 2).astype(np.float32))
+        for i in range(40)
+    ]
+    store.write(writes)
+    store.supersede([w.id for w in writes[:12]])  # the nearest of many queries, below
+    store.delete([w.id for w in writes[12:16]])
+    foreign = new_id()
+    client.upsert("docs", [models.PointStruct(id=foreign, vector=[1.0, 0.0, 0.0, 0.0], payload={"x": 1})])
+    queries = [w.vector for w in writes[:16]] + [rng.normal(size=DIM).astype(np.float32) for _ in range(9)]
+    assert all(q is not None for q in queries)
+    for k in (1, 3, 20, 100):
+        many = store.search_many(queries, k)  # type: ignore[arg-type]
+        one = [store.search(q, k) for q in queries]  # type: ignore[arg-type]
+        assert [[p.id for p, _ in hits] for hits in many] == [[p.id for p, _ in hits] for hits in one]
+        for got, want in zip(many, one):
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-5, abs=1e-6)
+            assert [p for p, _ in got] == [p for p, _ in want]
+        superseded_or_gone = {w.id for w in writes[:16]} | {foreign}
+        assert not any(p.id in superseded_or_gone for hits in many for p, _ in hits)
+    assert store.search_many([], 5) == []
+    with pytest.raises(ConfigError):
+        store.search_many(queries, 0)  # type: ignore[arg-type]
+    with pytest.raises(StoreError):
+        store.search_many([np.ones(DIM + 1, dtype=np.float32)], 5)
+    client.close()

@@ -959,6 +959,15 @@ class Watcher:
                     reindexed_bytes=rep.reindexed_bytes,
                 )
 
+    def _search_many(self, queries: Sequence[Any]) -> list[list[tuple[StoredPoint, float]]]:
+        """The store's ``search`` of each query (``probe_k`` hits): its ``search_many`` in
+        one call where it has one, else one ``search`` after another."""
+        many = getattr(self.store, "search_many", None)
+        if callable(many):
+            answers: list[list[tuple[StoredPoint, float]]] = many(queries, self.probe_k)
+            return answers
+        return [self.store.search(q, self.probe_k) for q in queries]
+
     def _verify_guarded(self, targets: Mapping[str, str | None], report: BatchReport) -> None:
         """:meth:`_verify`; a store that fails the probe leaves the revisions pending (they
         are probed again within a second, see :meth:`_reverify`)."""
@@ -994,33 +1003,34 @@ class Watcher:
             if keys
             else {}
         )
-        k = self.probe_k
+        # each document's probes in rounds (a second probe only where the first neither
+        # found the revision nor an earlier one), each round's searches in one batch
+        # (a deletion: its one probe vector, if one was kept; with none it counts as found)
+        probes: dict[str, list[Any]] = {}
+        for doc_id, revision in targets.items():
+            if revision is None:
+                probes[doc_id] = [self._probes[doc_id]] if doc_id in self._probes else []
+            else:
+                probes[doc_id] = [vectors[key] for key in chosen[doc_id] if key in vectors]
+        found = {doc_id: revision is None for doc_id, revision in targets.items()}
+        stale = dict.fromkeys(targets, False)
+        while asked := [d for d, left in probes.items() if left]:
+            queries = [np.asarray(probes[d].pop(0), dtype=np.float32) for d in asked]
+            answers = self._guarded(functools.partial(self._search_many, queries))
+            for doc_id, hits in zip(asked, answers, strict=True):
+                mine = [p.payload.revision for p, _ in hits if p.payload.doc_id == doc_id]
+                revision = targets[doc_id]
+                stale[doc_id] = any(r != revision for r in mine)
+                found[doc_id] = not mine if revision is None else revision in mine
+                if found[doc_id] or stale[doc_id]:
+                    probes[doc_id].clear()
         now = time.time()
         for doc_id, revision in targets.items():
-            found, stale = False, False
-            if revision is None:
-                vector = self._probes.get(doc_id)
-                if vector is not None:
-                    hits = self._guarded(functools.partial(self.store.search, vector, k))
-                    stale = any(p.payload.doc_id == doc_id for p, _ in hits)
-                found = not stale
-            else:
-                for key in chosen.get(doc_id, []):
-                    found_vector = vectors.get(key)
-                    if found_vector is None:
-                        continue
-                    query = np.asarray(found_vector, dtype=np.float32)
-                    hits = self._guarded(functools.partial(self.store.search, query, k))
-                    mine = [p.payload.revision for p, _ in hits if p.payload.doc_id == doc_id]
-                    stale = stale or any(r != revision for r in mine)
-                    found = found or revision in mine
-                    if found or stale:
-                        break
-            if stale:
+            if stale[doc_id]:
                 report.stale += 1
                 self.freshness.mark_stale(doc_id)
                 continue
-            if not found:
+            if not found[doc_id]:
                 continue
             entry = self.freshness.verified(doc_id, revision)
             if revision is None:

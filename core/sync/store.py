@@ -143,7 +143,9 @@ class VectorStore(Protocol):
     by point id for a store whose filtered reads scan the collection (Chroma):
     ``present_ids(ids)`` (the check after publishing), ``get_vectors_at(points,
     model_id)`` (inputs the sync published itself) and ``all_ids()`` with
-    ``doc_ids_of(ids)`` (what a prune deletes).
+    ``doc_ids_of(ids)`` (what a prune deletes). ``search_many(vectors, k)``: ``search``
+    of each vector in one request or pass (the watcher's retrievability probe; without
+    it, one ``search`` after another).
     """
 
     @property
