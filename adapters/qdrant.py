@@ -351,7 +351,8 @@ def _compact(collection: Any) -> bool:
     dead = int(np.count_nonzero(deleted))
     if dead < max(_COMPACT_MIN, total - dead):
         return False
-    indexes = [i for i in _INDEXES.get(collection, {}).values() if i._seen == i._fingerprint()]
+    indexes = list(_INDEXES.get(collection, {}).values())
+    current = [i._seen == i._fingerprint() for i in indexes]
     keep = np.flatnonzero(deleted == 0)
     rows = keep.tolist()
     ids_inv = [collection.ids_inv[i] for i in rows]
@@ -364,8 +365,11 @@ def _compact(collection: Any) -> bool:
     for name, f in flags.items():
         collection.deleted_per_vector[name] = f[keep]
     _reserve(collection, 0)
-    for index in indexes:
-        index._seen = index._fingerprint()
+    for index, was_current in zip(indexes, current):
+        if was_current:
+            index._seen = index._fingerprint()
+        else:  # its count of points could match the new one by chance
+            index.invalidate()
     return True
 
 
