@@ -446,9 +446,24 @@ def _commit_part(
     return _Committed(index, status, repaired, failed, seconds)
 
 
+def _stage(stage: str, spec: _Spec, *args: Any) -> Any:
+    """A plan (``stage="plan"``) or a commit: one Ray task function for both, so that both
+    stages run in the same worker processes. Ray leases a worker to one task function at a
+    time; with two functions a node kept a worker for each, more than its CPUs, and ended
+    and restarted them as they idled (each restart importing rechunk and the store client
+    again, and planning with cold chunkers)."""
+    if stage == "plan":
+        return _plan_part(spec, *args)
+    return _commit_part(spec, *args)
+
+
 #: calls an embedding actor takes at once: one calls the model while the next is received
 #: and unpacked (the model itself gets one call at a time, under the actor's lock)
 ACTOR_CALLS = 2
+#: model batches in one call to an embedding actor, at most: a partition's inputs go to
+#: the actors in few calls (each call costs Ray messages on both sides, more than the hash
+#: embedder's model call), small enough that a dead actor's call re-sends little
+CALL_BATCHES = 16
 
 
 class _Embedding:
@@ -466,24 +481,32 @@ class _Embedding:
         self._embedder: Embedder | None = None
         self._model = threading.Lock()
 
-    def embed(self, keys: list[str], texts: list[str]) -> tuple[list[str], Any]:
+    def embed(self, keys: list[str], texts: list[str], step: int) -> tuple[list[str], Any]:
+        """The vectors of ``texts``, ``step`` at a time to the model."""
+        import numpy as np
         import ray
 
+        counted: list[Any] = []
+        parts: list[Any] = []
         with self._model:
             if self._embedder is None:
                 self._embedder = self._spec.open_embedder()
-            counted = self._tally.add.remote(len(texts))
             t0 = time.perf_counter()
-            vectors = check_vectors(
-                self._embedder.embed(texts),
-                model_id=self._spec.model_id,
-                dimension=self._spec.dimension,
-                count=len(texts),
-            )
+            for start in range(0, len(texts), step):
+                batch = texts[start : start + step]
+                counted.append(self._tally.add.remote(len(batch)))
+                parts.append(
+                    check_vectors(
+                        self._embedder.embed(batch),
+                        model_id=self._spec.model_id,
+                        dimension=self._spec.dimension,
+                        count=len(batch),
+                    )
+                )
             seconds = time.perf_counter() - t0
         ray.get(counted)
         self._tally.spent.remote(seconds)
-        return keys, vectors
+        return keys, parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def node(self) -> str:
         import ray
@@ -788,8 +811,8 @@ def _run(
         )  # fmt: skip
 
     options = {"num_cpus": cpus, "max_retries": RETRIES, "scheduling_strategy": "SPREAD"}
-    plan_task = ray.remote(num_returns=2, **options)(_plan_part)
-    commit_task = ray.remote(**options)(_commit_part)
+    stage_task = ray.remote(**options)(_stage)
+    plan_task = stage_task.options(num_returns=2)
     tally = ray.remote(num_cpus=0)(_Tally).remote()
     actor_class = ray.remote(
         num_cpus=cpus, num_gpus=num_gpus, max_restarts=RETRIES, max_task_retries=RETRIES,
@@ -825,18 +848,24 @@ def _run(
         while queue or planning or waiting or committing:
             # at most in_flight plans and commits run at once; a commit is submitted when
             # its vectors are ready (first: it frees what its plan holds), so that commits
-            # waiting for the model do not hold back plans
+            # waiting for the model do not hold back plans. While partitions wait to be
+            # planned, commits leave a plan its slot (unless many planned partitions
+            # already wait): commits that take every slot keep the next commits' plans
+            # back, and a store whose writes do not overlap (Chroma) then idles between
+            # rounds of commits
+            backlog = len(waiting) + len(committing) >= 2 * in_flight
             for entry in list(waiting):
-                if len(planning) + len(committing) >= in_flight:
+                free = in_flight - len(planning) - len(committing)
+                if free <= 0 or (free == 1 and queue and not planning and not backlog):
                     break
                 calls = entry[2:]
                 if not calls or not ray.wait(list(calls), num_returns=len(calls), timeout=0,
                                              fetch_local=False)[1]:  # fmt: skip
                     waiting.remove(entry)
-                    committing.append(commit_task.remote(spec_ref, *entry))
+                    committing.append(stage_task.remote("commit", spec_ref, *entry))
             while queue and len(planning) + len(committing) < in_flight:
                 part = queue.pop(0)
-                state_ref, summary_ref = plan_task.remote(spec_ref, part)
+                state_ref, summary_ref = plan_task.remote("plan", spec_ref, part)
                 planning[summary_ref] = state_ref
             watch = [*planning, *committing]
             pending = list({id(c): c for entry in waiting for c in entry[2:]}.values())
@@ -907,10 +936,14 @@ def _run(
                         report.tokens_embedded += summary.tokens[key]
             if dry_run:
                 continue
-            for batch in batches(new, step):
+            # the partition's inputs shared evenly by the actors, in calls of whole model
+            # batches, CALL_BATCHES of them at most
+            per_call = step * max(1, min(CALL_BATCHES, math.ceil(len(new) / (len(actors) * step))))
+            for batch in batches(new, per_call):
                 actor = actors[next_actor % len(actors)]
                 next_actor += 1
-                ref = actor.embed.remote(list(batch), [summary.wanted[k] for k in batch])
+                texts = [summary.wanted[k] for k in batch]
+                ref = actor.embed.remote(list(batch), texts, step)
                 embed_calls.append(ref)
                 for key in batch:
                     dispatched[key] = ref
