@@ -19,12 +19,16 @@ Embedders:
   infinity (it cannot be installed), ``latency``: hash vectors after the same wait, in
   process.
 * ``hash``: vectors from a hash of the text, no wait: what remains is the engine's own
-  cost (planning, transport, commits).
+  cost (planning, transport, commits). Run on ``--hash-copies`` copies (1,500 documents:
+  enough that the fixed costs do not dominate) and, for the slope, on ``--copies``.
 
 Measured: wall seconds and chunks per second of the local sync and of the Ray engine with
 1 and 2 embedding actors on the api embedder, with the requests and inputs the server got;
-the engine's start-up (a sync of one small document) and its cost per document on the
-hash embedder against the local sync's;
+the engine's start-up (a sync of one small document, in the same run) and its cost per
+document on the hash embedder against the local sync's, two ways: (wall - start-up) /
+documents on the large corpus, and the slope of wall time between the small and the large
+corpus (fixed costs cancel); the CPU seconds the Chroma server spent in each run (its
+writes are the local sync's main cost);
 the commit stage's overlap on Chroma (task seconds of publishing / wall seconds of the
 commit stage). Then the arithmetic for 10 M chunks on N GPU workers.
 
@@ -132,10 +136,18 @@ def _api_embedder(
     return factory, proxy, rechunk.policy_for(factory())
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=4, help="corpus copies, hash runs")
     parser.add_argument("--api-copies", type=int, default=2, help="corpus copies, api runs")
+    parser.add_argument("--hash-copies", type=int, default=25,
+                        help="corpus copies, hash runs (the overhead measure)")  # fmt: skip
     parser.add_argument("--latency", type=float, default=0.25)
     parser.add_argument("--runs", default="api,latency,hash",
                         help="which sets to run (api, latency, hash); a subset is merged into "
@@ -151,8 +163,10 @@ def main(argv: list[str] | None = None) -> None:
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     docs = corpus(args.copies)
     api_docs = corpus(args.api_copies)
+    hash_docs = corpus(args.hash_copies)
     chunker = rechunk.StructuredChunker()
     results: dict[str, Any] = {"documents": len(docs), "api_documents": len(api_docs),
+                               "hash_documents": len(hash_docs),
                                "latency": args.latency, "runs": {},
                                "load_average_before": list(os.getloadavg())}  # fmt: skip
     scratch = Path(tempfile.mkdtemp(prefix="rk-bench-"))
@@ -187,18 +201,21 @@ def main(argv: list[str] | None = None) -> None:
         def local(embedder: Any, what: list[Any], policy: Any) -> dict[str, Any]:
             store = ChromaStore(http_client("127.0.0.1", chroma.port), fresh(embedder.dimension))
             requests()
+            cpu = cpu_seconds(chroma.process.pid)
             t0 = time.perf_counter()
             report = rechunk.sync(what, store, chunker=policy, embedder=embedder)
             seconds = time.perf_counter() - t0
             return {"seconds": seconds, "chunks": report.chunks["added"],
                     "embedded": report.inputs["embedded"], "stages": report.seconds,
-                    "server": requests(), "load_average": list(os.getloadavg())}  # fmt: skip
+                    "server": requests(), "load_average": list(os.getloadavg()),
+                    "store_cpu_seconds": cpu_seconds(chroma.process.pid) - cpu}  # fmt: skip
 
         def distributed(
             embedder: Any, workers: int, what: list[Any], policy: Any = chunker
         ) -> dict[str, Any]:
             name = fresh(_made(embedder).dimension)
             requests()
+            cpu = cpu_seconds(chroma.process.pid)
             t0 = time.perf_counter()
             report = rray.sync(what, uri, collection=name, chunker=policy, embedder=embedder,
                                workers=workers, address=address)  # fmt: skip
@@ -212,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
                     "embedded": report.inputs["embedded"], "stages": report.seconds,
                     "engine": report.engine, "server": requests(),
                     "load_average": list(os.getloadavg()),
+                    "store_cpu_seconds": cpu_seconds(chroma.process.pid) - cpu,
                     "commit_overlap": round(tasks / span, 2) if span > 0 else None}  # fmt: skip
 
         runs = results["runs"]
@@ -226,13 +244,15 @@ def main(argv: list[str] | None = None) -> None:
             runs["latency/ray-1"] = distributed(latency, 1, docs)
             runs["latency/ray-2"] = distributed(latency, 2, docs)
         if "hash" in wanted:
-            runs["hash/local"] = local(HashEmbedder(), docs, chunker)
-            runs["hash/ray-startup"] = distributed(
-                HashEmbedder, 2, [rechunk.Document("one", "One doc.")]
-            )
-            runs["hash/ray-2"] = distributed(HashEmbedder, 2, docs)
+            one = [rechunk.Document("one", "One doc.")]
+            runs["hash/local-small"] = local(HashEmbedder(), docs, chunker)
+            runs["hash/local"] = local(HashEmbedder(), hash_docs, chunker)
+            runs["hash/ray-startup"] = distributed(HashEmbedder, 2, one)
+            runs["hash/ray-2-small"] = distributed(HashEmbedder, 2, docs)
+            runs["hash/ray-2"] = distributed(HashEmbedder, 2, hash_docs)
+            runs["hash/ray-startup-after"] = distributed(HashEmbedder, 2, one)
     results["load_average_after"] = list(os.getloadavg())
-    saving = args.copies == 4 and args.api_copies == 2
+    saving = args.copies == 4 and args.api_copies == 2 and args.hash_copies == 25
     if saving and wanted != {"api", "latency", "hash"} and RESULTS.exists():
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))  # a subset: merged
         saved["runs"].update(runs)
@@ -242,9 +262,11 @@ def main(argv: list[str] | None = None) -> None:
         results.pop(stale, None)
     for name, run in runs.items():
         run["chunks_per_second"] = run["chunks"] / run["seconds"]
-        print(f"{name:18} {run['seconds']:7.2f} s  {run['chunks']:6d} chunks  "
+        print(f"{name:22} {run['seconds']:7.2f} s  {run['chunks']:6d} chunks  "
               f"{run['chunks_per_second']:7.1f} chunks/s  embedded {run['embedded']}  "
-              f"server {run.get('server') or '-'}  load {run['load_average'][0]:.1f}")  # fmt: skip
+              f"server {run.get('server') or '-'}  store CPU "
+              f"{run.get('store_cpu_seconds', float('nan')):.1f} s  "
+              f"load {run['load_average'][0]:.1f}")  # fmt: skip
     results["speedup"] = {}
     for kind in ("api", "latency"):
         if f"{kind}/local" not in runs:
@@ -255,21 +277,31 @@ def main(argv: list[str] | None = None) -> None:
             speedup = runs[f"{kind}/ray-{workers}"]["chunks_per_second"] / base
             results["speedup"][kind][workers] = speedup
             print(f"{kind}, {workers} worker(s): {speedup:.2f}x the single-process sync")
-    if "hash/local" not in runs:
+    if "hash/ray-startup-after" not in runs:
         return
-    n = len(docs)
-    startup = runs["hash/ray-startup"]["seconds"]
+    n = len(hash_docs)
+    # start-up: a one-document sync just before and just after the large run (the mean)
+    startup = (runs["hash/ray-startup"]["seconds"] + runs["hash/ray-startup-after"]["seconds"]) / 2
     local_per_doc = runs["hash/local"]["seconds"] / n
     ray_per_doc = max(runs["hash/ray-2"]["seconds"] - startup, 0.0) / n
+    # the slope between the small and the large corpus: what one more document costs
+    more = n - len(docs)
+    local_slope = (runs["hash/local"]["seconds"] - runs["hash/local-small"]["seconds"]) / more
+    ray_slope = (runs["hash/ray-2"]["seconds"] - runs["hash/ray-2-small"]["seconds"]) / more
     results.update(
         startup_seconds=startup,
         local_seconds_per_document=local_per_doc,
         ray_seconds_per_document=ray_per_doc,
         overhead_per_document=(ray_per_doc - local_per_doc) / local_per_doc,
+        local_slope_per_document=local_slope,
+        ray_slope_per_document=ray_slope,
+        overhead_by_slope=(ray_slope - local_slope) / local_slope,
     )
-    print(f"engine start-up {startup:.2f} s; per document: local {local_per_doc * 1e3:.1f} ms, "
-          f"ray {ray_per_doc * 1e3:.1f} ms after start-up "
-          f"({results['overhead_per_document']:+.0%})")  # fmt: skip
+    print(f"engine start-up {startup:.2f} s; per document ({n} docs): local "
+          f"{local_per_doc * 1e3:.1f} ms, ray {ray_per_doc * 1e3:.1f} ms after start-up "
+          f"({results['overhead_per_document']:+.0%}); slope {len(docs)} -> {n} docs: local "
+          f"{local_slope * 1e3:.1f} ms, ray {ray_slope * 1e3:.1f} ms "
+          f"({results['overhead_by_slope']:+.0%})")  # fmt: skip
     # 10 M chunks on N GPU workers: the model at the assumed rate per worker, the engine's
     # own cost per chunk (hash run, plan + commit task seconds per chunk) spread over the
     # cluster's CPUs, the commit stage bounded by the store
