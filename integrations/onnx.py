@@ -729,6 +729,12 @@ class OnnxEmbedder(ModelFolder):
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # onnxruntime plans and keeps a memory pattern for every input shape it meets, and
+        # inputs here come in every batch size and length: a long-running process (rechunk
+        # watch) grew with each new shape (6 MB over 720 batches of 1-8 inputs of 5-120
+        # words, after the largest shape had run; 1.7 MB without). No speed difference
+        # showed beyond the machine's noise.
+        options.enable_mem_pattern = False
         try:
             session = ort.InferenceSession(
                 str(path), sess_options=options, providers=["CPUExecutionProvider"]
