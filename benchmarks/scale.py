@@ -1281,9 +1281,9 @@ def edge_markdown(result: dict[str, Any]) -> str:
     lines = [
         "### Qdrant Edge to about 2 M points (`python benchmarks/scale.py --edge`)",
         "",
-        f"Machine: {result['machine']}, shared with other work while it ran (seven other "
-        "engineers' tests and benchmarks on its 2 cores), so every figure is inflated by "
-        "their load and varies between runs. "
+        f"Machine: {result['machine']}, shared with other work while it ran (other "
+        "engineers' tests on its 2 cores; benchmarks take turns), so figures vary with "
+        "their load, given beside each run in the note below. "
         f"Whole run {result.get('seconds', 0):.0f} s; 1-minute load average before/after: "
         f"{result['load'][0]:.2f}/{result['load'][1]:.2f}; raw numbers in "
         "`benchmarks/results/scale_edge.json`.",
@@ -1292,7 +1292,7 @@ def edge_markdown(result: dict[str, Any]) -> str:
         "`rechunk` on `qdrant-edge:DIR`, the same corpus, cases and method as above (each "
         "cell the median of the runs, each run a fresh process). **open**: opening the store "
         "and its first request, in the no-op case, in seconds of the clock (and, in brackets, "
-        "of CPU, every thread's: on this loaded machine a process waits for a core); **peak**: the largest RSS of the row's "
+        "of CPU, every thread's: on a loaded machine a process waits for a core); **peak**: the largest RSS of the row's "
         "processes; **beyond docs**: the no-op's peak less the RSS of its process once the "
         "documents were built (the interpreter, the imports and the documents), what the "
         "sync and the store added; **anon / file after**: the no-op's resident memory at "
