@@ -195,24 +195,6 @@ def test_all_ids_and_doc_ids_of_name_rechunk_records_by_id(client: Any) -> None:
         store.doc_ids_of(["not-a-uuid"])
 
 
-def test_get_vectors_at_reads_only_points_that_hold_the_input_of_the_model(client: Any) -> None:
-    store = ChromaStore(client, collection_name())
-    (a0, pa0), (a1, pa1), (b0, pb0) = _fill(store)
-    found = store.get_vectors_at({pa0.input_key: a0, pb0.input_key: b0}, MODEL)
-    assert set(found) == {pa0.input_key, pb0.input_key}
-    assert found[pa0.input_key].dtype == np.float32
-    assert found[pa0.input_key].tolist() == store.get_vectors([pa0.input_key], MODEL)[
-        pa0.input_key
-    ].tolist()
-    # a point that holds another input, one that is gone, another model: left out
-    assert store.get_vectors_at({pa0.input_key: a1, pa1.input_key: new_id()}, MODEL) == {}
-    assert store.get_vectors_at({pa0.input_key: a0}, "another-model") == {}
-    assert store.get_vectors_at({}, MODEL) == {}
-    for points, model in (({pa0.input_key: a0}, ""), ({pa0.input_key: a0.upper()}, MODEL)):
-        with pytest.raises(ConfigError):
-            store.get_vectors_at(points, model)
-
-
 def test_reads_page_through_a_collection_larger_than_a_page(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
