@@ -68,6 +68,7 @@ from rechunk.sync import (
 from rechunk.sync.inputs import _check_documents, _check_store, _chooser
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
+from rechunk.sync.report import changed_totals
 from rechunk.sync.stages import _gone
 from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
 from rechunk.sync.vectors import _bad_stored
@@ -976,12 +977,7 @@ def _run(
         if rep.policy is not None:
             report.policies[rep.policy] = report.policies.get(rep.policy, 0) + 1
     report.tokens_total = sum(report.engine.pop("_tokens", {}).values())
-    recomputed = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
-    weight = sum(r.tokens_total for r in changed)
-    report.recompute_fraction = recomputed / weight if weight else 0.0
-    changed_bytes = sum(r.changed_bytes for r in changed)
-    if changed_bytes:
-        report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
+    changed_totals(report, changed)
     report.engine.update(
         engine="ray",
         nodes=len(nodes),

@@ -5,7 +5,7 @@ publication orders, the stages timed, the progress callback)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -106,3 +106,15 @@ class SyncReport:
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
+
+
+def changed_totals(report: SyncReport, changed: Sequence[DocumentReport]) -> None:
+    """Set ``report``'s R_c (token-weighted over the changed documents) and reindex
+    amplification (bytes re-indexed per changed byte) from those documents' reports: the
+    totals a local sync and the Ray engine both end with."""
+    fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
+    total = sum(r.tokens_total for r in changed)
+    report.recompute_fraction = fresh / total if total else 0.0
+    changed_bytes = sum(r.changed_bytes for r in changed)
+    if changed_bytes:
+        report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes

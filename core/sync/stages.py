@@ -27,7 +27,14 @@ from rechunk.sync.ahead import ChunkAhead
 from rechunk.sync.inputs import _check_store, _chooser, check_inputs
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
-from rechunk.sync.report import ORDERS, DocumentReport, Order, Progress, SyncReport
+from rechunk.sync.report import (
+    ORDERS,
+    DocumentReport,
+    Order,
+    Progress,
+    SyncReport,
+    changed_totals,
+)
 from rechunk.sync.store import CollectionInfo, StoredPoint, VectorStore, _keeps, _offers, batches
 from rechunk.sync.vectors import Vector, _bad_stored, _Published, _vectors
 from rechunk.sync.verifying import _check_published, stale_verdict
@@ -398,13 +405,7 @@ def finish(run: _Run) -> SyncReport:
     # a writer that added points of a given document after the count would make it negative
     report.chunks_not_given = max(report.chunks_not_given, 0)
     report.tokens_total = sum(run.tokens.values())
-    changed = run.changed
-    fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
-    total = sum(r.tokens_total for r in changed)
-    report.recompute_fraction = fresh / total if total else 0.0
-    changed_bytes = sum(r.changed_bytes for r in changed)
-    if changed_bytes:
-        report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
+    changed_totals(report, run.changed)
     if not run.dry_run:
         stale_verdict(report, run.failed)
     log.info(
