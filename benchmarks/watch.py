@@ -905,7 +905,7 @@ def write_docs() -> None:
     out = [
         "## rechunk watch (`benchmarks/watch.py`)\n",
         f"Embedded Qdrant (`qdrant:DIR`), ONNX all-MiniLM-L6-v2, SQLite cache ({machine()}). "
-        "Every case ran on 2026-12-04 on a machine shared with other jobs and loaded by "
+        "Every case ran on 2026-12-04 or 05 on a machine shared with other jobs and loaded by "
         "them (the load average, on 2 cores, is given with each case; the one-hour soak "
         "ran at the same time as the other cases): every time here is slower than on an "
         "idle machine. Targets are those of issue #40.\n",
