@@ -1026,12 +1026,16 @@ def write_docs() -> None:
             rs = short["rss_mb"]
             out.append(
                 f"**Soak, {short['duration_seconds'] / 60:.0f} minutes, memory patterns off** "
-                f"(operations of the same kinds, seed {short.get('seed', 41)}; {_load(short)}; it ran "
-                "beside the last half hour of the one-hour soak): resident memory "
+                f"(operations of the same kinds, seed {short.get('seed', 41)}; {_load(short)}): "
+                "resident memory "
                 f"{rs['first']:.0f} MB at the start, {rs['first_quarter_mean']:.0f} MB mean "
                 f"over the first quarter, {rs['last_quarter_mean']:.0f} MB over the last, "
                 f"slope after the first 10% {rs['slope_mb_per_hour_after_first_10pct']:+.1f} "
-                f"MB/hour; every revision retrievable at the end: "
+                f"MB/hour (every 5 minutes: "
+                f"{', '.join(f'{v:.0f}' for v in rs.get('every_5_min', []))} MB: again a step, "
+                "smaller, then a slow climb); flat: "
+                f"{_met(abs(rs['slope_mb_per_hour_after_first_10pct']) < 20)}; every revision "
+                "retrievable at the end: "
                 f"{_met(short['every_revision_retrievable'] and short['no_stale_revision'])}.\n"
         )
     f = data.get("fault")
