@@ -563,26 +563,60 @@ class ChromaStore(StoreBase["ClientAPI"]):
         query = check_query_vector(vector, config.dimension)
 
         def nearest(n: int) -> list[tuple[StoredPoint, float]]:
-            with self._errors("search"):
-                result = collection.query(
-                    query_embeddings=[query.tolist()],
-                    n_results=n,
-                    include=["metadatas", "documents", "distances"],
-                )
-            found: Any = result
-            ids: list[str] = found["ids"][0]
+            (hits,) = self._nearest(collection, config, [query], n)
+            return hits
+
+        # superseded records (an old revision waiting for its delete) are left out
+        return current_hits(nearest, k)
+
+    def search_many(
+        self, vectors: Sequence[npt.NDArray[np.float32]], k: int = 5
+    ) -> list[list[tuple[StoredPoint, float]]]:
+        """:meth:`search` of each of ``vectors``, the answers in their order, in one query
+        request per batch (Chroma takes many query embeddings at once); a vector whose
+        ``k`` nearest held superseded records is asked again as :meth:`search` asks."""
+        k = check_k(k)
+        collection = self._require()
+        config = self._config(collection)
+        queries = [check_query_vector(v, config.dimension) for v in vectors]
+        out: list[list[tuple[StoredPoint, float]]] = []
+        for chunk in batches(queries, self._batch_size):
+            for query, hits in zip(chunk, self._nearest(collection, config, chunk, k)):
+                current = [(point, score) for point, score in hits if not point.payload.superseded]
+                enough = len(current) >= k or len(hits) < k
+                out.append(current[:k] if enough else self.search(query, k))
+        return out
+
+    def _nearest(
+        self,
+        collection: Collection,
+        config: _Config,
+        queries: Sequence[npt.NDArray[np.float32]],
+        n: int,
+    ) -> list[list[tuple[StoredPoint, float]]]:
+        """The ``n`` nearest records of each query, superseded or not, closest first (records
+        another tool wrote left out)."""
+        with self._errors("search"):
+            result = collection.query(
+                query_embeddings=[q.tolist() for q in queries],
+                n_results=n,
+                include=["metadatas", "documents", "distances"],
+            )
+        found: Any = result
+        answers: list[list[tuple[StoredPoint, float]]] = []
+        for row, ids in enumerate(found["ids"]):
             none = [None] * len(ids)
-            documents = found["documents"][0] if found.get("documents") else none
-            metadatas = found["metadatas"][0] if found.get("metadatas") else none
-            distances = found["distances"][0] if found.get("distances") else [math.nan] * len(ids)
+            documents = found["documents"][row] if found.get("documents") else none
+            metadatas = found["metadatas"][row] if found.get("metadatas") else none
+            distances = (
+                found["distances"][row] if found.get("distances") else [math.nan] * len(ids)
+            )
             hits = [
                 (self._decode(i, d, m), _score(config.distance, float(dist)))
                 for i, d, m, dist in zip(ids, documents, metadatas, distances)
             ]
-            return [(point, score) for point, score in hits if point is not None]
-
-        # superseded records (an old revision waiting for its delete) are left out
-        return current_hits(nearest, k)
+            answers.append([(point, score) for point, score in hits if point is not None])
+        return answers
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -471,6 +471,39 @@ class StoreContract:
         with pytest.raises(StoreError):
             store.search(np.ones(DIM + 1, dtype=np.float32))
 
+    @pytest.mark.parametrize("distance", DISTANCES)
+    def test_search_many_answers_as_search_does(self, store: VectorStore, distance: Any) -> None:
+        """A store that searches many vectors at once (``search_many``: the watcher's
+        retrievability probe) gives, for each, what ``search`` gives: the same points in
+        the same order with the same scores, superseded and deleted points left out."""
+        many = getattr(store, "search_many", None)
+        if many is None:
+            pytest.skip("the store searches one vector at a time")
+        store.ensure_collection(DIM, distance)
+        rng = np.random.default_rng(5)
+        writes = [
+            PointWrite(new_id(), payload(i, doc_id=f"d{i % 3}.md"), rng.normal(size=DIM).astype(np.float32))
+            for i in range(24)
+        ]  # fmt: skip
+        store.write(writes)
+        mark_superseded(store, [StoredPoint(w.id, w.payload) for w in writes[:6]])
+        store.delete([w.id for w in writes[6:8]])
+        queries = [w.vector for w in writes[:10] if w.vector is not None]
+        queries += [rng.normal(size=DIM).astype(np.float32) for _ in range(4)]
+        for k in (1, 3, 30):
+            got = many(queries, k)
+            want = [store.search(q, k) for q in queries]
+            assert [[p for p, _ in hits] for hits in got] == [[p for p, _ in h] for h in want]
+            for hits, expected in zip(got, want):
+                assert [s for _, s in hits] == pytest.approx([s for _, s in expected], abs=1e-5)
+            gone = {w.id for w in writes[:8]}
+            assert not any(p.id in gone for hits in got for p, _ in hits)
+        assert many([], 3) == []
+        with pytest.raises(ConfigError):
+            many(queries, 0)
+        with pytest.raises(StoreError):
+            many([np.ones(DIM + 1, dtype=np.float32)], 3)
+
     # -- the revision guard (issue #40) ----------------------------------------------------
 
     def test_superseded_points_are_marked_payload_only_and_searches_leave_them_out(
