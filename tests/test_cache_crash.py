@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,47 @@ def test_kill_9_during_writes_never_leaves_a_partial_entry(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+def test_a_hot_journal_left_by_a_killed_writer_is_rolled_back_not_given_up(
+    tmp_path: Path,
+) -> None:
+    """A process killed while it creates a cache file (its first transaction runs in
+    rollback-journal mode, before WAL mode is set) leaves a hot journal that a read-only
+    connection may not roll back (SQLITE_READONLY_ROLLBACK): the next open rolls it back
+    and uses the file, not memory only (found by the kill -9 test at a fresh file)."""
+    path = tmp_path / "cache.sqlite"
+    empty = sqlite3.connect(path, isolation_level=None)  # an SQLite file with no table yet
+    empty.execute("CREATE TABLE x(a)")
+    empty.execute("DROP TABLE x")
+    empty.close()
+    writer = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN'); c.execute('CREATE TABLE u(y)')\n"
+        "for _ in range(200): c.execute('INSERT INTO u VALUES (randomblob(5000))')\n"
+        "print('ready', flush=True)\n"
+        "while True: c.execute('INSERT INTO u VALUES (randomblob(5000))')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", writer, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    finally:
+        proc.kill()  # SIGKILL mid-transaction: the journal stays hot
+        proc.communicate()
+    assert Path(f"{path}-journal").exists() and path.stat().st_size > 0
+    probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        probe.execute("SELECT name FROM sqlite_master").fetchall()
+    probe.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "vectors are kept in memory only"
+        with SQLiteCache(path) as cache:
+            assert cache.degraded is None
+            cache.put_many([("k", _WRITERS["vector"]("k", DIM))], "m")
+    assert [row[:2] for row in _raw_rows(path)] == [("m", "k")]
+
+
 def test_two_processes_write_overlapping_keys(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite"  # does not exist yet: both race to create it
     start_at = str(time.time() + 1.0)  # both open the missing file at the same moment

@@ -675,11 +675,18 @@ class SQLiteCache:
         if exists and self._writes_file:
             # check on a read-only connection first: closing a read-write one checkpoints
             # the WAL, which would rewrite a file that is then refused (a newer schema)
-            probe = self._connect(read_only=True)
             try:
-                self._prepare(probe, check_only=True)
-            finally:
-                probe.close()
+                probe = self._connect(read_only=True)
+                try:
+                    self._prepare(probe, check_only=True)
+                finally:
+                    probe.close()
+            except _Unwritable:
+                # a process killed mid-transaction (creating the file, before it was in WAL
+                # mode) left a hot journal that only a writer may roll back: the read-write
+                # connection below does, where this process may write the file
+                if not _writable(self.path):
+                    raise
         conn = self._connect(create=not exists)
         try:
             self._prepare(conn)
