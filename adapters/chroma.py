@@ -574,17 +574,21 @@ class ChromaStore(StoreBase["ClientAPI"]):
     ) -> list[list[tuple[StoredPoint, float]]]:
         """:meth:`search` of each of ``vectors``, the answers in their order, in one query
         request per batch (Chroma takes many query embeddings at once); a vector whose
-        ``k`` nearest held superseded records is asked again as :meth:`search` asks."""
+        ``k`` nearest held superseded records is asked for more as :meth:`search` asks."""
         k = check_k(k)
         collection = self._require()
         config = self._config(collection)
         queries = [check_query_vector(v, config.dimension) for v in vectors]
         out: list[list[tuple[StoredPoint, float]]] = []
         for chunk in batches(queries, self._batch_size):
-            for query, hits in zip(chunk, self._nearest(collection, config, chunk, k)):
-                current = [(point, score) for point, score in hits if not point.payload.superseded]
-                enough = len(current) >= k or len(hits) < k
-                out.append(current[:k] if enough else self.search(query, k))
+            for query, first in zip(chunk, self._nearest(collection, config, chunk, k)):
+
+                def nearest(
+                    n: int, query: Any = query, first: Any = first
+                ) -> list[tuple[StoredPoint, float]]:
+                    return first if n == k else self._nearest(collection, config, [query], n)[0]
+
+                out.append(current_hits(nearest, k))
         return out
 
     def _nearest(
