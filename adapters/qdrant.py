@@ -1071,22 +1071,12 @@ class QdrantStore(StoreBase["QdrantClient"]):
         """The ``k`` nearest points that are not superseded, closest first; higher scores
         are closer."""
         k = check_k(k)
-        vectors = self._require()
-        query = check_query_vector(vector, vectors.dimension)
-        sign = -1.0 if vectors.distance == "euclid" else 1.0
+        info = self._require()
+        query = check_query_vector(vector, info.dimension)
 
         def nearest(n: int) -> list[tuple[StoredPoint, float]]:
-            with self._errors("search"):
-                response = self._client.query_points(
-                    self._collection,
-                    query=query.tolist(),
-                    using=vectors.name or None,
-                    limit=n,
-                    with_payload=True,
-                    with_vectors=False,
-                )
-            hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
-            return [(point, score) for point, score in hits if point is not None]
+            (hits,) = self._nearest(info, [query], n)
+            return hits
 
         # superseded points (an old revision waiting for its delete) are left out
         return current_hits(nearest, k)
@@ -1127,29 +1117,55 @@ class QdrantStore(StoreBase["QdrantClient"]):
         self, info: _Vectors, queries: list[npt.NDArray[np.float32]], k: int
     ) -> list[list[tuple[StoredPoint, float]]]:
         """One batch request of ``k`` per query; a query whose ``k`` nearest held
-        superseded points is asked again as :meth:`search` asks (rare: they live between
-        two steps of one sync)."""
-        sign = -1.0 if info.distance == "euclid" else 1.0
+        superseded points is asked for more as :meth:`search` asks (rare: they live
+        between two steps of one sync)."""
         out: list[list[tuple[StoredPoint, float]]] = []
         for chunk in batches(queries, self._batch_size):
-            requests = [
-                models.QueryRequest(
-                    query=q.tolist(), using=info.name or None, limit=k, with_payload=True,
-                    with_vector=False,
-                )
-                for q in chunk
-            ]
-            responses = self._client.query_batch_points(self._collection, requests=requests)
-            for query, response in zip(chunk, responses):
-                decoded = [(self._decode(p.id, p.payload), sign * float(p.score))
-                           for p in response.points]
-                hits = [(point, score) for point, score in decoded if point is not None]
-                current = [(point, score) for point, score in hits if not point.payload.superseded]
-                if len(current) >= k or len(hits) < k:
-                    out.append(current[:k])
-                else:
-                    out.append(self.search(query, k))
+            for query, first in zip(chunk, self._nearest(info, chunk, k)):
+
+                def nearest(
+                    n: int, query: Any = query, first: Any = first
+                ) -> list[tuple[StoredPoint, float]]:
+                    return first if n == k else self._nearest(info, [query], n)[0]
+
+                out.append(current_hits(nearest, k))
         return out
+
+    def _nearest(
+        self, info: _Vectors, queries: Sequence[npt.NDArray[np.float32]], n: int
+    ) -> list[list[tuple[StoredPoint, float]]]:
+        """The ``n`` nearest points of each query, superseded or not, closest first (points
+        another tool wrote left out): one ``query_points`` for one query, else one
+        ``query_batch_points``."""
+        sign = -1.0 if info.distance == "euclid" else 1.0
+        with self._errors("search"):
+            if len(queries) == 1:
+                responses = [
+                    self._client.query_points(
+                        self._collection,
+                        query=queries[0].tolist(),
+                        using=info.name or None,
+                        limit=n,
+                        with_payload=True,
+                        with_vectors=False,
+                    )
+                ]
+            else:
+                requests = [
+                    models.QueryRequest(
+                        query=q.tolist(), using=info.name or None, limit=n, with_payload=True,
+                        with_vector=False,
+                    )
+                    for q in queries
+                ]
+                responses = self._client.query_batch_points(self._collection, requests=requests)
+        answers: list[list[tuple[StoredPoint, float]]] = []
+        for response in responses:
+            decoded = [
+                (self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points
+            ]
+            answers.append([(point, score) for point, score in decoded if point is not None])
+        return answers
 
     def _nearest_local(
         self, collection: Any, info: _Vectors, queries: list[npt.NDArray[np.float32]], k: int
