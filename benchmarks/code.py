@@ -597,6 +597,19 @@ def _interval(cell: dict[str, Any] | None) -> str:
     return f"{100 * cell['diff']:+.1f} [{100 * cell['low']:+.1f}, {100 * cell['high']:+.1f}]"
 
 
+def _drift_pairs(result: dict[str, Any]) -> str:
+    """Where a splitter's drift lies: how many pairs carry it, before and after the change."""
+    rows = [r for r in result["pairs"] if "drift" in r]
+    before = [r["drift"]["before_moved"] for r in rows if r["drift"]["before_moved"]]
+    after = [r["drift"]["after_moved"] for r in rows if r["drift"]["after_moved"]]
+    carrying = sum(1 for r in rows if r["drift"]["before_moved"] or r["drift"]["after_moved"])
+    return (
+        f"moved tokens in {carrying} of {len(rows)} pairs: before the first change in "
+        f"{len(before)} ({sum(before)} tokens), after the last in {len(after)} "
+        f"({sum(after)} tokens)"
+    )
+
+
 def _targets(results: dict[str, Any]) -> list[str]:
     """One line per target of issue #38: met or not, with the numbers."""
     lines = []
@@ -647,7 +660,7 @@ def _targets(results: dict[str, Any]) -> list[str]:
                 f"- Drift under 1% at {target}: {'**met**' if moved < 0.01 else '**not met**'} "
                 f"({_pct(moved, 2)}% of new tokens; {_pct(ref['drift']['before_share'])}% of the "
                 f"tokens before the first change and {_pct(ref['drift']['after_share'])}% of those "
-                "after the last)."
+                f"after the last; {_drift_pairs(ref)})."
             )
     for target, block in sizes.items():
         ok = [r for r in block["splitters"] if r.get("available")]
@@ -713,7 +726,11 @@ def to_markdown(results: dict[str, Any]) -> str:
         "cuts stay put while the text around them changes (drift above); it does not come "
         "from smaller chunks (the chunk a random token sits in is no smaller), and on small "
         "edits, which touch one or a few places, every splitter pays about the chunks those "
-        "places sit in.",
+        "places sit in. Where the code policy's drift comes from: between two anchors more "
+        "than `max_tokens` apart its cuts are chosen left to right, so after a change the "
+        "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
+        "before a change whose `max_tokens` reach includes it may end at a different "
+        "boundary (drift before the first change); see Limits in `docs/limits.md`.",
         "",
     ]
     for target, block in results["sizes"].items():
