@@ -27,6 +27,7 @@ counted with the same tokenizer, so only the boundaries differ.
 
     python benchmarks/code.py                    # full run; writes docs + results
     python benchmarks/code.py --only rechunk-code  # print the section, write nothing
+    python benchmarks/code.py --sensitivity      # the code policy near its matched sizes
 """
 
 from __future__ import annotations
@@ -584,6 +585,56 @@ def run(
     }
 
 
+def sensitivity(saved: dict[str, Any], pairs: list[dict[str, Any]] | None = None) -> None:
+    """Measure the code policy at every 3rd size within 5% of its matched size (one pass
+    each, no timing) and store, per target, the median, R_c and drift at each size: how much
+    the one-size figures move with the size. Written into ``saved`` in place."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    pairs = load_pairs() if pairs is None else pairs
+    load_before = os.getloadavg()[0]
+    for block in saved["sizes"].values():
+        ref = next((r for r in block["splitters"] if r["name"] == REFERENCE), None)
+        if ref is None or not ref.get("available"):
+            continue
+        matched = ref["size"]
+        rows = []
+        for size in range(round(0.95 * matched), round(1.05 * matched) + 1, 3):
+            r = _measure(REFERENCE, size, pairs, 1)
+            rows.append(
+                {
+                    "size": size,
+                    "median_tokens": r["median_tokens"],
+                    "rc": r["rc"]["all"],
+                    "small": r["rc"]["small"],
+                    "drift": r["drift"]["moved_of_new"],
+                }
+            )
+        block["sensitivity"] = {
+            "sizes": rows,
+            "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
+        }
+
+
+def _sensitivity_line(target: str, block: dict[str, Any]) -> str | None:
+    sens = block.get("sensitivity")
+    if not sens or not sens["sizes"]:
+        return None
+    rows = sens["sizes"]
+
+    def span(key: str, digits: int = 1) -> str:
+        values = [r[key] for r in rows if r[key] is not None]
+        return f"{_pct(min(values), digits)}-{_pct(max(values), digits)}%"
+
+    load = sens["load_average_1min"]
+    return (
+        f"- Sensitivity at {target} (dev): `{REFERENCE}` at {len(rows)} sizes from "
+        f"{rows[0]['size']} to {rows[-1]['size']} (medians {rows[0]['median_tokens']:g}-"
+        f"{rows[-1]['median_tokens']:g}): drift {span('drift', 2)}, R_c {span('rc')}, small "
+        f"edits {span('small')} (one pass each; load {load['before']:.1f}/{load['after']:.1f}). "
+        "A figure at one matched size moves by this much with the size alone."
+    )
+
+
 # -- report ------------------------------------------------------------------------------
 
 
@@ -662,6 +713,10 @@ def _targets(results: dict[str, Any]) -> list[str]:
                 f"tokens before the first change and {_pct(ref['drift']['after_share'])}% of those "
                 f"after the last; {_drift_pairs(ref)})."
             )
+    for target, block in sizes.items():
+        line = _sensitivity_line(target, block)
+        if line:
+            lines.append(line)
     for target, block in sizes.items():
         ok = [r for r in block["splitters"] if r.get("available")]
         ref = next((r for r in ok if r["name"] == REFERENCE), None)
@@ -817,7 +872,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--report", action="store_true", help="rewrite the docs section from the saved results"
     )
+    parser.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="measure the code policy at sizes near its matched size; add to the saved results",
+    )
     args = parser.parse_args(argv)
+    if args.sensitivity:
+        saved = json.loads(RESULTS.read_text(encoding="utf-8"))
+        sensitivity(saved)
+        RESULTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        _report.write_section("code", to_markdown(saved))
+        return 0
     if args.report:
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))
         _report.write_section("code", to_markdown(saved))
@@ -828,6 +894,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only or tuple(args.targets) != TARGETS:
         print(to_markdown(results))
     else:
+        sensitivity(results)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         _report.write_section("code", to_markdown(results))
