@@ -562,11 +562,12 @@ class ChromaStore(StoreBase["ClientAPI"]):
         config = self._config(collection)
         query = check_query_vector(vector, config.dimension)
 
-        def nearest(n: int) -> list[tuple[StoredPoint, float]]:
+        def nearest(n: int) -> list[tuple[StoredPoint | None, float]]:
             (hits,) = self._nearest(collection, config, [query], n)
             return hits
 
-        # superseded records (an old revision waiting for its delete) are left out
+        # superseded records (an old revision waiting for its delete) and records another
+        # tool wrote are left out
         return current_hits(nearest, k)
 
     def search_many(
@@ -585,7 +586,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
                 def nearest(
                     n: int, query: Any = query, first: Any = first
-                ) -> list[tuple[StoredPoint, float]]:
+                ) -> list[tuple[StoredPoint | None, float]]:
                     return first if n == k else self._nearest(collection, config, [query], n)[0]
 
                 out.append(current_hits(nearest, k))
@@ -597,9 +598,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
         config: _Config,
         queries: Sequence[npt.NDArray[np.float32]],
         n: int,
-    ) -> list[list[tuple[StoredPoint, float]]]:
-        """The ``n`` nearest records of each query, superseded or not, closest first (records
-        another tool wrote left out)."""
+    ) -> list[list[tuple[StoredPoint | None, float]]]:
+        """The ``n`` nearest records of each query, superseded or not, closest first, with
+        ``None`` for a record another tool wrote."""
         with self._errors("search"):
             result = collection.query(
                 query_embeddings=[q.tolist() for q in queries],
@@ -607,7 +608,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 include=["metadatas", "documents", "distances"],
             )
         found: Any = result
-        answers: list[list[tuple[StoredPoint, float]]] = []
+        answers: list[list[tuple[StoredPoint | None, float]]] = []
         for row, ids in enumerate(found["ids"]):
             none = [None] * len(ids)
             documents = found["documents"][row] if found.get("documents") else none
@@ -615,11 +616,10 @@ class ChromaStore(StoreBase["ClientAPI"]):
             distances = (
                 found["distances"][row] if found.get("distances") else [math.nan] * len(ids)
             )
-            hits = [
+            answers.append([
                 (self._decode(i, d, m), _score(config.distance, float(dist)))
                 for i, d, m, dist in zip(ids, documents, metadatas, distances)
-            ]
-            answers.append([(point, score) for point, score in hits if point is not None])
+            ])
         return answers
 
     # -- writes ----------------------------------------------------------------------------

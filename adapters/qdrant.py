@@ -1074,11 +1074,12 @@ class QdrantStore(StoreBase["QdrantClient"]):
         info = self._require()
         query = check_query_vector(vector, info.dimension)
 
-        def nearest(n: int) -> list[tuple[StoredPoint, float]]:
+        def nearest(n: int) -> list[tuple[StoredPoint | None, float]]:
             (hits,) = self._nearest(info, [query], n)
             return hits
 
-        # superseded points (an old revision waiting for its delete) are left out
+        # superseded points (an old revision waiting for its delete) and points another
+        # tool wrote are left out
         return current_hits(nearest, k)
 
     def search_many(
@@ -1125,7 +1126,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
 
                 def nearest(
                     n: int, query: Any = query, first: Any = first
-                ) -> list[tuple[StoredPoint, float]]:
+                ) -> list[tuple[StoredPoint | None, float]]:
                     return first if n == k else self._nearest(info, [query], n)[0]
 
                 out.append(current_hits(nearest, k))
@@ -1133,10 +1134,10 @@ class QdrantStore(StoreBase["QdrantClient"]):
 
     def _nearest(
         self, info: _Vectors, queries: Sequence[npt.NDArray[np.float32]], n: int
-    ) -> list[list[tuple[StoredPoint, float]]]:
-        """The ``n`` nearest points of each query, superseded or not, closest first (points
-        another tool wrote left out): one ``query_points`` for one query, else one
-        ``query_batch_points``."""
+    ) -> list[list[tuple[StoredPoint | None, float]]]:
+        """The ``n`` nearest points of each query, superseded or not, closest first, with
+        ``None`` for a point another tool wrote: one ``query_points`` for one query, else
+        one ``query_batch_points``."""
         sign = -1.0 if info.distance == "euclid" else 1.0
         with self._errors("search"):
             if len(queries) == 1:
@@ -1159,13 +1160,10 @@ class QdrantStore(StoreBase["QdrantClient"]):
                     for q in queries
                 ]
                 responses = self._client.query_batch_points(self._collection, requests=requests)
-        answers: list[list[tuple[StoredPoint, float]]] = []
-        for response in responses:
-            decoded = [
-                (self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points
-            ]
-            answers.append([(point, score) for point, score in decoded if point is not None])
-        return answers
+        return [
+            [(self._decode(p.id, p.payload), sign * float(p.score)) for p in response.points]
+            for response in responses
+        ]
 
     def _nearest_local(
         self, collection: Any, info: _Vectors, queries: list[npt.NDArray[np.float32]], k: int
@@ -1208,11 +1206,10 @@ class QdrantStore(StoreBase["QdrantClient"]):
                 ranked = order[live[order]]
 
                 def nearest(n: int, ranked: Any = ranked, row: Any = row) -> Any:
-                    decoded = [
+                    return [
                         (self._decode(ids_inv[i], payloads[i]), sign * float(row[i]))
                         for i in ranked[:n].tolist()
                     ]
-                    return [(point, score) for point, score in decoded if point is not None]
 
                 out.append(current_hits(nearest, k))
         return out

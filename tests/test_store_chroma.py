@@ -167,6 +167,11 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
         assert store.get_points("theirs") == []
     assert len(store.foreign_points) == 1
     assert store.doc_ids() == set()  # so that a prune never asks for its records
+    # the foreign record is the nearest, yet a search still finds k of rechunk's own
+    mine = new_id()
+    store.write([PointWrite(mine, payload(0), unit(0) + 0.5 * unit(2))])
+    assert [p.id for p, _ in store.search(unit(0), 1)] == [mine]  # warned once, above
+    assert [[p.id for p, _ in hits] for hits in store.search_many([unit(0)], 1)] == [[mine]]
 
 
 def test_present_ids_name_the_records_that_exist(client: Any) -> None:

@@ -259,6 +259,12 @@ def test_foreign_points_are_reported(client: QdrantClient) -> None:
         assert store.get_points("theirs") == []
     assert list(store.foreign_points) == [str(p.id) for p in client.scroll("docs")[0]]
     assert store.doc_ids() == set()  # so that a prune never asks for its points
+    # the foreign point is the nearest, yet a search still finds k of rechunk's own
+    mine = new_id()
+    store.write([PointWrite(mine, payload(0), unit(0) + 0.5 * unit(2))])
+    assert [p.id for p, _ in store.search(unit(0), 1)] == [mine]  # warned once, above
+    assert [[p.id for p, _ in hits] for hits in store.search_many([unit(0)], 1)] == [[mine]]
+    store.delete([mine])
     # a point with rechunk's fields but a broken value is not another tool's: an error
     broken = {"page_content": "t", "metadata": {**rechunk_fields(payload(0)), "ordinal": "x"}}
     client.upsert(

@@ -203,19 +203,26 @@ class VectorStore(Protocol):
 Hits = list[tuple[StoredPoint, float]]
 
 
-def current_hits(fetch: Callable[[int], Hits], k: int) -> Hits:
+def current_hits(
+    fetch: Callable[[int], Sequence[tuple[StoredPoint | None, float]]], k: int
+) -> Hits:
     """The ``k`` best hits that are not superseded, from ``fetch(n)``: the ``n`` nearest
-    points, superseded or not, closest first. Asked for ``k`` first, then for twice as
-    many each time superseded points took places, until ``k`` current hits are in hand or
-    the store has no more: the top ``n`` of all points holds the top ``k`` current ones
-    as soon as it holds ``k`` current ones at all, so the answer is what a filtered
-    search gives. Superseded points live between two steps of one sync, so a second
-    request is rare, and no store needs a filter (or, on a Qdrant server in strict
-    mode, an index) on the key."""
+    points, closest first, superseded or not, with ``None`` for a point another tool wrote
+    (it holds a place in the store's answer, and is left out here). Asked for ``k``
+    first, then for twice as many each time superseded or foreign points took places,
+    until ``k`` current hits are in hand or the store has no more: the top ``n`` of all
+    points holds the top ``k`` current ones as soon as it holds ``k`` current ones at
+    all, so the answer is what a filtered search gives. Superseded points live between
+    two steps of one sync, so a second request is rare, and no store needs a filter (or,
+    on a Qdrant server in strict mode, an index) on the key."""
     n = k
     while True:
         hits = fetch(n)
-        current = [(point, score) for point, score in hits if not point.payload.superseded]
+        current = [
+            (point, score)
+            for point, score in hits
+            if point is not None and not point.payload.superseded
+        ]
         if len(current) >= k or len(hits) < n:
             return current[:k]
         n *= 2
