@@ -652,6 +652,9 @@ class OnnxEmbedder(ModelFolder):
     Inputs are embedded ``batch_size`` at a time, grouped by length so that
     little padding is computed; an input over the window is an
     :class:`~rechunk.errors.EmbeddingError` before anything runs.
+
+    ``release_memory``: give the memory a batch's run took back after the run
+    (see :attr:`release_memory`); off by default, on in ``rechunk watch``.
     """
 
     def __init__(
@@ -663,6 +666,7 @@ class OnnxEmbedder(ModelFolder):
         cache_dir: str | os.PathLike[str] | None = None,
         export: str = "auto",
         onnx_file: str | os.PathLike[str] | None = None,
+        release_memory: bool = False,
     ) -> None:
         if type(batch_size) is not int or batch_size <= 0:
             raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -683,6 +687,35 @@ class OnnxEmbedder(ModelFolder):
         self._load_lock = threading.Lock()
         self._session: Any = None
         self._inputs: list[str] = []
+        self._run_options: Any = None
+        self.release_memory = release_memory
+
+    @property
+    def release_memory(self) -> bool:
+        """Whether each run gives its working memory back when it ends.
+
+        onnxruntime serves a run's tensors from a memory arena that grows to the largest
+        run it has seen (the largest batch of the longest inputs: some hundreds of MB for
+        a batch of 32 full-window inputs) and keeps it for the life of the session. A
+        one-shot sync ends soon after; a process that embeds now and then for hours
+        (``rechunk watch``) kept the high-water mark of the largest batch it happened to
+        meet, and its resident memory stepped up whenever a larger one came. With this
+        on, onnxruntime shrinks the arena back to its first region after every run
+        (its ``memory.enable_memory_arena_shrinkage`` run option). Each run then maps its
+        working memory afresh."""
+        return self._run_options is not None
+
+    @release_memory.setter
+    def release_memory(self, value: bool) -> None:
+        if type(value) is not bool:
+            raise ConfigError(f"release_memory must be a bool, got {value!r}")
+        if not value:
+            self._run_options = None
+            return
+        if self._run_options is None:
+            options = require("onnxruntime", "onnx").RunOptions()
+            options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+            self._run_options = options
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self._name!r}, threads={self.threads})"
@@ -819,7 +852,7 @@ class OnnxEmbedder(ModelFolder):
             if "token_type_ids" in inputs:
                 feed["token_type_ids"] = np.zeros_like(input_ids)
             try:
-                (hidden,) = session.run(["last_hidden_state"], feed)
+                (hidden,) = session.run(["last_hidden_state"], feed, self._run_options)
             except Exception as exc:
                 raise EmbeddingError(f"model {self._name} failed to embed: {exc}") from exc
             pooled = self._pool(hidden, mask)

@@ -553,3 +553,30 @@ def test_next_start_repairs_what_a_killed_watcher_left(tmp_path: Path, embedder:
     assert min(report.lag) >= 5.0  # measured from the first acceptance
     assert revisions(store) == expected(root)
     assert read_freshness(path)["unretrievable"] == 0
+
+
+def test_a_watcher_releases_the_embedders_run_memory(tmp_path: Path, chunker: Any) -> None:
+    """After its initial sync (run as `rechunk sync` runs it), a watcher sets the ONNX
+    embedder to give each run's memory back, and after each batch gives the C heap's
+    free pages back (glibc): a watcher lives for hours and would keep the high-water
+    mark of the largest batch it met. ``release_memory=False`` leaves both alone."""
+    from rechunk.integrations.onnx import OnnxEmbedder
+    from rechunk.live.engine import release_free_heap
+
+    glibc = release_free_heap()
+    assert glibc or not sys.platform.startswith("linux") or os.path.exists("/etc/alpine-release")
+    for release in (True, False):
+        root = tmp_path / f"docs{release}"
+        write_docs(root, ["alpha"])
+        embedder = OnnxEmbedder()
+        store = qdrant_store(embedder, chunker, name=f"release{release}")
+        watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                          release_memory=release)
+        assert embedder.release_memory is False  # the initial sync runs as sync does
+        with Running(watcher) as run:
+            assert run.next().kind == "initial"
+            assert embedder.release_memory is release
+            (root / "alpha.md").write_text(doc_text("alpha", 1), encoding="utf-8")
+            edit = run.next()
+            assert edit.retrievable == 1
+            assert ("release_memory" in edit.seconds) is (release and glibc)

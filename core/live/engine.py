@@ -23,10 +23,12 @@ failure left half-done.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -157,6 +159,35 @@ class _Retry(Exception):
         self.counts = counts  # whether it counts against the batch's attempts
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library has none (not Linux, musl)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim  # type: ignore[no-any-return]
+
+
+def release_free_heap() -> bool:
+    """Give the pages the C heap holds free back to the system; whether it could.
+
+    glibc returns freed memory to the system only from the top of its heap: what is
+    freed below a block still in use stays resident. A watcher's batches free tens of
+    MB at a time (onnxruntime's working memory, numpy arrays, payloads) between blocks
+    that live on, so its resident memory crept up by the free pages left between them;
+    ``malloc_trim(0)`` hands every free page in every arena back (a few ms)."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return (lines[0] if lines else type(exc).__name__)[:300]
@@ -184,6 +215,15 @@ class Watcher:
     paths per batch; ``backoff``: the first and the longest wait before a failed batch
     is tried again; ``parse_retries``: how often a file that fails to parse is read
     again (it may still have been written) before it is reported failed.
+
+    ``release_memory`` (default on): a watcher lives for hours, so it gives back the
+    memory a batch used. Once the initial sync is done, an embedder that can give the
+    working memory of each run back (the ONNX default's ``release_memory``) is set to
+    do so (else it keeps the memory of the largest batch it ever met; the initial sync
+    runs as ``rechunk sync`` does, and its memory goes back after the first run that
+    follows), and after each batch the C heap's free pages go back to the system
+    (:func:`release_free_heap`). The embedder is changed in place; pass False to leave
+    it and the heap as they are.
     """
 
     def __init__(
@@ -209,6 +249,7 @@ class Watcher:
         metrics: LiveMetrics | None = None,
         diagnosis: DiagnosisLog | None = None,
         probe_k: int = 20,
+        release_memory: bool = True,
     ) -> None:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -223,6 +264,7 @@ class Watcher:
         self.store = store
         self.chunker = chunker
         self.embedder = embedder
+        self.release_memory = release_memory
         self.cache = cache
         self.globs = list(globs)
         self.gitignore = gitignore
@@ -383,6 +425,8 @@ class Watcher:
         self._verify_guarded(targets, report)
         if kind == "initial":
             self.warm_up()
+        if self.release_memory and getattr(self.embedder, "release_memory", None) is False:
+            self.embedder.release_memory = True  # type: ignore[attr-defined]
         report.pending = len(self.freshness.pending)
         report.seconds["total"] = time.monotonic() - started
         return report
@@ -483,6 +527,10 @@ class Watcher:
         except _Retry as failure:
             return self._failed(batch, failure, now)
         self._delay = self.backoff[0]
+        if self.release_memory:
+            started = time.monotonic()
+            if release_free_heap():
+                report.seconds["release_memory"] = time.monotonic() - started
         return report
 
     def _failed(
