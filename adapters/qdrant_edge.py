@@ -122,6 +122,9 @@ _FROM_EDGE: Final[dict[str, Distance]] = {"Cosine": "cosine", "Dot": "dot", "Euc
 #: payload fields a sync filters on, each given a keyword index (``revision``, ``version``
 #: and the rest are read, never filtered on, so they get none)
 _INDEXED: Final = ("doc_id", "input_key", "model_id")
+#: the field whose keyword index is Edge's tenant index, which the optimizer groups a
+#: segment's points by (see :func:`_keyword`)
+_GROUPED: Final = "doc_id"
 _MODEL_SAMPLE: Final = 256
 #: Edge's words for a shard whose write-ahead log another process holds
 _LOCKED_TEXT: Final = "WouldBlock"
@@ -416,11 +419,18 @@ class EdgeClient:
             self._vectors[name] = found
             return found
 
-    def create(self, name: str, config: qe.EdgeConfig, indexes: Sequence[str]) -> None:
-        """Create collection ``name`` with a keyword index on each of ``indexes``, and keep
-        it open. A folder without Edge's configuration file is what a creation cut short
-        left (the folder lock keeps every other creator out): it is removed first. One
-        cut short after that file is a collection that lacks an index, which
+    def create(
+        self,
+        name: str,
+        config: qe.EdgeConfig,
+        indexes: Sequence[str],
+        grouped: str | None = None,
+    ) -> None:
+        """Create collection ``name`` with a keyword index on each of ``indexes`` (the one
+        on ``grouped`` a tenant index: see :func:`_keyword`), and keep it open. A folder
+        without Edge's configuration file is what a creation cut short left (the folder
+        lock keeps every other creator out): it is removed first. One cut short after
+        that file is a collection that lacks an index, which
         :meth:`QdrantEdgeStore.ensure_collection` adds."""
         with self.lock:
             self._check_open()
@@ -432,7 +442,8 @@ class EdgeClient:
             shard = qe.EdgeShard.create(str(folder), config)
             try:
                 for field in indexes:
-                    shard.update(qe.UpdateOperation.create_field_index(field, _keyword()))
+                    params = _keyword(grouped=field == grouped)
+                    shard.update(qe.UpdateOperation.create_field_index(field, params))
             except BaseException:
                 shard.close()
                 shutil.rmtree(folder, ignore_errors=True)
@@ -553,9 +564,20 @@ def _release_heap() -> None:
         _TRIM[0](0)
 
 
-def _keyword() -> qe.KeywordIndexParams:
-    """A keyword index read in place from disk once its segment is optimized."""
-    return qe.KeywordIndexParams(memory=qe.Memory.Cold)
+def _keyword(*, grouped: bool = False) -> qe.KeywordIndexParams:
+    """A keyword index read in place from disk once its segment is optimized.
+
+    ``grouped``: Edge's tenant index (``is_tenant``), whose values the optimizer groups
+    a segment's points by, so that the points of one doc_id lie together on disk.
+    Without it they lie in the order of their ids (random UUIDs), apart from each
+    other, and a read of some documents' points reads a page of the disk for each
+    point: Edge drops its files' pages from the kernel's cache as it opens and closes a
+    shard, so a process reads them from the disk. Reading 256 documents' points (about
+    2,300) in a fresh process took 2.2 faults from the disk a point and 0.28-0.34 s at
+    1.8 M points (0.06 s once read); at 181,600 points 0.53 faults a point and 140 ms
+    ungrouped, 0.24 and 71 ms grouped. A collection made before it keeps its index as
+    it was (Edge cannot change an index's kind in place)."""
+    return qe.KeywordIndexParams(memory=qe.Memory.Cold, is_tenant=grouped or None)
 
 
 def _shard_config(vectors: Any, dimension: int) -> qe.EdgeConfig:
@@ -791,6 +813,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                     self._client.resolve(self._collection),
                     _shard_config(vectors, dimension),
                     indexes,
+                    self._path(_GROUPED),
                 )
                 opened = self._require()
             shard, found = opened
@@ -805,7 +828,9 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
             for field in _INDEXED:
                 if self._path(field) not in schema:
                     shard.update(
-                        qe.UpdateOperation.create_field_index(self._path(field), _keyword())
+                        qe.UpdateOperation.create_field_index(
+                            self._path(field), _keyword(grouped=field == _GROUPED)
+                        )
                     )
         info = self.collection_info()
         if info is None:

@@ -223,6 +223,8 @@ def test_every_filtered_field_has_a_keyword_index(client: edge.EdgeClient, layou
     schema = shard.info().payload_schema
     assert {f"{prefix}{f}" for f in ("doc_id", "input_key", "model_id")} <= set(schema)
     assert all(schema[f].data_type == qe.PayloadSchemaType.Keyword for f in schema)
+    # doc_id's is the tenant index: the optimizer keeps a document's points together
+    assert [f for f in schema if schema[f].params.is_tenant] == [f"{prefix}doc_id"]
 
 
 def test_doc_ids_from_the_index_leave_out_deleted_and_foreign_points(
