@@ -209,6 +209,15 @@ def slope_per_hour(samples: list[tuple[float, float]]) -> float:
     return 3600 * sum((t - mx) * (v - my) for t, v in samples) / den if den else 0.0
 
 
+def least_each(samples: list[tuple[float, float]], period: float) -> list[float]:
+    """The least value in each ``period`` seconds of ``samples``."""
+    out: dict[int, float] = {}
+    for t, v in samples:
+        k = int(t // period)
+        out[k] = min(v, out.get(k, v))
+    return [round(out[k], 1) for k in sorted(out)]
+
+
 def soak(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
@@ -349,6 +358,9 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
             "max": round(max(v for _, v in rss), 1),
             "slope_mb_per_hour_after_first_10pct": round(slope_per_hour(warm), 2),
             "every_5_min": [round(v, 1) for t, v in rss if t % 300 < args.sample_every],
+            # the least in each 5 minutes: memory between batches (a sample taken while a
+            # batch runs holds that batch's working memory, given back when it ends)
+            "least_each_5_min": least_each(rss, 300),
         },
         "load_average_at_start": load_at_start,
         "watcher_cpu_seconds": round(cpu_seconds, 1),
