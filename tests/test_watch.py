@@ -580,3 +580,34 @@ def test_a_watcher_releases_the_embedders_run_memory(tmp_path: Path, chunker: An
             edit = run.next()
             assert edit.retrievable == 1
             assert ("release_memory" in edit.seconds) is (release and glibc)
+
+
+def test_cyclic_garbage_left_between_batches_is_collected(tmp_path: Path, embedder: Any,
+                                                          chunker: Any) -> None:
+    """Cycles that die between batches are collected: each sync freezes the objects that
+    exist when it starts and thaws them into the oldest generation, where only a full
+    collection (which a watcher syncing every few seconds never reached) frees them; the
+    watcher collects the young generations before each sync."""
+    import gc
+    import weakref
+
+    class Cycle:
+        me: Any = None
+
+    root = tmp_path / "docs"
+    write_docs(root, ["alpha"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with Running(watcher) as run:
+        assert run.next().kind == "initial"
+        refs = []
+        for version in (1, 2, 3):
+            for _ in range(50):
+                c = Cycle()
+                c.me = c
+                refs.append(weakref.ref(c))
+            del c
+            (root / "alpha.md").write_text(doc_text("alpha", version), encoding="utf-8")
+            assert run.next().retrievable == 1
+        assert sum(r() is not None for r in refs) == 0
