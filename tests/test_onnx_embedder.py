@@ -235,6 +235,11 @@ def test_release_memory_gives_a_runs_memory_back(exported: Path, onnx_minilm: On
     releasing = OnnxEmbedder(release_memory=True)
     assert releasing.release_memory and not onnx_minilm.release_memory
     assert np.abs(releasing.embed(texts) - onnx_minilm.embed(texts)).max() < 1e-6
+    order, ids = list(range(32)), [[0] * 256] * 32  # 32 full-window inputs
+    assert [len(r) for r in releasing._batches(order, ids)] == [8, 8, 8, 8]
+    assert [len(r) for r in onnx_minilm._batches(order, ids)] == [32]
+    short = [[0] * 40] * 32  # short inputs: the runs are batch_size long either way
+    assert [len(r) for r in releasing._batches(order, short)] == [32]
     releasing.release_memory = False
     assert not releasing.release_memory
     with pytest.raises(ConfigError, match="release_memory"):
