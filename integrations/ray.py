@@ -89,8 +89,9 @@ SERVER_SCHEMES = ("chroma+http://", "qdrant+http://", "qdrant+https://")
 class RaySyncReport(SyncReport):
     """A :class:`~rechunk.sync.SyncReport` of a run on Ray, with ``engine``: the cluster's
     nodes, the tasks and actors used, ``inputs_sent`` (every input sent to a model,
-    retries included; ``inputs["embedded"]`` counts each distinct input once) and
-    ``seconds`` (wall clock of the whole run)."""
+    retries included; ``inputs["embedded"]`` counts each distinct input once),
+    ``spans`` (each plan and commit task: stage, partition, start and end in seconds from
+    the engine's start) and ``seconds`` (wall clock of the whole run)."""
 
     engine: dict[str, Any] = field(default_factory=dict)
 
@@ -222,7 +223,8 @@ class _Part:
     index: int
     documents: list[Document]
     files: list[tuple[str, str, str | None]]
-    chunkers: list[Chunker]
+    policies: list[str]  # the policy ids of the run's chunkers (see _chunkers_of)
+    table: Any  # the run's chunkers, in Ray's object store (fetched by a worker once)
     picks: dict[str, int]  # doc_id -> index into chunkers (others: chunkers[0])
     chunker_for: Callable[[Document], Chunker | None] | None
     check_stored: bool
@@ -235,9 +237,28 @@ class _State:
 
     plans: list[_Plan]
     found: dict[str, Any]  # input key -> vector the collection holds
-    chunkers: list[Chunker]
+    policies: list[str]
+    table: Any
+    extra: list[Chunker]  # chunkers the plan's chunker_for picked beyond the run's
     picks: dict[str, int]
     index: int
+
+    def chunkers(self) -> list[Chunker]:
+        return [*_chunkers_of(self.policies, self.table), *self.extra]
+
+
+def _chunkers_of(policies: list[str], table: Any) -> list[Chunker]:
+    """The run's chunkers, by policy id: those a task of this worker process used before
+    (their caches warm; chunkers are deterministic: the policy id names everything they
+    do), else the run's table from Ray's object store, fetched and unpickled once per
+    worker process (a chunker with its tokenizer is about 0.5 MB, 50 ms to unpickle: in
+    every task's arguments, it cost more than a small partition's planning)."""
+    if any(policy not in _CHUNKERS for policy in policies):
+        import ray
+
+        for made in ray.get(table):
+            _CHUNKERS.setdefault(made.policy_id, made)
+    return [_CHUNKERS[policy] for policy in policies]
 
 
 @dataclass
@@ -256,18 +277,19 @@ class _Summary:
     held: list[str]
     skipped: list[tuple[str, str]]
     seconds: dict[str, float]
+    span: tuple[float, float] = (0.0, 0.0)  # the task's start and end (epoch seconds)
 
 
 def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
     """The plan stage of one partition (a Ray task: it writes nothing)."""
+    began = time.time()
     seconds = dict.fromkeys(("chunk", "plan"), 0.0)
     store, close = spec.open_store(keep=True)
     try:
         docs = list(part.documents)
         skipped: list[tuple[str, str]] = []
-        # a chunker of the same policy a task of this worker used before: its caches are
-        # warm (chunkers are deterministic: the policy id names everything they do)
-        chunkers = [_CHUNKERS.setdefault(c.policy_id, c) for c in part.chunkers]
+        chunkers = _chunkers_of(part.policies, part.table)
+        known = len(chunkers)
         picks = dict(part.picks)
         if part.files:
             from rechunk.sources import ParseError
@@ -360,8 +382,9 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
         held=[pid for p in plans for pid in p.ids] if part.held else [],
         skipped=skipped,
         seconds=seconds,
+        span=(began, time.time()),
     )
-    state = _State(plans, found, chunkers, picks, part.index)
+    state = _State(plans, found, part.policies, part.table, chunkers[known:], picks, part.index)
     return state, summary
 
 
@@ -376,6 +399,7 @@ class _Committed:
     repaired: dict[str, tuple[int, int]]
     failed: list[tuple[str, int, int]]
     seconds: dict[str, float]
+    span: tuple[float, float] = (0.0, 0.0)  # the task's start and end (epoch seconds)
 
 
 def _commit_part(
@@ -384,12 +408,13 @@ def _commit_part(
     """The commit stage of one partition (a Ray task): publish its plans with the vectors
     found, cached or embedded, then the stale check. Safe to run again: the writes are
     deterministic and the deletes name ids."""
+    began = time.time()
     seconds = dict.fromkeys(("publish", "verify"), 0.0)
     plans = state.plans
     published = [p for p in plans if p.report.status in ("new", "changed")]
     index = state.index
     if not published:
-        return _Committed(index, {}, {}, [], seconds)
+        return _Committed(index, {}, {}, [], seconds, (began, time.time()))
     vectors: dict[str, Any] = dict(state.found)
     vectors.update(cached)
     for keys, array in embedded:
@@ -417,8 +442,8 @@ def _commit_part(
             scratch.documents[plan.report.status] += 1
             scratch.documents["synced"] += 1
 
-        def pick(doc: Document) -> Chunker:
-            return state.chunkers[state.picks.get(doc.doc_id, 0)]
+        def pick(doc: Document) -> Chunker:  # only a repair of a versioned document asks
+            return state.chunkers()[state.picks.get(doc.doc_id, 0)]
 
         t0 = time.perf_counter()
         failed = _check_published(
@@ -444,7 +469,7 @@ def _commit_part(
             status[rep.doc_id] = (rep.status, rep.reason)
         if (rep.added, rep.updated) != (added, updated):
             repaired[rep.doc_id] = (rep.added - added, rep.updated - updated)
-    return _Committed(index, status, repaired, failed, seconds)
+    return _Committed(index, status, repaired, failed, seconds, (began, time.time()))
 
 
 def _stage(stage: str, spec: _Spec, *args: Any) -> Any:
@@ -794,20 +819,27 @@ def _run(
     grouped = [g for g in grouped if g]
     table: list[Chunker] = [chunker]
     index_of = {id(chunker): 0}
-    parts: list[_Part] = []
-    for i, group in enumerate(grouped):
+    picked: list[dict[str, int]] = []
+    for group in grouped:
         picks: dict[str, int] = {}
-        part_docs = [d for d in group if isinstance(d, Document)]
-        for doc in part_docs:
+        for doc in group:
+            if not isinstance(doc, Document):
+                continue
             chosen = pick(doc)
             if id(chosen) not in index_of:
                 index_of[id(chosen)] = len(table)
                 table.append(chosen)
             if chosen is not chunker:
                 picks[doc.doc_id] = index_of[id(chosen)]
+        picked.append(picks)
+    table_ref = ray.put(table)
+    policies = [c.policy_id for c in table]
+    parts: list[_Part] = []
+    for i, (group, picks) in enumerate(zip(grouped, picked)):
+        part_docs = [d for d in group if isinstance(d, Document)]
         part_files = [d for d in group if not isinstance(d, Document)]
         parts.append(
-            _Part(i, part_docs, part_files, table, picks,
+            _Part(i, part_docs, part_files, policies, table_ref, picks,
                   chunker_for if part_files else None, check_stored, held)
         )  # fmt: skip
 
@@ -825,7 +857,9 @@ def _run(
 
     spec_ref = ray.put(spec)
     begun = time.perf_counter()
+    epoch = time.time()
     marks: dict[str, float] = {}
+    spans: list[tuple[str, int, float, float]] = []  # (stage, partition, start, end)
     planning: dict[Any, Any] = {}  # summary ref -> state ref
     queue = list(parts)
     committing: list[Any] = []
@@ -880,7 +914,8 @@ def _run(
             if ready[0] not in planning:
                 committing.remove(ready[0])
                 committed += 1
-                _merge(report, reports, ready[0], ray, failed)
+                done = _merge(report, reports, ready[0], ray, failed)
+                spans.append(_span("commit", done.index, done.span, epoch))
                 marks.setdefault("first_commit", time.perf_counter() - begun)
                 marks["last_commit"] = time.perf_counter() - begun
                 if progress is not None:
@@ -892,6 +927,7 @@ def _run(
             except Exception as exc:
                 raise _unwrap(exc) from None
             planned += 1
+            spans.append(_span("plan", summary.index, summary.span, epoch))
             marks.setdefault("first_plan", time.perf_counter() - begun)
             marks["last_plan"] = time.perf_counter() - begun
             if progress is not None:
@@ -990,11 +1026,19 @@ def _run(
         _failed=failed,
         _held=held_ids,
         stage_ends={name: round(value, 3) for name, value in marks.items()},
+        spans=spans,
     )
     return report
 
 
 _COUNTER = {"cache": "from_cache", "store": "from_store", "embed": "embedded"}
+
+
+def _span(
+    stage: str, index: int, span: tuple[float, float], epoch: float
+) -> tuple[str, int, float, float]:
+    """A task's stage, partition, start and end (seconds after ``epoch``)."""
+    return stage, index, round(span[0] - epoch, 3), round(span[1] - epoch, 3)
 
 
 def _merge(
@@ -1003,9 +1047,9 @@ def _merge(
     ref: Any,
     ray: Any,
     failed: list[tuple[str, int, int]],
-) -> None:
+) -> _Committed:
     """Add what a commit found to the report: documents superseded by a newer version,
-    what repair rounds wrote, and the stale check's counts."""
+    what repair rounds wrote, and the stale check's counts (returns the commit's answer)."""
     try:
         done: _Committed = ray.get(ref)
     except Exception as exc:
@@ -1026,6 +1070,7 @@ def _merge(
     for _, wrong, missing in done.failed:
         report.stale_points += wrong + missing
     failed += done.failed
+    return done
 
 
 def _count(
