@@ -118,13 +118,19 @@ def stop_cluster(temp: str, env: dict[str, str]) -> None:
 
 
 @contextlib.contextmanager
-def running_ray(nodes: int = 2, *, timeout: float = 60.0) -> Iterator[str]:
-    """A cluster of ``nodes`` nodes on 127.0.0.1 joined by this process; its address."""
+def running_ray(
+    nodes: int = 2, *, timeout: float = 60.0, worker_niceness: int | None = None
+) -> Iterator[str]:
+    """A cluster of ``nodes`` nodes on 127.0.0.1 joined by this process; its address.
+    ``worker_niceness``: the nice value of its workers (Ray's default: 15, below every
+    other process of the machine, the niced jobs of other users included)."""
     import ray
 
     os.environ.update(ENV)
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False  # this process: 127.0.0.1 too
     env = {**os.environ, **ENV}
+    if worker_niceness is not None:
+        env["RAY_worker_niceness"] = str(worker_niceness)
     temp = tempfile.mkdtemp(prefix="rk-ray-", dir="/tmp")  # short: Ray's socket paths
     port = free_port()
     address = f"127.0.0.1:{port}"
