@@ -1031,7 +1031,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         similarity, dot product, or the negated Euclidean distance)."""
         k = check_k(k)
 
-        def nearest(n: int) -> list[tuple[StoredPoint, float]]:
+        def nearest(n: int) -> list[tuple[StoredPoint | None, float]]:
             with self._errors("search"):
                 shard, vectors = self._require()
                 query = check_query_vector(vector, vectors.dimension)
@@ -1043,10 +1043,10 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                 )
                 found = shard.query(request)
                 sign = -1.0 if vectors.distance == "euclid" else 1.0
-                hits = [(self._decode(p.id, p.payload), sign * float(p.score)) for p in found]
-            return [(point, score) for point, score in hits if point is not None]
+                return [(self._decode(p.id, p.payload), sign * float(p.score)) for p in found]
 
-        # superseded points (an old revision waiting for its delete) are left out
+        # superseded points (an old revision waiting for its delete) and points another
+        # tool wrote are left out
         return current_hits(nearest, k)
 
     # -- writes ----------------------------------------------------------------------------

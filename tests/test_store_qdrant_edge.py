@@ -44,6 +44,7 @@ from rechunk.sync.store import PointWrite, StoredPoint
 qe = pytest.importorskip("qdrant_edge")
 
 import rechunk.adapters.qdrant_edge as edge  # noqa: E402
+from rechunk.adapters._layout import ForeignPointsWarning  # noqa: E402
 from rechunk.adapters.qdrant_edge import QdrantEdgeStore, edge_client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,6 +250,9 @@ def test_doc_ids_from_the_index_leave_out_deleted_and_foreign_points(
     foreign = {"page_content": "?", "metadata": {"doc_id": "theirs.md"}}
     shard.update(qe.UpdateOperation.upsert_points([qe.Point(new_id(), unit(3).tolist(), foreign)]))
     assert store.doc_ids() == {"a.md"}
+    # the foreign point is the nearest, yet a search still finds k of rechunk's own
+    with pytest.warns(ForeignPointsWarning):
+        assert [p.id for p, _ in store.search(unit(3), 1)] == [a]
 
 
 def test_a_model_whose_points_were_all_deleted_no_longer_counts(
