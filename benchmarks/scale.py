@@ -1433,7 +1433,8 @@ def edge_verdict(result: dict[str, Any]) -> list[str]:
             local_rate = theirs_i["points"] / theirs_i["sync_s"]
             out.append(
                 f"- initial sync >= 5x local mode's points/s at {b['n']:,} documents, in "
-                f"the same run: Qdrant Edge {edge_rate:,.0f} points/s, embedded Qdrant "
+                "one run (the note above says which runs these two come from): Qdrant "
+                f"Edge {edge_rate:,.0f} points/s, embedded Qdrant "
                 f"(local mode) {local_rate:,.0f} points/s: {edge_rate / local_rate:.1f}x."
             )
     floor = [
