@@ -21,6 +21,10 @@ Embedders:
   (sized to MiniLM's 256 tokens); the corpus is ``--api-copies`` copies. Without
   infinity (it cannot be installed), ``latency``: hash vectors after the same wait, in
   process.
+* ``api-long``: the same, every request held ``--long-latency`` seconds (default 1.0),
+  longer than infinity's own time a request on this machine's two cores (0.40 s), so
+  that the wait dominates and the embedder does not compete for the cores (at 0.25 s
+  infinity's CPU bounds two embedders at 1.63x one); local sync and 2 embedding actors.
 * ``hash``: vectors from a hash of the text, no wait: what remains is the engine's own
   cost (planning, transport, commits). Run on ``--hash-copies`` copies (1,500 documents:
   enough that the fixed costs do not dominate) and, for the slope, on ``--copies``.
@@ -152,8 +156,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hash-copies", type=int, default=25,
                         help="corpus copies, hash runs (the overhead measure)")  # fmt: skip
     parser.add_argument("--latency", type=float, default=0.25)
-    parser.add_argument("--runs", default="api,latency,hash",
-                        help="which sets to run (api, latency, hash); a subset is merged into "
+    parser.add_argument("--long-latency", type=float, default=1.0,
+                        help="api-long: the proxy's hold, longer than infinity's own time a "
+                        "request on this machine (0.40 s)")  # fmt: skip
+    parser.add_argument("--runs", default="api,api-long,latency,hash",
+                        help="which sets to run (api, api-long, latency, hash); a subset is merged into "
                         "the saved results")  # fmt: skip
     parser.add_argument("--worker-niceness", type=int, default=None,
                         help="nice value of the cluster's workers (Ray's default: 15)")  # fmt: skip
@@ -161,8 +168,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="the assumed rate of one GPU worker for the 10 M arithmetic")  # fmt: skip
     args = parser.parse_args(argv)
     wanted = set(args.runs.split(","))
-    if not wanted or wanted - {"api", "latency", "hash"}:
-        parser.error(f"--runs takes api, latency and hash, not {args.runs!r}")
+    every = {"api", "api-long", "latency", "hash"}
+    if not wanted or wanted - every:
+        parser.error(f"--runs takes api, api-long, latency and hash, not {args.runs!r}")
     import ray
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -172,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
     chunker = rechunk.StructuredChunker()
     results: dict[str, Any] = {"documents": len(docs), "api_documents": len(api_docs),
                                "hash_documents": len(hash_docs),
-                               "latency": args.latency, "runs": {},
+                               "latency": args.latency, "long_latency": args.long_latency,
+                               "runs": {},
                                "load_average_before": list(os.getloadavg())}  # fmt: skip
     scratch = Path(tempfile.mkdtemp(prefix="rk-bench-"))
     with contextlib.ExitStack() as stack:
@@ -182,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         chroma = stack.enter_context(running_chroma(scratch / "chroma"))
         api: Any = None
         proxy: Any = None
-        if "api" in wanted:
+        if wanted & {"api", "api-long"}:
             api, proxy, api_chunker = _api_embedder(stack, scratch, args.latency)
             results["api_embedder"] = "latency-hash" if proxy is None else "openai+infinity+proxy"
         uri = f"chroma+http://127.0.0.1:{chroma.port}"
@@ -250,6 +259,12 @@ def main(argv: list[str] | None = None) -> None:
             runs["api/local"] = local(_made(api), api_docs, api_chunker)
             runs["api/ray-1"] = distributed(api, 1, api_docs, api_chunker)
             runs["api/ray-2"] = distributed(api, 2, api_docs, api_chunker)
+        if "api-long" in wanted and proxy is not None:
+            # the same server behind a longer hold: the wait, not infinity's CPU, dominates
+            proxy.slow_seconds = args.long_latency
+            runs["api-long/local"] = local(_made(api), api_docs, api_chunker)
+            runs["api-long/ray-2"] = distributed(api, 2, api_docs, api_chunker)
+            proxy.slow_seconds = args.latency
         if "latency" in wanted:
             latency = functools.partial(LatencyEmbedder, args.latency)
             runs["latency/local"] = local(latency(), docs, chunker)
@@ -265,7 +280,7 @@ def main(argv: list[str] | None = None) -> None:
             runs["hash/ray-startup-after"] = distributed(HashEmbedder, 2, one)
     results["load_average_after"] = list(os.getloadavg())
     saving = args.copies == 4 and args.api_copies == 2 and args.hash_copies == 25
-    if saving and wanted != {"api", "latency", "hash"} and RESULTS.exists():
+    if saving and wanted != every and RESULTS.exists():
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))  # a subset: merged
         saved["runs"].update(runs)
         saved.update({k: v for k, v in results.items() if k != "runs"})
@@ -280,12 +295,14 @@ def main(argv: list[str] | None = None) -> None:
               f"{run.get('store_cpu_seconds', float('nan')):.1f} s  "
               f"load {run['load_average'][0]:.1f}")  # fmt: skip
     results["speedup"] = {}
-    for kind in ("api", "latency"):
+    for kind in ("api", "api-long", "latency"):
         if f"{kind}/local" not in runs:
             continue
         base = runs[f"{kind}/local"]["chunks_per_second"]
         results["speedup"][kind] = {}
         for workers in (1, 2):
+            if f"{kind}/ray-{workers}" not in runs:
+                continue
             speedup = runs[f"{kind}/ray-{workers}"]["chunks_per_second"] / base
             results["speedup"][kind][workers] = speedup
             print(f"{kind}, {workers} worker(s): {speedup:.2f}x the single-process sync")
