@@ -1045,7 +1045,7 @@ def write_docs() -> None:
                 "the counts that trigger collections: cyclic garbage left between batches "
                 "(the JSON encoder's closures when the state file is written) was never "
                 "collected (4,000 encoders, 90,000 closure cells after 10 accelerated "
-                "minutes); the watcher collects the young generations before each sync "
+                "minutes); every sync now collects the young generations before its freeze "
                 "(`test_cyclic_garbage_left_between_batches_is_collected`). Accelerated "
                 "soaks (300 documents, an operation every 0.2-0.4 s, the same seed, "
                 "diagnosis sampling on): before (3)-(5), 20 minutes, 520, 547, 549, 553, "

@@ -586,8 +586,8 @@ def test_cyclic_garbage_left_between_batches_is_collected(tmp_path: Path, embedd
                                                           chunker: Any) -> None:
     """Cycles that die between batches are collected: each sync freezes the objects that
     exist when it starts and thaws them into the oldest generation, where only a full
-    collection (which a watcher syncing every few seconds never reached) frees them; the
-    watcher collects the young generations before each sync."""
+    collection (which a watcher syncing every few seconds never reached) frees them; each
+    sync collects the young generations before its freeze."""
     import gc
     import weakref
 

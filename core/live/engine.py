@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import gc
 import logging
 import os
 import queue
@@ -187,23 +186,6 @@ def release_free_heap() -> bool:
         return False
     trim(0)
     return True
-
-
-def collect_young_garbage() -> None:
-    """Collect the cyclic garbage among the young objects (generations 0 and 1: cheap,
-    whatever the store holds), as a watcher does before each sync.
-
-    A sync freezes every object that exists when it starts (``gc.freeze()``, so that
-    collections during the sync skip the store's millions of objects) and unfreezes them
-    into the oldest generation when it ends. Cyclic garbage left since the last
-    collection (the pure-Python JSON encoder's closures when the state file is written,
-    for one) was frozen with the rest, then sat in the oldest generation, which only a
-    full collection visits; and a freeze also resets the counts that trigger
-    collections. A watcher that syncs every few seconds never reached one: 4,000 JSON
-    encoders and 90,000 closure cells piled up in a 10-minute accelerated soak. Collected
-    young, before the freeze, they never get there."""
-    if gc.isenabled():
-        gc.collect(1)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -826,7 +808,6 @@ class Watcher:
         """One sync; a failure that may pass raises :class:`_Retry`. Documents a sync
         refuses (bad input) are synced one by one, and those refused reported failed."""
         t0 = time.monotonic()
-        collect_young_garbage()
         result: SyncReport | None
         try:
             result = self._guarded(
@@ -853,7 +834,6 @@ class Watcher:
     def _one_by_one(self, docs: Sequence[Document], report: BatchReport) -> SyncReport | None:
         merged: SyncReport | None = None
         for doc in docs:
-            collect_young_garbage()
             try:
                 one = self._guarded(
                     functools.partial(

@@ -120,10 +120,18 @@ def _older_objects_frozen() -> Iterator[None]:
     longer as the collection grows). What the sync itself makes is collected as usual,
     and the frozen objects go back to the collector afterwards. A process that froze
     objects itself (before forking workers, say) or turned the collector off is left
-    as it is."""
+    as it is.
+
+    The young generations are collected first (cheap, whatever the store holds):
+    garbage frozen with the rest would go back into the oldest generation, which only a
+    full collection visits, and a freeze resets the counts that trigger collections, so
+    a process that syncs every few seconds (a watcher, an application's loop) never
+    reached one: 4,000 JSON encoders' closures and 90,000 cells piled up in a watcher's
+    10-minute accelerated soak."""
     if gc.get_freeze_count() or not gc.isenabled():
         yield
         return
+    gc.collect(1)
     gc.freeze()
     try:
         yield
