@@ -252,7 +252,10 @@ def test_tries_share_one_deadline(folder: Path) -> None:
         with pytest.raises(EmbeddingUnavailableError, match=r"within the deadline of 1\.5 s"):
             embedder.embed(["hello"])
         assert time.monotonic() - started < 3.5
-        assert len(server.requests) >= 3 and embedder.stats.retries == len(server.requests) - 1
+        # a retry is counted before its wait; the try after it may find the deadline passed,
+        # or too little of it left for its request to reach the server
+        sent = len(server.requests)
+        assert sent >= 3 and sent - 1 <= embedder.stats.retries <= sent
     # a server that asks for a wait longer than what is left: given up at once, no sleep
     asked = json.dumps({"error": {"message": "slow down"}}).encode()
     with BadEmbeddingsServer(
