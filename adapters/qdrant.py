@@ -1118,8 +1118,8 @@ class QdrantStore(StoreBase["QdrantClient"]):
         self, info: _Vectors, queries: list[npt.NDArray[np.float32]], k: int
     ) -> list[list[tuple[StoredPoint, float]]]:
         """One batch request of ``k`` per query; a query whose ``k`` nearest held
-        superseded points is asked for more as :meth:`search` asks (rare: they live
-        between two steps of one sync)."""
+        superseded points (they live between two steps of one sync) or another tool's is
+        asked for more as :meth:`search` asks."""
         out: list[list[tuple[StoredPoint, float]]] = []
         for chunk in batches(queries, self._batch_size):
             for query, first in zip(chunk, self._nearest(info, chunk, k)):
