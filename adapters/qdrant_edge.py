@@ -25,7 +25,6 @@ LangChain's and LlamaIndex's own Qdrant classes, cannot open an Edge shard.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -41,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 import numpy as np
 
+from rechunk._heap import release_free_heap
 from rechunk._optional import require
 from rechunk.adapters._layout import (
     LANGCHAIN_METADATA_KEY,
@@ -499,7 +499,7 @@ class EdgeClient:
                 # this process's until written out, and frees what it built in memory,
                 # which glibc keeps: both grew a sync's RSS by 3 KB a point written
                 shard.flush()
-                _release_heap()
+                release_free_heap()
                 self._changes[name] = 0
 
     def read(self, name: str, shard: qe.EdgeShard, points: int) -> qe.EdgeShard:
@@ -519,7 +519,7 @@ class EdgeClient:
             del self._shards[name]
             self._reads[name] = 0
             shard.close()
-            _release_heap()  # and what Edge and the reads freed
+            release_free_heap()  # and what Edge and the reads freed
             reopened = self.shard(name)
             if reopened is None:  # dropped meanwhile: the next request says so
                 return shard
@@ -547,21 +547,6 @@ class EdgeClient:
                 self._lock_file = None
             if errors:
                 raise StoreError(f"closing the Qdrant Edge store {self._folder} failed: {errors}")
-
-
-_TRIM: list[Any] = []
-
-
-def _release_heap() -> None:
-    """Return the heap memory this process has freed to the system (glibc's
-    ``malloc_trim``); nothing where the C library has none."""
-    if not _TRIM:
-        try:
-            _TRIM.append(ctypes.CDLL(None).malloc_trim)
-        except (OSError, AttributeError):
-            _TRIM.append(None)
-    if _TRIM[0] is not None:
-        _TRIM[0](0)
 
 
 def _keyword(*, grouped: bool = False) -> qe.KeywordIndexParams:

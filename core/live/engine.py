@@ -23,12 +23,10 @@ failure left half-done.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import logging
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -38,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from rechunk._heap import release_free_heap
 from rechunk._optional import require
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
@@ -157,35 +156,6 @@ class _Retry(Exception):
         super().__init__(str(cause))
         self.cause = cause
         self.counts = counts  # whether it counts against the batch's attempts
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (not Linux, musl)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
-
-
-def release_free_heap() -> bool:
-    """Give the pages the C heap holds free back to the system; whether it could.
-
-    glibc returns freed memory to the system only from the top of its heap: what is
-    freed below a block still in use stays resident. A watcher's batches free tens of
-    MB at a time (onnxruntime's working memory, numpy arrays, payloads) between blocks
-    that live on, so its resident memory crept up by the free pages left between them;
-    ``malloc_trim(0)`` hands every free page in every arena back (a few ms)."""
-    trim = _malloc_trim()
-    if trim is None:
-        return False
-    trim(0)
-    return True
 
 
 def _one_line(exc: BaseException) -> str:
