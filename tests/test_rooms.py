@@ -21,13 +21,24 @@ MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "_optional": {"errors"},
     "_moved": set(),
+    "_heap": set(),
     "reuse": {"errors"},
     "document": {"errors", "reuse"},
     "chunking": {"errors", "_optional", "reuse", "chunkers"},
     "chunkers": {"errors", "_optional", "reuse", "chunking"},
     "sources": {"errors", "_optional", "document", "chunkers"},
     "sync": {"errors", "document", "reuse", "chunking", "chunkers"},
-    "live": {"errors", "_optional", "document", "reuse", "chunking", "chunkers", "sync", "sources"},
+    "live": {
+        "errors",
+        "_optional",
+        "_heap",
+        "document",
+        "reuse",
+        "chunking",
+        "chunkers",
+        "sync",
+        "sources",
+    },
 }
 ROOMS = sorted(name for name in MAY_IMPORT if (CORE / name / "__init__.py").exists())
 OUTSIDE = {"adapters", "integrations", "cli"}
