@@ -288,6 +288,17 @@ def edge_client(path: str | os.PathLike[str], *, create: bool = True) -> EdgeCli
     return EdgeClient(folder, lock, aliases)
 
 
+@dataclass
+class _Models:
+    """The model_ids of one collection's points at one payload path, as a client knows
+    them: ``held`` each held by a stored point; ``unsure`` each to be confirmed by a
+    read, as its points may be gone (a point was deleted or given another payload since)
+    or were never stored (a conditional write may have left them out)."""
+
+    held: set[str]
+    unsure: set[str]
+
+
 @dataclass(frozen=True)
 class _Vector:
     """One dense vector of a shard's configuration."""
@@ -312,6 +323,8 @@ class EdgeClient:
         self._changes: dict[str, int] = {}
         self._reads: dict[str, int] = {}
         self._writers: dict[str, threading.RLock] = {}
+        #: the model_ids of an open shard's points, by payload path (see :meth:`models`)
+        self._models: dict[str, dict[str, _Models]] = {}
         self._closed = False
         #: held by every call of a store on this client
         self.lock = threading.RLock()
@@ -450,6 +463,48 @@ class EdgeClient:
                 raise
             self._shards[name] = shard
 
+    def models(self, name: str, path: str) -> _Models | None:
+        """What this client knows of the model_ids at ``path`` in collection ``name``
+        (None: nothing yet; :meth:`QdrantEdgeStore.collection_info` reads them from the
+        shard's index, once per open shard, and keeps them here).
+
+        Kept current through :meth:`wrote` and :meth:`removed`, which every write and
+        delete of a store on this client calls: while a shard is open, no other process
+        writes it (the folder lock, and Edge's own lock on its write-ahead log, keep
+        every other process out), so what was read stays true but for this client's
+        own changes. A write made straight through the shard (:meth:`shard`), not
+        through a store, is not seen. Forgotten when the shard closes."""
+        return self._models.get(name, {}).get(path)
+
+    def keep_models(self, name: str, path: str, held: set[str]) -> None:
+        """Keep the model_ids read from collection ``name``'s index at ``path``."""
+        with self.lock:
+            if name in self._shards:
+                self._models.setdefault(name, {})[path] = _Models(set(held), set())
+
+    def wrote(self, name: str, payloads: Sequence[dict[str, Any]], *, stored: bool) -> None:
+        """Points of these payloads were written to collection ``name``: ``stored``,
+        every one of them (an unconditional write); else perhaps some of them."""
+        with self.lock:
+            for path, known in self._models.get(name, {}).items():
+                for payload in payloads:
+                    value = _at(payload, path)
+                    if not isinstance(value, str) or value in known.held:
+                        continue
+                    if stored:
+                        known.unsure.discard(value)
+                        known.held.add(value)
+                    else:
+                        known.unsure.add(value)
+
+    def removed(self, name: str) -> None:
+        """Points of collection ``name`` were deleted or given another payload: each
+        model_id known may have lost its last point."""
+        with self.lock:
+            for known in self._models.get(name, {}).values():
+                known.unsure |= known.held
+                known.held = set()
+
     def drop(self, name: str) -> None:
         """Delete collection ``name`` and every alias that points at it (nothing when it
         does not exist). The folder is renamed aside first, so that a drop cut short
@@ -459,6 +514,7 @@ class EdgeClient:
             shard = self._shards.pop(name, None)
             self._vectors.pop(name, None)
             self._changes.pop(name, None)
+            self._models.pop(name, None)
             if shard is not None:
                 shard.close()
             gone = {a for a, c in self._aliases.items() if c == name}
@@ -517,6 +573,7 @@ class EdgeClient:
             if count < REOPEN_POINTS or self._shards.get(name) is not shard:
                 return shard
             del self._shards[name]
+            self._models.pop(name, None)  # read again from the shard opened anew
             self._reads[name] = 0
             shard.close()
             release_free_heap()  # and what Edge and the reads freed
@@ -539,6 +596,7 @@ class EdgeClient:
                 except Exception as exc:  # close the others, then say which failed
                     errors.append(f"{name}: {exc}")
             self._shards.clear()
+            self._models.clear()
             if self._lock_file is not None:
                 with contextlib.suppress(OSError):
                     self._lock_file.seek(0)
@@ -757,15 +815,27 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         index where there is one, else those of up to 256 points.
 
         From the index, the values come from its posting lists (``exact=False``), each
-        confirmed by one point that holds it: a cost of the few values, not of the
-        points. An exact facet counted every point (22 ms at 180,000 points, 0.2 s at
-        1.8 M, four times in a ``rechunk sync FILE``), and it named a model whose points
-        were all deleted (with a count of 0), as if it still wrote the collection."""
+        confirmed by one point that holds it. An exact facet counted every point (22 ms
+        at 180,000 points, 0.2 s at 1.8 M, four times in a ``rechunk sync FILE``), and it
+        named a model whose points were all deleted (with a count of 0), as if it still
+        wrote the collection. The client keeps what was read for as long as the shard
+        is open, current through this process's writes and deletes
+        (:meth:`EdgeClient.models`); a model a write or delete may have changed is
+        confirmed again by one point that holds it."""
         path = self._path("model_id", layout)
+        name = self._client.resolve(self._collection)
+        known = self._client.models(name, path)
+        if known is not None:
+            if known.unsure:
+                known.held |= {v for v in known.unsure if self._holds(shard, path, v)}
+                known.unsure = set()
+            return frozenset(known.held)
         if path in shard.info().payload_schema:
             hits = shard.facet(qe.FacetRequest(key=path, limit=1024, exact=False)).hits
             values = {h.value for h in hits if isinstance(h.value, str)}
-            return frozenset(v for v in values if self._holds(shard, path, v))
+            held = {v for v in values if self._holds(shard, path, v)}
+            self._client.keep_models(name, path, held)
+            return frozenset(held)
         request = qe.ScrollRequest(limit=_MODEL_SAMPLE, with_payload=[path], with_vector=False)
         records, _ = shard.scroll(request)
         found = {_field(r.payload, "model_id", layout) for r in records}
@@ -1059,25 +1129,30 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
             guard = None if version is None else self._not_newer(version)
             if version is None:
                 self._check_exist(shard, [w.id for w in updates])
+            name = self._client.resolve(self._collection)
+            # a point written over may have held another model's last point
+            self._client.removed(name)
+            written: list[dict[str, Any]] = []
             for chunk in batches(upserts, self._batch_size):
+                payloads = [qdrant_payload(w.id, w.payload, self._layout) for w in chunk]
+                written.extend(payloads)
                 batch = [
-                    qe.Point(
-                        w.id,
-                        _vector_struct(w.vector, vectors.name),
-                        qdrant_payload(w.id, w.payload, self._layout),
-                    )
-                    for w in chunk
+                    qe.Point(w.id, _vector_struct(w.vector, vectors.name), payload)
+                    for w, payload in zip(chunk, payloads, strict=True)
                 ]
                 shard.update(qe.UpdateOperation.upsert_points(batch, condition=guard))
             for w in updates:  # each point its own payload: one operation each
                 payload = qdrant_payload(w.id, w.payload, self._layout)
+                written.append(payload)
                 if guard is None:
                     operation = qe.UpdateOperation.overwrite_payload([w.id], payload)
                 else:
                     only = qe.Filter(must=[qe.HasIdCondition({w.id}), guard])
                     operation = qe.UpdateOperation.overwrite_payload_by_filter(only, payload)
                 shard.update(operation)
-            self._client.changed(self._client.resolve(self._collection), shard, len(prepared))
+            # every point stored only where nothing could leave one out or write over it
+            self._client.wrote(name, written, stored=guard is None and not updates)
+            self._client.changed(name, shard, len(prepared))
 
     def _not_newer(self, version: int) -> qe.Filter:
         """Points whose stored version is absent or at most ``version``."""
@@ -1113,6 +1188,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         version = _check_version(version)
         with self._errors("delete from"):
             shard, _ = self._require()
+            self._client.removed(self._client.resolve(self._collection))
             for chunk in batches(unique, 32 * self._batch_size):
                 if version is None:
                     operation = qe.UpdateOperation.delete_points(list(chunk))
@@ -1218,6 +1294,16 @@ def _field(payload: dict[str, Any] | None, field: str, layout: Layout) -> Any:
         inner = payload.get(LANGCHAIN_METADATA_KEY)
         return inner.get(field) if isinstance(inner, dict) else None
     return payload.get(field)
+
+
+def _at(payload: dict[str, Any] | None, path: str) -> Any:
+    """The value at ``path`` (``metadata.model_id``, ``model_id``) of a payload."""
+    value: Any = payload
+    for key in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
 
 
 def _vector_struct(vector: Any, name: str) -> Any:
