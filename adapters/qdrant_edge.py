@@ -1133,23 +1133,29 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
             # a point written over may have held another model's last point
             self._client.removed(name)
             written: list[dict[str, Any]] = []
-            for chunk in batches(upserts, self._batch_size):
-                payloads = [qdrant_payload(w.id, w.payload, self._layout) for w in chunk]
-                written.extend(payloads)
-                batch = [
-                    qe.Point(w.id, _vector_struct(w.vector, vectors.name), payload)
-                    for w, payload in zip(chunk, payloads, strict=True)
-                ]
-                shard.update(qe.UpdateOperation.upsert_points(batch, condition=guard))
-            for w in updates:  # each point its own payload: one operation each
-                payload = qdrant_payload(w.id, w.payload, self._layout)
-                written.append(payload)
-                if guard is None:
-                    operation = qe.UpdateOperation.overwrite_payload([w.id], payload)
-                else:
-                    only = qe.Filter(must=[qe.HasIdCondition({w.id}), guard])
-                    operation = qe.UpdateOperation.overwrite_payload_by_filter(only, payload)
-                shard.update(operation)
+            try:
+                for chunk in batches(upserts, self._batch_size):
+                    payloads = [qdrant_payload(w.id, w.payload, self._layout) for w in chunk]
+                    written.extend(payloads)
+                    batch = [
+                        qe.Point(w.id, _vector_struct(w.vector, vectors.name), payload)
+                        for w, payload in zip(chunk, payloads, strict=True)
+                    ]
+                    shard.update(qe.UpdateOperation.upsert_points(batch, condition=guard))
+                for w in updates:  # each point its own payload: one operation each
+                    payload = qdrant_payload(w.id, w.payload, self._layout)
+                    written.append(payload)
+                    if guard is None:
+                        operation = qe.UpdateOperation.overwrite_payload([w.id], payload)
+                    else:
+                        only = qe.Filter(must=[qe.HasIdCondition({w.id}), guard])
+                        operation = qe.UpdateOperation.overwrite_payload_by_filter(only, payload)
+                    shard.update(operation)
+            except BaseException:
+                # a write that failed part way may have stored some points: their models
+                # count until a read finds none
+                self._client.wrote(name, written, stored=False)
+                raise
             # every point stored only where nothing could leave one out or write over it
             self._client.wrote(name, written, stored=guard is None and not updates)
             self._client.changed(name, shard, len(prepared))

@@ -333,6 +333,33 @@ def test_model_ids_are_read_once_per_open_shard_and_kept_current(
         sync([Document("c.md", "text")], store, chunker=policy_for(embedder), embedder=embedder)
 
 
+class _FailingShard(_CountingShard):
+    """The real shard, whose ``update`` fails after ``updates`` of them went through."""
+
+    def __init__(self, shard: Any, updates: int) -> None:
+        super().__init__(shard)
+        self.updates = updates
+
+    def update(self, operation: Any) -> None:
+        if self.updates == 0:
+            raise RuntimeError("disk full")
+        self.updates -= 1
+        self._shard.update(operation)
+
+
+def test_a_write_that_fails_part_way_still_names_its_model(client: edge.EdgeClient) -> None:
+    """Its first batch was stored: that model counts, though the write raised."""
+    store = QdrantEdgeStore(client, "docs", batch_size=1)
+    store.ensure_collection(DIM)
+    store.write([PointWrite(new_id(), payload(0), unit(0))])
+    assert store.collection_info().model_ids == {MODEL}  # type: ignore[union-attr]
+    client._shards["docs"] = _FailingShard(client.shard("docs"), 1)  # type: ignore[assignment]
+    with pytest.raises(StoreError, match="disk full"):
+        store.write([PointWrite(new_id(), payload(i, doc_id="b.md", model_id="other/v1"), unit(i))
+                     for i in range(2)])  # fmt: skip
+    assert store.collection_info().model_ids == {MODEL, "other/v1"}  # type: ignore[union-attr]
+
+
 def test_model_ids_written_by_another_process_are_read(folder: Path) -> None:
     """What the client keeps lives while its shard is open: another process's writes,
     made while the folder was closed, are read when it is opened again."""
