@@ -21,8 +21,10 @@ edit, and the one-shot sync's median.
 over the file), creates, moves (some into a sub-folder) and deletes for
 ``--duration`` seconds (default 3600), with now and then a burst of operations at
 once; the watcher's resident memory is sampled every few seconds (first against last
-quarter, and the least-squares slope). It stops by itself; the watcher is then stopped
-(SIGTERM) and the store is read back: every document the folder holds must be stored
+quarter, and the least-squares slope). It stops by itself, waits until the watcher
+has caught up (nothing queued, nothing pending), stops it (SIGTERM) and reads the
+store back (the watcher writes its diagnosis log, with file names as ids, to
+``soak-diag.jsonl`` in the work folder, and the check lists any wrong document): every document the folder holds must be stored
 at its current revision only and be returned by a search with one of its vectors (no
 earlier revision returned), and no deleted or moved-away document may be left.
 
@@ -143,6 +145,12 @@ class WatchProcess:
         return self.process.wait(timeout=timeout)
 
 
+def caught_up(report: dict[str, Any]) -> bool:
+    """Whether a watcher's batch line says it has read every change it saw and verified
+    every revision it accepted."""
+    return report.get("pending", 1) == 0 and report.get("queued", 1) == 0
+
+
 def make_folder(work: Path, count: int) -> Path:
     folder = work / "docs"
     folder.mkdir(parents=True)
@@ -151,7 +159,7 @@ def make_folder(work: Path, count: int) -> Path:
     return folder
 
 
-def check_store(work: Path, folder: Path) -> dict[str, int]:
+def check_store(work: Path, folder: Path) -> dict[str, Any]:
     """Read the store back (the watcher stopped): every document under ``folder`` stored
     at its current revision only and returned by a search with one of its vectors, with
     no other revision of it in the answer; nothing stored that the folder lacks."""
@@ -169,18 +177,29 @@ def check_store(work: Path, folder: Path) -> dict[str, int]:
         stored_ids = store.doc_ids()
         points = store.get_points_many(sorted(stored_ids | set(current)))
         keys = {}
-        out = {"documents": len(current), "missing": 0, "stale_stored": 0, "left_over": 0,
-               "not_retrievable": 0, "stale_returned": 0}
+        out: dict[str, Any] = {"documents": len(current), "missing": 0, "stale_stored": 0,
+                               "left_over": 0, "not_retrievable": 0, "stale_returned": 0}
+        wrong: dict[str, Any] = {}
         for doc_id, revision in current.items():
             pts = points.get(doc_id, [])
             if not pts:
                 out["missing"] += 1
                 continue
-            if any(p.payload.revision != revision for p in pts):
-                out["stale_stored"] += 1
             own = [p for p in pts if p.payload.revision == revision]
-            if own:
-                keys[doc_id] = own[len(own) // 2].payload.input_key
+            if not own:  # only an earlier revision stored: the current one never synced
+                out["not_retrievable"] += 1
+                wrong[doc_id] = {"current": revision,
+                                 "stored": sorted({p.payload.revision for p in pts})}
+                continue
+            if len(own) < len(pts):  # an earlier revision stored beside the current one
+                out["stale_stored"] += 1
+                wrong[doc_id] = {
+                    "current": revision,
+                    "stored": sorted(
+                        (p.payload.revision, p.payload.ordinal, p.payload.superseded) for p in pts
+                    ),
+                }
+            keys[doc_id] = own[len(own) // 2].payload.input_key
         out["left_over"] = len(stored_ids - set(current))
         vectors = store.get_vectors(sorted(set(keys.values())), model_id)
         for doc_id, key in keys.items():
@@ -194,6 +213,8 @@ def check_store(work: Path, folder: Path) -> dict[str, int]:
                 out["not_retrievable"] += 1
             if mine - {current[doc_id]}:
                 out["stale_returned"] += 1
+        if wrong:  # which documents, and what of them is stored (no text)
+            out["wrong_documents"] = wrong
         return out
     finally:
         opened.close()
@@ -223,11 +244,13 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     work = Path(tempfile.mkdtemp(prefix="rechunk-watch-soak-"))
     folder = make_folder(work, args.soak_docs)
-    watch = WatchProcess(work, "docs")
+    # the diagnosis log (synthetic names as doc_ids, no text) traces any document the
+    # final check finds wrong
+    watch = WatchProcess(work, "docs", "--log", "soak-diag.jsonl", "--log-raw-ids")
     t0 = time.perf_counter()
     watch.wait("initial", timeout=3600)
-    print(f"soak: initial sync of {args.soak_docs} documents {time.perf_counter() - t0:.1f} s",
-          flush=True)
+    print(f"soak: initial sync of {args.soak_docs} documents {time.perf_counter() - t0:.1f} s"
+          f" in {work}", flush=True)
     names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.md"))
     next_id, version = args.soak_docs, 1000
     ops = {"edit": 0, "create": 0, "move": 0, "delete": 0, "burst": 0}
@@ -321,11 +344,14 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
     soak_seconds = time.monotonic() - start
     cpu_seconds = watch.cpu_seconds() - cpu0
     rss.append((soak_seconds, watch.rss_mb()))
-    # quiet: wait for the last batches, until nothing is pending and all is still
+    # quiet: wait for the last batches, until the watcher has caught up (nothing queued,
+    # nothing pending) and all is still. Pending alone is not enough: a watcher that is
+    # behind accepts a revision only when it reads the file, and an earlier soak that
+    # stopped on pending alone left two documents' last edits unsynced
     quiet_deadline = time.monotonic() + 600
     while time.monotonic() < quiet_deadline:
         data = watch.next(5.0)
-        if data is None and last.get("pending", 1) == 0:
+        if data is None and caught_up(last):
             break
         take(data)
     code = watch.stop()
@@ -740,7 +766,7 @@ def fault(args: argparse.Namespace) -> dict[str, Any]:
                     failed_batches += 1
                     errors.update(kind for kind, _ in data.get("errors", []))
                 continue
-            if last.get("pending", 1) == 0 and last.get("retry_in") is None:
+            if caught_up(last) and last.get("retry_in") is None:
                 recovered_at = last.get("time", time.time()) - restarted
                 break
         code = watch.stop()
@@ -1006,8 +1032,9 @@ def write_docs() -> None:
             f"{lag['p95']:.2f} s, max {lag['max']:.2f} s. At the end (the watcher stopped "
             f"by SIGTERM, exit {soak['watch_exit_code']}), the store read back against the "
             f"folder's {c['documents']} documents: {c['missing']} missing, "
-            f"{c['not_retrievable']} not returned by a search with their own vector, "
-            f"{c['stale_stored']} with an earlier revision stored, {c['stale_returned']} "
+            f"{c['not_retrievable']} not stored at their current revision or not returned by "
+            f"a search with their own vector, "
+            f"{c['stale_stored']} with an earlier revision stored beside it, {c['stale_returned']} "
             f"with one returned, {c['left_over']} deleted or moved-away documents left: "
             f"{_met(ok)}. The watcher used {100 * soak['watcher_cpu_share_of_a_core']:.1f}% "
             "of a core over the run. Flat memory: "

@@ -162,6 +162,8 @@ def _batch_lines(report: Any) -> list[str]:
     if report.stale:
         parts.append(f"{report.stale} still answered by an earlier revision")
     parts.append(f"{report.pending} pending")
+    if report.queued:  # behind: changes seen, not yet read
+        parts.append(f"{report.queued} queued")
     return [f"{clock} {report.kind}: " + ", ".join(parts)] + [
         f"  {kind}: {text}" for kind, text in report.errors
     ]

@@ -311,6 +311,28 @@ def test_burst_is_a_few_batches(tmp_path: Path, embedder: Any, chunker: Any) -> 
         assert revisions(store) == expected(root)
 
 
+def test_a_watcher_that_is_behind_says_so(tmp_path: Path, embedder: Any, chunker: Any) -> None:
+    """Changes seen but not yet read are counted as queued on every report: a revision is
+    accepted (and counted pending) only once its file is read, so pending alone reads 0
+    while a watcher is behind; caught up means both are 0."""
+    root = tmp_path / "docs"
+    write_docs(root, ["alpha", "beta", "gamma"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=0.0,
+                      max_wait=0.0, max_batch=1)
+    assert watcher.initial_sync().queued == 0
+    for name in ("alpha", "beta", "gamma"):
+        (root / f"{name}.md").write_text(doc_text(name, 1), encoding="utf-8")
+    watcher.feed(sorted(str(p) for p in root.glob("*.md")))
+    later = time.monotonic() + 10  # every path has settled
+    reports = [watcher.step(later + i) for i in range(3)]
+    assert [(r.published, r.pending, r.queued) for r in reports if r] == [
+        (1, 0, 2), (1, 0, 1), (1, 0, 0)
+    ]
+    assert revisions(store) == expected(root)
+    assert json.loads(json.dumps(reports[0].to_dict()))["queued"] == 2  # in --json lines
+
+
 # -- the store goes away -----------------------------------------------------------------
 
 

@@ -118,9 +118,12 @@ class BatchReport:
     ``retrievable``: revisions the probe found returned by the store's query path (and
     no earlier one); ``stale``: documents for which an earlier revision was still
     returned; ``pending``: accepted revisions not yet retrievable after the batch (all
-    batches). ``lag``: seconds from each verified revision's first event to its
-    verification. ``retry_in``: the batch failed and is queued again, to be tried after
-    that many seconds; ``errors``: (kind, one line) of what failed."""
+    batches); ``queued``: changed paths seen but not yet read after it (a revision is
+    accepted only when its file is read, so a watcher that is behind has changes that
+    no ``pending`` count shows yet: caught up means both are 0). ``lag``: seconds from
+    each verified revision's first event to its verification. ``retry_in``: the batch
+    failed and is queued again, to be tried after that many seconds; ``errors``: (kind,
+    one line) of what failed."""
 
     kind: str = "batch"  # "initial", "batch", "rescan" or "verify"
     files: int = 0
@@ -132,6 +135,7 @@ class BatchReport:
     retrievable: int = 0
     stale: int = 0
     pending: int = 0
+    queued: int = 0
     embedded: int = 0
     reused: int = 0
     tokens_embedded: int = 0
@@ -398,6 +402,7 @@ class Watcher:
         if self.release_memory and getattr(self.embedder, "release_memory", None) is False:
             self.embedder.release_memory = True  # type: ignore[attr-defined]
         report.pending = len(self.freshness.pending)
+        report.queued = len(self._pending)
         report.seconds["total"] = time.monotonic() - started
         return report
 
@@ -486,6 +491,12 @@ class Watcher:
         now = time.monotonic() if now is None else now
         if now < self._retry_at:
             return None
+        report = self._step(now)
+        if report is not None:
+            report.queued = len(self._pending)
+        return report
+
+    def _step(self, now: float) -> BatchReport | None:
         rescan = self._rescan
         if rescan is not None and now - rescan.last_event >= self.settle:
             return self._do_rescan(rescan, now)
