@@ -23,10 +23,11 @@ over the file), creates, moves (some into a sub-folder) and deletes for
 once; the watcher's resident memory is sampled every few seconds (first against last
 quarter, and the least-squares slope). It stops by itself, waits until the watcher
 has caught up (nothing queued, nothing pending), stops it (SIGTERM) and reads the
-store back (the watcher writes its diagnosis log, with file names as ids, to
-``soak-diag.jsonl`` in the work folder, and the check lists any wrong document): every document the folder holds must be stored
-at its current revision only and be returned by a search with one of its vectors (no
-earlier revision returned), and no deleted or moved-away document may be left.
+store back: every document the folder holds must be stored at its current revision
+only and be returned by a search with one of its vectors (no earlier revision
+returned), and no deleted or moved-away document may be left. The check lists any
+wrong document, and the watcher's diagnosis log (file names as ids, no text) is left
+in the work folder as ``soak-diag.jsonl`` to trace it.
 
 Each case merges its figures into ``benchmarks/results/watch.json`` (the other cases'
 figures stay); ``--write-docs`` writes the section of ``docs/benchmarks.md`` from it.
@@ -186,19 +187,18 @@ def check_store(work: Path, folder: Path) -> dict[str, Any]:
                 out["missing"] += 1
                 continue
             own = [p for p in pts if p.payload.revision == revision]
-            if not own:  # only an earlier revision stored: the current one never synced
-                out["not_retrievable"] += 1
-                wrong[doc_id] = {"current": revision,
-                                 "stored": sorted({p.payload.revision for p in pts})}
-                continue
-            if len(own) < len(pts):  # an earlier revision stored beside the current one
-                out["stale_stored"] += 1
+            if len(own) < len(pts):  # which revisions are stored (no text)
                 wrong[doc_id] = {
                     "current": revision,
                     "stored": sorted(
                         (p.payload.revision, p.payload.ordinal, p.payload.superseded) for p in pts
                     ),
                 }
+            if not own:  # only an earlier revision stored: the current one never synced
+                out["not_retrievable"] += 1
+                continue
+            if len(own) < len(pts):  # an earlier revision stored beside the current one
+                out["stale_stored"] += 1
             keys[doc_id] = own[len(own) // 2].payload.input_key
         out["left_over"] = len(stored_ids - set(current))
         vectors = store.get_vectors(sorted(set(keys.values())), model_id)
@@ -213,7 +213,7 @@ def check_store(work: Path, folder: Path) -> dict[str, Any]:
                 out["not_retrievable"] += 1
             if mine - {current[doc_id]}:
                 out["stale_returned"] += 1
-        if wrong:  # which documents, and what of them is stored (no text)
+        if wrong:
             out["wrong_documents"] = wrong
         return out
     finally:
