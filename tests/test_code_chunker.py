@@ -494,6 +494,111 @@ def test_files_that_do_not_parse_still_chunk() -> None:
     check_tiles(js, CodeChunker("javascript", min_tokens=5, max_tokens=20).chunk(js))
 
 
+# -- the head of a file ------------------------------------------------------------------------
+
+LICENCE = "Copyright 2026 The Cart Authors. Licensed under the MIT licence; see LICENSE."
+# Per language: (licence comment, prologue, one function given its index); the
+# prologue's first line and the function's first line are where chunks must start.
+HEADS: dict[str, tuple[str, str, Any]] = {
+    "python": (
+        f"# {LICENCE}\n",
+        '"""Carts."""\nfrom __future__ import annotations\n\nimport os\nfrom decimal import Decimal\n',
+        lambda i: f"def total_{i}(cart):\n    return sum(x.price({i}) for x in cart.items)\n",
+    ),
+    "javascript": (
+        f"/*!\n * {LICENCE}\n */\n",
+        "'use strict';\n\nconst path = require('path');\nvar debug = require('debug')('cart');\n",
+        lambda i: f"function total{i}(cart) {{\n  return cart.items.length + {i};\n}}\n",
+    ),
+    "typescript": (
+        f"// {LICENCE}\n",
+        'import { join } from "path";\nimport type { Item } from "./item";\n',
+        lambda i: f"export function total{i}(items: Item[]): number {{\n  return items.length + {i};\n}}\n",
+    ),
+    "go": (
+        f"// {LICENCE}\n",
+        'package cart\n\nimport (\n\t"fmt"\n\t"os"\n)\n',
+        lambda i: f"func Total{i}(c *Cart) int {{\n\treturn len(c.Items) + {i}\n}}\n",
+    ),
+    "rust": (
+        f"// {LICENCE}\n",
+        "#![allow(dead_code)]\nextern crate alloc;\nuse std::fmt;\nuse std::collections::HashMap;\n",
+        lambda i: f"fn total_{i}(items: &[u32]) -> u32 {{\n    items.iter().sum::<u32>() + {i}\n}}\n",
+    ),
+    "java": (
+        f"/*\n * {LICENCE}\n */\n",
+        "package shop.cart;\n\nimport java.util.List;\nimport java.util.Map;\n",
+        lambda i: f"class Total{i} {{\n  int total(List<Integer> items) {{ return items.size() + {i}; }}\n}}\n",
+    ),
+    "c": (
+        f"/* {LICENCE} */\n",
+        "#ifndef CART_H_\n#define CART_H_\n\n#include <stdio.h>\n#include <stdlib.h>\n",
+        lambda i: f"int total_{i}(const int *items, int n) {{\n  return n + {i};\n}}\n",
+    ),
+    "cpp": (
+        f"// {LICENCE}\n",
+        "#include <vector>\n#include <string>\nusing std::vector;\n",
+        lambda i: f"int total_{i}(const vector<int>& items) {{\n  return items.size() + {i};\n}}\n",
+    ),
+}
+
+
+def _head_file(language: str, functions: int, prologue: str | None = None) -> str:
+    licence, default, function = HEADS[language]
+    body = "\n".join(function(i) for i in range(functions))
+    tail = "\n#endif\n" if language == "c" else ""
+    return f"{licence}\n{default if prologue is None else prologue}\n{body}{tail}"
+
+
+@pytest.mark.parametrize("language", sorted(HEADS))
+def test_the_head_of_a_file_is_cut_apart_from_its_code(language: str) -> None:
+    """The licence, the prologue (imports, package, module doc) and the code start chunks
+    of their own: each changes for its own reasons, and grouped with the first function
+    an added import would re-embed that function too."""
+    assert set(HEADS) == set(LANGUAGES) - {"tsx"}
+    _, prologue, function = HEADS[language]
+    text = _head_file(language, 30)
+    chunker = CodeChunker(language, min_tokens=40, max_tokens=80)
+    chunks = chunker.chunk(text)
+    check_tiles(text, chunks)
+    starts = [c.start for c in chunks]
+    assert text.index(prologue) in starts
+    assert text.index(function(0)) in starts
+    # an import added (or the year bumped) re-embeds that piece and nothing else
+    olds = {c.text for c in chunks}
+    first_line = prologue.splitlines()[-1]
+    edited = text.replace(first_line, f"{first_line}\n{first_line}", 1)
+    bumped = text.replace("2026", "2026-2027", 1)
+    for new in (edited, bumped):
+        fresh = [c for c in chunker.chunk(new) if c.text not in olds]
+        assert len(fresh) == 1, [c.text[:40] for c in fresh]
+
+
+def test_a_file_that_fits_in_one_chunk_stays_whole() -> None:
+    for language in HEADS:
+        text = _head_file(language, 1)
+        chunker = CodeChunker(language, min_tokens=60, max_tokens=200)
+        assert [c.text for c in chunker.chunk(text)] == [rechunk.embedding_input(text)]
+
+
+def test_a_tiny_piece_of_the_head_joins_the_next() -> None:
+    """No chunk of a lone `package cart`: a piece under a quarter of min_tokens joins the
+    piece after it."""
+    text = _head_file("go", 30, prologue="package cart\n")
+    chunks = CodeChunker("go", min_tokens=60, max_tokens=100).chunk(text)
+    check_tiles(text, chunks)
+    assert chunks[0].text.startswith("// Copyright")
+    assert chunks[1].text.startswith("package cart\n\nfunc Total0")
+
+
+def test_comments_after_the_imports_go_with_the_code_below_them() -> None:
+    licence, prologue, function = HEADS["python"]
+    doc = "# Totals, one per\n# kind of cart.\n\n"
+    text = f"{licence}\n{prologue}\n{doc}" + "\n".join(function(i) for i in range(30))
+    chunks = CodeChunker("python", min_tokens=60, max_tokens=100).chunk(text)
+    assert text.index(doc) in [c.start for c in chunks]
+
+
 # -- locator -------------------------------------------------------------------------------
 
 

@@ -90,6 +90,9 @@ class _Structure:
     char_of: Callable[[int], int]
     #: node id -> row, for every named node that starts a line
     items: dict[int, int]
+    #: rows where the head of the file is cut: after its leading comments and after
+    #: its prologue (see :func:`_prologue_cuts`)
+    cuts: list[int]
 
 
 def _byte_to_char(text: str, source: bytes) -> Callable[[int], int]:
@@ -178,9 +181,90 @@ def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
     for row in range(1, n_rows):
         if not assigned[row] and first[row] >= 0 and first[row - 1] < 0:
             level[row] = TEXT_BLOCK  # a paragraph inside a docstring or block comment
+    cuts: list[int] = []
+    for item in _prologue_cuts(spec, tree.root_node):
+        row = head[item.start_point.row]
+        if 0 < row < n_rows and first_byte[row] >= 0 and level[row] >= _BASE:
+            cuts.append(row)
     return _Structure(
-        text, source, first, level, head, spans, line_starts, tree, char_of, item_rows
+        text, source, first, level, head, spans, line_starts, tree, char_of, item_rows, cuts
     )
+
+
+def _prologue_cuts(spec: LanguageSpec, root: Any) -> list[Any]:
+    """The top-level items before which the head of a file is always cut.
+
+    A file's leading comments (a licence or module header), its prologue (imports,
+    package and module declarations, a module docstring or directive string,
+    CommonJS ``require`` declarations) and its code change for reasons of their own
+    (a year bumped, an import added beside a change further down), so each starts a
+    chunk: the first item after the leading comments, and the first item after the
+    prologue's last item when other code follows (comments below that item belong to
+    what follows them). In a C or C++ header, the prologue is looked for inside the
+    include guard (``#ifndef X`` / ``#define X``).
+    """
+    items = [c for c in root.children if c.is_named]
+    lead = _first_code(spec, items)
+    if lead is None:
+        return []
+    cuts = [items[lead]] if lead else []
+    guarded = _include_guard(items[lead])
+    if guarded is not None:
+        items = guarded
+        lead = _first_code(spec, items)
+        if lead is None:
+            return cuts
+    last = None
+    for k in range(lead, len(items)):
+        if _in_prologue(spec, items[k]):
+            last = k
+        elif items[k].type not in spec.attached:
+            if last is not None:
+                cuts.append(items[last + 1])
+            break
+    return cuts
+
+
+def _first_code(spec: LanguageSpec, items: list[Any]) -> int | None:
+    """The index of the first item that is not a comment or attribute."""
+    return next((k for k, item in enumerate(items) if item.type not in spec.attached), None)
+
+
+def _include_guard(item: Any) -> list[Any] | None:
+    """The items inside ``item`` when it is a C include guard, else None."""
+    if item.type != "preproc_ifdef":
+        return None
+    name = item.child_by_field_name("name")
+    inside = [c for c in item.children if c.is_named and c != name]
+    if name is None or not inside or inside[0].type != "preproc_def":
+        return None
+    defined = inside[0].child_by_field_name("name")
+    if defined is None or defined.text != name.text:
+        return None
+    return inside[1:]
+
+
+def _in_prologue(spec: LanguageSpec, item: Any) -> bool:
+    """Whether a top-level item belongs to a file's prologue (see :func:`_prologue_cuts`)."""
+    if item.type in spec.prologue:
+        return True
+    named = item.named_children
+    if item.type == "expression_statement" and len(named) == 1 and named[0].type == "string":
+        return True  # a module docstring, "use strict"
+    if item.type in ("variable_declaration", "lexical_declaration"):  # JavaScript's
+        values = [d.child_by_field_name("value") for d in named if d.type == "variable_declarator"]
+        return bool(values) and all(_requires(v) for v in values)
+    return False
+
+
+def _requires(node: Any) -> bool:
+    """Whether ``node`` is a CommonJS ``require(...)`` call (or a call or member of one)."""
+    while node is not None and node.type in ("call_expression", "member_expression"):
+        inner = node.child_by_field_name("function") or node.child_by_field_name("object")
+        if inner is not None and inner.type == "identifier":
+            return bool(inner.text == b"require")
+        node = inner
+    return False
 
 
 def _classify(
@@ -257,6 +341,15 @@ class CodeChunker(BaseChunker):
     stays whole, and a larger one is split at its members or statements, then
     as text.
 
+    **The head of a file** longer than ``max_tokens`` is always cut twice: after
+    its leading comments (a licence or module header) and after its prologue
+    (imports, package and module declarations, a module docstring, CommonJS
+    ``require`` declarations; in a C header, inside the include guard). The three
+    change for reasons of their own (a year bumped, an import added beside a change
+    further down), and grouped with the first definition an added import would
+    re-embed that definition too. A piece of fewer than ``min_tokens // 4`` tokens
+    (a lone ``package main``) is not cut off: it joins the piece after it.
+
     **The cut rule** is the structured policy's, with content *after* a
     boundary: each boundary's key is its level, then 28 bits of a hash of the
     first line of the item that starts there (up to 8 units), then 28 bits of a
@@ -285,7 +378,7 @@ class CodeChunker(BaseChunker):
     """
 
     kind = "code"
-    version = 1
+    version = 2
 
     def __init__(
         self,
@@ -402,6 +495,20 @@ class CodeChunker(BaseChunker):
             within = np.zeros(n, dtype=np.bool_)
         if n:
             levels[0] = _TOP
+        if structure.cuts and prefix[n] > self.max_tokens:
+            # the head of a file longer than one chunk: a piece of fewer than a quarter
+            # of min_tokens joins the next one (no chunk of a lone `package main`)
+            floor = self.min_tokens // 4
+            last = 0
+            for row in structure.cuts:
+                w = int(np.searchsorted(starts, structure.first[row]))
+                if w >= n or starts[w] != structure.first[row] or levels[w] < _BASE:
+                    continue
+                if prefix[w] - prefix[last] >= floor:
+                    if prefix[n] - prefix[w] < floor:
+                        break
+                    levels[w] = _TOP
+                    last = w
         return levels, within
 
     def _units(self, analysis: Analysis) -> tuple[Units, IntArray]:

@@ -3,8 +3,9 @@
 Each language's grammar comes from its own PyPI wheel (``tree-sitter-python``, ...),
 which ships the compiled grammar: nothing is downloaded at run time. The tables
 here say which syntax nodes are *definitions* (they name a symbol path and a chunk
-boundary prefers their edges) and which are *attached* to the item that follows
-them (comments, Rust attributes: kept in the same chunk as that item).
+boundary prefers their edges), which are *attached* to the item that follows
+them (comments, Rust attributes: kept in the same chunk as that item), and which
+make up a file's *prologue* (imports, package and module declarations).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class LanguageSpec:
     #: list nodes that begin where their first element begins (Python's ``block``):
     #: not a nesting level of their own, and never the item that starts a line
     lists: frozenset[str] = frozenset()
+    #: top-level node types of a file's prologue: imports, package and module
+    #: declarations (with the leading comments, the prologue is a chunk of its own)
+    prologue: frozenset[str] = frozenset()
 
 
 _JS_DEFINITIONS = frozenset(
@@ -67,6 +71,8 @@ _JS_DEFINITIONS = frozenset(
     }
 )
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+_JS_PROLOGUE = frozenset({"import_statement"})  # and require() declarations: code.py
+_C_PROLOGUE = frozenset({"preproc_include"})
 
 LANGUAGES: dict[str, LanguageSpec] = {
     spec.name: spec
@@ -80,6 +86,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             frozenset({"function_definition", "class_definition"}),
             _COMMENTS,
             lists=frozenset({"block"}),
+            prologue=frozenset(
+                {"future_import_statement", "import_statement", "import_from_statement"}
+            ),
         ),
         LanguageSpec(
             "javascript",
@@ -89,6 +98,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             (".js", ".mjs", ".cjs", ".jsx"),
             _JS_DEFINITIONS,
             _COMMENTS,
+            prologue=_JS_PROLOGUE,
         ),
         LanguageSpec(
             "typescript",
@@ -98,6 +108,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             (".ts", ".mts", ".cts"),
             _JS_DEFINITIONS,
             _COMMENTS,
+            prologue=_JS_PROLOGUE,
         ),
         LanguageSpec(
             "tsx",
@@ -107,6 +118,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             (".tsx",),
             _JS_DEFINITIONS,
             _COMMENTS,
+            prologue=_JS_PROLOGUE,
         ),
         LanguageSpec(
             "go",
@@ -117,6 +129,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             frozenset({"function_declaration", "method_declaration", "type_spec"}),
             _COMMENTS,
             lists=frozenset({"statement_list"}),
+            prologue=frozenset({"package_clause", "import_declaration"}),
         ),
         LanguageSpec(
             "rust",
@@ -138,6 +151,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             ),
             _COMMENTS | {"attribute_item"},
             "::",
+            prologue=frozenset(
+                {"use_declaration", "extern_crate_declaration", "inner_attribute_item"}
+            ),
         ),
         LanguageSpec(
             "java",
@@ -157,6 +173,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
                 }
             ),
             _COMMENTS,
+            prologue=frozenset({"package_declaration", "import_declaration"}),
         ),
         LanguageSpec(
             "c",
@@ -168,6 +185,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
                 {"function_definition", "struct_specifier", "union_specifier", "enum_specifier"}
             ),
             _COMMENTS,
+            prologue=_C_PROLOGUE,
         ),
         LanguageSpec(
             "cpp",
@@ -187,6 +205,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             ),
             _COMMENTS,
             "::",
+            prologue=_C_PROLOGUE | {"using_declaration"},
         ),
     )
 }
