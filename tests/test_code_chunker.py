@@ -227,7 +227,7 @@ class CodeContract(ChunkerContract):
     """The contract every chunker passes, for the code policy of one language."""
 
     language = "python"
-    window = 416
+    window = 422
     #: hypothesis examples for the generic-text properties (the full profile for Python)
     examples = 60
 
@@ -752,7 +752,7 @@ class _Embedder:
 def test_policy_for_sizes_the_code_policy_for_the_window() -> None:
     chunker = rechunk.policy_for(_Embedder(), "code", language="python")  # type: ignore[arg-type]
     assert isinstance(chunker, CodeChunker)
-    assert chunker.params == {"min_tokens": 124, "max_tokens": 206, "hard_max_tokens": 254}
+    assert chunker.params == {"min_tokens": 125, "max_tokens": 209, "hard_max_tokens": 254}
     assert rechunk.policy_for(_Embedder(), "code", language="go", max_tokens=150).max_tokens == 150  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="language="):
         rechunk.policy_for(_Embedder(), "code")  # type: ignore[arg-type]

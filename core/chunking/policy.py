@@ -36,7 +36,7 @@ def sized_params(kind: str, content_tokens: int | None) -> dict[str, int]:
     """The parameters :func:`policy_for` gives a ``kind`` for a model reading ``content_tokens``.
 
     The study's sizes (fixed 304, recursive 400, cdc 176/352, structured 280/400,
-    code 250/416, hard maximum 512), scaled by ``content_tokens / 512`` when that is below 1
+    code 253/422, hard maximum 512), scaled by ``content_tokens / 512`` when that is below 1
     (``None``: unknown window, the study's sizes).
     """
     content = STUDY_HARD_MAX if content_tokens is None else content_tokens
@@ -53,7 +53,7 @@ def sized_params(kind: str, content_tokens: int | None) -> dict[str, int]:
     elif kind == "cdc":
         params = {"min_tokens": _scaled(176, scale), "max_tokens": _scaled(352, scale)}
     elif kind == "code":
-        params = {"min_tokens": _scaled(250, scale), "max_tokens": _scaled(416, scale)}
+        params = {"min_tokens": _scaled(253, scale), "max_tokens": _scaled(422, scale)}
     else:
         raise ConfigError(f"unknown policy {kind!r}; choose from {', '.join(KINDS)}")
     params["hard_max_tokens"] = min(STUDY_HARD_MAX, content)
@@ -67,7 +67,7 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     512) and the structured policy's (280/400) are scaled by
     ``(max_input_tokens - special tokens) / 512`` when the model reads fewer than
     512 content tokens (all-MiniLM-L6-v2: 254/512, so fixed 150, recursive 198,
-    cdc 87/174, structured 138/198, code 124/206, hard maximum 254). Tokens are
+    cdc 87/174, structured 138/198, code 125/209, hard maximum 254). Tokens are
     counted with the embedder's own tokenizer when it exposes one
     (``embedder.tokenizer``). ``overrides`` replace any parameter.
 
