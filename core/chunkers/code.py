@@ -33,7 +33,7 @@ from rechunk.chunkers.code_languages import (
     symbol_name,
 )
 from rechunk.chunkers.recursive import RecursiveChunker
-from rechunk.chunkers.structured import _best, _local_maxima, _mix, _span_hashes
+from rechunk.chunkers.structured import _chain, _local_maxima, _mix, _span_hashes
 from rechunk.chunking.chunk import NORMALIZATION_VERSION
 from rechunk.errors import ConfigError, MissingDependencyError
 from rechunk.reuse.identity import hash_fields
@@ -458,7 +458,7 @@ class CodeChunker(BaseChunker):
         bounds = np.flatnonzero(anchors).tolist()
         starts: list[int] = []
         for a, b in zip(bounds, bounds[1:]):
-            self._chain(prefix, keys, allowed, a, b, starts)
+            _chain(prefix, keys, allowed, a, b, self.min_tokens, self.max_tokens, starts)
         return units, starts
 
     def _word_levels(self, analysis: Analysis) -> tuple[IntArray, BoolArray]:
@@ -564,27 +564,6 @@ class CodeChunker(BaseChunker):
         keys: IntArray = (levels << _LEVEL_SHIFT) | content.astype(np.int64)
         keys[levels == _TOP] = _MAX_KEY
         return keys
-
-    def _chain(
-        self, prefix: IntArray, keys: IntArray, allowed: BoolArray, a: int, b: int, out: list[int]
-    ) -> None:
-        """Append the starts of the chunks between anchors ``a`` and ``b`` (unit indices)."""
-        low, high = self.min_tokens, self.max_tokens
-        end = int(prefix[b])
-        start = a
-        while True:
-            out.append(start)
-            base = int(prefix[start])
-            if end - base <= high:
-                return
-            stop = min(b, int(np.searchsorted(prefix, base + high, side="right")))
-            first = max(start + 1, int(np.searchsorted(prefix, base + low, side="left")))
-            choice = _best(keys, allowed, first, stop)
-            if choice < 0:
-                choice = _best(keys, allowed, start + 1, stop)
-            if choice < 0:
-                choice = max(start + 1, stop - 1)
-            start = choice
 
     # -- locating chunks --------------------------------------------------------------------
 

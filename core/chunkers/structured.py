@@ -651,7 +651,7 @@ class StructuredChunker(BaseChunker):
         bounds = np.flatnonzero(anchors).tolist()
         starts: list[int] = []
         for a, b in zip(bounds, bounds[1:]):
-            self._chain(prefix, keys, allowed, a, b, starts)
+            _chain(prefix, keys, allowed, a, b, self.min_tokens, self.max_tokens, starts)
         return units, starts
 
     @property
@@ -659,28 +659,37 @@ class StructuredChunker(BaseChunker):
         """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
         return self.max_tokens
 
-    def _chain(
-        self, prefix: IntArray, keys: IntArray, allowed: BoolArray, a: int, b: int, out: list[int]
-    ) -> None:
-        """Append the starts of the chunks between anchors ``a`` and ``b`` (unit indices)."""
-        low, high = self.min_tokens, self.max_tokens
-        end = int(prefix[b])
-        start = a
-        while True:
-            out.append(start)
-            base = int(prefix[start])
-            if end - base <= high:
-                return
-            # c in [start + 1, stop): the chunk holds at most `high` tokens
-            stop = min(b, int(np.searchsorted(prefix, base + high, side="right")))
-            # c >= first: it holds at least `low` tokens
-            first = max(start + 1, int(np.searchsorted(prefix, base + low, side="left")))
-            choice = _best(keys, allowed, first, stop)
-            if choice < 0:
-                choice = _best(keys, allowed, start + 1, stop)
-            if choice < 0:
-                choice = max(start + 1, stop - 1)
-            start = choice
+
+def _chain(
+    prefix: IntArray,
+    keys: IntArray,
+    allowed: BoolArray,
+    a: int,
+    b: int,
+    low: int,
+    high: int,
+    out: list[int],
+) -> None:
+    """Append the starts of the chunks between anchors ``a`` and ``b`` (unit indices), cut
+    from the left: each chunk ends at the allowed boundary with the greatest key that makes
+    it ``low`` to ``high`` tokens (else the best within ``high``, else the last one)."""
+    end = int(prefix[b])
+    start = a
+    while True:
+        out.append(start)
+        base = int(prefix[start])
+        if end - base <= high:
+            return
+        # c in [start + 1, stop): the chunk holds at most `high` tokens
+        stop = min(b, int(np.searchsorted(prefix, base + high, side="right")))
+        # c >= first: it holds at least `low` tokens
+        first = max(start + 1, int(np.searchsorted(prefix, base + low, side="left")))
+        choice = _best(keys, allowed, first, stop)
+        if choice < 0:
+            choice = _best(keys, allowed, start + 1, stop)
+        if choice < 0:
+            choice = max(start + 1, stop - 1)
+        start = choice
 
 
 def _best(keys: IntArray, allowed: BoolArray, lo: int, hi: int) -> int:
