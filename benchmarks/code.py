@@ -33,6 +33,7 @@ counted with the same tokenizer, so only the boundaries differ.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import random
@@ -384,6 +385,46 @@ def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> 
     return out
 
 
+def _changed_spans(old_text: str, new_text: str) -> list[tuple[int, int]]:
+    """The lines of ``new_text`` that a line diff from ``old_text`` marks changed, as
+    character spans; a deletion is an empty span where the deleted lines were."""
+    old_lines = old_text.splitlines(keepends=True)
+    new_lines = new_text.splitlines(keepends=True)
+    starts = [0]
+    for line in new_lines:
+        starts.append(starts[-1] + len(line))
+    opcodes = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
+    return [(starts[j1], starts[j2]) for tag, _, _, j1, j2 in opcodes if tag != "equal"]
+
+
+def _holding(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> dict[str, int]:
+    """Tokens of distinct new inputs with no identical old input, split by whether the
+    input holds a changed line (or the place of deleted lines) of the new version: those
+    are re-embedded whatever the boundaries, the rest only because a boundary moved.
+
+    Chunks are located in order in the new version's embedding input, as in :func:`_drift`.
+    """
+    after_text = rechunk.embedding_input(new_text)
+    spans = _changed_spans(rechunk.embedding_input(old_text), after_text)
+    olds = {c.text for c in old}
+    seen: set[str] = set()
+    out = {"holding": 0, "elsewhere": 0}
+    cursor = 0
+    for chunk in new:
+        at = after_text.find(chunk.text, cursor)
+        if at >= 0:
+            cursor = at + len(chunk.text)
+        if chunk.text in seen or chunk.text in olds:
+            continue
+        seen.add(chunk.text)
+        end = at + len(chunk.text)
+        holds = at < 0 or any(
+            (at < e and s < end) if e > s else (at <= s <= end) for s, e in spans
+        )
+        out["holding" if holds else "elsewhere"] += chunk.tokens
+    return out
+
+
 def _measure(name: str, size: int, pairs: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     runs = [_chunk_all(name, size, pairs) for _ in range(repeat)]
     outputs, tiles, _, errors = runs[0]
@@ -411,6 +452,7 @@ def _measure(name: str, size: int, pairs: list[dict[str, Any]], repeat: int) -> 
             row["rc"] = rechunk.recompute_fraction(old, new)
             row["control"] = rechunk.recompute_fraction(old, old)
             row["drift"] = _drift(pair["old"], pair["new"], old, new)
+            row["holding"] = _holding(pair["old"], pair["new"], old, new)
         rows.append(row)
     tokens = [c.tokens for out in outputs if out for c in out]
     return {
@@ -474,9 +516,21 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "before_share": share("before_moved", "before"),
         "after_share": share("after_moved", "after"),
     }
+    split: dict[str, float | None] = {}
+    for part in ("holding", "elsewhere"):
+        for band in ("all", "small"):
+            split[f"{part}/{band}"] = _mean(
+                [
+                    r["holding"][part] / r["drift"]["total"]
+                    for r in ok
+                    if r["drift"]["total"] and band in ("all", r["band"])
+                ]
+            )
     return {
         "rc": cells,
         "drift": drift,
+        # R_c in inputs holding a changed line / elsewhere (mean of pairs)
+        "rc_split": split,
         "control_max": max((r["control"] for r in ok), default=None),
     }
 
@@ -778,10 +832,13 @@ def to_markdown(results: dict[str, Any]) -> str:
         "",
         " ".join(reading)
         + " The code policy's lead is on medium and large edits, where its content-chosen "
-        "cuts stay put while the text around them changes (drift above); it does not come "
-        "from smaller chunks (the chunk a random token sits in is no smaller), and on small "
+        "cuts stay put while the text around them changes (drift above), and at the head of "
+        "a file, whose licence header, imports and code it always cuts apart; it does not "
+        "come from smaller chunks (the chunk a random token sits in is no smaller). On small "
         "edits, which touch one or a few places, every splitter pays about the chunks those "
-        "places sit in. Where the code policy's drift comes from: between two anchors more "
+        "places sit in: the R_c split below each table shows how much lies in inputs holding "
+        "a changed line, which no choice of boundaries avoids at a given chunk size. Where "
+        "the code policy's drift comes from: between two anchors more "
         "than `max_tokens` apart its cuts are chosen left to right, so after a change the "
         "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
         "before a change whose `max_tokens` reach includes it may end at a different "
@@ -831,6 +888,24 @@ def to_markdown(results: dict[str, Any]) -> str:
             lines.append(
                 f"| `{r['name']}` | " + " | ".join(_pct(r["rc"][lang]) for lang in LANGS) + " |"
             )
+        lines += [
+            "",
+            "R_c split by where the new inputs lie (% of new tokens, mean over pairs): in "
+            "inputs holding a changed line or the place of deleted lines (re-embedded whatever "
+            "the boundaries; at a given chunk size, only smaller chunks around the changes "
+            "lower it) and elsewhere (re-embedded only because a boundary moved):",
+            "",
+            "| splitter | holding a change: all | small edits | elsewhere: all | small edits |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for r in ok:
+            split = r.get("rc_split")
+            if split:
+                lines.append(
+                    f"| `{r['name']}` | {_pct(split['holding/all'])} | "
+                    f"{_pct(split['holding/small'])} | {_pct(split['elsewhere/all'])} | "
+                    f"{_pct(split['elsewhere/small'])} |"
+                )
         paired = block["paired"]
         if paired:
             cells = ("all", *LANGS, *BANDS)
