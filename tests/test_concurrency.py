@@ -17,7 +17,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,166 @@ def test_threads_sharing_an_embedded_qdrant_client(kind: type[QdrantStore],
             # an older writer either finished before the newest wrote, or lost: skipped
             assert {d.status for d in result.per_document} <= {"changed", "skipped"}
     assert time.monotonic() - started < 300
+
+
+# --------------------------------------------------------------------------- settling, in order
+# Deterministic interleavings of the writers above: the test decides when each request lands.
+
+
+class Paused(QdrantStore):
+    """A writer that stops twice for the test to order it against others: before its first
+    write (it has planned) and before its first read after writing (it has published; that
+    read starts its settling)."""
+
+    def __init__(self, client: Any, collection: str) -> None:
+        super().__init__(client, collection)
+        self.planned, self.write_now = threading.Event(), threading.Event()
+        self.published, self.settle_now = threading.Event(), threading.Event()
+
+    def write(self, points: Any, **kwargs: Any) -> None:
+        if not self.planned.is_set():
+            self.planned.set()
+            assert self.write_now.wait(60)
+        super().write(points, **kwargs)
+
+    def get_points_many(self, doc_ids: Any) -> Any:
+        if self.planned.is_set() and not self.published.is_set():
+            self.published.set()
+            assert self.settle_now.wait(60)
+        return super().get_points_many(doc_ids)
+
+
+class Between(QdrantStore):
+    """A writer through whose settling other writers' requests land: before each of its
+    reads after its first write, the next of ``requests`` runs."""
+
+    requests: list[Callable[[], Any]]
+
+    def write(self, points: Any, **kwargs: Any) -> None:
+        super().write(points, **kwargs)
+        self.wrote = True
+
+    def get_points_many(self, doc_ids: Any) -> Any:
+        if getattr(self, "wrote", False) and self.requests:
+            self.requests.pop(0)()
+        return super().get_points_many(doc_ids)
+
+
+def fresh_store(embedder: Any) -> tuple[Any, QdrantStore, Any]:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(":memory:")
+    store = QdrantStore(client, "docs")
+    store.ensure_collection(embedder.dimension)
+    return client, store, policy_for(embedder, "recursive")
+
+
+def test_an_older_writer_overwrote_a_point_the_newest_updated(embedder: Any) -> None:
+    """The interleaving of the threads test's failures under load (3 in 15 runs): version
+    4 plans a payload-only update of version 1's points X (chunks it keeps); version 2,
+    which has no such chunks, deletes X; version 3 plans X as new; version 4's update
+    finds X gone (skipped) and version 3 then writes X. Version 4's settling finds its own
+    points X holding version 3 and writes them again: its check passes, and version 3,
+    seeing version 4, leaves nothing."""
+    client, store, chunker = fresh_store(embedder)
+    ids = {v: expected_ids("d", v, embedder) for v in (1, 2, 3, 4)}
+    assert (ids[1] & ids[3] & ids[4]) - ids[2]  # the points X
+    sync([Document("d", version_text(1), version=1)], store, chunker=chunker, embedder=embedder)
+    results: dict[int, Any] = {}
+
+    def writer(version: int, through: Paused) -> threading.Thread:
+        def run() -> None:
+            doc = Document("d", version_text(version), version=version)
+            try:
+                results[version] = sync([doc], through, chunker=chunker, embedder=embedder)
+            except Exception as exc:
+                results[version] = exc
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    newest, older = Paused(client, "docs"), Paused(client, "docs")
+    threads = [writer(4, newest)]
+    assert newest.planned.wait(60)
+    sync([Document("d", version_text(2), version=2)], store, chunker=chunker, embedder=embedder)
+    threads.append(writer(3, older))
+    assert older.planned.wait(60)
+    for step in (newest, older):  # version 4 publishes, then version 3
+        step.write_now.set()
+        assert step.published.wait(60)
+    for step, thread in zip((newest, older), threads):  # version 4 settles, then version 3
+        step.settle_now.set()
+        thread.join(timeout=60)
+    assert not isinstance(results[4], Exception), results[4]
+    assert results[4].stale_check == "passed"
+    assert not isinstance(results[3], Exception), results[3]
+    assert results[3].per_document[0].status == "skipped"
+    check_newest(store, "d", 4, embedder)
+
+
+def test_older_writes_landing_through_the_newest_settling(embedder: Any) -> None:
+    """Versions 2 and 3 of a new document, planned before version 4 wrote, write their
+    points (those version 4 does not have) one request each, one landing before every
+    read of version 4's settling: 12 in all, more than the 3 rounds settling once had.
+    Version 4 deletes them as they come and its check passes; the store holds exactly
+    version 4."""
+    from rechunk.sync.publishing import _guarded
+    from rechunk.sync.store import PointWrite
+
+    client, store, chunker = fresh_store(embedder)
+    newest_ids = expected_ids("d", 4, embedder)
+    one_by_one = QdrantStore(client, "docs")
+    requests: list[Callable[[], Any]] = []
+    for version in (2, 3):
+        doc = Document("d", version_text(version), version=version)
+        plan = _plan(doc, chunker.chunk(doc.text), chunker, embedder.model_id, [])
+        for w in plan.writes:
+            if w.id not in newest_ids:
+                vector = embedder.table[plan.needs_vector[w.payload.input_key]]
+                point = PointWrite(w.id, w.payload, vector)
+                requests.append(partial(one_by_one.write, [point], **_guarded(store, version)))
+    assert len(requests) == 12
+    newest = Between(client, "docs")
+    newest.requests = requests
+    report = sync([Document("d", version_text(4), version=4)], newest, chunker=chunker,
+                  embedder=embedder)
+    assert not requests  # every one landed during the settling
+    assert report.stale_check == "passed"
+    check_newest(store, "d", 4, embedder)
+
+
+def test_a_newer_version_written_while_settling_supersedes(embedder: Any) -> None:
+    """A point of a newer version found while settling: the writer reports its document
+    superseded (skipped) and leaves nothing of its own."""
+    client, store, chunker = fresh_store(embedder)
+    sync([Document("d", version_text(1), version=1)], store, chunker=chunker, embedder=embedder)
+    older = Between(client, "docs")
+    older.requests = [partial(sync, [Document("d", version_text(4), version=4)], store,
+                              chunker=chunker, embedder=embedder)]
+    report = sync([Document("d", version_text(3), version=3)], older, chunker=chunker,
+                  embedder=embedder)
+    assert not older.requests
+    assert report.per_document[0].status == "skipped"
+    assert "superseded" in (report.per_document[0].reason or "")
+    check_newest(store, "d", 4, embedder)
+
+
+def test_a_store_that_keeps_what_it_deletes_still_fails_the_check(embedder: Any) -> None:
+    """Settling is bounded: a store whose deletes do nothing leaves version 1's points
+    beside version 2's, and the check of a versioned document fails (it does not loop)."""
+    from rechunk import StaleCheckError
+
+    class NoDelete(QdrantStore):
+        def delete(self, ids: Any, **kwargs: Any) -> None:
+            return None
+
+    client, _, chunker = fresh_store(embedder)
+    store = NoDelete(client, "docs")
+    sync([Document("d", version_text(1), version=1)], store, chunker=chunker, embedder=embedder)
+    with pytest.raises(StaleCheckError, match=r"document 'd' holds [1-9]\d* point\(s\) of"):
+        sync([Document("d", version_text(2), version=2)], store, chunker=chunker,
+             embedder=embedder)
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,14 @@ from rechunk.sync.vectors import Vector, _vectors
 log = logging.getLogger("rechunk.sync")
 
 
-#: Rounds of re-planning a versioned document that lost points to a concurrent writer
-#: (an older writer deleted a point this sync only updated), before the stale check fails.
-REPAIR_ROUNDS = 3
+#: Rounds of settling a versioned document with concurrent writers (:func:`settle`) before
+#: its stale check fails. A round follows only one that found the document not exactly
+#: this sync's revision: an older writer, still publishing, wrote points of its own into it
+#: or deleted or overwrote points of this sync's. Each request an older writer had in
+#: flight when this sync wrote can do that once; the older writer then sees the newer
+#: version and removes its own points itself. The bound stops a store that does not keep
+#: what it is told.
+REPAIR_ROUNDS = 10
 
 
 def _settle_document(
@@ -140,42 +145,47 @@ def settle(
 ) -> tuple[list[_Plan], dict[str, list[StoredPoint]]]:
     """Re-read a batch of published documents, settling the versioned ones with
     concurrent writers (:func:`_settle_document`): a superseded one is reported skipped
-    and left out, and one that lost points to an older writer is planned and published
-    again, :data:`REPAIR_ROUNDS` times at most. Returns the plans still published and
-    the points the collection holds of each."""
+    and left out; one that is not exactly its new revision once the points older writers
+    left are deleted (an older writer deleted or overwrote points of its own) is planned
+    and published again. A document that changed is read again and settled again, until
+    a round finds nothing to do, :data:`REPAIR_ROUNDS` rounds at most. Returns the plans
+    still published and the points each of them held when last read (a read that left
+    nothing to settle, unless the bound was reached)."""
     seconds = report.seconds
-    reread = store.get_points_many([p.doc.doc_id for p in published])
+    held = store.get_points_many([p.doc.doc_id for p in published])
     for _ in range(REPAIR_ROUNDS):
-        again = False
+        unsettled: list[str] = []
         for index, plan in enumerate(published):
+            doc_id = plan.doc.doc_id
             if plan.doc.version is None:
                 continue
-            points = reread[plan.doc.doc_id]
-            newer, deleted = _settle_document(plan, points, store)
-            again = again or deleted
+            newer, deleted = _settle_document(plan, held[doc_id], store)
             if newer is not None:
                 _superseded(report, plan.report, newer)
                 continue
-            if deleted:
-                points = store.get_points_many([plan.doc.doc_id])[plan.doc.doc_id]
-            if _verify(plan, points)[1]:  # points missing: plan and publish again
-                redo = _plan(
-                    plan.doc, plan.chunks, pick(plan.doc), embedder.model_id, points, _keeps(store)
-                )
-                if redo.report.status == "skipped":
-                    again = True
-                    continue
+            if deleted:  # what is left (an older writer may have written since the read)
+                held[doc_id] = store.get_points_many([doc_id])[doc_id]
+            if not any(_verify(plan, held[doc_id])):
+                continue
+            # points of its own missing or of an older revision (a payload-only update of
+            # this sync found the point gone, and an older writer then wrote it), or new
+            # ones an older writer wrote: plan and publish again (conditional writes)
+            points = held[doc_id]
+            redo = _plan(
+                plan.doc, plan.chunks, pick(plan.doc), embedder.model_id, points, _keeps(store)
+            )
+            if redo.report.status != "skipped":  # skipped: a newer version, seen next round
                 found, _ = _vectors([redo], embedder, cache, [store], False, seconds, None)
                 _publish([redo], {**vectors, **found}, store, order)
                 _merge_repair(report, plan.report, redo.report)
                 redo.report = plan.report
                 published[index] = redo
-                again = True
+            unsettled.append(doc_id)
         published = [p for p in published if p.report.status != "skipped"]
-        if not again:
+        if not unsettled:
             break
-        reread = store.get_points_many([p.doc.doc_id for p in published])
-    return published, reread
+        held.update(store.get_points_many(unsettled))
+    return published, {p.doc.doc_id: held[p.doc.doc_id] for p in published}
 
 
 def stale_verdict(report: SyncReport, failed: list[tuple[str, int, int]]) -> None:
