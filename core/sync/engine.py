@@ -84,8 +84,8 @@ def sync(
     (a point of a newer version is never replaced or deleted), and after publishing
     the sync re-reads the document: a writer that finds a newer version removes its
     own points and reports the document ``skipped`` ("superseded"); the newest writer
-    removes what older ones left and re-publishes points they deleted (at most
-    :data:`~rechunk.sync.verifying.REPAIR_ROUNDS` times). Chroma has no conditional
+    removes what older ones left and re-publishes points they deleted or overwrote
+    (at most :data:`~rechunk.sync.verifying.REPAIR_ROUNDS` rounds). Chroma has no conditional
     write: a store that offers ``writer_lock()`` (ChromaStore) is locked for the whole
     sync, so writers of one collection take turns. Documents without ``version`` have
     no order: concurrent writers of one of them on Qdrant may end with a failed stale
