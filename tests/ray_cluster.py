@@ -83,11 +83,14 @@ def _processes() -> dict[int, tuple[int, bytes]]:
     return found
 
 
-def _ours(temp: str) -> set[int]:
-    """The processes of the cluster whose temp dir is ``temp``: the ones that name it
-    (GCS, raylets, agents) and everything they started (workers, actors)."""
+def _ours(temp: str, address: str) -> set[int]:
+    """The processes of the cluster whose temp dir is ``temp`` and whose head is at
+    ``address``: the ones that name either (GCS, raylets, agents; the Ray client server,
+    which names only the head's address and outlives ``ray start``, its parent) and
+    everything they started (workers, actors)."""
     table = _processes()
-    ours = {pid for pid, (_, cmdline) in table.items() if temp.encode() in cmdline}
+    names = (temp.encode(), f"--address={address}".encode())
+    ours = {pid for pid, (_, cmdline) in table.items() if any(n in cmdline for n in names)}
     ours.discard(os.getpid())
     grew = True
     while grew:
@@ -98,14 +101,15 @@ def _ours(temp: str) -> set[int]:
     return ours
 
 
-def stop_cluster(temp: str, env: dict[str, str]) -> None:
-    """End the processes of the cluster in ``temp`` (SIGTERM, then SIGKILL after 5 s);
-    without /proc, ``ray stop --force`` (which ends every cluster of this user)."""
+def stop_cluster(temp: str, address: str, env: dict[str, str]) -> None:
+    """End the processes of the cluster in ``temp`` at ``address`` (SIGTERM, then SIGKILL
+    after 5 s); without /proc, ``ray stop --force`` (which ends every cluster of this
+    user)."""
     if not Path("/proc/self").is_dir():
         subprocess.run([str(RAY), "stop", "--force"], env=env, capture_output=True, timeout=60)
         return
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
-        pids = _ours(temp)
+        pids = _ours(temp, address)
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
@@ -154,5 +158,5 @@ def running_ray(
         yield address
     finally:
         ray.shutdown()
-        stop_cluster(temp, env)
+        stop_cluster(temp, address, env)
         shutil.rmtree(temp, ignore_errors=True)
