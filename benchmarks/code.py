@@ -40,7 +40,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -350,28 +350,34 @@ def _common_ends(old: str, new: str) -> tuple[int, int]:
     return prefix, suffix
 
 
+def _located(text: str, chunks: list[Chunk]) -> Iterator[tuple[Chunk, int]]:
+    """Each distinct chunk once, with where it lies in ``text`` (-1: not found), the chunks
+    located in order, so every splitter is measured the same way whether or not it
+    reports offsets."""
+    seen: set[str] = set()
+    cursor = 0
+    for chunk in chunks:
+        at = text.find(chunk.text, cursor)
+        if at >= 0:
+            cursor = at + len(chunk.text)
+        if chunk.text not in seen:
+            seen.add(chunk.text)
+            yield chunk, at
+
+
 def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> dict[str, int]:
     """Tokens of distinct new inputs lying wholly before the first change / after the last
     change of the (embedding-input) text, and of those the ones with no identical old input.
 
-    Chunks are located in order in the new version's embedding input, so every splitter
-    is measured the same way whether or not it reports offsets.
+    Chunks are located in the new version's embedding input (:func:`_located`).
     """
     before_text = rechunk.embedding_input(old_text)
     after_text = rechunk.embedding_input(new_text)
     prefix, suffix = _common_ends(before_text, after_text)
     tail = len(after_text) - suffix
     olds = {c.text for c in old}
-    seen: set[str] = set()
     out = {"total": 0, "before": 0, "before_moved": 0, "after": 0, "after_moved": 0}
-    cursor = 0
-    for chunk in new:
-        at = after_text.find(chunk.text, cursor)
-        if at >= 0:
-            cursor = at + len(chunk.text)
-        if chunk.text in seen:
-            continue
-        seen.add(chunk.text)
+    for chunk, at in _located(after_text, new):
         out["total"] += chunk.tokens
         if at < 0:
             continue
@@ -402,21 +408,15 @@ def _holding(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -
     input holds a changed line (or the place of deleted lines) of the new version: those
     are re-embedded whatever the boundaries, the rest only because a boundary moved.
 
-    Chunks are located in order in the new version's embedding input, as in :func:`_drift`.
+    Chunks are located in the new version's embedding input (:func:`_located`).
     """
     after_text = rechunk.embedding_input(new_text)
     spans = _changed_spans(rechunk.embedding_input(old_text), after_text)
     olds = {c.text for c in old}
-    seen: set[str] = set()
     out = {"holding": 0, "elsewhere": 0}
-    cursor = 0
-    for chunk in new:
-        at = after_text.find(chunk.text, cursor)
-        if at >= 0:
-            cursor = at + len(chunk.text)
-        if chunk.text in seen or chunk.text in olds:
+    for chunk, at in _located(after_text, new):
+        if chunk.text in olds:
             continue
-        seen.add(chunk.text)
         end = at + len(chunk.text)
         holds = at < 0 or any(
             (at < e and s < end) if e > s else (at <= s <= end) for s, e in spans
