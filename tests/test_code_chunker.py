@@ -497,8 +497,8 @@ def test_files_that_do_not_parse_still_chunk() -> None:
 # -- the head of a file ------------------------------------------------------------------------
 
 LICENCE = "Copyright 2026 The Cart Authors. Licensed under the MIT licence; see LICENSE."
-# Per language: (licence comment, prologue, one function given its index); the
-# prologue's first line and the function's first line are where chunks must start.
+# Per language: (licence comment, prologue, one function given its index): chunks must
+# start where the prologue starts and where the first function starts.
 HEADS: dict[str, tuple[str, str, Any]] = {
     "python": (
         f"# {LICENCE}\n",
@@ -566,8 +566,8 @@ def test_the_head_of_a_file_is_cut_apart_from_its_code(language: str) -> None:
     assert text.index(function(0)) in starts
     # an import added (or the year bumped) re-embeds that piece and nothing else
     olds = {c.text for c in chunks}
-    first_line = prologue.splitlines()[-1]
-    edited = text.replace(first_line, f"{first_line}\n{first_line}", 1)
+    line = [li for li in prologue.splitlines() if li.strip() not in ("", ")")][-1]
+    edited = text.replace(line, f"{line}\n{line}", 1)
     bumped = text.replace("2026", "2026-2027", 1)
     for new in (edited, bumped):
         fresh = [c for c in chunker.chunk(new) if c.text not in olds]
