@@ -181,11 +181,9 @@ def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
     for row in range(1, n_rows):
         if not assigned[row] and first[row] >= 0 and first[row - 1] < 0:
             level[row] = TEXT_BLOCK  # a paragraph inside a docstring or block comment
-    cuts: list[int] = []
-    for item in _prologue_cuts(spec, tree.root_node):
-        row = head[item.start_point.row]
-        if 0 < row < n_rows and first_byte[row] >= 0 and level[row] >= _BASE:
-            cuts.append(row)
+    # the rows that start those items (or what is attached above them); whether a cut
+    # is made there is decided with the token counts (CodeChunker._word_levels)
+    cuts = [head[item.start_point.row] for item in _prologue_cuts(spec, tree.root_node)]
     return _Structure(
         text, source, first, level, head, spans, line_starts, tree, char_of, item_rows, cuts
     )
