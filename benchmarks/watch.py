@@ -194,11 +194,10 @@ def check_store(work: Path, folder: Path) -> dict[str, Any]:
                         (p.payload.revision, p.payload.ordinal, p.payload.superseded) for p in pts
                     ),
                 }
-            if not own:  # only an earlier revision stored: the current one never synced
-                out["not_retrievable"] += 1
-                continue
-            if len(own) < len(pts):  # an earlier revision stored beside the current one
-                out["stale_stored"] += 1
+                if not own:  # only an earlier revision stored: the current one never synced
+                    out["not_retrievable"] += 1
+                    continue
+                out["stale_stored"] += 1  # an earlier revision stored beside the current one
             keys[doc_id] = own[len(own) // 2].payload.input_key
         out["left_over"] = len(stored_ids - set(current))
         vectors = store.get_vectors(sorted(set(keys.values())), model_id)
