@@ -154,18 +154,22 @@ def settle(
     seconds = report.seconds
     held = store.get_points_many([p.doc.doc_id for p in published])
     for _ in range(REPAIR_ROUNDS):
+        deleted: list[str] = []
+        for plan in published:
+            if plan.doc.version is None:
+                continue
+            newer, changed = _settle_document(plan, held[plan.doc.doc_id], store)
+            if newer is not None:
+                _superseded(report, plan.report, newer)
+            elif changed:
+                deleted.append(plan.doc.doc_id)
+        published = [p for p in published if p.report.status != "skipped"]
+        if deleted:  # what is left there (an older writer may have written since the read)
+            held.update(store.get_points_many(deleted))
         unsettled: list[str] = []
         for index, plan in enumerate(published):
             doc_id = plan.doc.doc_id
-            if plan.doc.version is None:
-                continue
-            newer, deleted = _settle_document(plan, held[doc_id], store)
-            if newer is not None:
-                _superseded(report, plan.report, newer)
-                continue
-            if deleted:  # what is left (an older writer may have written since the read)
-                held[doc_id] = store.get_points_many([doc_id])[doc_id]
-            if not any(_verify(plan, held[doc_id])):
+            if plan.doc.version is None or not any(_verify(plan, held[doc_id])):
                 continue
             # points of its own missing or of an older revision (a payload-only update of
             # this sync found the point gone, and an older writer then wrote it), or new
@@ -181,7 +185,6 @@ def settle(
                 redo.report = plan.report
                 published[index] = redo
             unsettled.append(doc_id)
-        published = [p for p in published if p.report.status != "skipped"]
         if not unsettled:
             break
         held.update(store.get_points_many(unsettled))
