@@ -1,0 +1,453 @@
+"""Code benchmark on held-out releases: the code policy and the code splitters on files
+that changed between adjacent releases of packages outside the dev set.
+
+The dev pairs (``../shared/revisions/code-dev.jsonl``) are what the code policy was
+tuned on. This benchmark builds a second set the policy never saw, from the source
+archives of pinned, consecutive releases of permissively licensed packages on PyPI
+(sdists) and npm (tarballs): Python, JavaScript, TypeScript, Rust, Java, C and C++.
+No Go package on those two registries ships Go sources, so Go is not covered here.
+
+Selection (the dev set's rules, read from ``../shared/revisions/README.md``, applied to
+release pairs instead of commits): a file present in two consecutive releases under the
+same path, with the language's suffix, outside vendored, generated, built or test-data
+folders; not generated (no marker such as ``DO NOT EDIT`` or ``@generated`` in its first
+25 lines), not minified (no line over 1,000 characters, mean line length at most 200);
+both versions UTF-8 and 1,024-20,000 MiniLM tokens; different in more than whitespace;
+not a revert (the new text never appeared in an earlier release under that path). Each
+candidate gets the edit band of ``rechunk.edit_fraction`` (small <= 0.05 < medium <= 0.20
+< large <= 0.50 < extreme); per language a seeded sample, at most one pair per file,
+stratified 5 small / 3 medium / 1 large / 1 extreme (rare bands first; an empty large or
+extreme slot goes to medium, an empty medium slot to small).
+
+Then every splitter of ``benchmarks/code.py`` is length-matched on these pairs (median
+chunk 150 and 300 MiniLM tokens) and measured the same way. Archives are downloaded once
+into ``$RECHUNK_BENCH_CACHE`` (default ``~/.cache/rechunk-bench``) and checked against
+the registry's digest; no third-party text is written into the project: the results
+name each pair by package, versions and path, with the sha256 of both texts.
+
+    python benchmarks/code_heldout.py            # fetch (cached), select, measure; writes docs + results
+    python benchmarks/code_heldout.py --list     # the selected pairs, nothing measured or written
+    python benchmarks/code_heldout.py --report   # rewrite the docs section from the saved results
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import sys
+import tarfile
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+import rechunk
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import code as dev
+
+import _report
+
+RESULTS = Path(__file__).resolve().parent / "results" / "code_heldout.json"
+COMMAND = "python benchmarks/code_heldout.py"
+CACHE = Path(os.environ.get("RECHUNK_BENCH_CACHE", Path.home() / ".cache" / "rechunk-bench"))
+SEED = "20261205"
+MIN_TOKENS, MAX_TOKENS = 1024, 20000
+QUOTA = {"small": 5, "medium": 3, "large": 1, "extreme": 1}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Consecutive releases (oldest first) of one package, and the language read from it."""
+
+    lang: str
+    registry: str  # "pypi" (sdist) or "npm" (tarball)
+    package: str
+    licence: str
+    releases: str  # the versions, space-separated
+
+    @property
+    def versions(self) -> list[str]:
+        return self.releases.split()
+
+
+SOURCES = (
+    Source(
+        "python",
+        "pypi",
+        "requests",
+        "Apache-2.0",
+        "2.28.1 2.28.2 2.29.0 2.30.0 2.31.0 2.32.2 2.32.3 2.32.4 2.32.5 2.33.0 2.33.1 2.34.0 2.34.1 2.34.2",
+    ),
+    Source(
+        "python",
+        "pypi",
+        "click",
+        "BSD-3-Clause",
+        "8.1.6 8.1.7 8.1.8 8.2.0 8.2.1 8.3.0 8.3.1 8.3.2 8.3.3 8.4.0 8.4.1 8.4.2 8.5.0 8.5.1",
+    ),
+    Source(
+        "javascript",
+        "npm",
+        "axios",
+        "MIT",
+        "1.13.4 1.13.5 1.13.6 1.14.0 1.15.0 1.15.1 1.15.2 1.16.0 1.16.1 1.17.0 1.18.0 1.18.1 1.19.0 1.20.0 1.21.0 1.21.1",
+    ),
+    Source(
+        "javascript",
+        "npm",
+        "commander",
+        "MIT",
+        "9.4.1 9.5.0 10.0.0 10.0.1 11.0.0 11.1.0 12.0.0 12.1.0 13.0.0 13.1.0 14.0.0 14.0.1 14.0.2 14.0.3 15.0.0 15.1.0",
+    ),
+    Source(
+        "typescript",
+        "npm",
+        "rxjs",
+        "Apache-2.0",
+        "7.3.0 7.3.1 7.4.0 7.5.0 7.5.1 7.5.2 7.5.3 7.5.4 7.5.5 7.5.6 7.5.7 7.6.0 7.7.0 7.8.0 7.8.1 7.8.2",
+    ),
+    Source(
+        "rust",
+        "pypi",
+        "orjson",
+        "Apache-2.0 OR MIT",
+        "3.10.17 3.10.18 3.11.0 3.11.1 3.11.2 3.11.3 3.11.4 3.11.5 3.11.6 3.11.7 3.11.8 3.11.9 3.12.0 3.13.0",
+    ),
+    Source(
+        "rust",
+        "pypi",
+        "pydantic-core",
+        "MIT",
+        "2.46.0 2.46.1 2.46.2 2.46.3 2.46.4 2.46.5 2.47.0 2.48.0 2.49.0 2.50.0 2.50.1 2.50.2 2.50.4 2.50.5",
+    ),
+    Source(
+        "java",
+        "pypi",
+        "JPype1",
+        "Apache-2.0",
+        "1.0.2 1.1.1 1.1.2 1.2.0 1.2.1 1.3.0 1.4.0 1.4.1 1.5.0 1.5.1 1.5.2 1.6.0 1.7.0 1.7.1",
+    ),
+    Source(
+        "c",
+        "pypi",
+        "psutil",
+        "BSD-3-Clause",
+        "5.9.6 5.9.7 5.9.8 6.0.0 6.1.0 6.1.1 7.0.0 7.1.0 7.1.1 7.1.2 7.1.3 7.2.0 7.2.1 7.2.2",
+    ),
+    Source(
+        "c",
+        "pypi",
+        "multidict",
+        "Apache-2.0",
+        "6.4.4 6.5.1 6.6.2 6.6.3 6.6.4 6.7.0 6.7.1 6.8.0 6.9.0 6.9.1 7.0.0 7.1.0 7.2.0 7.2.1",
+    ),
+    Source(
+        "cpp",
+        "pypi",
+        "JPype1",
+        "Apache-2.0",
+        "1.0.2 1.1.1 1.1.2 1.2.0 1.2.1 1.3.0 1.4.0 1.4.1 1.5.0 1.5.1 1.5.2 1.6.0 1.7.0 1.7.1",
+    ),
+)
+
+SUFFIXES = {
+    "python": (".py",),
+    "javascript": (".js", ".mjs", ".cjs"),
+    "typescript": (".ts",),
+    "rust": (".rs",),
+    "java": (".java",),
+    "c": (".c", ".h"),
+    "cpp": (".cpp", ".cc", ".hpp", ".h"),
+}
+#: folders whose files are not the package's own hand-written source
+EXCLUDED_DIRS = {
+    "vendor",
+    "third_party",
+    "third-party",
+    "thirdparty",
+    "external",
+    "extern",
+    "deps",
+    "node_modules",
+    "dist",
+    "build",
+    "out",
+    "target",
+    "bower_components",
+    "fixture",
+    "fixtures",
+    "testdata",
+    "__snapshots__",
+    "compat",
+}
+EXCLUDED_NAMES = re.compile(
+    r".*(\.min\.js|\.bundle\.js|\.pb\.go|_pb2\.py|\.d\.ts)$|.*generated\..*"
+)
+GENERATED = re.compile(
+    r"do not edit|@generated|generated by|auto-generated|autogenerated|automatically generated",
+    re.IGNORECASE,
+)
+
+
+# -- fetching ----------------------------------------------------------------------------
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=120) as response:
+        data: bytes = response.read()
+    return data
+
+
+def _archive(source: Source, version: str, meta: dict[str, Any]) -> bytes:
+    """The release's source archive, from the cache or the registry (digest checked)."""
+    path = CACHE / "releases" / f"{source.registry}-{source.package}-{version}.tgz"
+    if source.registry == "pypi":
+        files = [f for f in meta["releases"][version] if f["packagetype"] == "sdist"]
+        # a mirror may answer with addresses relative to the metadata's
+        url = urljoin(f"https://pypi.org/pypi/{source.package}/json", files[0]["url"])
+        check = ("sha256", files[0]["digests"]["sha256"])
+    else:
+        dist = meta["versions"][version]["dist"]
+        algo, digest = dist["integrity"].split("-", 1)
+        url, check = dist["tarball"], (algo, base64.b64decode(digest).hex())
+    data = path.read_bytes() if path.exists() else _get(url)
+    if hashlib.new(check[0], data).hexdigest() != check[1]:
+        raise SystemExit(f"{url}: the archive does not match the registry's {check[0]} digest")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return data
+
+
+def _metadata(source: Source) -> dict[str, Any]:
+    url = (
+        f"https://pypi.org/pypi/{source.package}/json"
+        if source.registry == "pypi"
+        else f"https://registry.npmjs.org/{source.package}"
+    )
+    path = CACHE / "metadata" / f"{source.registry}-{source.package}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_get(url))
+    meta: dict[str, Any] = json.loads(path.read_bytes())
+    return meta
+
+
+def _sources(source: Source, data: bytes) -> dict[str, str]:
+    """path (below the archive's top folder) -> text, for the language's source files."""
+    out: dict[str, str] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        for member in archive.getmembers():
+            parts = member.name.split("/")[1:]
+            if not member.isfile() or not parts:
+                continue
+            path = "/".join(parts)
+            if not path.endswith(SUFFIXES[source.lang]) or EXCLUDED_NAMES.fullmatch(parts[-1]):
+                continue
+            if EXCLUDED_DIRS.intersection(parts[:-1]):
+                continue
+            raw = archive.extractfile(member)
+            if raw is None:
+                continue
+            try:
+                text = raw.read().decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            lines = text.splitlines()
+            if not lines or GENERATED.search("\n".join(lines[:25])):
+                continue
+            if max(map(len, lines)) > 1000 or sum(map(len, lines)) / len(lines) > 200:
+                continue
+            out[path] = text
+    return out
+
+
+# -- selecting ---------------------------------------------------------------------------
+
+
+def _band(fraction: float) -> str:
+    if fraction <= 0.05:
+        return "small"
+    if fraction <= 0.20:
+        return "medium"
+    return "large" if fraction <= 0.50 else "extreme"
+
+
+def candidates(source: Source, count: Any) -> Iterator[dict[str, Any]]:
+    """Every candidate pair of one package: a file that changed between two consecutive
+    releases, by the rules above."""
+    meta = _metadata(source)
+    seen: dict[str, set[str]] = {}  # path -> every text it had in earlier releases
+    before: dict[str, str] | None = None
+    for old_version, version in zip([None, *source.versions], source.versions):
+        files = _sources(source, _archive(source, version, meta))
+        if before is not None:
+            for path, new in sorted(files.items()):
+                old = before.get(path)
+                if old is None or old.split() == new.split() or new in seen.get(path, ()):
+                    continue
+                if not all(MIN_TOKENS <= count(t) <= MAX_TOKENS for t in (old, new)):
+                    continue
+                fraction = rechunk.edit_fraction(old, new)
+                yield {
+                    "lang": source.lang,
+                    "band": _band(fraction),
+                    "edit_fraction": round(fraction, 6),
+                    "source": f"{source.registry}:{source.package} {old_version} -> {version}: {path}",
+                    "file": f"{source.package}:{path}",
+                    "old": old,
+                    "new": new,
+                }
+        for path, text in files.items():
+            seen.setdefault(path, set()).add(text)
+        before = files
+
+
+def select(found: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """A seeded sample of one language's candidates: at most one pair per file, stratified
+    by band, rare bands first."""
+    rng = random.Random(f"{SEED}:{lang}")
+    quota = dict(QUOTA)
+    chosen: list[dict[str, Any]] = []
+    used: set[str] = set()
+    for band, spill in (
+        ("extreme", "medium"),
+        ("large", "medium"),
+        ("medium", "small"),
+        ("small", None),
+    ):
+        pool = [c for c in found if c["band"] == band]
+        rng.shuffle(pool)
+        taken = 0
+        for cand in pool:
+            if taken == quota[band]:
+                break
+            if cand["file"] not in used:
+                used.add(cand["file"])
+                chosen.append(cand)
+                taken += 1
+        if spill is not None:
+            quota[spill] += quota[band] - taken
+    order = list(QUOTA)
+    chosen.sort(key=lambda c: (order.index(c["band"]), c["file"]))
+    return chosen
+
+
+def load_pairs() -> list[dict[str, Any]]:
+    """The held-out pairs (fetched and selected; the same on every run)."""
+    count = dev._token_length()
+    pairs: list[dict[str, Any]] = []
+    for lang in dict.fromkeys(s.lang for s in SOURCES):
+        found = [c for s in SOURCES if s.lang == lang for c in candidates(s, count)]
+        for k, pair in enumerate(select(found, lang)):
+            pair["id"] = f"heldout-{lang}-{k:03d}"
+            pair["candidates"] = len(found)
+            pairs.append(pair)
+    return pairs
+
+
+def describe(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the results keep of each pair: where it comes from, no text."""
+    return [
+        {
+            "id": p["id"],
+            "lang": p["lang"],
+            "band": p["band"],
+            "edit_fraction": p["edit_fraction"],
+            "source": p["source"],
+            "sha256": [hashlib.sha256(p[v].encode("utf-8")).hexdigest() for v in ("old", "new")],
+        }
+        for p in pairs
+    ]
+
+
+# -- running -----------------------------------------------------------------------------
+
+
+def run(repeat: int) -> dict[str, Any]:
+    pairs = load_pairs()
+    results = dev.run(pairs=pairs, repeat=repeat, path="releases on PyPI and npm")
+    results["command"] = COMMAND
+    results["dataset"]["sources"] = [
+        {
+            "lang": s.lang,
+            "registry": s.registry,
+            "package": s.package,
+            "licence": s.licence,
+            "versions": s.versions,
+        }
+        for s in SOURCES
+    ]
+    results["dataset"]["candidates"] = {
+        lang: next(p["candidates"] for p in pairs if p["lang"] == lang)
+        for lang in dict.fromkeys(p["lang"] for p in pairs)
+    }
+    results["dataset"]["selected"] = describe(pairs)
+    return results
+
+
+def to_markdown(results: dict[str, Any]) -> str:
+    ds = results["dataset"]
+    intro = (
+        "The pairs are files changed between consecutive releases of packages outside the "
+        "dev set (never used to tune the code policy), fetched from PyPI and npm by the "
+        "benchmark: "
+        + "; ".join(
+            f"{lang}: "
+            + ", ".join(
+                f"{s['package']} {s['versions'][0]}-{s['versions'][-1]}"
+                for s in ds["sources"]
+                if s["lang"] == lang
+            )
+            + f" ({ds['candidates'][lang]} candidates)"
+            for lang in ds["candidates"]
+        )
+        + ". No Go package on those registries ships Go sources, so Go is not covered. "
+        "A release pair gathers several commits, so its edits are larger than the dev "
+        "set's single commits. Each pair's source and sha256 are in the results file."
+    )
+    return dev.to_markdown(
+        results,
+        title="Code on held-out releases: the same splitters on packages the policy never saw",
+        results_file="benchmarks/results/code_heldout.json",
+        intro=intro,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="print the selected pairs only")
+    parser.add_argument(
+        "--repeat", type=int, default=dev.REPEAT, help="timed passes (fastest counts)"
+    )
+    parser.add_argument(
+        "--report", action="store_true", help="rewrite the docs section from the saved results"
+    )
+    args = parser.parse_args(argv)
+    if args.list:
+        for pair in describe(load_pairs()):
+            print(f"{pair['id']} {pair['band']:8} {pair['edit_fraction']:.3f} {pair['source']}")
+        return 0
+    if args.report:
+        results = json.loads(RESULTS.read_text(encoding="utf-8"))
+    else:
+        results = run(args.repeat)
+        RESULTS.write_text(
+            json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    _report.write_section("code-heldout", to_markdown(results))
+    print(f"wrote {RESULTS} and the code-heldout section of {_report.DOCS}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
