@@ -797,11 +797,30 @@ def _targets(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: what the dev figures say about where the code policy's lead comes from
+DEV_READING = (
+    "The code policy's lead is on medium and large edits, where its content-chosen "
+    "cuts stay put while the text around them changes (drift above), and at the head of "
+    "a file, whose licence header, imports and code it always cuts apart; it does not "
+    "come from smaller chunks (the chunk a random token sits in is no smaller). On small "
+    "edits, which touch one or a few places, every splitter pays about the chunks those "
+    "places sit in: the R_c split below each table shows how much lies in inputs holding "
+    "a changed line, which no choice of boundaries avoids at a given chunk size. Where "
+    "the code policy's drift comes from: between two anchors more "
+    "than `max_tokens` apart its cuts are chosen left to right, so after a change the "
+    "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
+    "before a change whose `max_tokens` reach includes it may end at a different "
+    "boundary (drift before the first change); see Limits in `docs/limits.md`. The same "
+    "splitters on held-out releases: the next section."
+)
+
+
 def to_markdown(
     results: dict[str, Any],
     title: str = "Code: R_c of the code policy and the code splitters on real commits",
     results_file: str = "benchmarks/results/code.json",
     intro: str = "",
+    discussion: str = DEV_READING,
 ) -> str:
     ds = results["dataset"]
     langs = [lang for lang in LANGS if lang in ds["n"]]
@@ -849,19 +868,7 @@ def to_markdown(
         "",
         *_targets(results),
         "",
-        " ".join(reading)
-        + " The code policy's lead is on medium and large edits, where its content-chosen "
-        "cuts stay put while the text around them changes (drift above), and at the head of "
-        "a file, whose licence header, imports and code it always cuts apart; it does not "
-        "come from smaller chunks (the chunk a random token sits in is no smaller). On small "
-        "edits, which touch one or a few places, every splitter pays about the chunks those "
-        "places sit in: the R_c split below each table shows how much lies in inputs holding "
-        "a changed line, which no choice of boundaries avoids at a given chunk size. Where "
-        "the code policy's drift comes from: between two anchors more "
-        "than `max_tokens` apart its cuts are chosen left to right, so after a change the "
-        "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
-        "before a change whose `max_tokens` reach includes it may end at a different "
-        "boundary (drift before the first change); see Limits in `docs/limits.md`.",
+        " ".join([*reading, discussion]),
         "",
     ]
     for target, block in results["sizes"].items():
