@@ -43,7 +43,7 @@ import re
 import sys
 import tarfile
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -282,7 +282,7 @@ def _band(fraction: float) -> str:
     return "large" if fraction <= 0.50 else "extreme"
 
 
-def candidates(source: Source, count: Any) -> Iterator[dict[str, Any]]:
+def candidates(source: Source, count: Callable[[str], int]) -> Iterator[dict[str, Any]]:
     """Every candidate pair of one package: a file that changed between two consecutive
     releases, by the rules above."""
     meta = _metadata(source)
