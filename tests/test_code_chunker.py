@@ -472,6 +472,31 @@ def test_a_large_definition_is_split_at_its_statements() -> None:
         assert c.text.startswith("value_") or c.text.startswith("return")  # a statement start
 
 
+def test_an_item_too_large_for_one_chunk_starts_one() -> None:
+    """A long function starts a chunk whatever precedes it, so an edit in the functions
+    above it (a line added, one removed) leaves every chunk of the long one as it was."""
+    body = "\n".join(f"    value_{i} = compute(value_{i - 1}, {i})" for i in range(1, 60))
+    big = f"def big(value_0):\n{body}\n    return value_59\n"
+    for seed in range(6):
+        rng = random.Random(seed)
+        small = _functions(rng, 12)
+        at = rng.randrange(2, 10)
+        old = "\n\n".join([*small[:at], big, *small[at:]])
+        chunker = CodeChunker("python", min_tokens=60, max_tokens=150)
+        chunks = chunker.chunk(old)
+        check_tiles(old, chunks)
+        start = old.index("def big")
+        assert start in [c.start for c in chunks], seed
+        olds = {c.text for c in chunks}
+        edited = small[at - 1].replace("    return x", "    y = x\n    return y")
+        trimmed = small[at - 1].replace(small[at - 1].splitlines()[2] + "\n", "", 1)
+        for line in (edited, trimmed):
+            new = "\n\n".join([*small[: at - 1], line, big, *small[at:]])
+            lo, hi = new.index("def big"), new.index("def big") + len(big)
+            inside = [c for c in chunker.chunk(new) if lo <= c.start and c.end <= hi]
+            assert len(inside) >= 2 and all(c.text in olds for c in inside), seed
+
+
 def test_comments_and_attributes_stay_with_their_item() -> None:
     rust = SNIPPETS["rust"]
     chunks = CodeChunker("rust", min_tokens=10, max_tokens=40).chunk(rust)

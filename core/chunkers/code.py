@@ -337,7 +337,9 @@ class CodeChunker(BaseChunker):
     An item of several lines that holds at most ``max_tokens`` tokens (with what
     is attached to it) is never cut inside: a small function, class or statement
     stays whole, and a larger one is split at its members or statements, then
-    as text.
+    as text. Such a larger item always starts a chunk (with the floor below), so
+    its pieces are cut the same whatever comes before it: an edit above a long
+    function or class leaves the chunks inside it as they were.
 
     **The head of a file** longer than ``max_tokens`` is always cut twice: after
     its leading comments (a licence or module header) and after its prologue
@@ -346,7 +348,8 @@ class CodeChunker(BaseChunker):
     change for reasons of their own (a year bumped, an import added beside a change
     further down), and grouped with the first definition an added import would
     re-embed that definition too. A piece of fewer than ``min_tokens // 4`` tokens
-    (a lone ``package main``) is not cut off: it joins the piece after it.
+    (a lone ``package main``, or a short item between two long ones) is not cut
+    off: it joins the piece after it.
 
     **The cut rule** is the structured policy's, with content *after* a
     boundary: each boundary's key is its level, then 28 bits of a hash of the
@@ -365,8 +368,8 @@ class CodeChunker(BaseChunker):
 
     Defaults (for a 512-token model window): ``min_tokens=253``,
     ``max_tokens=422``: on the dev commits (``code-dev.jsonl``) their median chunk
-    is 300 MiniLM tokens, and scaled to all-MiniLM-L6-v2's window
-    (:func:`rechunk.policy_for`: 125 / 209) it is 149.
+    is 293 MiniLM tokens, and scaled to all-MiniLM-L6-v2's window
+    (:func:`rechunk.policy_for`: 125 / 209) it is 147.
 
     No chunk exceeds ``max_tokens`` (every unit holds at most ``min_tokens``
     tokens; with a tokenizer that is not additive the finished chunks are
@@ -376,7 +379,7 @@ class CodeChunker(BaseChunker):
     """
 
     kind = "code"
-    version = 2
+    version = 3
 
     def __init__(
         self,
@@ -476,6 +479,7 @@ class CodeChunker(BaseChunker):
         prefix = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(analysis.counts, out=prefix[1:])
         inside = np.zeros(n + 1, dtype=np.int64)
+        forced: list[int] = []  # words a cut is made before (see below)
         if structure.spans:
             spans = np.asarray(structure.spans, dtype=np.int64)
             lo = np.searchsorted(starts, first[spans[:, 0]])
@@ -489,24 +493,30 @@ class CodeChunker(BaseChunker):
             np.add.at(before, hi[fits], -1)
             forbidden = np.cumsum(before[:n]) > 0
             levels[forbidden] = FORBID
+            # an item too large for one chunk starts one: its cuts then do not depend on
+            # what comes before it
+            big = (prefix[hi] - prefix[lo] > self.max_tokens) & (hi > lo)
+            forced.extend(lo[big].tolist())
         else:
             within = np.zeros(n, dtype=np.bool_)
         if n:
             levels[0] = _TOP
-        if structure.cuts and prefix[n] > self.max_tokens:
-            # the head of a file longer than one chunk: a piece of fewer than a quarter
-            # of min_tokens joins the next one (no chunk of a lone `package main`)
+        for row in structure.cuts:  # the head of the file
+            w = int(np.searchsorted(starts, structure.first[row]))
+            if w < n and starts[w] == structure.first[row]:
+                forced.append(w)
+        if forced and prefix[n] > self.max_tokens:
+            # in a file longer than one chunk; a piece of fewer than a quarter of
+            # min_tokens joins the next one (no chunk of a lone `package main`)
             floor = self.min_tokens // 4
             last = 0
-            for row in structure.cuts:
-                w = int(np.searchsorted(starts, structure.first[row]))
-                if w >= n or starts[w] != structure.first[row] or levels[w] < _BASE:
+            for w in sorted(set(forced)):
+                if w == 0 or levels[w] < _BASE or prefix[w] - prefix[last] < floor:
                     continue
-                if prefix[w] - prefix[last] >= floor:
-                    if prefix[n] - prefix[w] < floor:
-                        break
-                    levels[w] = _TOP
-                    last = w
+                if prefix[n] - prefix[w] < floor:
+                    break
+                levels[w] = _TOP
+                last = w
         return levels, within
 
     def _units(self, analysis: Analysis) -> tuple[Units, IntArray]:
