@@ -811,7 +811,7 @@ DEV_READING = (
     "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
     "before a change whose `max_tokens` reach includes it may end at a different "
     "boundary (drift before the first change); see Limits in `docs/limits.md`. The same "
-    "splitters on held-out releases: the next section."
+    "splitters on releases of other packages: the next two sections."
 )
 
 
