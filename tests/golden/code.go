@@ -1,28 +1,35 @@
-// Package queue holds jobs until a worker takes them.
-package queue
+// Package tally counts words in lines of text.
+package tally
 
-import "sync"
+import (
+	"sort"
+	"strings"
+)
 
-// Queue is a first-in, first-out list of jobs, safe for many goroutines.
-type Queue struct {
-	mu   sync.Mutex
-	jobs []string
-}
+// Counts maps a word to how often it was seen.
+type Counts map[string]int
 
-// Push adds a job at the back.
-func (q *Queue) Push(job string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.jobs = append(q.jobs, job)
-}
-
-// Pop takes the job at the front; ok is false when the queue is empty.
-func (q *Queue) Pop() (job string, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.jobs) == 0 {
-		return "", false
+// Add counts every word of a line, in lower case.
+func (c Counts) Add(line string) {
+	for _, word := range strings.Fields(line) {
+		c[strings.ToLower(word)]++
 	}
-	job, q.jobs = q.jobs[0], q.jobs[1:]
-	return job, true
+}
+
+// Top returns the n most frequent words, ties in alphabetical order.
+func (c Counts) Top(n int) []string {
+	words := make([]string, 0, len(c))
+	for w := range c {
+		words = append(words, w)
+	}
+	sort.Slice(words, func(i, j int) bool {
+		if c[words[i]] != c[words[j]] {
+			return c[words[i]] > c[words[j]]
+		}
+		return words[i] < words[j]
+	})
+	if len(words) > n {
+		words = words[:n]
+	}
+	return words
 }

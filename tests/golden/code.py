@@ -1,31 +1,30 @@
-"""A shopping cart that keeps the order items were added in."""
+"""Shelves of a small store room: what each holds and what is running low."""
 
 from __future__ import annotations
 
-
-class Cart:
-    """Items and their prices."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, float] = {}
-
-    def add(self, name: str, price: float) -> None:
-        """Add one item; adding a name again replaces its price."""
-        if price < 0:
-            raise ValueError(f"price of {name} is negative")
-        self.items[name] = price
-
-    def remove(self, name: str) -> None:
-        """Remove an item; removing one that is not there is no error."""
-        self.items.pop(name, None)
-
-    def total(self) -> float:
-        """The sum of every price."""
-        return sum(self.items.values())
+from dataclasses import dataclass, field
 
 
-def receipt(cart: Cart) -> str:
-    """One line per item, then the total."""
-    lines = [f"{name:<20}{price:>8.2f}" for name, price in cart.items.items()]
-    lines.append(f"{'total':<20}{cart.total():>8.2f}")
-    return "\n".join(lines)
+@dataclass
+class Shelf:
+    """One shelf: a label and the count of each item on it."""
+
+    label: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def stock(self, item: str, count: int) -> None:
+        if count < 0:
+            raise ValueError("a count is never negative")
+        self.counts[item] = self.counts.get(item, 0) + count
+
+    def take(self, item: str, count: int = 1) -> int:
+        left = self.counts.get(item, 0) - count
+        if left < 0:
+            raise LookupError(f"only {self.counts.get(item, 0)} of {item} left")
+        self.counts[item] = left
+        return left
+
+
+def running_low(shelves: list[Shelf], below: int = 3) -> list[tuple[str, str]]:
+    """(shelf, item) for every item with fewer than ``below`` left."""
+    return [(s.label, item) for s in shelves for item, n in s.counts.items() if n < below]

@@ -1,28 +1,35 @@
-//! Points on a plane and the distance between them.
+//! Readings of a thermometer, kept in order, with their mean.
 
 use std::fmt;
 
-/// A point with two coordinates.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Point {
-    pub x: f64,
-    pub y: f64,
+/// A reading in tenths of a degree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading(pub i32);
+
+pub struct Log {
+    readings: Vec<Reading>,
 }
 
-impl Point {
-    /// The origin.
-    pub fn origin() -> Self {
-        Point { x: 0.0, y: 0.0 }
+impl Log {
+    pub fn new() -> Self {
+        Log { readings: Vec::new() }
     }
 
-    /// The distance to another point.
-    pub fn distance(&self, other: &Point) -> f64 {
-        ((self.x - other.x).powi(2) + (self.y - other.y).powi(2)).sqrt()
+    pub fn push(&mut self, reading: Reading) {
+        self.readings.push(reading);
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        if self.readings.is_empty() {
+            return None;
+        }
+        let total: i64 = self.readings.iter().map(|r| r.0 as i64).sum();
+        Some(total as f64 / self.readings.len() as f64 / 10.0)
     }
 }
 
-impl fmt::Display for Point {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "({}, {})", self.x, self.y)
+impl fmt::Display for Reading {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}.{} degrees", self.0 / 10, (self.0 % 10).abs())
     }
 }

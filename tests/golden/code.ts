@@ -1,22 +1,36 @@
-/** Money amounts as a reader expects to see them. */
+// A to-do list that keeps done items apart from open ones.
 
-export interface Amount {
-  cents: number;
-  currency: string;
+export interface Task {
+  id: number;
+  title: string;
+  done: boolean;
 }
 
-/** "12.50 EUR" for 1250 cents in euros. */
-export function formatAmount(amount: Amount): string {
-  const whole = Math.trunc(amount.cents / 100);
-  const rest = Math.abs(amount.cents % 100).toString().padStart(2, "0");
-  return `${whole}.${rest} ${amount.currency}`;
-}
+export class TodoList {
+  private tasks: Task[] = [];
+  private next = 1;
 
-/** The sum of amounts in one currency; mixing currencies is an error. */
-export function sum(amounts: Amount[]): Amount {
-  const currency = amounts[0]?.currency ?? "EUR";
-  if (amounts.some((a) => a.currency !== currency)) {
-    throw new Error("cannot add amounts in different currencies");
+  add(title: string): Task {
+    const task = { id: this.next++, title, done: false };
+    this.tasks.push(task);
+    return task;
   }
-  return { cents: amounts.reduce((t, a) => t + a.cents, 0), currency };
+
+  finish(id: number): boolean {
+    const task = this.tasks.find((t) => t.id === id);
+    if (!task || task.done) {
+      return false;
+    }
+    task.done = true;
+    return true;
+  }
+
+  open(): Task[] {
+    return this.tasks.filter((t) => !t.done);
+  }
+}
+
+export function summary(list: TodoList): string {
+  const left = list.open().length;
+  return left === 0 ? "nothing left to do" : `${left} task(s) open`;
 }
