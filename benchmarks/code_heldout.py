@@ -4,10 +4,10 @@ changed between adjacent releases of packages outside the dev set.
 The dev pairs (``../shared/revisions/code-dev.jsonl``) are what the code policy was
 tuned on. This benchmark builds two more sets from the source archives of pinned,
 consecutive releases of permissively licensed packages on PyPI (sdists) and npm
-(tarballs), in Python, JavaScript, TypeScript, Rust, Java, C and C++ (no Go package on
-those two registries ships Go sources). Set a, measured first, showed the dev lead gone
-and the code policy's version 3 was chosen on it; set b, ten other packages, was measured
-only after that: it is the one held out (see ``ABOUT``).
+(tarballs), in Python, JavaScript, TypeScript, Rust, Java, C and C++ (we found no Go
+package on those two registries that ships Go sources). Set a, measured first, showed
+version 2's dev lead gone, and the code policy's version 3 was chosen on it; set b, other
+packages, was measured only after that: it is the one held out (see ``ABOUT``).
 
 Selection (the dev set's rules, read from ``../shared/revisions/README.md``, applied to
 release pairs instead of commits): a file present in two consecutive releases under the
@@ -516,7 +516,8 @@ def to_markdown(results: dict[str, Any]) -> str:
             + f" ({ds['candidates'].get(lang, 0) or 'no'} candidates)"
             for lang in dict.fromkeys(s["lang"] for s in ds["sources"])
         )
-        + ". No Go package on those registries ships Go sources, so Go is not covered. "
+        + ". We found no Go package on those registries that ships Go sources, so Go is "
+        "not covered. "
         "A release pair gathers several commits, so its edits are larger than the dev "
         "set's single commits. Each pair's source and sha256 are in the results file. "
         + ABOUT[name]
