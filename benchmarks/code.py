@@ -600,7 +600,7 @@ def run(
     t0 = time.perf_counter()
     sizes: dict[str, Any] = {}
     for target in targets:
-        results = []
+        results: list[dict[str, Any]] = []
         for name in names:
             try:
                 size, tried = _match(name, target, pairs)
@@ -782,10 +782,12 @@ def _targets(results: dict[str, Any]) -> list[str]:
         if line:
             lines.append(line)
     for target, block in sizes.items():
-        ok = [r for r in block["splitters"] if r.get("available")]
-        ref = next((r for r in ok if r["name"] == REFERENCE), None)
+        measured = [r for r in block["splitters"] if r.get("available")]
+        ref = next((r for r in measured if r["name"] == REFERENCE), None)
         fastest = max(
-            (r for r in ok if r["name"] in ANCHORS and r["mbps"]), key=lambda r: r["mbps"], default=None
+            (r for r in measured if r["name"] in ANCHORS and r["mbps"]),
+            key=lambda r: r["mbps"],
+            default=None,
         )
         if ref and fastest:
             met = ref["mbps"] >= fastest["mbps"]
@@ -872,7 +874,7 @@ def to_markdown(
         "",
     ]
     for target, block in results["sizes"].items():
-        ok = [r for r in block["splitters"] if r.get("available")]
+        measured = [r for r in block["splitters"] if r.get("available")]
         missing = [r for r in block["splitters"] if not r.get("available")]
         best = block["best_anchor"]
         lines += [
@@ -889,7 +891,7 @@ def to_markdown(
             f"| extreme | drift | before / after | >{WINDOW} | tiles | MB/s | failed pairs |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
         ]
-        for r in ok:
+        for r in measured:
             rc, drift = r["rc"], r["drift"]
             failed = len(r["failed_pairs"])
             lines.append(
@@ -910,7 +912,7 @@ def to_markdown(
             "| splitter | " + " | ".join(langs) + " |",
             "|---|" + "---:|" * len(langs),
         ]
-        for r in ok:
+        for r in measured:
             lines.append(
                 f"| `{r['name']}` | " + " | ".join(_pct(r["rc"][lang]) for lang in langs) + " |"
             )
@@ -924,7 +926,7 @@ def to_markdown(
             "| splitter | holding a change: all | small edits | elsewhere: all | small edits |",
             "|---|---:|---:|---:|---:|",
         ]
-        for r in ok:
+        for r in measured:
             split = r.get("rc_split")
             if split:
                 lines.append(
@@ -949,7 +951,7 @@ def to_markdown(
                     f"| `{name}` | " + " | ".join(_interval(row[c]) for c in cells) + " |"
                 )
         notes = []
-        for r in ok:
+        for r in measured:
             if r["first_error"]:
                 notes.append(
                     f"`{r['name']}` failed on {', '.join(r['failed_pairs'])}: "
