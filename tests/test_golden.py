@@ -37,51 +37,61 @@ CHUNKERS = {
 CODE = {"python": "code.py", "rust": "code.rs", "typescript": "code.ts", "go": "code.go"}
 
 
+def _prose(name: str) -> dict[str, Any]:
+    chunker = CHUNKERS[name]()
+    return {
+        "policy_id": chunker.policy_id,
+        "spans": [[c.start, c.end, c.tokens] for c in chunker.chunk(TEXT)],
+    }
+
+
+def _code(language: str) -> dict[str, Any]:
+    code = CodeChunker(language, min_tokens=40, max_tokens=80)
+    text = (HERE / CODE[language]).read_text(encoding="utf-8")
+    return {
+        "grammar": code.grammar_version,
+        "policy_id": code.policy_id,
+        "spans": [[c.start, c.end, c.tokens] for c in code.chunk(text)],
+    }
+
+
 def current() -> dict[str, Any]:
-    out = {}
-    for name, factory in CHUNKERS.items():
-        chunker = factory()
-        out[name] = {
-            "policy_id": chunker.policy_id,
-            "spans": [[c.start, c.end, c.tokens] for c in chunker.chunk(TEXT)],
-        }
-    for language, name in CODE.items():
-        code = CodeChunker(language, min_tokens=40, max_tokens=80)
-        text = (HERE / name).read_text(encoding="utf-8")
-        out[f"code-{language}"] = {
-            "grammar": code.grammar_version,
-            "policy_id": code.policy_id,
-            "spans": [[c.start, c.end, c.tokens] for c in code.chunk(text)],
-        }
-    return out
+    return {
+        **{name: _prose(name) for name in CHUNKERS},
+        **{f"code-{language}": _code(language) for language in CODE},
+    }
+
+
+def _check(name: str, now: dict[str, Any]) -> None:
+    golden = json.loads(SPANS.read_text(encoding="utf-8"))[name]
+    assert now["policy_id"] == golden["policy_id"], (
+        f"{name}: policy id changed; if the boundaries changed on purpose, bump the "
+        "chunker's version and regenerate tests/golden/spans.json"
+    )
+    assert now["spans"] == golden["spans"], (
+        f"{name}: boundaries changed without a policy version bump"
+    )
+    assert len(now["spans"]) >= 3
 
 
 def test_chunk_spans_match_golden() -> None:
-    golden = json.loads(SPANS.read_text(encoding="utf-8"))
-    for name, now in current().items():
-        if name.startswith("code-") and now["grammar"] != golden[name]["grammar"]:
-            continue  # another grammar is another policy: test_code_golden_grammars says so
-        assert now["policy_id"] == golden[name]["policy_id"], (
-            f"{name}: policy id changed; if the boundaries changed on purpose, bump the "
-            "chunker's version and regenerate tests/golden/spans.json"
-        )
-        assert now["spans"] == golden[name]["spans"], (
-            f"{name}: boundaries changed without a policy version bump"
-        )
-        assert len(now["spans"]) >= 3
+    for name in CHUNKERS:
+        _check(name, _prose(name))
 
 
 @pytest.mark.parametrize("language", sorted(CODE))
-def test_code_golden_grammars(language: str) -> None:
+def test_code_spans_match_golden(language: str) -> None:
     """The code goldens were recorded with one version of each grammar wheel; a newer
     wheel is a new policy (its id names the version), so its spans are not compared."""
-    recorded = json.loads(SPANS.read_text(encoding="utf-8"))[f"code-{language}"]["grammar"]
-    installed = CodeChunker(language).grammar_version
-    if installed != recorded:
+    name = f"code-{language}"
+    recorded = json.loads(SPANS.read_text(encoding="utf-8"))[name]["grammar"]
+    now = _code(language)
+    if now["grammar"] != recorded:
         pytest.skip(
-            f"the {language} golden was recorded with grammar {recorded}, {installed} is "
-            "installed: regenerate tests/golden/spans.json to compare its spans"
+            f"the {language} golden was recorded with grammar {recorded}, {now['grammar']} "
+            "is installed: regenerate tests/golden/spans.json to compare its spans"
         )
+    _check(name, now)
 
 
 def test_identity_golden_values() -> None:
