@@ -136,7 +136,7 @@ def execute(args: MeasureArgs) -> int:
 
     old = read_text_file(Path(args.old))
     new = read_text_file(Path(args.new))
-    language = args.lang or language_for(args.new) or language_for(args.old)
+    language = args.lang or language_for(args.new, new) or language_for(args.old, old)
     names = args.chunker or ["all"]
     if "all" in names:  # the code policy beside the others when the files are code
         names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]

@@ -188,3 +188,59 @@ def test_a_file_that_cannot_be_parsed_is_skipped_with_one_line(
     assert set(reasons) == {"broken.pdf", "broken.docx"}
     assert all("\n" not in r for r in reasons.values())
     assert report["documents"]["new"] == 8
+
+
+CPP_HEADER = """// A shelf of jars, counted by label.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace pantry {
+
+class Shelf {
+ public:
+  void add(const std::string& label, int jars) { counts_[label] += jars; }
+
+  int count(const std::string& label) const {
+    auto found = counts_.find(label);
+    return found == counts_.end() ? 0 : found->second;
+  }
+
+ private:
+  std::map<std::string, int> counts_;
+};
+
+}  // namespace pantry
+"""
+C_HEADER = """/* Readings of a thermometer, kept in a ring. */
+#ifndef THERMO_H
+#define THERMO_H
+
+#include <stddef.h>
+
+struct reading {
+    long at;
+    double kelvin;
+};
+
+size_t thermo_append(struct reading *ring, size_t size, struct reading r);
+
+#endif
+"""
+
+
+def test_a_cpp_header_is_synced_as_cpp_and_a_c_header_as_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "inc"
+    folder.mkdir()
+    (folder / "shelf.h").write_text(CPP_HEADER)
+    (folder / "thermo.h").write_text(C_HEADER)
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "inc")
+    assert code == 0, report
+    assert sorted(p.split("-")[1] for p in report["policies"]) == ["c", "cpp"]
+    points = stored(tmp_path)
+    assert {p["language"] for p in points["shelf.h"]} == {"cpp"}
+    assert {p["language"] for p in points["thermo.h"]} == {"c"}

@@ -666,6 +666,61 @@ def test_locator_symbol_paths() -> None:
     assert _where("cpp", cpp, "int x() const")["symbol"] == "geo::Point::x"
 
 
+# Code above a definition inside a container (an include guard, a function body, an
+# initializer block) is the container's, not the definition's.
+GUARDED_HEADER = """/* Readings of a thermometer, kept in a ring. */
+#ifndef THERMO_H
+#define THERMO_H
+
+#include <stddef.h>
+
+struct reading {
+    long at;
+    double kelvin;
+};
+
+size_t thermo_append(struct reading *ring, size_t size, struct reading r);
+
+#endif
+"""
+NESTED_JS = """function throttle(wait, fn) {
+  let last = 0;
+  return (...args) => {
+    const now = Date.now();
+    const fire = () => fn(...args);
+    if (now - last >= wait) {
+      last = now;
+      fire();
+    }
+  };
+}
+"""
+JAVA_BLOCK = """class Units {
+  static final java.util.Map<String, Double> METRES = new java.util.HashMap<>();
+
+  static
+  {
+    METRES.put("ft", 0.3048);
+  }
+
+  /** Metres in one unit. */
+  static double of(String unit) {
+    return METRES.get(unit);
+  }
+}
+"""
+
+
+def test_locator_gives_a_container_s_own_code_to_the_container() -> None:
+    assert "symbol" not in _where("c", GUARDED_HEADER, "/* Readings")
+    assert "symbol" not in _where("c", GUARDED_HEADER, "#include <stddef.h>")
+    assert _where("c", GUARDED_HEADER, "double kelvin")["symbol"] == "struct reading"
+    assert _where("javascript", NESTED_JS, "return (...args)")["symbol"] == "throttle"
+    assert _where("javascript", NESTED_JS, "const fire")["symbol"] == "throttle.fire"
+    assert _where("java", JAVA_BLOCK, "METRES.put")["symbol"] == "Units"
+    assert _where("java", JAVA_BLOCK, "/** Metres in one unit")["symbol"] == "Units.of"
+
+
 def test_locator_lines_and_language() -> None:
     py = SNIPPETS["python"]
     where = CodeChunker("python").locator(py)
@@ -724,6 +779,27 @@ def embedding_text(lines: list[str]) -> str:
 )
 def test_language_for(path: str, language: str | None) -> None:
     assert language_for(path) == language
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        (GUARDED_HEADER, "c"),
+        ('#ifdef __cplusplus\nextern "C" {\n#endif\nint f(void);\n', "c"),
+        ("#include <stdio.h>\n#include <sys/types.h>\n", "c"),
+        ("#include <vector>\nint total(const std::vector<int>& xs);\n", "cpp"),
+        ("template <typename T>\nT twice(T x) { return x + x; }\n", "cpp"),
+        ("namespace geo {\nint area();\n}\n", "cpp"),
+        ("class Shelf {\n public:\n  int jars;\n};\n", "cpp"),
+        ("struct Jar : public Box {\n};\n", "cpp"),
+        ("using Count = unsigned long;\n", "cpp"),
+        ("/* a class is a kind of struct: template<T> */\nint f(void);\n", "c"),
+    ],
+)
+def test_a_header_is_cpp_when_it_has_a_line_only_cpp_has(text: str, language: str) -> None:
+    assert language_for("inc/x.h", text) == language
+    assert language_for("x.c", text) == "c"  # only a header is read for it
+    assert language_for("x.hpp", text) == "cpp"
 
 
 def test_every_language_has_its_grammar_wheel() -> None:

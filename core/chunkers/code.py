@@ -629,14 +629,17 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                     start = char_of(child.start_byte)
                     # the item starting the line this definition opens (itself, or a
                     # wrapper: decorators, export, template, declaration), not through
-                    # another definition
+                    # another definition nor a container (an include guard, an `if`
+                    # block) that holds other items before it
                     item = None
                     above = child
                     while above is not None and above.type not in spec.lists:
                         if above.id in items:
                             item = above
-                        above = above.parent
-                        if above is not None and above.type in spec.definitions:
+                        inner_node, above = above, above.parent
+                        if above is None or above.type in spec.definitions:
+                            break
+                        if _holds_items_before(spec, above, inner_node, items):
                             break
                     if item is not None and item.id not in claimed:
                         claimed.add(item.id)
@@ -649,6 +652,22 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                 later.append((child, inner))
         stack.extend(reversed(later))
     return out
+
+
+#: decorator nodes (Python, TypeScript): the items a wrapper holds above its definition
+_DECORATORS = frozenset({"decorator"})
+
+
+def _holds_items_before(spec: LanguageSpec, node: Any, child: Any, items: dict[int, int]) -> bool:
+    """Whether an item other than a comment, attribute or decorator starts a line in
+    ``node`` before its ``child``: ``node`` then contains code of its own above
+    ``child`` rather than wrapping it."""
+    for sibling in node.children:
+        if sibling.id == child.id:
+            return False
+        if sibling.id in items and sibling.type not in spec.attached | _DECORATORS:
+            return True
+    return False
 
 
 def _innermost(definitions: list[tuple[int, int, int, str]], at: int) -> str | None:

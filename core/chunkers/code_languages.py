@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -222,12 +223,34 @@ _ALIASES = {
 _BY_SUFFIX = {suffix: spec.name for spec in LANGUAGES.values() for suffix in spec.suffixes}
 
 
-def language_for(path: str | PurePath) -> str | None:
+#: a line only C++ has (a C header may hold C++ only inside ``#ifdef __cplusplus``,
+#: where ``extern "C" {`` is the usual line: it is not one of these)
+_CPP_LINE = re.compile(
+    r"^[ \t]*(?:"
+    r"template[ \t]*<"  # a template
+    r"|namespace(?:[ \t]+[\w:]+)?[ \t]*\{"  # a namespace block
+    r"|using[ \t]+(?:namespace[ \t]+\w|[\w:]+[ \t]*=)"  # a using-directive or alias
+    r"|class[ \t]+\w+[ \t]*\{"  # a class body
+    r"|(?:class|struct)[ \t]+\w+[^;(\n]*(?::[ \t]*(?:public|private|protected)\b|\bfinal\b)"
+    r"|(?:public|private|protected)[ \t]*:(?!:)"  # an access specifier
+    r"|#[ \t]*include[ \t]*<[\w/]+>"  # a standard C++ header (C's end in .h)
+    r")",
+    re.MULTILINE,
+)
+
+
+def language_for(path: str | PurePath, text: str | None = None) -> str | None:
     """The language of a source file by its suffix (``"src/app.tsx"`` -> ``"tsx"``), or None.
 
-    ``.h`` counts as C. The suffix is matched without regard to case.
+    The suffix is matched without regard to case. A ``.h`` header is C, or C++ when
+    ``text`` (the file's text) has a line only C++ has: a template, a namespace or
+    class body, an access specifier, a using-directive, a class with a base, or an
+    ``#include`` of a standard C++ header such as ``<vector>``. Without ``text`` it is C.
     """
-    return _BY_SUFFIX.get(PurePath(path).suffix.lower())
+    suffix = PurePath(path).suffix.lower()
+    if suffix == ".h" and text is not None and _CPP_LINE.search(text):
+        return "cpp"
+    return _BY_SUFFIX.get(suffix)
 
 
 def spec_for(language: str) -> LanguageSpec:

@@ -53,10 +53,10 @@ OTHER_CODE_SUFFIXES = {
 }
 
 
-def _code_language(path: Path) -> str | None:
+def _code_language(path: Path, text: str | None = None) -> str | None:
     from rechunk.chunkers.code_languages import language_for
 
-    return language_for(path)
+    return language_for(path, text)
 
 
 def kind_of(path: str | Path, forced: str | None = None) -> str | None:
@@ -159,7 +159,7 @@ def documents_from_file(
         text = _decode(path, data)
         if not text.strip():
             return []
-        language = _code_language(path)
+        language = _code_language(path, text)
         name = language or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
         metadata: dict[str, Any] = {"format": CODE, "parser": "code/1"}
         if name:
