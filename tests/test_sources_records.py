@@ -159,6 +159,49 @@ def test_jsonl_skips_blank_lines_and_names_a_bad_line() -> None:
         JsonParser().parse(b"[]", ParseOptions())
 
 
+TSCONFIG = b"""{
+  "extends": "./tsconfig.base.json", // shared settings
+  /* what the compiler writes, and where */
+  "compilerOptions": {
+    "outDir": "dist",
+    "paths": {"@app/*": ["src/*"],},
+  },
+}
+"""
+
+
+def test_json_with_comments_is_read_without_them() -> None:
+    (doc,) = parse(JsonParser(), TSCONFIG)
+    assert doc.text == (
+        "compilerOptions.outDir: dist\n\n"
+        "compilerOptions.paths.@app/*: src/*\n\n"
+        "extends: ./tsconfig.base.json\n"
+    )
+    (doc,) = parse(JsonParser(), b'{"url": "http://x/*y*/", // the site\n "n": 1}')
+    assert doc.text == "n: 1\n\nurl: http://x/*y*/\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"[1/**/2]", b'{"a": 1,,}', b'{"a": 1 /* never closed}', b"[1 2]", b"\xff[1, // x\n]"],
+)
+def test_what_is_not_json_with_comments_either_gets_json_s_error(data: bytes) -> None:
+    with pytest.raises(ParseError, match=r"^not valid"):
+        JsonParser().parse(data, ParseOptions())
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=20))))
+def test_comments_and_trailing_commas_change_nothing(records: list[dict[str, Any]]) -> None:
+    if not records:
+        return
+    plain = json.dumps(records, indent=1)
+    # a comment after every line (no line ends inside a string: JSON escapes newlines)
+    noted = "/* the records */\n" + "\n".join(f"{line} // a note" for line in plain.split("\n"))
+    assert [d.text for d in parse(JsonParser(), noted.encode())] == [
+        d.text for d in parse(JsonParser(), plain.encode())
+    ]
+
+
 def test_line_separators_inside_strings_do_not_split_a_line() -> None:
     (doc,) = parse(JsonlParser(), '{"t": "a\u2028b"}\n'.encode())
     assert doc.text == "t: a b\n"

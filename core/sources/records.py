@@ -6,7 +6,10 @@ Which values are the records:
   is a :class:`ParseError` naming the line).
 * ``.json``: an array holds the records; an object whose *only* member is an array of
   objects (``{"items": [{...}, ...]}``, an export's envelope) holds them in that array;
-  any other object is one record, and so is a lone string or number.
+  any other object is one record, and so is a lone string or number. A file that is not
+  JSON but is JSON with comments (``//`` and ``/* */`` comments, commas before a closing
+  bracket: ``tsconfig.json``, editor settings) is read as that; the comments are not
+  part of the text.
 
 A record's id (its document's ``part``, so its doc_id is ``path#id``): the value of the
 field ``ParseOptions.id_field`` names (``--id-field``; a dotted name reaches into nested
@@ -43,6 +46,11 @@ from rechunk.sources.registry import FORMATS, ParseOptions
 __all__ = ["JsonParser", "JsonlParser", "record_fields"]
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# JSON with comments: a string (kept as it is), else a comment or a comma before a
+# closing bracket (dropped)
+_STRING = r'"(?:[^"\\\n]|\\.)*"'
+_COMMENT = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.DOTALL)
+_TRAILING_COMMA = re.compile(_STRING + r"|,(?=\s*[\]}])")
 _MISSING = object()
 
 
@@ -131,6 +139,30 @@ def _documents(
     return documents
 
 
+def _load_json_with_comments(data: bytes) -> Any:
+    """The value of a JSON file, or of a JSON-with-comments one; the error is JSON's."""
+    try:
+        return load_json(data)
+    except ParseError:
+        try:
+            text = data.decode("utf-8-sig")
+            plain = _TRAILING_COMMA.sub(_strings, _COMMENT.sub(_strings_or_space, text))
+            return json.loads(plain)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            pass
+        raise
+
+
+def _strings(match: re.Match[str]) -> str:
+    """A string as it is; a trailing comma dropped."""
+    return match.group() if match.group().startswith('"') else ""
+
+
+def _strings_or_space(match: re.Match[str]) -> str:
+    """A string as it is; a comment a space (``1/**/2`` is not ``12``)."""
+    return match.group() if match.group().startswith('"') else " "
+
+
 class JsonParser:
     """``.json``: an array of records, an envelope of one array, or one record."""
 
@@ -141,7 +173,7 @@ class JsonParser:
         return "json/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        value = load_json(data)
+        value = _load_json_with_comments(data)
         if isinstance(value, dict) and len(value) == 1:
             (inner,) = value.values()
             if isinstance(inner, list) and inner and all(isinstance(r, dict) for r in inner):
