@@ -146,7 +146,8 @@ def input_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also read files that .gitignore excludes (by default the .gitignore files "
         "of each folder, and of the folders above it up to the top of its git "
-        "repository, apply; hidden files and folders are never read)",
+        "repository, apply; .rechunkignore files, in the same syntax, always apply; "
+        "hidden files and folders are never read)",
     )
     add_source_options(p)
 

@@ -25,8 +25,8 @@ def file_fields(files: Any) -> dict[str, Any]:
 
 def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
-    what happens to their documents, unless ``prune`` is None), what .gitignore excluded,
-    and links to folders not followed."""
+    what happens to their documents, unless ``prune`` is None), what .gitignore or
+    .rechunkignore excluded, and links to folders not followed."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -37,7 +37,12 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     if files.ignored:
         folders = sum(name.endswith("/") for name in files.ignored)
         counts = f"{len(files.ignored) - folders} matching file(s) and {folders} folder(s)"
-        rows.append(("ignored", f"{counts} excluded by .gitignore (--no-ignore reads them)"))
+        rows.append(
+            (
+                "ignored",
+                f"{counts} excluded by .gitignore (--no-ignore reads them) or .rechunkignore",
+            )
+        )
     rows.extend(
         ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
         for link in files.links

@@ -136,6 +136,32 @@ def test_a_repository_inside_starts_afresh(tmp_path: Path) -> None:
     assert ids(inner) == ["guide.txt", "notes/n.md"]
 
 
+def test_rechunkignore_leaves_out_what_rechunk_should_not_read(tmp_path: Path) -> None:
+    """Same syntax and places as .gitignore, read after it in each folder, and applied
+    with --no-ignore too."""
+    tree(tmp_path, {
+        ".gitignore": "api/\n",
+        ".rechunkignore": "package-lock.json\nvendor/\n!api/\ndraft.md\n",
+        "guide.md": "g", "package-lock.json": '{"lockfileVersion": 3}',
+        "vendor/lib.md": "v", "api/ref.md": "taken back in by .rechunkignore",
+        "sub/.rechunkignore": "*.tmpl.md\n", "sub/page.tmpl.md": "t", "sub/page.md": "p",
+        "sub/draft.md": "d",
+    })  # fmt: skip
+    files = read_documents([tmp_path])
+    assert ids(files) == ["api/ref.md", "guide.md", "sub/page.md"]
+    assert sorted(files.ignored) == [
+        "package-lock.json", "sub/draft.md", "sub/page.tmpl.md", "vendor/"
+    ]
+    everything_git_ignores = read_documents([tmp_path], gitignore=False)
+    assert ids(everything_git_ignores) == ids(files)
+    # the files above a folder apply up to the top of its repository, as .gitignore's do
+    assert ids(read_documents([tmp_path / "sub"])) == ["draft.md", "page.md"]
+    (tmp_path / ".git").mkdir()
+    assert ids(read_documents([tmp_path / "sub"])) == ["page.md"]
+    # a file named directly is read whatever the rules say
+    assert ids(read_documents([tmp_path / "vendor" / "lib.md"])) == ["lib.md"]
+
+
 def test_odd_gitignore_files(tmp_path: Path) -> None:
     """A byte-order mark, CRLF, escaped and trailing spaces, lines git cannot use, and a
     .gitignore that is a symbolic link (git does not follow it)."""

@@ -278,6 +278,27 @@ def test_same_rules_as_sync(tmp_path: Path, embedder: Any, chunker: Any) -> None
 
 
 
+def test_a_rechunkignore_written_while_watching_applies(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """Writing a .rechunkignore reads the folder again under it (with --prune: what it
+    leaves out is deleted), and later files it excludes are never read."""
+    root = tmp_path / "docs"
+    write_docs(root, ["keep", "vendored"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      prune=True, parse_retries=1)  # fmt: skip
+    with Running(watcher) as run:
+        run.next()
+        assert store.doc_ids() == {"keep.md", "vendored.md"}
+        (root / ".rechunkignore").write_text("vendored.md\n*.tmpl.md\n", encoding="utf-8")
+        run.until(lambda: store.doc_ids() == {"keep.md"})
+        (root / "page.tmpl.md").write_text(doc_text("template"), encoding="utf-8")
+        (root / "real.md").write_text(doc_text("real"), encoding="utf-8")
+        run.until(lambda: "real.md" in store.doc_ids())
+        assert store.doc_ids() == {"keep.md", "real.md"}
+
+
 def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, chunker: Any) -> None:
     root = tmp_path / "docs"
     write_docs(root, ["keep"])

@@ -4,7 +4,8 @@ File events only say *which* paths to look at; what a path holds is read when it
 stable (its size, mtime and inode unchanged for ``settle`` seconds, so that a save
 written in several steps, a truncate-then-write or a temp file renamed into place is
 never read half-written), through :func:`rechunk.sources.files.read_documents` with the same
-globs, ``.gitignore`` and hidden-name rules as ``rechunk sync`` (:class:`Selection`).
+globs, ``.gitignore``, ``.rechunkignore`` and hidden-name rules as ``rechunk sync``
+(:class:`Selection`).
 Paths that become ready together form one batch (a burst of events waits, up to
 ``max_wait``, until every path in it is stable, so a ``git checkout`` is a few
 batches); each batch is one :func:`rechunk.sync` of the documents read, then the
@@ -53,6 +54,7 @@ from rechunk.live.selection import Selection
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sources.files import DEFAULT_GLOBS, FileSet, read_documents
+from rechunk.sources.ignore import GITIGNORE, RECHUNKIGNORE
 from rechunk.sync import SyncReport, sync
 from rechunk.sync.store import StoredPoint, VectorStore
 
@@ -175,7 +177,8 @@ class Watcher:
     options of ``rechunk sync``), and synced with ``chunker`` / ``chunker_for`` and
     ``embedder`` through ``cache`` into ``store``, all kept open. ``prune``: as in
     :func:`rechunk.sync`, for the initial sync (and a rescan after a ``.gitignore``
-    changes); an emptied file's documents are then deleted too, as a pruning sync does.
+    or ``.rechunkignore`` changes); an emptied file's documents are then deleted too, as
+    a pruning sync does.
 
     Run it with :meth:`run` (events from ``watchfiles``), or in your own loop:
     :meth:`initial_sync`, then :meth:`feed` the paths your watcher reports (from any
@@ -430,7 +433,7 @@ class Watcher:
                 if found is None:
                     continue
                 index, parts = found
-                if parts[-1] == ".gitignore" and self.gitignore:
+                if parts[-1] == RECHUNKIGNORE or (parts[-1] == GITIGNORE and self.gitignore):
                     if not self.selections[index].hidden(parts[:-1]):
                         if self._rescan is None:
                             self._rescan = _Entry(now, wall, now)
@@ -541,7 +544,7 @@ class Watcher:
         return report
 
     def _do_rescan(self, entry: _Entry, now: float) -> BatchReport:
-        """A ``.gitignore`` changed: read and sync everything again."""
+        """A ``.gitignore`` or ``.rechunkignore`` changed: read and sync everything again."""
         for selection in self.selections:
             selection.refresh()
         try:

@@ -19,8 +19,8 @@ class Selection:
 
     A path is read when no part of it below ``root`` is hidden (starts with ``.``), no
     folder on the way and not the file itself is excluded by ``.gitignore`` (when
-    ``gitignore``), and ``globs`` match its path relative to ``root``. The
-    ``.gitignore`` files are read again after :meth:`refresh` (a watcher calls it when
+    ``gitignore``) or ``.rechunkignore``, and ``globs`` match its path relative to
+    ``root``. Those files are read again after :meth:`refresh` (a watcher calls it when
     one of them changes).
     """
 
@@ -29,12 +29,11 @@ class Selection:
         self.real = self.root.resolve()
         self._pattern = globs_regex(globs)
         self._gitignore = gitignore
-        self._rules: IgnoreRules | None = None
-        self.refresh()
+        self._rules = IgnoreRules(self.root, gitignore)
 
     def refresh(self) -> None:
-        """Forget the ``.gitignore`` rules read so far."""
-        self._rules = IgnoreRules(self.root) if self._gitignore else None
+        """Forget the ``.gitignore`` and ``.rechunkignore`` rules read so far."""
+        self._rules = IgnoreRules(self.root, self._gitignore)
 
     def relative(self, path: str | os.PathLike[str]) -> tuple[str, ...] | None:
         """``path``'s parts below the root (``()`` for the root itself), or None outside it."""
@@ -53,8 +52,6 @@ class Selection:
         """Whether the walk enters the folder ``parts`` (the root: ``()``)."""
         if self.hidden(parts):
             return False
-        if self._rules is None:
-            return True
         return not any(
             self._rules.ignores(parts[:i], folder=True) for i in range(1, len(parts) + 1)
         )
@@ -63,6 +60,6 @@ class Selection:
         """Whether the file ``parts`` is read (given it is a file)."""
         if not parts or not self.folder_read(parts[:-1]) or parts[-1].startswith("."):
             return False
-        if self._rules is not None and self._rules.ignores(parts, folder=False):
+        if self._rules.ignores(parts, folder=False):
             return False
         return self._pattern.fullmatch("/".join(parts)) is not None

@@ -106,9 +106,9 @@ class FileSet:
     (shown as ``folder/``). ``unlisted``: the doc_id prefix
     of each such folder (``""`` for a whole root). ``empty``: doc_ids of empty or
     blank files. ``ignored``: the folders (shown as ``folder/``) and the matching files
-    that ``.gitignore`` files excluded. ``links``: symbolic links to folders, which are
-    not followed (shown as ``link/``). ``unsupported``: how many matching files of each
-    suffix no parser reads (``""``: no suffix); they are not read.
+    that ``.gitignore`` or ``.rechunkignore`` files excluded. ``links``: symbolic links
+    to folders, which are not followed (shown as ``link/``). ``unsupported``: how many
+    matching files of each suffix no parser reads (``""``: no suffix); they are not read.
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -159,11 +159,11 @@ class _Found:
 
 def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
     """Matching files under ``root`` in one walk that enters no hidden folder, no folder
-    ``.gitignore`` excludes (when ``gitignore``) and no symbolic link to a folder; with the
-    folders that could not be listed (with why), the folders and matching files
-    ``.gitignore`` excluded, and the links to folders not followed."""
+    ``.gitignore`` (when ``gitignore``) or ``.rechunkignore`` excludes and no symbolic
+    link to a folder; with the folders that could not be listed (with why), the folders
+    and matching files those files excluded, and the links to folders not followed."""
     matches = globs.fullmatch
-    rules = IgnoreRules(root) if gitignore else None
+    rules = IgnoreRules(root, gitignore)
     found = _Found([], [], [], [], [])
 
     def failed(exc: OSError) -> None:
@@ -176,7 +176,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
         for name in sorted(subfolders):
             if name.startswith("."):
                 continue
-            if rules is not None and rules.ignores((*parts, name), folder=True):
+            if rules.ignores((*parts, name), folder=True):
                 found.ignored.append((here / name, "/"))
             elif os.path.islink(here / name):
                 found.links.append((here / name, "/"))
@@ -186,7 +186,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
         for name in sorted(names):
             if name.startswith(".") or not matches("/".join((*parts, name))):
                 continue
-            if rules is not None and rules.ignores((*parts, name), folder=False):
+            if rules.ignores((*parts, name), folder=False):
                 found.ignored.append((here / name, ""))
             elif (here / name).is_file():  # not a dangling link, a pipe or a socket
                 found.files.append(here / name)
@@ -264,8 +264,9 @@ def read_documents(
     so is a folder that cannot be listed; an empty or blank file is listed in
     ``empty``; hidden files and folders are ignored, and so is what the ``.gitignore``
     files of a folder (and of the folders above it, up to the top of its git
-    repository) exclude, unless ``gitignore`` is False (see :mod:`rechunk.sources.ignore`).
-    A file or folder named directly is read whatever ``.gitignore`` says. Symbolic
+    repository) exclude, unless ``gitignore`` is False, and what its ``.rechunkignore``
+    files (the same syntax, read after them) exclude (see :mod:`rechunk.sources.ignore`).
+    A file or folder named directly is read whatever those files say. Symbolic
     links to folders are not followed; a matching symbolic link that dangles or loops
     is skipped with the reason, and so is a device, FIFO or socket, given or found (it
     is never opened). ``globs`` use git's wildcard syntax and match

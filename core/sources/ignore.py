@@ -1,4 +1,5 @@
-"""git's wildcard patterns and ``.gitignore`` rules, for ``rechunk sync FOLDER``.
+"""git's wildcard patterns and ``.gitignore`` rules, for ``rechunk sync FOLDER``; and
+``.rechunkignore`` files, in the same syntax, for what rechunk alone should leave out.
 
 Written from git's documentation (gitignore(5)) and checked against the ``git``
 binary: a pattern without a slash matches a name at any depth; one with a slash
@@ -18,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["IgnoreRules", "wildmatch"]
+__all__ = ["GITIGNORE", "RECHUNKIGNORE", "IgnoreRules", "wildmatch"]
 
 _CLASSES = {
     "alnum": "0-9A-Za-z",
@@ -175,16 +176,25 @@ def _parse(text: str) -> list[_Rule]:
     return rules
 
 
-def _load(folder: Path) -> list[_Rule] | None:
-    """The rules of ``folder/.gitignore``; None when there is none (or it is a symbolic
-    link, which git does not follow, or cannot be read)."""
-    path = folder / ".gitignore"
-    try:
-        if path.is_symlink():
-            return None
-        return _parse(path.read_bytes().decode("utf-8", "surrogateescape")) or None
-    except OSError:
-        return None
+#: the files of rules in each folder: git's, and rechunk's own (read after git's, so a
+#: line of it decides before any line of the .gitignore beside it)
+GITIGNORE = ".gitignore"
+RECHUNKIGNORE = ".rechunkignore"
+
+
+def _load(folder: Path, names: tuple[str, ...]) -> list[_Rule] | None:
+    """The rules of the files ``names`` in ``folder``, in that order; None when there are
+    none (a file that is a symbolic link, which git does not follow, or that cannot be
+    read, has none)."""
+    rules: list[_Rule] = []
+    for name in names:
+        path = folder / name
+        try:
+            if not path.is_symlink():
+                rules += _parse(path.read_bytes().decode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
+    return rules or None
 
 
 def _decide(rules: list[_Rule], path: str, folder: bool) -> bool | None:
@@ -199,16 +209,20 @@ def _decide(rules: list[_Rule], path: str, folder: bool) -> bool | None:
 
 
 class IgnoreRules:
-    """Which paths under a folder the ``.gitignore`` files exclude.
+    """Which paths under a folder the ``.gitignore`` and ``.rechunkignore`` files exclude.
 
     The files in the folder and below apply, and so do those of the folders above it
     up to the top of its git repository (the nearest folder holding ``.git``, a
     folder or a file); a repository inside it (a folder holding ``.git``) starts
     afresh with its own files. The folder itself is never excluded: it was named.
+    In each folder the lines of ``.rechunkignore`` come after those of ``.gitignore``
+    (so ``!dist/api.md`` there takes back in what ``.gitignore`` excludes). With
+    ``gitignore=False`` only the ``.rechunkignore`` files apply.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, gitignore: bool = True) -> None:
         self._root = root
+        self._names = (GITIGNORE, RECHUNKIGNORE) if gitignore else (RECHUNKIGNORE,)
         self._rules: dict[tuple[str, ...], list[_Rule] | None] = {}
         self._tops: dict[tuple[str, ...], bool] = {}
         self._above: list[tuple[tuple[str, ...], list[_Rule]]] = []  # nearest first
@@ -217,7 +231,7 @@ class IgnoreRules:
             return
         above = []
         for folder in real.parents:
-            rules = _load(folder)
+            rules = _load(folder, self._names)
             if rules is not None:
                 above.append((real.relative_to(folder).parts, rules))
             if (folder / ".git").exists():
@@ -227,7 +241,7 @@ class IgnoreRules:
 
     def _folder_rules(self, parts: tuple[str, ...]) -> list[_Rule] | None:
         if parts not in self._rules:
-            self._rules[parts] = _load(self._root.joinpath(*parts))
+            self._rules[parts] = _load(self._root.joinpath(*parts), self._names)
         return self._rules[parts]
 
     def _is_top(self, parts: tuple[str, ...]) -> bool:
