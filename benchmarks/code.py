@@ -28,11 +28,13 @@ counted with the same tokenizer, so only the boundaries differ.
     python benchmarks/code.py                    # full run; writes docs + results
     python benchmarks/code.py --only rechunk-code  # print the section, write nothing
     python benchmarks/code.py --sensitivity      # the code policy near its matched sizes
+    python benchmarks/code.py --grid             # the ideal grid's expected R_c (a reference)
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import difflib
 import json
 import os
@@ -429,6 +431,47 @@ def _holding(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -
     return out
 
 
+def _grid_cost(old_text: str, new_text: str, size: int, tokenizer: Any) -> float:
+    """The expected R_c of an ideal chunker on one pair: chunks of exactly ``size`` tokens
+    at an offset drawn at random, whose boundaries neither move with the edit nor know
+    where it is. A chunk is new when it holds a changed line of the new version (or the
+    place of deleted lines), so the expected tokens re-embedded are the measure of the
+    union of ``[start - size, end]`` over the changed spans (in tokens, within the file).
+    """
+    text = rechunk.embedding_input(new_text)
+    spans = _changed_spans(rechunk.embedding_input(old_text), text)
+    starts = [a for a, _ in tokenizer.encode(text, add_special_tokens=False).offsets]
+    total = len(starts)
+    if not total:
+        return 0.0
+    reach = sorted(
+        (max(0, bisect.bisect_left(starts, s) - size), bisect.bisect_left(starts, max(e, s + 1)))
+        for s, e in spans
+    )
+    covered, until = 0, 0
+    for low, high in reach:
+        low = max(low, until)
+        if high > low:
+            covered += high - low
+            until = high
+    return min(total, covered) / total
+
+
+def grid_reference(pairs: list[dict[str, Any]], targets: Sequence[int]) -> dict[str, Any]:
+    """Per target: the ideal grid's expected R_c (:func:`_grid_cost`) over all pairs, per
+    band and per language, as the splitters' R_c is summarised: what chunk size alone
+    costs, beside which a splitter's boundaries can be judged."""
+    tokenizer = _fresh_tokenizer()
+    out: dict[str, Any] = {}
+    for target in targets:
+        rows = [
+            {**{k: p[k] for k in ("lang", "band")}, "rc": _grid_cost(p["old"], p["new"], target, tokenizer)}
+            for p in pairs
+        ]
+        out[str(target)] = _summary_rc(rows)
+    return out
+
+
 def _measure(name: str, size: int, pairs: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     runs = [_chunk_all(name, size, pairs) for _ in range(repeat)]
     outputs, tiles, _, errors = runs[0]
@@ -489,7 +532,8 @@ def _present(rows: list[dict[str, Any]]) -> list[str]:
     return [lang for lang in LANGS if any(r["lang"] == lang for r in rows)]
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary_rc(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean R_c of the pairs measured: all, per language, per band, small edits per language."""
     ok = [r for r in rows if "rc" in r]
     cells: dict[str, Any] = {"all": _mean([r["rc"] for r in ok])}
     for lang in _present(rows):
@@ -500,6 +544,12 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         cells[f"{lang}/small"] = _mean(
             [r["rc"] for r in ok if r["lang"] == lang and r["band"] == "small"]
         )
+    return cells
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in rows if "rc" in r]
+    cells = _summary_rc(rows)
 
     def share(part: str, whole: str) -> float | None:
         total = sum(r["drift"][whole] for r in ok)
@@ -646,6 +696,7 @@ def run(
         "seconds_total": time.perf_counter() - t0,
         "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "sizes": sizes,
+        "grid": grid_reference(pairs, targets),
     }
 
 
@@ -767,6 +818,20 @@ def _targets(results: dict[str, Any]) -> list[str]:
                 f"- Small edits at 150 at most 10%: {'**met**' if small <= 0.10 else '**not met**'} "
                 f"({_pct(small)}%)."
             )
+    grid = results.get("grid")
+    if grid:
+        lines.append(
+            "- Reference, not a bound: chunks of exactly the target's size whose boundaries "
+            "neither move with an edit nor know where it is would be expected to re-embed "
+            + ", ".join(
+                f"{_pct(cells['small'])}% on small edits and {_pct(cells['all'])}% overall at "
+                f"{target}"
+                for target, cells in grid.items()
+            )
+            + " (from each pair's line diff). A splitter of the same median does better only "
+            "with cuts where edits are less likely, or with more of its text in chunks below "
+            "the median."
+        )
     for target, block in sizes.items():
         ref = next((r for r in block["splitters"] if r["name"] == REFERENCE), None)
         if ref and ref.get("available"):
@@ -980,7 +1045,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="measure the code policy at sizes near its matched size; add to the saved results",
     )
+    parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="compute the ideal grid's expected R_c (grid_reference); add to the saved results",
+    )
     args = parser.parse_args(argv)
+    if args.grid:
+        saved = json.loads(RESULTS.read_text(encoding="utf-8"))
+        saved["grid"] = grid_reference(load_pairs(), [int(t) for t in saved["sizes"]])
+        RESULTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        _report.write_section("code", to_markdown(saved))
+        return 0
     if args.sensitivity:
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))
         sensitivity(saved)

@@ -30,6 +30,7 @@ name each pair by package, versions and path, with the sha256 of both texts.
     python benchmarks/code_heldout.py --set b           # fetch (cached), select, measure; writes docs + results
     python benchmarks/code_heldout.py --set b --list    # the selected pairs, nothing measured or written
     python benchmarks/code_heldout.py --set b --report  # rewrite the docs section from the saved results
+    python benchmarks/code_heldout.py --set b --grid    # add the ideal grid's expected R_c (a reference)
 """
 
 from __future__ import annotations
@@ -591,14 +592,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report", action="store_true", help="rewrite the docs section from the saved results"
     )
+    parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="add the ideal grid's expected R_c to the saved results; rewrite the section",
+    )
     args = parser.parse_args(argv)
     if args.list:
         for pair in describe(load_pairs(args.set)[0]):
             print(f"{pair['id']} {pair['band']:8} {pair['edit_fraction']:.3f} {pair['source']}")
         return 0
     path = RESULTS / f"code_heldout_{args.set}.json"
-    if args.report:
+    if args.report or args.grid:
         results = json.loads(path.read_text(encoding="utf-8"))
+        if args.grid:
+            pairs = load_pairs(args.set)[0]
+            results["grid"] = dev.grid_reference(pairs, [int(t) for t in results["sizes"]])
+            path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     else:
         results = run(args.set, args.repeat)
         path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
