@@ -35,8 +35,12 @@ def test_langchain_from_language_splits_with_the_code_policy() -> None:
     ]
     sized = RechunkTextSplitter.from_language("rust", chunk_size=120)
     assert sized.split_text("fn main() {\n    println!(\"hi\");\n}\n")
-    with pytest.raises(ConfigError, match="no code grammar for 'kotlin'"):
-        RechunkTextSplitter.from_language(Language.KOTLIN)
+    with pytest.raises(ConfigError, match="no code grammar for 'perl'"):
+        RechunkTextSplitter.from_language(Language.PERL)
+    # every language LangChain names that has a grammar here gets the code policy
+    for language in (Language.CSHARP, Language.KOTLIN, Language.SWIFT, Language.SCALA,
+                     Language.PHP, Language.RUBY, Language.LUA):  # fmt: skip
+        assert RechunkTextSplitter.from_language(language).chunker.language == language.value
 
 
 def test_llamaindex_node_parser_takes_the_code_policy() -> None:

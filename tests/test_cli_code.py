@@ -59,6 +59,6 @@ def test_bench_takes_code_pairs_by_language(
     assert not code["failures"] and code["control_max"] == 0.0
     assert code["cells"]["go/all"]["n"] == 1 and code["cells"]["python/all"]["n"] == 1
     # a language without a grammar is a failure of its pair, not of the run
-    corpus.write_text(json.dumps({"id": "kt", "lang": "kotlin", "old": OLD, "new": NEW}) + "\n")
+    corpus.write_text(json.dumps({"id": "pl", "lang": "perl", "old": OLD, "new": NEW}) + "\n")
     assert main(["bench", str(corpus), "--chunker", "code", "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["chunkers"]["code"]["failures"][0]["id"] == "kt"
+    assert json.loads(capsys.readouterr().out)["chunkers"]["code"]["failures"][0]["id"] == "pl"

@@ -212,6 +212,211 @@ T twice(T v) {
 }
 }  // namespace geo
 ''',
+    "csharp": r'''// Shopping carts.
+using System;
+using System.Collections.Generic;
+
+namespace Shop
+{
+    /// <summary>A cart holds items.</summary>
+    public class Cart : Base
+    {
+        private readonly List<Item> items = new();
+
+        [Obsolete]
+        public Cart Add(Item item)
+        {
+            items.Add(item);
+            return this;
+        }
+
+        public int Count => items.Count;
+
+        public struct Line { public int Qty; }
+    }
+
+    public interface IPriced { int Price(); }
+
+    public enum Size { Small, Large }
+}
+''',
+    "kotlin": r'''// Shopping carts.
+package shop
+
+import java.math.BigDecimal
+
+/** A cart holds items. */
+class Cart(private val owner: String) : Base() {
+    private val items = mutableListOf<Item>()
+
+    @Synchronized
+    fun add(item: Item): Cart {
+        items.add(item)
+        return this
+    }
+
+    companion object {
+        fun empty() = Cart("nobody")
+    }
+}
+
+object Registry {
+    fun find(id: Int): Cart? = null
+}
+
+fun total(cart: Cart): Int = cart.size
+''',
+    "swift": r'''// Shopping carts.
+import Foundation
+
+/// A cart holds items.
+class Cart: Base {
+    private var items: [Item] = []
+
+    @discardableResult
+    func add(_ item: Item) -> Cart {
+        items.append(item)
+        return self
+    }
+
+    init() { super.init() }
+}
+
+struct Item { let price: Int }
+
+extension Cart: CustomStringConvertible {
+    var description: String { "cart" }
+}
+
+protocol Priced { func price() -> Int }
+
+func total(_ cart: Cart) -> Int { return 0 }
+''',
+    "scala": r'''// Shopping carts.
+package shop
+
+import scala.collection.mutable
+
+/** A cart holds items. */
+class Cart(owner: String) extends Base {
+  private val items = mutable.ListBuffer[Item]()
+
+  @inline
+  def add(item: Item): Cart = {
+    items += item
+    this
+  }
+}
+
+object Cart {
+  def empty: Cart = new Cart("nobody")
+}
+
+trait Priced { def price: Int }
+
+case class Item(price: Int)
+''',
+    "php": r'''<?php
+// Shopping carts.
+namespace Shop;
+
+use Shop\Item;
+
+/** A cart holds items. */
+class Cart extends Base implements Countable
+{
+    private array $items = [];
+
+    #[Pure]
+    public function add(Item $item): self
+    {
+        $this->items[] = $item;
+        return $this;
+    }
+
+    public function count(): int
+    {
+        return count($this->items);
+    }
+}
+
+interface Priced { public function price(): int; }
+
+function total(Cart $cart): int
+{
+    return $cart->count();
+}
+''',
+    "ruby": r'''# Shopping carts.
+require "bigdecimal"
+require_relative "item"
+
+module Shop
+  # A cart holds items.
+  class Cart < Base
+    attr_reader :items
+
+    def initialize
+      @items = []
+    end
+
+    # Add one item.
+    def add(item)
+      @items << item
+      self
+    end
+
+    def self.empty
+      new
+    end
+  end
+end
+
+def total(cart)
+  cart.items.sum(&:price)
+end
+''',
+    "lua": r'''-- Shopping carts.
+local Item = require("item")
+
+local Cart = {}
+Cart.__index = Cart
+
+-- Make an empty cart.
+function Cart.new()
+  return setmetatable({ items = {} }, Cart)
+end
+
+function Cart:add(item)
+  table.insert(self.items, item)
+  return self
+end
+
+local function total(cart)
+  return #cart.items
+end
+
+return Cart
+''',
+    "bash": r'''#!/usr/bin/env bash
+# Back up a folder.
+set -euo pipefail
+
+source ./lib.sh
+
+# Copy one folder.
+backup() {
+  local from="$1"
+  cp -r "$from" "$TARGET"
+}
+
+function prune {
+  find "$TARGET" -mtime +30 -delete
+}
+
+backup "$HOME/docs"
+prune
+''',
 }
 
 
@@ -328,6 +533,14 @@ TestCodeRust = _contract_for("rust", 12)
 TestCodeJava = _contract_for("java", 12)
 TestCodeC = _contract_for("c", 12)
 TestCodeCpp = _contract_for("cpp", 12)
+TestCodeCsharp = _contract_for("csharp", 12)
+TestCodeKotlin = _contract_for("kotlin", 12)
+TestCodeSwift = _contract_for("swift", 12)
+TestCodeScala = _contract_for("scala", 12)
+TestCodePhp = _contract_for("php", 12)
+TestCodeRuby = _contract_for("ruby", 12)
+TestCodeLua = _contract_for("lua", 12)
+TestCodeBash = _contract_for("bash", 12)
 
 
 # -- code-like text -------------------------------------------------------------------------
@@ -565,6 +778,46 @@ HEADS: dict[str, tuple[str, str, Any]] = {
         "#include <vector>\n#include <string>\nusing std::vector;\n",
         lambda i: f"int total_{i}(const vector<int>& items) {{\n  return items.size() + {i};\n}}\n",
     ),
+    "csharp": (
+        f"// {LICENCE}\n",
+        "using System;\nusing System.Collections.Generic;\n",
+        lambda i: f"static class Total{i}\n{{\n    static int Of(List<int> items) => items.Count + {i};\n}}\n",
+    ),
+    "kotlin": (
+        f"/*\n * {LICENCE}\n */\n",
+        "package shop.cart\n\nimport java.math.BigDecimal\nimport java.util.UUID\n",
+        lambda i: f"fun total{i}(items: List<Int>): Int {{\n    return items.size + {i}\n}}\n",
+    ),
+    "swift": (
+        f"// {LICENCE}\n",
+        "import Foundation\nimport Dispatch\nimport Combine\nimport os.log\n@testable import ShopCore\n",
+        lambda i: f"func total{i}(_ items: [Int]) -> Int {{\n    return items.count + {i}\n}}\n",
+    ),
+    "scala": (
+        f"/*\n * {LICENCE}\n */\n",
+        "package shop.cart\n\nimport scala.collection.mutable\nimport scala.util.Try\n",
+        lambda i: f"object Total{i} {{\n  def of(items: Seq[Int]): Int = items.size + {i}\n}}\n",
+    ),
+    "php": (
+        f"<?php\n// {LICENCE}\n",
+        "namespace Shop\\Cart;\n\nuse Shop\\Item;\nrequire_once 'helpers.php';\n",
+        lambda i: f"function total{i}(array $items): int\n{{\n    return count($items) + {i};\n}}\n",
+    ),
+    "ruby": (
+        f"# {LICENCE}\n",
+        'require "bigdecimal"\nrequire_relative "item"\n',
+        lambda i: f"def total_{i}(items)\n  items.size + {i}\nend\n",
+    ),
+    "lua": (
+        f"-- {LICENCE}\n",
+        'local json = require("json")\nlocal item = require("item")\n',
+        lambda i: f"local function total{i}(items)\n  return #items + {i}\nend\n",
+    ),
+    "bash": (
+        f"# {LICENCE}\n",
+        "set -euo pipefail\nsource ./lib.sh\n",
+        lambda i: f"total_{i}() {{\n  echo $(( $# + {i} ))\n}}\n",
+    ),
 }
 
 
@@ -664,6 +917,21 @@ def test_locator_symbol_paths() -> None:
     assert _where("cpp", cpp, "return 0")["symbol"] == "geo::Point::y"
     assert _where("cpp", cpp, "template <typename T>")["symbol"] == "geo::twice"
     assert _where("cpp", cpp, "int x() const")["symbol"] == "geo::Point::x"
+    assert _where("csharp", SNIPPETS["csharp"], "items.Add(item)")["symbol"] == "Shop.Cart.Add"
+    assert _where("csharp", SNIPPETS["csharp"], "[Obsolete]")["symbol"] == "Shop.Cart.Add"
+    assert _where("kotlin", SNIPPETS["kotlin"], "items.add(item)")["symbol"] == "Cart.add"
+    assert _where("kotlin", SNIPPETS["kotlin"], "fun find")["symbol"] == "Registry.find"
+    assert _where("swift", SNIPPETS["swift"], "items.append")["symbol"] == "Cart.add"
+    assert _where("swift", SNIPPETS["swift"], "/// A cart")["symbol"] == "Cart"
+    assert _where("scala", SNIPPETS["scala"], "items += item")["symbol"] == "Cart.add"
+    assert _where("php", SNIPPETS["php"], "return count")["symbol"] == "Cart::count"
+    assert _where("php", SNIPPETS["php"], "#[Pure]")["symbol"] == "Cart::add"
+    assert _where("ruby", SNIPPETS["ruby"], "@items << item")["symbol"] == "Shop::Cart::add"
+    assert _where("ruby", SNIPPETS["ruby"], "# Add one item.")["symbol"] == "Shop::Cart::add"
+    assert _where("lua", SNIPPETS["lua"], "table.insert")["symbol"] == "Cart:add"
+    assert _where("lua", SNIPPETS["lua"], "-- Make an empty")["symbol"] == "Cart.new"
+    assert _where("bash", SNIPPETS["bash"], "cp -r")["symbol"] == "backup"
+    assert "symbol" not in _where("bash", SNIPPETS["bash"], "set -euo")
 
 
 # Code above a definition inside a container (an include guard, a function body, an
@@ -772,9 +1040,18 @@ def embedding_text(lines: list[str]) -> str:
         ("a.cxx", "cpp"),
         ("a.hpp", "cpp"),
         ("a.hh", "cpp"),
+        ("Cart.cs", "csharp"),
+        ("Cart.kt", "kotlin"),
+        ("build.gradle.kts", "kotlin"),
+        ("Cart.swift", "swift"),
+        ("Cart.scala", "scala"),
+        ("cart.php", "php"),
+        ("cart.rb", "ruby"),
+        ("cart.lua", "lua"),
+        ("backup.sh", "bash"),
         ("README.md", None),
         ("Makefile", None),
-        ("a.kt", None),
+        ("a.pl", None),
     ],
 )
 def test_language_for(path: str, language: str | None) -> None:
@@ -813,9 +1090,9 @@ def test_every_language_has_its_grammar_wheel() -> None:
 def test_unknown_language_is_a_config_error_and_falls_back() -> None:
     with pytest.raises(ConfigError, match="no code grammar"):
         CodeChunker("cobol")
-    chunker, reason = code_chunker_for("notes/a.kt", max_tokens=100, min_tokens=40)
+    chunker, reason = code_chunker_for("notes/a.pl", max_tokens=100, min_tokens=40)
     assert isinstance(chunker, RecursiveChunker) and chunker.target_tokens == 100
-    assert reason is not None and "recursive" in reason and "a.kt" in reason
+    assert reason is not None and "recursive" in reason and "a.pl" in reason
     chunker, reason = code_chunker_for("src/lib.rs")
     assert isinstance(chunker, CodeChunker) and chunker.language == "rust" and reason is None
     chunker, reason = code_chunker_for("py")

@@ -251,7 +251,35 @@ def _in_prologue(spec: LanguageSpec, item: Any) -> bool:
         return True  # a module docstring, "use strict"
     if item.type in ("variable_declaration", "lexical_declaration"):  # JavaScript's
         values = [d.child_by_field_name("value") for d in named if d.type == "variable_declarator"]
-        return bool(values) and all(_requires(v) for v in values)
+        if values and all(_requires(v) for v in values):
+            return True
+    return bool(spec.prologue_calls) and _prologue_call(spec, item)
+
+
+#: node types of a call, and the field that names what is called (Ruby, Lua, a shell)
+_CALLS = {"call": "method", "function_call": "name", "command": "name"}
+
+
+def _prologue_call(spec: LanguageSpec, item: Any) -> bool:
+    """Whether a one-line item is (or assigns) a call of one of ``spec.prologue_calls``:
+    ``require "x"``, ``local x = require("x")``, ``source ./lib.sh``, PHP's
+    ``require_once 'x.php';``."""
+    if item.start_point.row != item.end_point.row:
+        return False
+    level = [item]
+    for _ in range(4):  # a call within a statement, a declaration or an assignment
+        below = []
+        for node in level:
+            field = _CALLS.get(node.type)
+            if field is not None and node.child_by_field_name("receiver") is None:
+                callee = node.child_by_field_name(field)
+                name = "" if callee is None else callee.text.decode("utf-8", "replace")
+                if name in spec.prologue_calls:
+                    return True
+            if node.type.removesuffix("_expression") in spec.prologue_calls:
+                return True
+            below.extend(node.named_children)
+        level = below
     return False
 
 

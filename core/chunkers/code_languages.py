@@ -52,6 +52,10 @@ class LanguageSpec:
     #: top-level node types of a file's prologue: imports, package and module
     #: declarations (with the leading comments, the prologue is a chunk of its own)
     prologue: frozenset[str] = frozenset()
+    #: names of the functions or commands whose call on a line of its own (or as a
+    #: variable's value) belongs to the prologue: Ruby's ``require``, Lua's ``require``,
+    #: a shell's ``source``
+    prologue_calls: frozenset[str] = frozenset()
 
 
 _JS_DEFINITIONS = frozenset(
@@ -208,6 +212,138 @@ LANGUAGES: dict[str, LanguageSpec] = {
             "::",
             prologue=_C_PROLOGUE | {"using_declaration"},
         ),
+        LanguageSpec(
+            "csharp",
+            "tree_sitter_c_sharp",
+            "language",
+            "tree-sitter-c-sharp",
+            (".cs",),
+            frozenset(
+                {
+                    "namespace_declaration",
+                    "file_scoped_namespace_declaration",
+                    "class_declaration",
+                    "struct_declaration",
+                    "interface_declaration",
+                    "enum_declaration",
+                    "record_declaration",
+                    "method_declaration",
+                    "constructor_declaration",
+                    "property_declaration",
+                }
+            ),
+            _COMMENTS,
+            prologue=frozenset({"using_directive", "extern_alias_directive"}),
+        ),
+        LanguageSpec(
+            "kotlin",
+            "tree_sitter_kotlin",
+            "language",
+            "tree-sitter-kotlin",
+            (".kt", ".kts"),
+            frozenset(
+                {
+                    "class_declaration",
+                    "object_declaration",
+                    "function_declaration",
+                    "secondary_constructor",
+                }
+            ),
+            _COMMENTS,
+            prologue=frozenset({"package_header", "import", "import_header", "import_list"}),
+        ),
+        LanguageSpec(
+            "swift",
+            "tree_sitter_swift",
+            "language",
+            "tree-sitter-swift",
+            (".swift",),
+            frozenset(
+                {
+                    "class_declaration",
+                    "protocol_declaration",
+                    "function_declaration",
+                    "init_declaration",
+                    "protocol_function_declaration",
+                }
+            ),
+            _COMMENTS,
+            prologue=frozenset({"import_declaration"}),
+        ),
+        LanguageSpec(
+            "scala",
+            "tree_sitter_scala",
+            "language",
+            "tree-sitter-scala",
+            (".scala", ".sc"),
+            frozenset(
+                {
+                    "class_definition",
+                    "object_definition",
+                    "trait_definition",
+                    "enum_definition",
+                    "function_definition",
+                    "function_declaration",
+                }
+            ),
+            _COMMENTS,
+            prologue=frozenset({"package_clause", "import_declaration"}),
+        ),
+        LanguageSpec(
+            "php",
+            "tree_sitter_php",
+            "language_php",
+            "tree-sitter-php",
+            (".php",),
+            frozenset(
+                {
+                    "class_declaration",
+                    "interface_declaration",
+                    "trait_declaration",
+                    "enum_declaration",
+                    "function_definition",
+                    "method_declaration",
+                }
+            ),
+            _COMMENTS | {"php_tag"},  # `<?php` goes with what follows it
+            "::",
+            prologue=frozenset({"namespace_definition", "namespace_use_declaration"}),
+            prologue_calls=frozenset(
+                {"require", "require_once", "include", "include_once"}
+            ),
+        ),
+        LanguageSpec(
+            "ruby",
+            "tree_sitter_ruby",
+            "language",
+            "tree-sitter-ruby",
+            (".rb",),
+            frozenset({"module", "class", "singleton_class", "method", "singleton_method"}),
+            _COMMENTS,
+            "::",
+            lists=frozenset({"body_statement"}),
+            prologue_calls=frozenset({"require", "require_relative", "load"}),
+        ),
+        LanguageSpec(
+            "lua",
+            "tree_sitter_lua",
+            "language",
+            "tree-sitter-lua",
+            (".lua",),
+            frozenset({"function_declaration"}),
+            _COMMENTS,
+            prologue_calls=frozenset({"require"}),
+        ),
+        LanguageSpec(
+            "bash",
+            "tree_sitter_bash",
+            "language",
+            "tree-sitter-bash",
+            (".sh", ".bash"),
+            frozenset({"function_definition"}),
+            _COMMENTS,
+            prologue_calls=frozenset({"source", ".", "set", "shopt"}),
+        ),
     )
 }
 _ALIASES = {
@@ -219,6 +355,12 @@ _ALIASES = {
     "rs": "rust",
     "c++": "cpp",
     "cxx": "cpp",
+    "c#": "csharp",
+    "cs": "csharp",
+    "kt": "kotlin",
+    "rb": "ruby",
+    "sh": "bash",
+    "shell": "bash",
 }
 _BY_SUFFIX = {suffix: spec.name for spec in LANGUAGES.values() for suffix in spec.suffixes}
 

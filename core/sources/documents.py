@@ -36,20 +36,15 @@ CODE = "code"
 #: code suffixes of languages without a grammar here: read as code, chunked by the
 #: recursive policy (the report says so), never counted as an unsupported type
 OTHER_CODE_SUFFIXES = {
-    ".kt": "kotlin",
-    ".kts": "kotlin",
-    ".swift": "swift",
-    ".rb": "ruby",
-    ".php": "php",
-    ".cs": "csharp",
-    ".scala": "scala",
-    ".lua": "lua",
-    ".sh": "shell",
-    ".bash": "shell",
     ".pl": "perl",
     ".r": "r",
     ".m": "objective-c",
     ".sql": "sql",
+    ".ps1": "powershell",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".hs": "haskell",
+    ".sol": "solidity",
 }
 
 
