@@ -2,12 +2,13 @@
 changed between adjacent releases of packages outside the dev set.
 
 The dev pairs (``../shared/revisions/code-dev.jsonl``) are what the code policy was
-tuned on. This benchmark builds two more sets from the source archives of pinned,
+tuned on. This benchmark builds three more sets from the source archives of pinned,
 consecutive releases of permissively licensed packages on PyPI (sdists) and npm
 (tarballs), in Python, JavaScript, TypeScript, Rust, Java, C and C++ (we found no Go
 package on those two registries that ships Go sources). Set a, measured first, showed
 version 2's dev lead gone, and the code policy's version 3 was chosen on it; set b, other
-packages, was measured only after that: it is the one held out (see ``ABOUT``).
+packages, was measured only after that: it is the one held out. Set c is in C#, Kotlin
+and Swift, languages the code policy took on later (see ``ABOUT``).
 
 Selection (the dev set's rules, read from ``../shared/revisions/README.md``, applied to
 release pairs instead of commits): a file present in two consecutive releases under the
@@ -28,6 +29,7 @@ the registry's digest; no third-party text is written into the project: the resu
 name each pair by package, versions and path, with the sha256 of both texts.
 
     python benchmarks/code_heldout.py --set b           # fetch (cached), select, measure; writes docs + results
+    python benchmarks/code_heldout.py --set c           # the same for set c (C#, Kotlin, Swift)
     python benchmarks/code_heldout.py --set b --list    # the selected pairs, nothing measured or written
     python benchmarks/code_heldout.py --set b --report  # rewrite the docs section from the saved results
     python benchmarks/code_heldout.py --set b --grid    # add the ideal grid's expected R_c (a reference)
@@ -92,6 +94,12 @@ ABOUT = {
     "b": (
         "Set b (other packages) was fetched and measured only once version 3 was fixed: "
         "held out for every change so far."
+    ),
+    "c": (
+        "Set c is in languages the code policy took on after version 3 was fixed (C#, "
+        "Kotlin, Swift: the ones whose sources these registries ship): each language's "
+        "table was written from its grammar and a file written for it, and these pairs "
+        "were measured once it was fixed."
     ),
 }
 #: set a: the first release pairs measured (see ABOUT)
@@ -262,7 +270,35 @@ SOURCES_B = (
         "2.12.1 2.13.0 2.13.1 2.13.2 2.13.3 2.13.4 2.13.5 2.13.6 3.0.0 3.0.1 3.0.2 3.0.3 3.0.4 3.1.0",
     ),
 )
-SETS = {"a": SOURCES_A, "b": SOURCES_B}
+#: set c: languages the code policy took on after version 3 was fixed (see ABOUT)
+SOURCES_C = (
+    Source(
+        "csharp",
+        "pypi",
+        "pythonnet",
+        "MIT",
+        "3.0.0 3.0.1 3.0.2 3.0.3 3.0.4 3.0.5 3.1.0 3.2.0 3.2.1",
+    ),
+    Source(
+        "kotlin",
+        "npm",
+        "expo-modules-core",
+        "MIT",
+        "57.0.10 57.0.11 57.0.12 57.0.13 57.0.14 57.0.15 57.0.16 57.0.17 57.0.18 57.0.19 "
+        "57.0.20 57.0.24 57.0.25 57.0.26 58.0.0 58.0.5 58.0.7 58.0.22 58.0.24 58.0.26 "
+        "58.0.27 58.0.28 58.0.29 58.0.30 58.1.0 58.2.0",
+    ),
+    Source(
+        "swift",
+        "npm",
+        "expo-modules-core",
+        "MIT",
+        "57.0.10 57.0.11 57.0.12 57.0.13 57.0.14 57.0.15 57.0.16 57.0.17 57.0.18 57.0.19 "
+        "57.0.20 57.0.24 57.0.25 57.0.26 58.0.0 58.0.5 58.0.7 58.0.22 58.0.24 58.0.26 "
+        "58.0.27 58.0.28 58.0.29 58.0.30 58.1.0 58.2.0",
+    ),
+)
+SETS = {"a": SOURCES_A, "b": SOURCES_B, "c": SOURCES_C}
 
 SUFFIXES = {
     "python": (".py",),
@@ -272,6 +308,9 @@ SUFFIXES = {
     "java": (".java",),
     "c": (".c", ".h"),
     "cpp": (".cpp", ".cc", ".hpp", ".h"),
+    "csharp": (".cs",),
+    "kotlin": (".kt",),
+    "swift": (".swift",),
 }
 #: folders whose files are not the package's own hand-written source
 EXCLUDED_DIRS = {
