@@ -1097,6 +1097,9 @@ def test_unknown_language_is_a_config_error_and_falls_back() -> None:
     assert isinstance(chunker, CodeChunker) and chunker.language == "rust" and reason is None
     chunker, reason = code_chunker_for("py")
     assert isinstance(chunker, CodeChunker) and chunker.language == "python"
+    # the names other tools give languages (tree-sitter's, LangChain's) are taken
+    for name, language in (("c_sharp", "csharp"), ("c#", "csharp"), ("shell", "bash")):
+        assert code_chunker_for(name)[0].language == language  # type: ignore[attr-defined]
     with pytest.raises(ConfigError):
         code_chunker_for("a.py", min_tokens=500, max_tokens=100)
 

@@ -357,6 +357,7 @@ _ALIASES = {
     "cxx": "cpp",
     "c#": "csharp",
     "cs": "csharp",
+    "c_sharp": "csharp",
     "kt": "kotlin",
     "rb": "ruby",
     "sh": "bash",
