@@ -1,5 +1,6 @@
 """``rechunk query TEXT``: embed TEXT and print the top chunks of a collection with their
-doc_id, offsets, score and a short excerpt."""
+doc_id, where they lie (pages, section, lines and symbol: what their parser recorded),
+offsets, score and a short excerpt."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from rechunk.cli.output import EXIT_OK, print_json
 from rechunk.errors import InputError, StoreError
 from rechunk.sources.files import printable
 
-__all__ = ["QueryArgs", "add_parser", "execute", "run"]
+__all__ = ["QueryArgs", "add_parser", "citation", "execute", "run"]
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "query",
         parents=[debug_option()],
         help="search a collection",
-        description="Embed TEXT and print the top chunks with doc_id, "
-        "offsets, score and a short excerpt.",
+        description="Embed TEXT and print the top chunks with doc_id, where they lie "
+        "(pages, section, lines, symbol), offsets, score and a short excerpt.",
     )
     p.add_argument("text", metavar="TEXT", nargs="+", help="words are joined by spaces")
     p.add_argument("-k", type=int, default=5, help="how many chunks (default 5)")
@@ -83,6 +84,7 @@ def execute(args: QueryArgs) -> int:
             "start": p.payload.start,
             "end": p.payload.end,
             "score": round(float(score), 4),
+            **{k: p.payload.metadata[k] for k in CITED if k in p.payload.metadata},
             "excerpt": " ".join(p.payload.text.split())[:160],
         }
         for p, score in hits
@@ -93,7 +95,37 @@ def execute(args: QueryArgs) -> int:
     if not rows:
         print(f"no chunks: collection {args.collection!r} is empty")
     for rank, row in enumerate(rows, 1):
-        where = f"{printable(row['doc_id'])} [{row['start']}:{row['end']}]"
-        print(f"{rank}. {where} score {row['score']:.3f}")
+        cited = citation(row)
+        where = printable(row["doc_id"]) + (f", {printable(cited)}" if cited else "")
+        print(f"{rank}. {where} [{row['start']}:{row['end']}] score {row['score']:.3f}")
         print(f"   {printable(row['excerpt'])}")
     return EXIT_OK
+
+
+#: the locator keys a hit is cited by, in the order they are printed
+CITED = ("pages", "slides", "sheet", "rows", "cells", "lines", "record", "symbol", "section")
+_RANGES = {"pages": "p.", "slides": "slide", "rows": "row", "cells": "cell", "lines": "line"}
+
+
+def citation(row: dict[str, Any]) -> str:
+    """Where a hit lies, for a person: ``p. 3-4``, ``lines 12-30, Cart.add``, ``sheet Q3,
+    row 14``, or the heading path (``Guide > Setup``); empty when the parser recorded none."""
+    parts = []
+    for key in CITED:
+        value = row.get(key)
+        if value is None or value == "" or value == []:
+            continue
+        if key in _RANGES and isinstance(value, list) and len(value) == 2:
+            first, last = value
+            plural = "pp." if key == "pages" else f"{_RANGES[key]}s"
+            parts.append(
+                f"{_RANGES[key]} {first}" if first == last else f"{plural} {first}-{last}"
+            )
+        elif key == "section" and isinstance(value, list):
+            parts.append(" > ".join(str(v) for v in value)[:80])
+        elif key in ("sheet", "record"):
+            parts.append(f"{key} {value}")
+        else:
+            parts.append(str(value))
+    return ", ".join(parts)
+

@@ -244,3 +244,23 @@ def test_a_cpp_header_is_synced_as_cpp_and_a_c_header_as_c(
     points = stored(tmp_path)
     assert {p["language"] for p in points["shelf.h"]} == {"cpp"}
     assert {p["language"] for p in points["thermo.h"]} == {"c"}
+
+
+def test_query_says_where_each_hit_lies(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The page, section, lines and symbol a parser recorded come back with each hit: in the
+    JSON rows, and as a citation on the terminal."""
+    assert run_json(capsys, "sync", "kb", "--id-field", "id")[0] == 0
+    code, hits = run_json(capsys, "query", "items of a cart and their prices", "-k", "40")
+    assert code == 0
+    by_doc = {hit["doc_id"]: hit for hit in reversed(hits)}  # the best hit of each
+    cart = by_doc["cart.py"]
+    assert cart["lines"][0] <= cart["lines"][1]
+    assert by_doc["manual.pdf"]["pages"][0] >= 1
+    assert by_doc["report.docx"]["section"] == ["How a sync publishes changes"]
+    assert by_doc["faq.jsonl#q1"]["record"] == "q1"
+    assert main(["query", "items of a cart and their prices", "-k", "40"]) == 0
+    out = capsys.readouterr().out
+    first, last = cart["lines"]
+    assert f"cart.py, lines {first}-{last}" in out or f"cart.py, line {first}" in out
+    assert "manual.pdf, p. 1 [" in out and "faq.jsonl#q1, line 2, record q1 [" in out
+    assert "notes.md, How a sync publishes changes > " in out  # the heading path
