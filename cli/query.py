@@ -22,6 +22,10 @@ from rechunk.sources.files import printable
 
 __all__ = ["QueryArgs", "add_parser", "citation", "execute", "run"]
 
+#: the locator keys a hit is cited by, in the order they are printed
+CITED = ("pages", "slides", "sheet", "rows", "cells", "lines", "record", "symbol", "section")
+_RANGES = {"pages": "p.", "slides": "slide", "rows": "row", "cells": "cell", "lines": "line"}
+
 
 @dataclass(frozen=True)
 class QueryArgs(StoreOptions, ModelOptions):
@@ -102,11 +106,6 @@ def execute(args: QueryArgs) -> int:
     return EXIT_OK
 
 
-#: the locator keys a hit is cited by, in the order they are printed
-CITED = ("pages", "slides", "sheet", "rows", "cells", "lines", "record", "symbol", "section")
-_RANGES = {"pages": "p.", "slides": "slide", "rows": "row", "cells": "cell", "lines": "line"}
-
-
 def citation(row: dict[str, Any]) -> str:
     """Where a hit lies, for a person: ``p. 3-4``, ``lines 12-30, Cart.add``, ``sheet Q3,
     row 14``, or the heading path (``Guide > Setup``); empty when the parser recorded none."""
@@ -128,4 +127,3 @@ def citation(row: dict[str, Any]) -> str:
         else:
             parts.append(str(value))
     return ", ".join(parts)
-
