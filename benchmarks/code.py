@@ -1075,20 +1075,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="compute the ideal grid's expected R_c (grid_reference); add to the saved results",
     )
     args = parser.parse_args(argv)
-    if args.grid:
+    if args.grid or args.sensitivity or args.report:  # from the saved results
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))
-        saved["grid"] = grid_reference(load_pairs(), [int(t) for t in saved["sizes"]])
-        RESULTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        _report.write_section("code", to_markdown(saved))
-        return 0
-    if args.sensitivity:
-        saved = json.loads(RESULTS.read_text(encoding="utf-8"))
-        sensitivity(saved)
-        RESULTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        _report.write_section("code", to_markdown(saved))
-        return 0
-    if args.report:
-        saved = json.loads(RESULTS.read_text(encoding="utf-8"))
+        if args.grid:
+            saved["grid"] = grid_reference(load_pairs(), [int(t) for t in saved["sizes"]])
+        if args.sensitivity:
+            sensitivity(saved)
+        if args.grid or args.sensitivity:
+            RESULTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         _report.write_section("code", to_markdown(saved))
         return 0
     if args.only and REFERENCE not in args.only:
