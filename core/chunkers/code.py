@@ -690,10 +690,11 @@ def _holds_items_before(spec: LanguageSpec, node: Any, child: Any, items: dict[i
     """Whether an item other than a comment, attribute or decorator starts a line in
     ``node`` before its ``child``: ``node`` then contains code of its own above
     ``child`` rather than wrapping it."""
+    leading = spec.attached | _DECORATORS
     for sibling in node.children:
         if sibling.id == child.id:
             return False
-        if sibling.id in items and sibling.type not in spec.attached | _DECORATORS:
+        if sibling.id in items and sibling.type not in leading:
             return True
     return False
 

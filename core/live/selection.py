@@ -29,11 +29,11 @@ class Selection:
         self.real = self.root.resolve()
         self._pattern = globs_regex(globs)
         self._gitignore = gitignore
-        self._rules = IgnoreRules(self.root, gitignore)
+        self.refresh()
 
     def refresh(self) -> None:
         """Forget the ``.gitignore`` and ``.rechunkignore`` rules read so far."""
-        self._rules = IgnoreRules(self.root, self._gitignore)
+        self._rules: IgnoreRules = IgnoreRules(self.root, self._gitignore)
 
     def relative(self, path: str | os.PathLike[str]) -> tuple[str, ...] | None:
         """``path``'s parts below the root (``()`` for the root itself), or None outside it."""
