@@ -979,7 +979,18 @@ JAVA_BLOCK = """class Units {
 """
 
 
+EACH_METHOD_JS = """methods.forEach(function(method) {
+  Router.prototype[method] = function(path) {
+    return this.route(method, path);
+  };
+});
+"""
+
+
 def test_locator_gives_a_container_s_own_code_to_the_container() -> None:
+    # the call's own first line is not the definition's, though no item starts there
+    assert "symbol" not in _where("javascript", EACH_METHOD_JS, "methods.forEach")
+    assert _where("javascript", EACH_METHOD_JS, "return this")["symbol"] == "Router.prototype[method]"
     assert "symbol" not in _where("c", GUARDED_HEADER, "/* Readings")
     assert "symbol" not in _where("c", GUARDED_HEADER, "#include <stddef.h>")
     assert _where("c", GUARDED_HEADER, "double kelvin")["symbol"] == "struct reading"

@@ -644,6 +644,13 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
     first, head, items = structure.first, structure.head, structure.items
     out: list[tuple[int, int, int, str]] = []
     claimed: set[int] = set()  # items whose first definition took what is attached above
+
+    def starts_line(node: Any) -> bool:
+        """Whether ``node`` begins its line (an item, or the first of an item's nodes:
+        a YAML document's first key)."""
+        row = node.start_point.row
+        return node.id in items or (row < len(first) and char_of(node.start_byte) == first[row])
+
     stack: list[tuple[Any, tuple[str, ...]]] = [(structure.tree.root_node, ())]
     while stack:
         node, path = stack.pop()
@@ -667,7 +674,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                         inner_node, above = above, above.parent
                         if above is None or above.type in spec.definitions:
                             break
-                        if _holds_items_before(spec, above, inner_node, items):
+                        if _holds_items_before(spec, above, inner_node, starts_line):
                             break
                     if item is not None and item.id not in claimed:
                         claimed.add(item.id)
@@ -686,15 +693,17 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
 _DECORATORS = frozenset({"decorator"})
 
 
-def _holds_items_before(spec: LanguageSpec, node: Any, child: Any, items: dict[int, int]) -> bool:
-    """Whether an item other than a comment, attribute or decorator starts a line in
+def _holds_items_before(
+    spec: LanguageSpec, node: Any, child: Any, starts_line: Callable[[Any], bool]
+) -> bool:
+    """Whether a node other than a comment, attribute or decorator starts a line in
     ``node`` before its ``child``: ``node`` then contains code of its own above
     ``child`` rather than wrapping it."""
     leading = spec.attached | _DECORATORS
     for sibling in node.children:
         if sibling.id == child.id:
             return False
-        if sibling.id in items and sibling.type not in leading:
+        if sibling.is_named and sibling.type not in leading and starts_line(sibling):
             return True
     return False
 
