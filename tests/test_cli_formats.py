@@ -246,6 +246,60 @@ def test_a_cpp_header_is_synced_as_cpp_and_a_c_header_as_c(
     assert {p["language"] for p in points["thermo.h"]} == {"c"}
 
 
+COMPOSE = "".join(
+    f"""  worker-{i}:
+    image: shop/worker:1.{i}
+    environment:
+      QUEUE: carts-{i}
+      BATCH: "{10 * i}"
+    depends_on:
+      - db
+"""
+    for i in range(30)
+)
+REPOSITORY_FILES = {
+    "Dockerfile": "FROM python:3.11-slim\nWORKDIR /app\nCOPY . .\nCMD [\"shop\"]\n",
+    "Makefile": "include config.mk\n\ntest:\n\tpython -m pytest\n",
+    "compose.yaml": f"# The shop's services.\nservices:\n{COMPOSE}",
+    "pyproject.toml": '[project]\nname = "shop"\n\n[tool.ruff]\nline-length = 100\n',
+    "infra/main.tf": 'resource "aws_s3_bucket" "logs" {\n  bucket = "shop-logs"\n}\n',
+    "db/schema.sql": "CREATE TABLE carts (\n  id serial PRIMARY KEY\n);\n",
+    "web/site.css": ".cart {\n  margin: 0;\n}\n",
+}
+
+
+def test_a_repository_s_config_and_build_files_sync_as_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dockerfiles, Makefiles, YAML, TOML, Terraform, SQL and CSS are read by their
+    grammars (before, each was an unsupported type), and an edit of one YAML service
+    re-embeds that service's chunk, not the file."""
+    repo = tmp_path / "repo"
+    for name, text in REPOSITORY_FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
+    assert report["unsupported_files"] == {}
+    languages = sorted(p.split("-")[1] for p in report["policies"])
+    assert languages == ["css", "dockerfile", "hcl", "make", "sql", "toml", "yaml"]
+    points = stored(tmp_path)
+    assert {p["language"] for p in points["Dockerfile"]} == {"dockerfile"}
+    assert {p["language"] for p in points["Makefile"]} == {"make"}
+    compose = points["compose.yaml"]
+    assert len(compose) > 1 and {p["format"] for p in compose} == {"code"}
+    symbols = {p.get("symbol") for p in compose}
+    assert all(str(s).startswith("services") for s in symbols) and len(symbols) > 1, symbols
+    assert {p.get("symbol") for p in points["infra/main.tf"]} == {"resource.aws_s3_bucket.logs"}
+    edited = COMPOSE.replace("QUEUE: carts-6", "QUEUE: carts-six")
+    (repo / "compose.yaml").write_text(f"# The shop's services.\nservices:\n{edited}")
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0 and report["documents"]["changed"] == 1
+    (doc,) = [d for d in report["per_document"] if d["status"] == "changed"]
+    assert doc["chunks"] >= 5 and 0 < doc["tokens_embedded"] <= 0.3 * doc["tokens_total"], doc
+
+
 def test_query_says_where_each_hit_lies(kb: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The page, section, lines and symbol a parser recorded come back with each hit: in the
     JSON rows, and as a citation on the terminal."""

@@ -417,6 +417,136 @@ function prune {
 backup "$HOME/docs"
 prune
 ''',
+    "yaml": r'''# Shop API, served by the cart service.
+openapi: 3.1.0
+info:
+  title: Shop
+  version: 1.0.0
+
+paths:
+  /carts/{id}:
+    # Read one cart.
+    get:
+      summary: Read a cart
+      responses:
+        "200":
+          description: The cart
+  /items:
+    post:
+      summary: Add an item
+tags:
+  - name: carts
+  - name: items
+---
+kind: Service
+metadata:
+  name: shop
+''',
+    "toml": r'''# Shop's build settings.
+title = "shop"
+
+[tool.ruff]
+line-length = 100
+# Which rules.
+select = ["E", "F"]
+
+[[bin]]
+name = "cart"
+path = "src/cart.rs"
+
+[dependencies.serde]
+version = "1"
+features = ["derive"]
+''',
+    "css": r'''/* The shop's pages. */
+@charset "utf-8";
+@import url("base.css");
+
+/* The cart. */
+.cart, .cart > li {
+  margin: 0;
+}
+
+@media (max-width: 600px) {
+  .cart {
+    padding: 1px;
+  }
+}
+
+@keyframes pulse {
+  from { opacity: 1; }
+  to { opacity: 0.5; }
+}
+''',
+    "hcl": r'''# The shop's storage.
+terraform {
+  required_version = ">= 1.5"
+}
+
+# Logs, kept a year.
+resource "aws_s3_bucket" "logs" {
+  bucket = "shop-logs"
+  tags = {
+    team = "shop"
+  }
+  lifecycle {
+    prevent_destroy = true
+  }
+}
+
+variable "region" {
+  default = "eu-west-1"
+}
+''',
+    "sql": r'''-- The shop's schema.
+SET search_path TO shop;
+
+-- One row per cart.
+CREATE TABLE carts (
+  id serial PRIMARY KEY,
+  owner text NOT NULL
+);
+
+CREATE INDEX carts_owner ON carts (owner);
+
+CREATE VIEW big_carts AS
+SELECT id FROM carts WHERE id > 10;
+
+CREATE FUNCTION total(cart int) RETURNS int AS $$
+  SELECT count(*) FROM items WHERE items.cart = cart;
+$$ LANGUAGE sql;
+
+INSERT INTO carts (owner) VALUES ('ann');
+''',
+    "dockerfile": r'''# syntax=docker/dockerfile:1
+# The shop's image.
+ARG PY=3.11
+FROM python:${PY} AS build
+WORKDIR /src
+COPY . .
+RUN pip install --no-cache-dir . \
+    && rm -rf /root/.cache
+
+FROM python:${PY}-slim
+COPY --from=build /usr/local /usr/local
+CMD ["shop"]
+''',
+    "make": '''# Build and test the shop.
+include config.mk
+PY ?= python3
+
+# Build the wheel.
+build: src/shop.py
+\t$(PY) -m build
+
+.PHONY: test
+test: build
+\t$(PY) -m pytest
+
+define HELP
+make build
+endef
+''',
 }
 
 
@@ -541,6 +671,13 @@ TestCodePhp = _contract_for("php", 12)
 TestCodeRuby = _contract_for("ruby", 12)
 TestCodeLua = _contract_for("lua", 12)
 TestCodeBash = _contract_for("bash", 12)
+TestCodeYaml = _contract_for("yaml", 12)
+TestCodeToml = _contract_for("toml", 12)
+TestCodeCss = _contract_for("css", 12)
+TestCodeHcl = _contract_for("hcl", 12)
+TestCodeSql = _contract_for("sql", 12)
+TestCodeDockerfile = _contract_for("dockerfile", 12)
+TestCodeMake = _contract_for("make", 12)
 
 
 # -- code-like text -------------------------------------------------------------------------
@@ -818,6 +955,27 @@ HEADS: dict[str, tuple[str, str, Any]] = {
         "set -euo pipefail\nsource ./lib.sh\n",
         lambda i: f"total_{i}() {{\n  echo $(( $# + {i} ))\n}}\n",
     ),
+    "css": (
+        f"/* {LICENCE} */\n",
+        '@charset "utf-8";\n@import url("base.css");\n@import url("grid.css");\n',
+        lambda i: f".total-{i} {{\n  margin: {i}px;\n  padding: {i}px;\n}}\n",
+    ),
+    "make": (
+        f"# {LICENCE}\n",
+        "include config.mk\ninclude rules.mk\n",
+        lambda i: f"total_{i}: src/total_{i}.c\n\t$(CC) -o $@ $< -DADD={i}\n",
+    ),
+}
+# Languages with no prologue: (licence comment, one item given its index).
+LEADS: dict[str, tuple[str, Any]] = {
+    "yaml": (f"# {LICENCE}\n", lambda i: f"total_{i}:\n  kind: sum\n  over: items\n  add: {i}\n"),
+    "toml": (f"# {LICENCE}\n", lambda i: f'[total_{i}]\nkind = "sum"\nadd = {i}\n'),
+    "hcl": (f"# {LICENCE}\n", lambda i: f'resource "shop_total" "t{i}" {{\n  add = {i}\n}}\n'),
+    "sql": (
+        f"-- {LICENCE}\n",
+        lambda i: f"CREATE VIEW total_{i} AS\nSELECT count(*) + {i} FROM items;\n",
+    ),
+    "dockerfile": (f"# {LICENCE}\n", lambda i: f'LABEL shop.total_{i}="{i}"\nRUN echo {i}\n'),
 }
 
 
@@ -833,7 +991,7 @@ def test_the_head_of_a_file_is_cut_apart_from_its_code(language: str) -> None:
     """The licence, the prologue (imports, package, module doc) and the code start chunks
     of their own: each changes for its own reasons, and grouped with the first function
     an added import would re-embed that function too."""
-    assert set(HEADS) == set(LANGUAGES) - {"tsx"}
+    assert set(HEADS) | set(LEADS) == set(LANGUAGES) - {"tsx"}
     _, prologue, function = HEADS[language]
     text = _head_file(language, 30)
     chunker = CodeChunker(language, min_tokens=40, max_tokens=80)
@@ -852,7 +1010,27 @@ def test_the_head_of_a_file_is_cut_apart_from_its_code(language: str) -> None:
         assert len(fresh) == 1, [c.text[:40] for c in fresh]
 
 
+@pytest.mark.parametrize("language", sorted(LEADS))
+def test_the_licence_is_cut_apart_in_a_file_with_no_prologue(language: str) -> None:
+    """A configuration file's leading comment starts no chunk with its first item: a year
+    bumped re-embeds that comment alone."""
+    licence, item = LEADS[language]
+    text = licence + "\n" + "\n".join(item(i) for i in range(40))
+    chunker = CodeChunker(language, min_tokens=40, max_tokens=80)
+    chunks = chunker.chunk(text)
+    check_tiles(text, chunks)
+    assert text.index(item(0)) in [c.start for c in chunks]
+    olds = {c.text for c in chunks}
+    bumped = text.replace("2026", "2026-2027", 1)
+    fresh = [c for c in chunker.chunk(bumped) if c.text not in olds]
+    assert len(fresh) == 1 and fresh[0].text.startswith(licence[:2]), fresh
+
+
 def test_a_file_that_fits_in_one_chunk_stays_whole() -> None:
+    for language, (licence, item) in LEADS.items():
+        text = licence + item(0)
+        chunker = CodeChunker(language, min_tokens=60, max_tokens=200)
+        assert [c.text for c in chunker.chunk(text)] == [rechunk.embedding_input(text)]
     for language in HEADS:
         text = _head_file(language, 1)
         chunker = CodeChunker(language, min_tokens=60, max_tokens=200)
@@ -932,6 +1110,38 @@ def test_locator_symbol_paths() -> None:
     assert _where("lua", SNIPPETS["lua"], "-- Make an empty")["symbol"] == "Cart.new"
     assert _where("bash", SNIPPETS["bash"], "cp -r")["symbol"] == "backup"
     assert "symbol" not in _where("bash", SNIPPETS["bash"], "set -euo")
+    yaml = SNIPPETS["yaml"]
+    assert _where("yaml", yaml, "summary: Read")["symbol"] == "paths./carts/{id}.get"
+    assert _where("yaml", yaml, "# Read one cart.")["symbol"] == "paths./carts/{id}.get"
+    assert _where("yaml", yaml, "description: The cart")["symbol"] == "paths./carts/{id}.get.responses.200"
+    assert _where("yaml", yaml, "name: shop")["symbol"] == "metadata"
+    for top in ("# Shop API", "openapi:", "kind: Service"):
+        assert "symbol" not in _where("yaml", yaml, top)
+    toml = SNIPPETS["toml"]
+    assert _where("toml", toml, "# Which rules.")["symbol"] == "tool.ruff"
+    assert _where("toml", toml, 'path = "src')["symbol"] == "bin"
+    assert _where("toml", toml, "features")["symbol"] == "dependencies.serde"
+    assert "symbol" not in _where("toml", toml, "title =")
+    css = SNIPPETS["css"]
+    assert _where("css", css, "/* The cart. */")["symbol"] == ".cart, .cart > li"
+    assert _where("css", css, "padding: 1px")["symbol"] == "@media (max-width: 600px) .cart"
+    assert _where("css", css, "to { opacity")["symbol"] == "@keyframes pulse"
+    hcl = SNIPPETS["hcl"]
+    assert _where("hcl", hcl, "# Logs, kept")["symbol"] == "resource.aws_s3_bucket.logs"
+    assert _where("hcl", hcl, "prevent_destroy")["symbol"] == "resource.aws_s3_bucket.logs.lifecycle"
+    assert _where("hcl", hcl, "default =")["symbol"] == "variable.region"
+    sql = SNIPPETS["sql"]
+    assert _where("sql", sql, "-- One row per cart.")["symbol"] == "carts"
+    assert _where("sql", sql, "owner text")["symbol"] == "carts"
+    assert _where("sql", sql, "CREATE INDEX")["symbol"] == "carts_owner"
+    assert _where("sql", sql, "SELECT count")["symbol"] == "total"
+    assert "symbol" not in _where("sql", sql, "INSERT INTO")
+    make = SNIPPETS["make"]
+    assert _where("make", make, "# Build the wheel.")["symbol"] == "build"
+    assert _where("make", make, "-m pytest")["symbol"] == "test"
+    assert _where("make", make, "make build")["symbol"] == "HELP"
+    assert "symbol" not in _where("make", make, ".PHONY")  # a special target names nothing
+    assert "symbol" not in _where("dockerfile", SNIPPETS["dockerfile"], "FROM python")
 
 
 # Code above a definition inside a container (an include guard, a function body, an
@@ -1060,8 +1270,22 @@ def embedding_text(lines: list[str]) -> str:
         ("cart.rb", "ruby"),
         ("cart.lua", "lua"),
         ("backup.sh", "bash"),
+        ("openapi.yaml", "yaml"),
+        ("ci.YML", "yaml"),
+        ("pyproject.toml", "toml"),
+        ("site.css", "css"),
+        ("main.tf", "hcl"),
+        ("prod.tfvars", "hcl"),
+        ("schema.sql", "sql"),
+        ("Dockerfile", "dockerfile"),
+        ("deploy/Dockerfile.prod", "dockerfile"),
+        ("api.dockerfile", "dockerfile"),
+        ("Containerfile", "dockerfile"),
+        ("Makefile", "make"),
+        ("GNUmakefile", "make"),
+        ("rules.mk", "make"),
         ("README.md", None),
-        ("Makefile", None),
+        ("Makefile.am", None),
         ("a.pl", None),
     ],
 )

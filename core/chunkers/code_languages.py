@@ -76,6 +76,26 @@ _JS_DEFINITIONS = frozenset(
     }
 )
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+#: SQL statements that create or change a named object (its name is the symbol)
+_SQL_DEFINITIONS = (
+    "create_table",
+    "create_view",
+    "create_materialized_view",
+    "create_function",
+    "create_index",
+    "create_type",
+    "create_schema",
+    "create_sequence",
+    "create_trigger",
+    "create_extension",
+    "create_role",
+    "create_database",
+    "create_procedure",
+    "create_policy",
+    "alter_table",
+    "alter_view",
+    "alter_type",
+)
 _JS_PROLOGUE = frozenset({"import_statement"})  # and require() declarations: code.py
 _C_PROLOGUE = frozenset({"preproc_include"})
 
@@ -344,6 +364,76 @@ LANGUAGES: dict[str, LanguageSpec] = {
             _COMMENTS,
             prologue_calls=frozenset({"source", ".", "set", "shopt"}),
         ),
+        # -- the configuration, build and schema files a repository keeps beside its code
+        LanguageSpec(
+            "yaml",
+            "tree_sitter_yaml",
+            "language",
+            "tree-sitter-yaml",
+            (".yaml", ".yml"),
+            frozenset({"block_mapping_pair"}),  # named when its value is a block
+            frozenset({"comment"}),
+        ),
+        LanguageSpec(
+            "toml",
+            "tree_sitter_toml",
+            "language",
+            "tree-sitter-toml",
+            (".toml",),
+            frozenset({"table", "table_array_element"}),
+            frozenset({"comment"}),
+        ),
+        LanguageSpec(
+            "css",
+            "tree_sitter_css",
+            "language",
+            "tree-sitter-css",
+            (".css",),
+            frozenset(
+                {"rule_set", "media_statement", "supports_statement", "keyframes_statement"}
+            ),
+            frozenset({"comment", "js_comment"}),
+            " ",  # a rule inside an at-rule: `@media (max-width: 600px) .cart`
+            prologue=frozenset({"charset_statement", "import_statement", "namespace_statement"}),
+        ),
+        LanguageSpec(
+            "hcl",
+            "tree_sitter_hcl",
+            "language",
+            "tree-sitter-hcl",
+            (".tf", ".hcl", ".tfvars"),
+            frozenset({"block"}),
+            frozenset({"comment"}),
+            lists=frozenset({"body"}),
+        ),
+        LanguageSpec(
+            "sql",
+            "tree_sitter_sql",
+            "language",
+            "tree-sitter-sql",
+            (".sql",),
+            frozenset(_SQL_DEFINITIONS),
+            frozenset({"comment", "marginalia"}),
+        ),
+        LanguageSpec(
+            "dockerfile",
+            "tree_sitter_dockerfile",
+            "language",
+            "tree-sitter-dockerfile",
+            (".dockerfile",),  # and files named Dockerfile, Containerfile: _BY_NAME
+            frozenset(),
+            frozenset({"comment"}),
+        ),
+        LanguageSpec(
+            "make",
+            "tree_sitter_make",
+            "language",
+            "tree-sitter-make",
+            (".mk", ".mak"),  # and files named Makefile: _BY_NAME
+            frozenset({"rule", "define_directive"}),
+            frozenset({"comment"}),
+            prologue=frozenset({"include_directive"}),
+        ),
     )
 }
 _ALIASES = {
@@ -362,8 +452,22 @@ _ALIASES = {
     "rb": "ruby",
     "sh": "bash",
     "shell": "bash",
+    "yml": "yaml",
+    "terraform": "hcl",
+    "tf": "hcl",
+    "docker": "dockerfile",
+    "containerfile": "dockerfile",
+    "makefile": "make",
 }
 _BY_SUFFIX = {suffix: spec.name for spec in LANGUAGES.values() for suffix in spec.suffixes}
+#: files known by their name (any case): a Dockerfile has no suffix, or the stage's
+#: (``Dockerfile.prod``)
+_BY_NAME = {
+    "dockerfile": "dockerfile",
+    "containerfile": "dockerfile",
+    "makefile": "make",
+    "gnumakefile": "make",
+}
 
 
 #: a line only C++ has (a C header may hold C++ only inside ``#ifdef __cplusplus``,
@@ -389,11 +493,21 @@ def language_for(path: str | PurePath, text: str | None = None) -> str | None:
     ``text`` (the file's text) has a line only C++ has: a template, a namespace or
     class body, an access specifier, a using-directive, a class with a base, or an
     ``#include`` of a standard C++ header such as ``<vector>``. Without ``text`` it is C.
+    A file with no known suffix is known by its name: ``Dockerfile``, ``Containerfile``
+    (and ``Dockerfile.prod``), ``Makefile``, ``GNUmakefile``.
     """
-    suffix = PurePath(path).suffix.lower()
+    pure = PurePath(path)
+    suffix = pure.suffix.lower()
     if suffix == ".h" and text is not None and _CPP_LINE.search(text):
         return "cpp"
-    return _BY_SUFFIX.get(suffix)
+    found = _BY_SUFFIX.get(suffix)
+    if found is None:
+        name = pure.name.lower()
+        found = _BY_NAME.get(name)
+        stem = name.split(".", 1)[0]
+        if found is None and _BY_NAME.get(stem) == "dockerfile":
+            found = "dockerfile"
+    return found
 
 
 def spec_for(language: str) -> LanguageSpec:
@@ -516,7 +630,87 @@ def _js_name(node: Any, source: bytes) -> str | None:
     return _field_text(node, "name", source)
 
 
+def _unquoted(node: Any, source: bytes) -> str:
+    return _text(node, source).strip("\"'")
+
+
+def _yaml_name(node: Any, source: bytes) -> str | None:
+    """A mapping's key when its value is a block (a nested mapping or a list)."""
+    value = node.child_by_field_name("value")
+    key = node.child_by_field_name("key")
+    if key is None or value is None or value.type != "block_node":
+        return None
+    return _unquoted(key, source)
+
+
+def _toml_name(node: Any, source: bytes) -> str | None:
+    """A table's key: ``tool.ruff`` for ``[tool.ruff]``, ``bin`` for ``[[bin]]``."""
+    for child in node.named_children:
+        if child.type in ("bare_key", "dotted_key", "quoted_key"):
+            return _text(child, source)
+    return None
+
+
+def _before_block(node: Any, source: bytes) -> str:
+    """The text of ``node`` up to its body (a CSS at-rule's prelude)."""
+    bodies = ("block", "keyframe_block_list")
+    end = next((c.start_byte for c in node.children if c.type in bodies), node.end_byte)
+    return " ".join(source[node.start_byte : end].decode("utf-8", "replace").split())[:200]
+
+
+def _css_name(node: Any, source: bytes) -> str | None:
+    if node.type == "rule_set":
+        selectors = next((c for c in node.named_children if c.type == "selectors"), None)
+        return None if selectors is None else _text(selectors, source)[:200]
+    return _before_block(node, source) or None
+
+
+def _hcl_name(node: Any, source: bytes) -> str | None:
+    """A block's type and labels: ``resource.aws_s3_bucket.logs``."""
+    parts = []
+    for child in node.named_children:
+        if child.type == "identifier":
+            parts.append(_text(child, source))
+        elif child.type == "string_lit":
+            parts.append(_unquoted(child, source))
+        elif child.type == "block_start":
+            break
+    return ".".join(parts) or None
+
+
+def _sql_name(node: Any, source: bytes) -> str | None:
+    """The object a statement creates or alters (``shop.carts``)."""
+    for child in node.named_children:
+        if child.type in ("object_reference", "identifier"):
+            return _text(child, source)
+    return None
+
+
+def _make_name(node: Any, source: bytes) -> str | None:
+    """A rule's targets (``build test``; not a special target such as ``.PHONY``), a
+    ``define``'s variable."""
+    if node.type == "define_directive":
+        return _field_text(node, "name", source)
+    targets = next((c for c in node.named_children if c.type == "targets"), None)
+    if targets is None:
+        return None
+    name = _text(targets, source)
+    return None if name.startswith(".") else name
+
+
+_NAMERS: dict[str, Callable[[Any, bytes], str | None]] = {
+    "yaml": _yaml_name,
+    "toml": _toml_name,
+    "css": _css_name,
+    "hcl": _hcl_name,
+    "sql": _sql_name,
+    "make": _make_name,
+}
+
+
 def _names(spec: LanguageSpec) -> Callable[[Any, bytes], str | None]:
+    if spec.name in _NAMERS:
+        return _NAMERS[spec.name]
     if spec.name in ("javascript", "typescript", "tsx"):
         return _js_name
     if spec.name == "rust":
