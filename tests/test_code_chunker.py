@@ -847,6 +847,24 @@ def test_an_item_too_large_for_one_chunk_starts_one() -> None:
             assert len(inside) >= 2 and all(c.text in olds for c in inside), seed
 
 
+def test_a_key_line_is_not_left_alone_before_a_member_too_large_to_join_it() -> None:
+    """`jobs:` and `tests:` open a mapping too large for one chunk whose first member is
+    small and whose second fits only alone: the cut falls after the small member, not
+    after each key line (which left chunks of two tokens in version 3)."""
+    oses = "".join(f"          - os-{i}\n" for i in range(8))
+    steps = "".join(f"      - run: make check-{i}\n" for i in range(13))
+    workflow = (
+        "name: checks\non: [push, pull_request]\n\npermissions:\n  contents: read\n"
+        "  checks: write\n  statuses: write\n\njobs:\n  tests:\n    strategy:\n"
+        f"      matrix:\n        os:\n{oses}    steps:\n{steps}"
+    )
+    chunker = CodeChunker("yaml", min_tokens=60, max_tokens=100)
+    chunks = chunker.chunk(workflow)
+    check_tiles(workflow, chunks)
+    assert [c.text.split(":")[0] for c in chunks] == ["name", "jobs", "steps"]
+    assert min(c.tokens for c in chunks) >= 60 // 4
+
+
 def test_comments_and_attributes_stay_with_their_item() -> None:
     rust = SNIPPETS["rust"]
     chunks = CodeChunker("rust", min_tokens=10, max_tokens=40).chunk(rust)

@@ -388,7 +388,10 @@ class CodeChunker(BaseChunker):
     between consecutive anchors that holds at most ``max_tokens`` tokens is one
     chunk, a longer one is cut from its left end at the allowed boundary with the
     greatest key that makes the chunk ``min_tokens`` to ``max_tokens`` tokens
-    (else the best within ``max_tokens``, else the last boundary within it). So
+    (else the best that makes it ``min_tokens // 4`` to ``max_tokens``, so that a
+    class's or a YAML key's first line is not left alone before a member too large
+    to join it; else the best within ``max_tokens``, else the last boundary within
+    it). So
     small neighbouring definitions and imports are grouped by their content, not
     packed greedily, and an inserted function changes only the chunks within
     about ``max_tokens`` tokens of it: the chunks after the next anchor keep their
@@ -407,7 +410,7 @@ class CodeChunker(BaseChunker):
     """
 
     kind = "code"
-    version = 3
+    version = 4
 
     def __init__(
         self,
@@ -474,6 +477,11 @@ class CodeChunker(BaseChunker):
     # -- chunking ---------------------------------------------------------------------------
 
     @property
+    def _floor(self) -> int:
+        """Pieces below this many tokens are not cut off by choice (see the class doc)."""
+        return self.min_tokens // 4
+
+    @property
     def _recount_limit(self) -> int:
         """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
         return self.max_tokens
@@ -487,7 +495,9 @@ class CodeChunker(BaseChunker):
         bounds = np.flatnonzero(anchors).tolist()
         starts: list[int] = []
         for a, b in zip(bounds, bounds[1:]):
-            _chain(prefix, keys, allowed, a, b, self.min_tokens, self.max_tokens, starts)
+            _chain(
+                prefix, keys, allowed, a, b, self.min_tokens, self.max_tokens, starts, self._floor
+            )
         return units, starts
 
     def _word_levels(self, analysis: Analysis) -> tuple[IntArray, BoolArray]:
@@ -536,7 +546,7 @@ class CodeChunker(BaseChunker):
         if forced and prefix[n] > self.max_tokens:
             # in a file longer than one chunk; a piece of fewer than a quarter of
             # min_tokens joins the next one (no chunk of a lone `package main`)
-            floor = self.min_tokens // 4
+            floor = self._floor
             last = 0
             for w in sorted(set(forced)):
                 if w == 0 or levels[w] < _BASE or prefix[w] - prefix[last] < floor:

@@ -669,10 +669,12 @@ def _chain(
     low: int,
     high: int,
     out: list[int],
+    floor: int = 0,
 ) -> None:
     """Append the starts of the chunks between anchors ``a`` and ``b`` (unit indices), cut
     from the left: each chunk ends at the allowed boundary with the greatest key that makes
-    it ``low`` to ``high`` tokens (else the best within ``high``, else the last one)."""
+    it ``low`` to ``high`` tokens (else the best that makes it ``floor`` to ``high``, else
+    the best within ``high``, else the last one)."""
     end = int(prefix[b])
     start = a
     while True:
@@ -685,6 +687,9 @@ def _chain(
         # c >= first: it holds at least `low` tokens
         first = max(start + 1, int(np.searchsorted(prefix, base + low, side="left")))
         choice = _best(keys, allowed, first, stop)
+        if choice < 0 and floor:
+            least = max(start + 1, int(np.searchsorted(prefix, base + floor, side="left")))
+            choice = _best(keys, allowed, least, stop)
         if choice < 0:
             choice = _best(keys, allowed, start + 1, stop)
         if choice < 0:
