@@ -684,7 +684,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                         inner_node, above = above, above.parent
                         if above is None or above.type in spec.definitions:
                             break
-                        if _holds_items_before(spec, above, inner_node, starts_line):
+                        if _holds_code_before(spec, above, inner_node, starts_line):
                             break
                     if item is not None and item.id not in claimed:
                         claimed.add(item.id)
@@ -703,7 +703,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
 _DECORATORS = frozenset({"decorator"})
 
 
-def _holds_items_before(
+def _holds_code_before(
     spec: LanguageSpec, node: Any, child: Any, starts_line: Callable[[Any], bool]
 ) -> bool:
     """Whether a node other than a comment, attribute or decorator starts a line in
