@@ -263,7 +263,6 @@ REPOSITORY_FILES = {
     "compose.yaml": f"# The shop's services.\nservices:\n{COMPOSE}",
     "pyproject.toml": '[project]\nname = "shop"\n\n[tool.ruff]\nline-length = 100\n',
     "infra/main.tf": 'resource "aws_s3_bucket" "logs" {\n  bucket = "shop-logs"\n}\n',
-    "db/schema.sql": "CREATE TABLE carts (\n  id serial PRIMARY KEY\n);\n",
     "web/site.css": ".cart {\n  margin: 0;\n}\n",
 }
 
@@ -271,7 +270,7 @@ REPOSITORY_FILES = {
 def test_a_repository_s_config_and_build_files_sync_as_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Dockerfiles, Makefiles, YAML, TOML, Terraform, SQL and CSS are read by their
+    """Dockerfiles, Makefiles, YAML, TOML, Terraform and CSS are read by their
     grammars (before, each was an unsupported type), and an edit of one YAML service
     re-embeds that service's chunk, not the file."""
     repo = tmp_path / "repo"
@@ -283,7 +282,7 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     assert code == 0, report
     assert report["unsupported_files"] == {}
     languages = sorted(p.split("-")[1] for p in report["policies"])
-    assert languages == ["css", "dockerfile", "hcl", "make", "sql", "toml", "yaml"]
+    assert languages == ["css", "dockerfile", "hcl", "make", "toml", "yaml"]
     points = stored(tmp_path)
     assert {p["language"] for p in points["Dockerfile"]} == {"dockerfile"}
     assert {p["language"] for p in points["Makefile"]} == {"make"}

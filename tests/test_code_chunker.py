@@ -498,26 +498,6 @@ variable "region" {
   default = "eu-west-1"
 }
 ''',
-    "sql": r'''-- The shop's schema.
-SET search_path TO shop;
-
--- One row per cart.
-CREATE TABLE carts (
-  id serial PRIMARY KEY,
-  owner text NOT NULL
-);
-
-CREATE INDEX carts_owner ON carts (owner);
-
-CREATE VIEW big_carts AS
-SELECT id FROM carts WHERE id > 10;
-
-CREATE FUNCTION total(cart int) RETURNS int AS $$
-  SELECT count(*) FROM items WHERE items.cart = cart;
-$$ LANGUAGE sql;
-
-INSERT INTO carts (owner) VALUES ('ann');
-''',
     "dockerfile": r'''# syntax=docker/dockerfile:1
 # The shop's image.
 ARG PY=3.11
@@ -675,7 +655,6 @@ TestCodeYaml = _contract_for("yaml", 12)
 TestCodeToml = _contract_for("toml", 12)
 TestCodeCss = _contract_for("css", 12)
 TestCodeHcl = _contract_for("hcl", 12)
-TestCodeSql = _contract_for("sql", 12)
 TestCodeDockerfile = _contract_for("dockerfile", 12)
 TestCodeMake = _contract_for("make", 12)
 
@@ -989,10 +968,6 @@ LEADS: dict[str, tuple[str, Any]] = {
     "yaml": (f"# {LICENCE}\n", lambda i: f"total_{i}:\n  kind: sum\n  over: items\n  add: {i}\n"),
     "toml": (f"# {LICENCE}\n", lambda i: f'[total_{i}]\nkind = "sum"\nadd = {i}\n'),
     "hcl": (f"# {LICENCE}\n", lambda i: f'resource "shop_total" "t{i}" {{\n  add = {i}\n}}\n'),
-    "sql": (
-        f"-- {LICENCE}\n",
-        lambda i: f"CREATE VIEW total_{i} AS\nSELECT count(*) + {i} FROM items;\n",
-    ),
     "dockerfile": (f"# {LICENCE}\n", lambda i: f'LABEL shop.total_{i}="{i}"\nRUN echo {i}\n'),
 }
 
@@ -1148,12 +1123,6 @@ def test_locator_symbol_paths() -> None:
     assert _where("hcl", hcl, "# Logs, kept")["symbol"] == "resource.aws_s3_bucket.logs"
     assert _where("hcl", hcl, "prevent_destroy")["symbol"] == "resource.aws_s3_bucket.logs.lifecycle"
     assert _where("hcl", hcl, "default =")["symbol"] == "variable.region"
-    sql = SNIPPETS["sql"]
-    assert _where("sql", sql, "-- One row per cart.")["symbol"] == "carts"
-    assert _where("sql", sql, "owner text")["symbol"] == "carts"
-    assert _where("sql", sql, "CREATE INDEX")["symbol"] == "carts_owner"
-    assert _where("sql", sql, "SELECT count")["symbol"] == "total"
-    assert "symbol" not in _where("sql", sql, "INSERT INTO")
     make = SNIPPETS["make"]
     assert _where("make", make, "# Build the wheel.")["symbol"] == "build"
     assert _where("make", make, "-m pytest")["symbol"] == "test"
@@ -1294,7 +1263,7 @@ def embedding_text(lines: list[str]) -> str:
         ("site.css", "css"),
         ("main.tf", "hcl"),
         ("prod.tfvars", "hcl"),
-        ("schema.sql", "sql"),
+        ("schema.sql", None),  # SQL is chunked by the recursive policy
         ("Dockerfile", "dockerfile"),
         ("deploy/Dockerfile.prod", "dockerfile"),
         ("api.dockerfile", "dockerfile"),

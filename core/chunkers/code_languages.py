@@ -76,26 +76,6 @@ _JS_DEFINITIONS = frozenset(
     }
 )
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
-#: SQL statements that create or change a named object (its name is the symbol)
-_SQL_DEFINITIONS = (
-    "create_table",
-    "create_view",
-    "create_materialized_view",
-    "create_function",
-    "create_index",
-    "create_type",
-    "create_schema",
-    "create_sequence",
-    "create_trigger",
-    "create_extension",
-    "create_role",
-    "create_database",
-    "create_procedure",
-    "create_policy",
-    "alter_table",
-    "alter_view",
-    "alter_type",
-)
 _JS_PROLOGUE = frozenset({"import_statement"})  # and require() declarations: code.py
 _C_PROLOGUE = frozenset({"preproc_include"})
 
@@ -407,15 +387,6 @@ LANGUAGES: dict[str, LanguageSpec] = {
             lists=frozenset({"body"}),
         ),
         LanguageSpec(
-            "sql",
-            "tree_sitter_sql",
-            "language",
-            "tree-sitter-sql",
-            (".sql",),
-            frozenset(_SQL_DEFINITIONS),
-            frozenset({"comment", "marginalia"}),
-        ),
-        LanguageSpec(
             "dockerfile",
             "tree_sitter_dockerfile",
             "language",
@@ -678,14 +649,6 @@ def _hcl_name(node: Any, source: bytes) -> str | None:
     return ".".join(parts) or None
 
 
-def _sql_name(node: Any, source: bytes) -> str | None:
-    """The object a statement creates or alters (``shop.carts``)."""
-    for child in node.named_children:
-        if child.type in ("object_reference", "identifier"):
-            return _text(child, source)
-    return None
-
-
 def _make_name(node: Any, source: bytes) -> str | None:
     """A rule's targets (``build test``; not a special target such as ``.PHONY``), a
     ``define``'s variable."""
@@ -703,7 +666,6 @@ _NAMERS: dict[str, Callable[[Any, bytes], str | None]] = {
     "toml": _toml_name,
     "css": _css_name,
     "hcl": _hcl_name,
-    "sql": _sql_name,
     "make": _make_name,
 }
 

@@ -39,6 +39,7 @@ OTHER_CODE_SUFFIXES = {
     ".pl": "perl",
     ".r": "r",
     ".m": "objective-c",
+    ".sql": "sql",
     ".ps1": "powershell",
     ".ex": "elixir",
     ".exs": "elixir",
