@@ -892,7 +892,8 @@ DEV_READING = (
     "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
     "before a change whose `max_tokens` reach includes it may end at a different "
     "boundary (drift before the first change); see Limits in `docs/limits.md`. The same "
-    "splitters on releases of other packages: the next two sections."
+    "splitters on releases of other packages, and on configuration files: the sections after "
+    "this one (sets a to d)."
 )
 
 
@@ -904,7 +905,7 @@ def to_markdown(
     discussion: str = DEV_READING,
 ) -> str:
     ds = results["dataset"]
-    langs = [lang for lang in LANGS if lang in ds["n"]]
+    langs = [key for key in ds["n"] if key not in BANDS]  # in _present's order
     reading = []
     for target, block in results["sizes"].items():
         ok = {r["name"]: r for r in block["splitters"] if r.get("available")}

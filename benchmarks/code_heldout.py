@@ -112,7 +112,10 @@ ABOUT = {
         "(with tree-sitter-sql's grammar the code policy re-embedded more on these pairs "
         "than the recursive policy, and SQL was left without a grammar). LangChain has no "
         "`Language` for these (`from_language` cannot run), so its recursive splitter with "
-        "default separators is what a LangChain user has. The YAML is Ansible's (Jinja in "
+        "default separators is what a LangChain user has; semantic-text-splitter's and "
+        "LlamaIndex's `CodeSplitter` take a grammar, so they fail on the SQL (`KeyError: "
+        "'sql'` below) and their overall figures cover YAML and CSS only. The YAML is "
+        "Ansible's (Jinja in "
         "its values) and the SQL templated: dbt's Jinja macros and procrastinate's queries "
         "with psycopg placeholders."
     ),
