@@ -1,5 +1,6 @@
 """A knowledge base as it really is: one `rechunk sync` over pages, PDFs, Office files,
-a notebook, an e-mail, records and code, then an edit of each kind, synced again.
+a notebook, an e-mail, records, code and its build files, then an edit of each kind,
+synced again.
 
 Every file is written here by the tool a real knowledge base gets it from (reportlab for
 the PDF, python-docx, python-pptx, openpyxl, the standard library's e-mail and JSON

@@ -85,8 +85,8 @@ def test_mixed_folder() -> None:
     inputs: the paragraph inserted in three formats is one input, embedded once."""
     output = run_example("mixed_folder.py")
     first, second = output.split("(edited:")
-    assert "15 new, 0 changed" in first and "unsupported   .png 1" in first
-    assert "code: go 1, python 1, rust 1, typescript 1" in first
-    assert "0 new, 4 changed, 11 unchanged" in second
+    assert "17 new, 0 changed" in first and "unsupported   .png 1" in first
+    assert "code: dockerfile 1, go 1, python 1, rust 1, typescript 1, yaml 1" in first
+    assert "0 new, 4 changed, 13 unchanged" in second
     embedded = int(re.search(r"inputs +(\d+) embedded", second).group(1))  # type: ignore[union-attr]
     assert 0 < embedded <= 4, second
