@@ -264,6 +264,7 @@ REPOSITORY_FILES = {
     "pyproject.toml": '[project]\nname = "shop"\n\n[tool.ruff]\nline-length = 100\n',
     "infra/main.tf": 'resource "aws_s3_bucket" "logs" {\n  bucket = "shop-logs"\n}\n',
     "web/site.css": ".cart {\n  margin: 0;\n}\n",
+    "db/schema.sql": "CREATE TABLE carts (\n  id serial PRIMARY KEY\n);\n",
 }
 
 
@@ -271,8 +272,8 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Dockerfiles, Makefiles, YAML, TOML, Terraform and CSS are read by their
-    grammars (before, each was an unsupported type), and an edit of one YAML service
-    re-embeds that service's chunk, not the file."""
+    grammars (before, each was an unsupported type), SQL by the recursive policy, and an
+    edit of one YAML service re-embeds that service's chunk, not the file."""
     repo = tmp_path / "repo"
     for name, text in REPOSITORY_FILES.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
@@ -281,9 +282,12 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0, report
     assert report["unsupported_files"] == {}
-    languages = sorted(p.split("-")[1] for p in report["policies"])
+    code_policies = [p for p in report["policies"] if p.startswith("code-")]
+    languages = sorted(p.split("-")[1] for p in code_policies)
     assert languages == ["css", "dockerfile", "hcl", "make", "toml", "yaml"]
     points = stored(tmp_path)
+    (schema,) = points["db/schema.sql"]
+    assert schema["language"] == "sql" and schema["policy"].startswith("recursive-")
     assert {p["language"] for p in points["Dockerfile"]} == {"dockerfile"}
     assert {p["language"] for p in points["Makefile"]} == {"make"}
     compose = points["compose.yaml"]

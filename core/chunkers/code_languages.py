@@ -344,7 +344,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             _COMMENTS,
             prologue_calls=frozenset({"source", ".", "set", "shopt"}),
         ),
-        # -- the configuration, build and schema files a repository keeps beside its code
+        # -- the configuration and build files a repository keeps beside its code
         LanguageSpec(
             "yaml",
             "tree_sitter_yaml",
@@ -474,9 +474,9 @@ def language_for(path: str | PurePath, text: str | None = None) -> str | None:
     found = _BY_SUFFIX.get(suffix)
     if found is None:
         name = pure.name.lower()
-        found = _BY_NAME.get(name)
-        stem = name.split(".", 1)[0]
-        if found is None and _BY_NAME.get(stem) == "dockerfile":
+        if name in _BY_NAME:
+            found = _BY_NAME[name]
+        elif _BY_NAME.get(name.split(".", 1)[0]) == "dockerfile":  # a stage's own file
             found = "dockerfile"
     return found
 
@@ -630,6 +630,7 @@ def _before_block(node: Any, source: bytes) -> str:
 
 
 def _css_name(node: Any, source: bytes) -> str | None:
+    """A rule's selectors (``.cart, .cart > li``), an at-rule's prelude (``@media ...``)."""
     if node.type == "rule_set":
         selectors = next((c for c in node.named_children if c.type == "selectors"), None)
         return None if selectors is None else _text(selectors, source)[:200]
