@@ -64,6 +64,14 @@ class Chooser:
             self.fallbacks[language] += 1
         return self._chunkers[language]
 
+    def fields(self) -> dict[str, Any]:
+        """The code files chunked by the recursive policy, for --json reports:
+        ``{"sql": {"files": 3, "reason": "..."}}``."""
+        return {
+            language: {"files": count, "reason": self.reasons[language]}
+            for language, count in sorted(self.fallbacks.items())
+        }
+
     def __call__(self, doc: Document) -> Chunker | None:
         metadata = doc.metadata or {}
         if metadata.get("format") != CODE:

@@ -165,7 +165,7 @@ def execute(args: SyncArgs) -> int:
                 print(f"rechunk: warning: {advice}", file=sys.stderr)
     report.documents["skipped"] += len(files.skipped)
     if args.json:
-        data = {**report.to_dict(), **file_fields(files)}
+        data = {**report.to_dict(), **file_fields(files), "no_grammar": chooser.fields()}
         data["model_loaded"] = embedder.loaded
         print_json(data)
     else:

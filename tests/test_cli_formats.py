@@ -288,6 +288,8 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     points = stored(tmp_path)
     (schema,) = points["db/schema.sql"]
     assert schema["language"] == "sql" and schema["policy"].startswith("recursive-")
+    assert report["no_grammar"]["sql"]["files"] == 1
+    assert "no code grammar for language 'sql'" in report["no_grammar"]["sql"]["reason"]
     assert {p["language"] for p in points["Dockerfile"]} == {"dockerfile"}
     assert {p["language"] for p in points["Makefile"]} == {"make"}
     compose = points["compose.yaml"]
