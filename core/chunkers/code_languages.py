@@ -662,7 +662,48 @@ def _make_name(node: Any, source: bytes) -> str | None:
     return None if name.startswith(".") else name
 
 
+def _rust_name(node: Any, source: bytes) -> str | None:
+    """An impl block's header (``impl Display for Point``), else the item's name."""
+    if node.type == "impl_item":
+        return _header(node, "body", source)
+    return _field_text(node, "name", source)
+
+
+def _go_name(node: Any, source: bytes) -> str | None:
+    """A method's receiver type and name (``Cart.Add``), else the name."""
+    name = _field_text(node, "name", source)
+    if node.type == "method_declaration" and name is not None:
+        receiver = _go_receiver(node, source)
+        return f"{receiver}.{name}" if receiver else name
+    return name
+
+
+def _c_name(node: Any, source: bytes) -> str | None:
+    """A function's declarator name; ``struct point`` for a struct, union or enum with a
+    body (a forward declaration names nothing)."""
+    if node.type == "function_definition":
+        return _c_declarator_name(node.child_by_field_name("declarator"), source)
+    name = _field_text(node, "name", source)
+    if node.type in ("struct_specifier", "union_specifier", "enum_specifier"):
+        if name is None or node.child_by_field_name("body") is None:
+            return None
+        return f"{node.type.split('_')[0]} {name}"
+    return name
+
+
+def _plain_name(node: Any, source: bytes) -> str | None:
+    return _field_text(node, "name", source)
+
+
+#: how each language names a definition (the others: its ``name`` field)
 _NAMERS: dict[str, Callable[[Any, bytes], str | None]] = {
+    "javascript": _js_name,
+    "typescript": _js_name,
+    "tsx": _js_name,
+    "rust": _rust_name,
+    "go": _go_name,
+    "c": _c_name,
+    "cpp": _c_name,
     "yaml": _yaml_name,
     "toml": _toml_name,
     "css": _css_name,
@@ -671,52 +712,8 @@ _NAMERS: dict[str, Callable[[Any, bytes], str | None]] = {
 }
 
 
-def _names(spec: LanguageSpec) -> Callable[[Any, bytes], str | None]:
-    if spec.name in _NAMERS:
-        return _NAMERS[spec.name]
-    if spec.name in ("javascript", "typescript", "tsx"):
-        return _js_name
-    if spec.name == "rust":
-
-        def rust(node: Any, source: bytes) -> str | None:
-            if node.type == "impl_item":
-                return _header(node, "body", source)
-            return _field_text(node, "name", source)
-
-        return rust
-    if spec.name == "go":
-
-        def go(node: Any, source: bytes) -> str | None:
-            name = _field_text(node, "name", source)
-            if node.type == "method_declaration" and name is not None:
-                receiver = _go_receiver(node, source)
-                return f"{receiver}.{name}" if receiver else name
-            return name
-
-        return go
-    if spec.name in ("c", "cpp"):
-
-        def c_like(node: Any, source: bytes) -> str | None:
-            if node.type == "function_definition":
-                return _c_declarator_name(node.child_by_field_name("declarator"), source)
-            name = _field_text(node, "name", source)
-            if node.type in ("struct_specifier", "union_specifier", "enum_specifier"):
-                if name is None or node.child_by_field_name("body") is None:
-                    return None
-                return f"{node.type.split('_')[0]} {name}"
-            return name
-
-        return c_like
-    return lambda node, source: _field_text(node, "name", source)
-
-
-@functools.cache
-def _namer(name: str) -> Callable[[Any, bytes], str | None]:
-    return _names(LANGUAGES[name])
-
-
 def symbol_name(spec: LanguageSpec, node: Any, source: bytes) -> str | None:
     """The name a definition node contributes to a symbol path (None: not a named definition)."""
     if node.type not in spec.definitions:
         return None
-    return _namer(spec.name)(node, source)
+    return _NAMERS.get(spec.name, _plain_name)(node, source)
