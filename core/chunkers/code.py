@@ -656,10 +656,10 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
     claimed: set[int] = set()  # items whose first definition took what is attached above
 
     def starts_line(node: Any) -> bool:
-        """Whether ``node`` begins its line (an item, or the first of an item's nodes:
-        a YAML document's first key)."""
+        """Whether ``node`` begins its line: an item, or a node whose row an item above it
+        took (a YAML document's first key)."""
         row = node.start_point.row
-        return node.id in items or (row < len(first) and char_of(node.start_byte) == first[row])
+        return row < len(first) and char_of(node.start_byte) == first[row]
 
     stack: list[tuple[Any, tuple[str, ...]]] = [(structure.tree.root_node, ())]
     while stack:
