@@ -440,45 +440,50 @@ def _holding(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -
     return out
 
 
-def _grid_cost(old_text: str, new_text: str, size: int, tokenizer: Any) -> float:
-    """The expected R_c of an ideal chunker on one pair: chunks of exactly ``size`` tokens
-    at an offset drawn at random, whose boundaries neither move with the edit nor know
-    where it is. A chunk is new when it holds a changed line of the new version (or the
-    place of deleted lines), so the expected tokens re-embedded are the measure of the
-    union of ``[start - size, end]`` over the changed spans (in tokens, within the file).
+def _grid_costs(
+    old_text: str, new_text: str, sizes: Sequence[int], tokenizer: Any
+) -> list[float]:
+    """The expected R_c of an ideal chunker on one pair, for each of ``sizes``: chunks of
+    exactly that many tokens at an offset drawn at random, whose boundaries neither move
+    with the edit nor know where it is. A chunk is new when it holds a changed line of
+    the new version (or the place of deleted lines), so the expected tokens re-embedded
+    are the measure of the union of ``[start - size, end]`` over the changed spans (in
+    tokens, within the file). The diff and the tokens are computed once for all sizes.
     """
     text = rechunk.embedding_input(new_text)
     spans = _changed_spans(rechunk.embedding_input(old_text), text)
     starts = [a for a, _ in tokenizer.encode(text, add_special_tokens=False).offsets]
     total = len(starts)
     if not total:
-        return 0.0
-    reach = sorted(
-        (max(0, bisect.bisect_left(starts, s) - size), bisect.bisect_left(starts, max(e, s + 1)))
+        return [0.0 for _ in sizes]
+    bounds = [
+        (bisect.bisect_left(starts, s), bisect.bisect_left(starts, max(e, s + 1)))
         for s, e in spans
-    )
-    covered, until = 0, 0
-    for low, high in reach:
-        low = max(low, until)
-        if high > low:
-            covered += high - low
-            until = high
-    return min(total, covered) / total
+    ]
+    costs = []
+    for size in sizes:
+        covered, until = 0, 0
+        for low, high in sorted((max(0, lo - size), hi) for lo, hi in bounds):
+            low = max(low, until)
+            if high > low:
+                covered += high - low
+                until = high
+        costs.append(min(total, covered) / total)
+    return costs
 
 
 def grid_reference(pairs: list[dict[str, Any]], targets: Sequence[int]) -> dict[str, Any]:
-    """Per target: the ideal grid's expected R_c (:func:`_grid_cost`) over all pairs, per
+    """Per target: the ideal grid's expected R_c (:func:`_grid_costs`) over all pairs, per
     band and per language, as the splitters' R_c is summarised: what chunk size alone
     costs, beside which a splitter's boundaries can be judged."""
     tokenizer = _fresh_tokenizer()
-    out: dict[str, Any] = {}
-    for target in targets:
-        rows = [
-            {**{k: p[k] for k in ("lang", "band")}, "rc": _grid_cost(p["old"], p["new"], target, tokenizer)}
-            for p in pairs
-        ]
-        out[str(target)] = _summary_rc(rows)
-    return out
+    costs = [_grid_costs(p["old"], p["new"], targets, tokenizer) for p in pairs]
+    return {
+        str(target): _summary_rc(
+            [{"lang": p["lang"], "band": p["band"], "rc": c[k]} for p, c in zip(pairs, costs)]
+        )
+        for k, target in enumerate(targets)
+    }
 
 
 def _measure(name: str, size: int, pairs: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
