@@ -658,7 +658,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
     def starts_line(node: Any) -> bool:
         """Whether ``node`` begins its line: an item, or a node whose row an item above it
         took (a YAML document's first key)."""
-        row = node.start_point.row
+        row: int = node.start_point.row
         return row < len(first) and char_of(node.start_byte) == first[row]
 
     stack: list[tuple[Any, tuple[str, ...]]] = [(structure.tree.root_node, ())]
