@@ -1,7 +1,8 @@
 """The manifest of synced folders (``.rechunk/manifest.json``): the files and folders
 each store and collection was synced from, and how each was read (its globs, whether
-``.gitignore`` applied), so that ``rechunk reindex`` without PATH reads them all again
-and a file named directly keeps the doc_id it has under a synced folder."""
+``.gitignore`` applied, whether generated files were read), so that ``rechunk reindex``
+without PATH reads them all again and a file named directly keeps the doc_id it has
+under a synced folder."""
 
 from __future__ import annotations
 
@@ -33,10 +34,12 @@ def read_manifest() -> dict[str, Any]:
 
 
 class Source(NamedTuple):
-    """How a recorded file or folder was read: its globs, and whether ``.gitignore`` applied."""
+    """How a recorded file or folder was read: its globs, whether ``.gitignore`` applied,
+    and whether generated files were read (``--include-generated``)."""
 
     globs: list[str]
     gitignore: bool = True
+    generated: bool = False
 
 
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
@@ -49,7 +52,9 @@ def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str,
         return {
             str(root): Source(list(how))  # the second format: root -> globs
             if isinstance(how, list)
-            else Source(list(how["globs"]), bool(how["gitignore"]))
+            else Source(
+                list(how["globs"]), bool(how["gitignore"]), bool(how.get("generated", False))
+            )
             for root, how in roots.items()
         }
     except (KeyError, TypeError, AttributeError):
@@ -69,7 +74,7 @@ def record_roots(
     recorded = {} if replace else recorded_roots(manifest, options)
     for root in roots:
         recorded.pop(root, None)
-        recorded[root] = Source(list(inputs.glob), not inputs.no_ignore)
+        recorded[root] = Source(list(inputs.glob), not inputs.no_ignore, inputs.include_generated)
     manifest[_key(options)] = {
         "roots": {root: how._asdict() for root, how in recorded.items()}
     }

@@ -80,11 +80,13 @@ class ModelOptions(Parsed):
 @dataclass(frozen=True)
 class InputOptions(Parsed):
     """``--cache``, ``--glob`` (the default globs when none is given), ``--no-ignore``,
-    ``--format``, and what the parsers take (``--id-field``) as :class:`ParseOptions`."""
+    ``--include-generated``, ``--format``, and what the parsers take (``--id-field``) as
+    :class:`ParseOptions`."""
 
     cache: str
     glob: tuple[str, ...]
     no_ignore: bool
+    include_generated: bool
     format: str | None
     parse: ParseOptions = field(metadata={"from": parse_options})
 
@@ -148,6 +150,14 @@ def input_options(p: argparse.ArgumentParser) -> None:
         "of each folder, and of the folders above it up to the top of its git "
         "repository, apply; .rechunkignore files, in the same syntax, always apply; "
         "hidden files and folders are never read)",
+    )
+    p.add_argument(
+        "--include-generated",
+        action="store_true",
+        help="also read lockfiles (package-lock.json, poetry.lock, go.sum, ...), minified "
+        "files (*.min.js, or code that is mostly lines of over 300 characters) and code "
+        "marked generated ('Code generated ... DO NOT EDIT', '@generated'); by default "
+        "they are counted, not read",
     )
     add_source_options(p)
 

@@ -27,6 +27,7 @@ def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions
         gitignore=not inputs.no_ignore,
         fmt=inputs.format,
         options=inputs.parse,
+        include_generated=inputs.include_generated,
     )
 
 
@@ -56,6 +57,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
             gitignore=how.gitignore,
             fmt=inputs.format,
             options=inputs.parse,
+            include_generated=how.generated,
         )
         documents.update((doc.doc_id, doc) for doc in files.documents)
         skipped.update(files.skipped)
@@ -64,6 +66,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
         out.ignored += files.ignored
         out.links.extend(files.links)
         out.unsupported.update(files.unsupported)
+        out.generated += files.generated
     out.documents = list(documents.values())
     out.skipped = [(doc_id, why) for doc_id, why in skipped.items() if doc_id not in documents]
     return out

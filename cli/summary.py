@@ -8,6 +8,7 @@ import contextlib
 from typing import Any
 
 from rechunk.sources.files import printable
+from rechunk.sources.generated import REASONS
 
 __all__ = ["file_fields", "file_notes", "progress_bar", "sync_summary"]
 
@@ -20,13 +21,15 @@ def file_fields(files: Any) -> dict[str, Any]:
         "ignored": files.ignored,
         "links_not_followed": files.links,
         "unsupported_files": dict(sorted(files.unsupported.items())),
+        "generated_files": [{"doc_id": d, "reason": r} for d, r in files.generated],
     }
 
 
 def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
-    .rechunkignore excluded, and links to folders not followed."""
+    .rechunkignore excluded, generated files (by reason), and links to folders not
+    followed."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -41,6 +44,16 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
             (
                 "ignored",
                 f"{counts} excluded by .gitignore (--no-ignore reads them) or .rechunkignore",
+            )
+        )
+    if files.generated:
+        reasons = [why for _, why in files.generated]
+        counts = ", ".join(f"{why} {reasons.count(why)}" for why in REASONS if why in reasons)
+        rows.append(
+            (
+                "generated",
+                f"{counts} (not read: written by tools; --include-generated reads them, "
+                "--json lists them)",
             )
         )
     rows.extend(

@@ -222,7 +222,11 @@ def execute(args: WatchArgs) -> int:
             cache=cache,
             globs=args.glob,
             gitignore=not args.no_ignore,
-            read_options={"fmt": args.format, "options": args.parse},
+            read_options={
+                "fmt": args.format,
+                "options": args.parse,
+                "include_generated": args.include_generated,
+            },
             chunker_for=chooser,
             prune=args.prune,
             settle=args.settle,

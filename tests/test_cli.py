@@ -406,17 +406,20 @@ def test_sync_and_reindex_follow_gitignore(notes: Path,
 def test_reindex_reads_roots_recorded_by_earlier_versions(
     notes: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Manifests written before .gitignore support map each root to its globs."""
+    """Manifests written before .gitignore support map each root to its globs; those
+    written before --include-generated say nothing of generated files."""
     assert main(["sync", "notes", "--glob", "alpha.md", "--glob", "beta.md"]) == 0
     manifest = Path(".rechunk") / "manifest.json"
     entry = json.loads(manifest.read_text())
     (key,) = entry
     root = str(notes.resolve())
-    assert entry[key]["roots"] == {root: {"globs": ["alpha.md", "beta.md"], "gitignore": True}}
-    manifest.write_text(json.dumps({key: {"roots": {root: ["alpha.md", "beta.md"]}}}))
-    capsys.readouterr()
-    code, result = run_json(capsys, "reindex", "--policy", "recursive")
-    assert code == 0 and result["sync"]["documents"]["synced"] == 2
+    how = {"globs": ["alpha.md", "beta.md"], "gitignore": True}
+    assert entry[key]["roots"] == {root: {**how, "generated": False}}
+    for older in (["alpha.md", "beta.md"], how):
+        manifest.write_text(json.dumps({key: {"roots": {root: older}}}))
+        capsys.readouterr()
+        code, result = run_json(capsys, "reindex", "--policy", "recursive")
+        assert code == 0 and result["sync"]["documents"]["synced"] == 2
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")

@@ -2,7 +2,8 @@
 
 File discovery: :mod:`~rechunk.sources.files` walks folders (globs, hidden names,
 ``.gitignore`` rules as :mod:`~rechunk.sources.ignore` reads them, files that cannot be
-read) and makes each file it finds into documents (:mod:`~rechunk.sources.documents`:
+read, the files tools wrote as :mod:`~rechunk.sources.generated` knows them) and makes
+each file it finds into documents (:mod:`~rechunk.sources.documents`:
 its format's parser, or a code file's language).
 
 A parser turns one file's bytes into :class:`Parsed` documents (most formats give one;

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
-from rechunk.sources.documents import documents_from_file, kind_of
+from rechunk.sources.documents import CODE, documents_from_file, kind_of
+from rechunk.sources.generated import generated_by_content, generated_by_name
 from rechunk.sources.ignore import IgnoreRules, wildmatch
 from rechunk.sources.registry import ParseOptions
 
@@ -109,6 +110,8 @@ class FileSet:
     that ``.gitignore`` or ``.rechunkignore`` files excluded. ``links``: symbolic links
     to folders, which are not followed (shown as ``link/``). ``unsupported``: how many
     matching files of each suffix no parser reads (``""``: no suffix); they are not read.
+    ``generated``: ``(doc_id, reason)`` of the lockfiles, minified files and code marked
+    generated that were left out (see :mod:`rechunk.sources.generated`).
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -119,6 +122,7 @@ class FileSet:
     ignored: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
+    generated: list[tuple[str, str]] = field(default_factory=list)
 
     def covers(self, doc_id: str) -> bool:
         """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
@@ -247,6 +251,7 @@ def read_documents(
     gitignore: bool = True,
     fmt: str | None = None,
     options: ParseOptions | None = None,
+    include_generated: bool = False,
 ) -> FileSet:
     """Read every matching file under ``paths`` (folders are searched recursively).
 
@@ -271,6 +276,10 @@ def read_documents(
     is skipped with the reason, and so is a device, FIFO or socket, given or found (it
     is never opened). ``globs`` use git's wildcard syntax and match
     at any depth (``*.md``; ``guides/*.rst``; ``docs/**/*.md``).
+
+    Lockfiles, minified files and source code marked generated
+    (:mod:`rechunk.sources.generated`) are listed in ``generated`` and not read, found
+    or named directly, unless ``include_generated``.
     """
     pattern = globs_regex(globs)
     homes = [Path(folder).resolve() for folder in within]
@@ -321,11 +330,22 @@ def read_documents(
                 )
             by_id[doc_id] = path
             read.add(real)
-            if kind_of(path, fmt) is None:
+            tool_written = None if include_generated else generated_by_name(path)
+            if tool_written is not None:
+                out.generated.append((_printable(doc_id), tool_written))
+                continue
+            read_as = kind_of(path, fmt)
+            if read_as is None:
                 out.unsupported[path.suffix.lower()] += 1
                 continue
             try:
-                parsed = documents_from_file(path, doc_id, fmt, options, data=read_bytes(path))
+                data = read_bytes(path)
+                if not include_generated and read_as == CODE:
+                    tool_written = generated_by_content(data)
+                    if tool_written is not None:
+                        out.generated.append((_printable(doc_id), tool_written))
+                        continue
+                parsed = documents_from_file(path, doc_id, fmt, options, data=data)
             except InputError as exc:
                 out.skipped.append((_printable(doc_id), str(exc)))
                 continue
