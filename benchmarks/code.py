@@ -12,7 +12,11 @@ and then to 300 tokens. At each size it reports:
 * drift: the tokens of new chunks lying wholly before the first change or wholly
   after the last change that have no byte-identical old chunk (unchanged text
   re-embedded only because a boundary moved), over all new tokens; and the same
-  tokens over the tokens lying wholly before / after;
+  tokens over the tokens lying wholly before / after. Of the drift, the *held* part:
+  text that lay in an old chunk spanning the first or the last change (the edit
+  changed that input, so no chunking of the new version could have kept the text's
+  vector; it counts as drift when the new version cuts at the change). The rest is
+  drift a boundary choice could have avoided;
 * whether the chunks tile the file byte for byte (their strings, joined, give it back);
 * chunking speed (MB/s of UTF-8 input, the fastest of ``--repeat`` cold passes with a
   fresh splitter object and a fresh tokenizer copy);
@@ -380,29 +384,51 @@ def _located(text: str, chunks: list[Chunk]) -> Iterator[tuple[Chunk, int]]:
             yield chunk, at
 
 
-def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> dict[str, int]:
+def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> dict[str, float]:
     """Tokens of distinct new inputs lying wholly before the first change / after the last
-    change of the (embedding-input) text, and of those the ones with no identical old input.
+    change of the (embedding-input) text, of those the ones with no identical old input
+    (moved), and of those the share, by characters, that lay in an old input spanning
+    that change (held: the edit changed that input, so its text was re-embedded whatever
+    the new boundaries).
 
-    Chunks are located in the new version's embedding input (:func:`_located`).
+    Chunks are located in the version's embedding input (:func:`_located`).
     """
     before_text = rechunk.embedding_input(old_text)
     after_text = rechunk.embedding_input(new_text)
     prefix, suffix = _common_ends(before_text, after_text)
     tail = len(after_text) - suffix
+    old_tail = len(before_text) - suffix
     olds = {c.text for c in old}
-    out = {"total": 0, "before": 0, "before_moved": 0, "after": 0, "after_moved": 0}
+    # old inputs spanning the first change / the last change, as (start, end) in the old text
+    spans = [(at, at + len(c.text)) for c, at in _located(before_text, old) if at >= 0]
+    first = [(s, e) for s, e in spans if s < prefix < e]
+    last = [(s, e) for s, e in spans if s < old_tail < e]
+
+    def held(start: int, end: int, spanning: list[tuple[int, int]]) -> float:
+        inside = sum(max(0, min(e, end) - max(s, start)) for s, e in spanning)
+        return min(1.0, inside / (end - start)) if end > start else 0.0
+
+    out: dict[str, float] = dict.fromkeys(
+        ("total", "before", "before_moved", "before_held", "after", "after_moved", "after_held"),
+        0,
+    )
     for chunk, at in _located(after_text, new):
         out["total"] += chunk.tokens
         if at < 0:
             continue
+        end = at + len(chunk.text)
         moved = chunk.text not in olds
-        if at + len(chunk.text) <= prefix:
+        if end <= prefix:
             out["before"] += chunk.tokens
-            out["before_moved"] += chunk.tokens * moved
+            if moved:
+                out["before_moved"] += chunk.tokens
+                out["before_held"] += chunk.tokens * held(at, end, first)
         elif at >= tail:
             out["after"] += chunk.tokens
-            out["after_moved"] += chunk.tokens * moved
+            if moved:
+                shift = old_tail - tail  # an offset after the last change, in the old text
+                out["after_moved"] += chunk.tokens
+                out["after_held"] += chunk.tokens * held(at + shift, end + shift, last)
     return out
 
 
@@ -576,6 +602,14 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "moved_of_new": _mean(
             [
                 (r["drift"]["before_moved"] + r["drift"]["after_moved"]) / r["drift"]["total"]
+                for r in ok
+                if r["drift"]["total"]
+            ]
+        ),
+        # of it, text that lay in an old input spanning the change (see _drift)
+        "held_of_new": _mean(
+            [
+                (r["drift"]["before_held"] + r["drift"]["after_held"]) / r["drift"]["total"]
                 for r in ok
                 if r["drift"]["total"]
             ]
@@ -795,6 +829,24 @@ def _drift_pairs(result: dict[str, Any]) -> str:
     )
 
 
+def _held_line(block: dict[str, Any], ref: dict[str, Any]) -> str:
+    """How much of the code policy's drift is held (see _drift), beside the anchors'."""
+    held = ref["drift"].get("held_of_new")
+    anchors = [
+        r["drift"].get("held_of_new")
+        for r in block["splitters"]
+        if r.get("available") and r["name"] != REFERENCE and r["name"] in ANCHORS
+    ]
+    if held is None or not anchors or None in anchors:
+        return ""
+    avoidable = ref["drift"]["moved_of_new"] - held
+    return (
+        f"; {_pct(held, 2)} points of it are held (the anchors' held drift: "
+        f"{_pct(min(anchors), 2)}-{_pct(max(anchors), 2)}), which leaves "
+        f"{_pct(avoidable, 2)}% that a boundary choice could have avoided"
+    )
+
+
 def _targets(results: dict[str, Any]) -> list[str]:
     """One line per target of issue #38: met or not, with the numbers."""
     lines = []
@@ -859,7 +911,7 @@ def _targets(results: dict[str, Any]) -> list[str]:
                 f"- Drift under 1% at {target}: {'**met**' if moved < 0.01 else '**not met**'} "
                 f"({_pct(moved, 2)}% of new tokens; {_pct(ref['drift']['before_share'])}% of the "
                 f"tokens before the first change and {_pct(ref['drift']['after_share'])}% of those "
-                f"after the last; {_drift_pairs(ref)})."
+                f"after the last; {_drift_pairs(ref)}){_held_line(block, ref)}."
             )
     for target, block in sizes.items():
         line = _sensitivity_line(target, block)
@@ -969,12 +1021,14 @@ def to_markdown(
             "chunk sizes over the sum of sizes), about what an edit at one point re-embeds. "
             "R_c in % (mean over pairs); drift: tokens of new chunks wholly before the first "
             "or after the last change with no identical old chunk, % of new tokens (mean over "
-            f"pairs); before / after: the same tokens as % of the tokens lying there (pooled); "
-            f">{WINDOW}: % of chunks MiniLM would truncate.",
+            "pairs); held: the part of the drift whose text lay in an old chunk spanning the "
+            "change (that input changed, so no chunking keeps it; it is drift when the new "
+            "version cuts at the change); before / after: the drift's tokens as % of the "
+            f"tokens lying there (pooled); >{WINDOW}: % of chunks MiniLM would truncate.",
             "",
             "| splitter | size | median tok | weighted tok | R_c all | small | medium | large "
-            f"| extreme | drift | before / after | >{WINDOW} | tiles | MB/s | failed pairs |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
+            f"| extreme | drift | held | before / after | >{WINDOW} | tiles | MB/s | failed pairs |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
         ]
         for r in measured:
             rc, drift = r["rc"], r["drift"]
@@ -984,12 +1038,13 @@ def to_markdown(
                 f"{r['token_weighted_mean']:.0f} | **{_pct(rc['all'])}** | "
                 f"{_pct(rc['small'])} | {_pct(rc['medium'])} | {_pct(rc['large'])} | "
                 f"{_pct(rc['extreme'])} | {_pct(drift['moved_of_new'], 2)} | "
+                f"{_pct(drift.get('held_of_new'), 2)} | "
                 f"{_pct(drift['before_share'])} / {_pct(drift['after_share'])} | "
                 f"{_pct(r['over_window'])} | {'yes' if r['tiles'] else 'no'} | "
                 f"{r['mbps']:.2f} | {failed} |"
             )
         for r in missing:
-            lines.append(f"| `{r['name']}` | unavailable: {r['reason']} |" + " |" * 14)
+            lines.append(f"| `{r['name']}` | unavailable: {r['reason']} |" + " |" * 15)
         lines += [
             "",
             "R_c per language (%):",

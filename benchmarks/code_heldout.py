@@ -663,7 +663,9 @@ def _discussion(results: dict[str, Any]) -> str:
             f"against {pct(best['rc_split']['holding/all'])}%, new inputs holding none "
             f"between the first and the last change (elsewhere less drift) {between(ref)}% "
             f"against {between(best)}%, drift {pct(ref['drift']['moved_of_new'], 2)}% against "
-            f"{pct(best['drift']['moved_of_new'], 2)}%"
+            f"{pct(best['drift']['moved_of_new'], 2)}% (of it held, the unchanged rest of an "
+            f"input the edit changed: {pct(ref['drift'].get('held_of_new'), 2)} against "
+            f"{pct(best['drift'].get('held_of_new'), 2)})"
         )
         there = saved.get("sizes", {}).get(target)
         dev_found = pick(there) if there and results["dataset"]["set"] in CODE_SETS else None
