@@ -96,6 +96,8 @@ _MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.cjs", ".min.css")
 
 #: a line longer than this (in bytes) is not one a person writes often
 LONG_LINE = 300
+#: the share of a file's bytes on long lines above which it is minified
+MINIFIED_SHARE = 0.75
 #: a file smaller than this is never judged minified by its content
 MIN_BYTES = 1024
 #: how many lines at the top of a file a generator's marker is looked for in
@@ -107,8 +109,6 @@ _AT_GENERATED = re.compile(rb"@generated\b")
 _GENERATED = re.compile(rb"generated", re.IGNORECASE)
 _DO_NOT = re.compile(rb"do\s+not\s+(?:edit|modify)", re.IGNORECASE)
 _REGION = re.compile(rb"\b(?:begin|end)\b", re.IGNORECASE)
-#: the share of a file's bytes on long lines above which it is minified
-MINIFIED_SHARE = 0.75
 
 
 def generated_by_name(path: str | PurePath) -> str | None:
