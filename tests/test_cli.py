@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import run_json
 
 from rechunk.cli import main
 from rechunk.errors import ConfigError, InputError
@@ -22,12 +23,6 @@ from rechunk.sources.files import read_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "docs"
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    code = main([*args, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip() else None
 
 
 def cli(*args: str, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import run_json
 from qdrant_client import QdrantClient
 
 from rechunk.cli import main
@@ -103,12 +104,6 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (folder / "logo.PNG").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     monkeypatch.chdir(tmp_path)
     return folder
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    code = main([*args, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out)
 
 
 def stored(tmp_path: Path) -> dict[str, list[dict[str, Any]]]:

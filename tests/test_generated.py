@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cli_helpers import run_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -224,11 +224,6 @@ def test_each_file_is_read_or_listed_as_generated_never_both(
 
 
 # -- the command -----------------------------------------------------------------------
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    code = main([*args, "--json"])
-    return code, json.loads(capsys.readouterr().out)
 
 
 def test_sync_leaves_them_out_says_so_and_reads_them_when_told(

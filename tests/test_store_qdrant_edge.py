@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from cli_helpers import run_json
 from concurrency_helpers import version_text
 from store_contract import (
     DIM,
@@ -771,14 +772,6 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HashEmb
     embedder = HashEmbedder()
     monkeypatch.setattr(compose, "open_embedder", lambda args: embedder)
     yield embedder
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    from rechunk.cli import main
-
-    code = main([*args, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip() else None
 
 
 EDGE = ("--store", "qdrant-edge:.rechunk/edge")
