@@ -398,6 +398,7 @@ def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> 
     prefix, suffix = _common_ends(before_text, after_text)
     tail = len(after_text) - suffix
     old_tail = len(before_text) - suffix
+    shift = old_tail - tail  # from an offset after the last change to the old text's
     olds = {c.text for c in old}
     # old inputs spanning the first change / the last change, as (start, end) in the old text
     spans = [(at, at + len(c.text)) for c, at in _located(before_text, old) if at >= 0]
@@ -426,7 +427,6 @@ def _drift(old_text: str, new_text: str, old: list[Chunk], new: list[Chunk]) -> 
         elif at >= tail:
             out["after"] += chunk.tokens
             if moved:
-                shift = old_tail - tail  # an offset after the last change, in the old text
                 out["after_moved"] += chunk.tokens
                 out["after_held"] += chunk.tokens * held(at + shift, end + shift, last)
     return out
