@@ -10,7 +10,6 @@ from typing import Any
 
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.errors import ConfigError, MissingDependencyError
 from rechunk.sources import FORMATS, ParseOptions
 from rechunk.sources.documents import CODE
 
@@ -42,8 +41,10 @@ def parse_options(args: argparse.Namespace) -> ParseOptions:
 class Chooser:
     """Picks each document's chunker: a code file's language gets the code policy sized
     for the embedder (once per language); a language without a grammar here, or without
-    the ``code`` extra, gets the recursive policy, and :attr:`fallbacks` counts them by
-    language with the reason; every other document gets the command's policy (None)."""
+    the ``code`` extra, gets the recursive policy with chunks of about the same size, and
+    :attr:`fallbacks` counts them by language with the reason
+    (:func:`rechunk.chunking.policy.code_policy_for`); every other document gets the
+    command's policy (None)."""
 
     def __init__(self, embedder: Any) -> None:
         self._embedder = embedder
@@ -52,14 +53,13 @@ class Chooser:
         self.reasons: dict[str, str] = {}
 
     def _for_language(self, language: str) -> Chunker:
-        from rechunk.chunking.policy import policy_for
+        from rechunk.chunking.policy import code_policy_for
 
         if language not in self._chunkers:
-            try:
-                self._chunkers[language] = policy_for(self._embedder, CODE, language=language)
-            except (ConfigError, MissingDependencyError) as exc:
-                self.reasons[language] = str(exc).split("\n")[0]
-                self._chunkers[language] = policy_for(self._embedder, "recursive")
+            chunker, reason = code_policy_for(self._embedder, language)
+            self._chunkers[language] = chunker
+            if reason is not None:
+                self.reasons[language] = reason
         if language in self.reasons:
             self.fallbacks[language] += 1
         return self._chunkers[language]

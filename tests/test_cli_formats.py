@@ -284,7 +284,7 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     (schema,) = points["db/schema.sql"]
     assert schema["language"] == "sql" and schema["policy"].startswith("recursive-")
     assert report["no_grammar"]["sql"]["files"] == 1
-    assert "no code grammar for language 'sql'" in report["no_grammar"]["sql"]["reason"]
+    assert "no code grammar for 'sql'" in report["no_grammar"]["sql"]["reason"]
     assert {p["language"] for p in points["Dockerfile"]} == {"dockerfile"}
     assert {p["language"] for p in points["Makefile"]} == {"make"}
     compose = points["compose.yaml"]

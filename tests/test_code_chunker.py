@@ -1313,7 +1313,7 @@ def test_unknown_language_is_a_config_error_and_falls_back() -> None:
     with pytest.raises(ConfigError, match="no code grammar"):
         CodeChunker("cobol")
     chunker, reason = code_chunker_for("notes/a.pl", max_tokens=100, min_tokens=40)
-    assert isinstance(chunker, RecursiveChunker) and chunker.target_tokens == 100
+    assert isinstance(chunker, RecursiveChunker) and chunker.target_tokens == 70
     assert reason is not None and "recursive" in reason and "a.pl" in reason
     chunker, reason = code_chunker_for("src/lib.rs")
     assert isinstance(chunker, CodeChunker) and chunker.language == "rust" and reason is None
@@ -1359,6 +1359,37 @@ def test_policy_for_sizes_the_code_policy_for_the_window() -> None:
     assert rechunk.policy_for(_Embedder(), "code", language="go", max_tokens=150).max_tokens == 150  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="language="):
         rechunk.policy_for(_Embedder(), "code")  # type: ignore[arg-type]
+
+
+def test_code_policy_for_sizes_the_code_policy_and_its_fallback_for_the_window() -> None:
+    """What the sync gives a source file: the code policy as policy_for sizes it, or for a
+    language without a grammar the recursive policy halfway between its sizes, and why."""
+    from rechunk.chunking.policy import code_policy_for
+
+    chunker, reason = code_policy_for(_Embedder(), "src/cart.py")  # type: ignore[arg-type]
+    assert reason is None and isinstance(chunker, CodeChunker)
+    assert chunker.policy_id == rechunk.policy_for(_Embedder(), "code", language="python").policy_id  # type: ignore[arg-type]
+    chunker, reason = code_policy_for(_Embedder(), "sql")  # type: ignore[arg-type]
+    assert isinstance(chunker, RecursiveChunker) and reason is not None and "'sql'" in reason
+    assert chunker.params == {"target_tokens": 167, "hard_max_tokens": 254}
+    chunker, _ = code_policy_for(_Embedder(), "db/schema.sql", max_tokens=180, min_tokens=100)  # type: ignore[arg-type]
+    assert chunker.params["target_tokens"] == 140
+
+
+@pytest.mark.parametrize("language", ["python", "javascript", "go", "rust", "java", "c"])
+def test_the_fallback_s_chunks_are_about_the_code_policy_s_size(language: str) -> None:
+    """A file of a language without a grammar is cut about as finely as code with one:
+    on the real revisions of each language, the recursive fallback's median chunk is within
+    15% of the code policy's (at max_tokens as the target it was 14-24% larger)."""
+    import statistics
+
+    texts = [p["old"] for p in _code_pairs(language)]
+    counter = resolve_tokenizer(None)
+    code = CodeChunker(language, min_tokens=125, max_tokens=209, tokenizer=counter)
+    fallback, _ = code_chunker_for("query.sql", min_tokens=125, max_tokens=209, tokenizer=counter)
+    ours = statistics.median(c.tokens for t in texts for c in code.chunk(t))
+    theirs = statistics.median(c.tokens for t in texts for c in fallback.chunk(t))
+    assert 0.85 <= theirs / ours <= 1.15, (theirs, ours)
 
 
 def test_chunker_pickles_and_importing_rechunk_loads_no_grammar() -> None:

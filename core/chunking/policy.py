@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 from rechunk.chunkers import (
@@ -10,12 +11,21 @@ from rechunk.chunkers import (
     FixedChunker,
     RecursiveChunker,
     StructuredChunker,
+    code_chunker_for,
 )
 from rechunk.chunking.chunk import Chunker
 from rechunk.errors import ConfigError
 from rechunk.reuse.embedding import Embedder
 
-__all__ = ["DEFAULT_POLICY", "KINDS", "POLICIES", "STUDY_HARD_MAX", "policy_for", "sized_params"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "KINDS",
+    "POLICIES",
+    "STUDY_HARD_MAX",
+    "code_policy_for",
+    "policy_for",
+    "sized_params",
+]
 
 #: The study's frozen parameters (for a 512-token model window).
 STUDY_HARD_MAX = 512
@@ -75,12 +85,7 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     :func:`rechunk.chunkers.language_for`) and returns a
     :class:`~rechunk.CodeChunker` (``ConfigError`` for a language without a grammar).
     """
-    window = embedder.max_input_tokens
-    special = int(getattr(embedder, "special_tokens", 0) or 0)
-    content = STUDY_HARD_MAX if window is None else window - special
-    if content < 8:
-        raise ConfigError(f"{embedder.model_id} reads only {content} content tokens")
-    tokenizer = overrides.pop("tokenizer", getattr(embedder, "tokenizer", None))
+    content, tokenizer = _window(embedder, overrides)
     params = sized_params(kind, content)
     if kind == "code":
         language = overrides.pop("language", None)
@@ -100,3 +105,28 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     }
     chunker: Chunker = factories[kind](tokenizer=tokenizer, **params)
     return chunker
+
+
+def code_policy_for(
+    embedder: Embedder, path_or_language: str | PurePath, **overrides: Any
+) -> tuple[Chunker, str | None]:
+    """The code policy for a file (by its suffix) or a language, sized for ``embedder`` as
+    :func:`policy_for` sizes it: ``(chunker, None)``; for a language without a grammar
+    here, or without the ``code`` extra, the recursive policy with chunks of about the
+    same size and the reason, one line for a report (:func:`rechunk.chunkers.code_chunker_for`).
+    This is what ``rechunk sync`` gives each source file."""
+    content, tokenizer = _window(embedder, overrides)
+    params = sized_params("code", content)
+    params.update(overrides)
+    return code_chunker_for(path_or_language, tokenizer=tokenizer, **params)
+
+
+def _window(embedder: Embedder, overrides: dict[str, Any]) -> tuple[int, Any]:
+    """The content tokens ``embedder`` reads and the tokenizer to count them with
+    (``overrides["tokenizer"]``, popped, else the embedder's own)."""
+    window = embedder.max_input_tokens
+    special = int(getattr(embedder, "special_tokens", 0) or 0)
+    content = STUDY_HARD_MAX if window is None else window - special
+    if content < 8:
+        raise ConfigError(f"{embedder.model_id} reads only {content} content tokens")
+    return content, overrides.pop("tokenizer", getattr(embedder, "tokenizer", None))
