@@ -33,6 +33,7 @@ counted with the same tokenizer, so only the boundaries differ.
     python benchmarks/code.py --only rechunk-code  # print the section, write nothing
     python benchmarks/code.py --sensitivity      # the code policy near its matched sizes
     python benchmarks/code.py --grid             # the ideal grid's expected R_c (a reference)
+    python benchmarks/code.py --fallback         # the no-grammar fallback's chunk size
 """
 
 from __future__ import annotations
@@ -512,6 +513,36 @@ def grid_reference(pairs: list[dict[str, Any]], targets: Sequence[int]) -> dict[
     }
 
 
+def fallback_reference(pairs: list[dict[str, Any]], sizes: dict[str, Any]) -> dict[str, Any]:
+    """Per target: the median chunk of these files under the recursive policy a language
+    without a grammar gets (:func:`rechunk.chunkers.code_chunker_for`) at the code policy's
+    matched sizes, its target halfway between ``min_tokens`` and ``max_tokens`` (now) and
+    ``max_tokens`` (before), beside the code policy's median: whether a SQL file is cut
+    about as finely as the code beside it."""
+    counter = _fresh_counter()
+    texts = [p[v] for p in pairs for v in ("old", "new")]
+    out: dict[str, Any] = {}
+    for target, block in sizes.items():
+        ref = next((r for r in block["splitters"] if r["name"] == REFERENCE), None)
+        if not ref or not ref.get("size"):
+            continue
+        size = int(ref["size"])
+        low = max(1, round(size * CODE_MIN_SHARE))
+        medians = {}
+        for rule, fallback_target in (("now", None), ("before", size)):
+            chunker, _ = code_chunker_for(
+                "no-grammar.sql",
+                min_tokens=low,
+                max_tokens=size,
+                tokenizer=counter,
+                hard_max_tokens=max(512, size),
+                fallback_target_tokens=fallback_target,
+            )
+            medians[rule] = statistics.median(c.tokens for t in texts for c in chunker.chunk(t))
+        out[target] = {"code_median": ref["median_tokens"], "target": (low + size) // 2, **medians}
+    return out
+
+
 def _measure(name: str, size: int, pairs: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
     runs = [_chunk_all(name, size, pairs) for _ in range(repeat)]
     outputs, tiles, _, errors = runs[0]
@@ -750,6 +781,7 @@ def run(
         "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "sizes": sizes,
         "grid": grid_reference(pairs, targets),
+        "fallback": fallback_reference(pairs, sizes),
     }
 
 
@@ -902,6 +934,14 @@ def _targets(results: dict[str, Any]) -> list[str]:
             + " (from each pair's line diff). A splitter of the same median does better only "
             "with cuts where edits are less likely, or with more of its text in chunks below "
             "the median."
+        )
+    for target, cell in results.get("fallback", {}).items():
+        lines.append(
+            f"- A language without a grammar here (SQL, Perl, ...) gets the recursive policy, its "
+            f"target halfway between the code policy's sizes ({cell['target']} at {target}): on "
+            f"these files its median chunk is {cell['now']:g} tokens against the code policy's "
+            f"{cell['code_median']:g} (with `max_tokens` as its target, as before: "
+            f"{cell['before']:g})."
         )
     for target, block in sizes.items():
         ref = next((r for r in block["splitters"] if r["name"] == REFERENCE), None)
@@ -1125,14 +1165,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="compute the ideal grid's expected R_c (grid_reference); add to the saved results",
     )
+    parser.add_argument(
+        "--fallback",
+        action="store_true",
+        help="measure the no-grammar fallback's chunk size (fallback_reference); add to the "
+        "saved results",
+    )
     args = parser.parse_args(argv)
-    if args.grid or args.sensitivity or args.report:  # from the saved results
+    added = args.grid or args.sensitivity or args.fallback
+    if added or args.report:  # from the saved results
         saved = json.loads(RESULTS.read_text(encoding="utf-8"))
         if args.grid:
             saved["grid"] = grid_reference(load_pairs(), [int(t) for t in saved["sizes"]])
         if args.sensitivity:
             sensitivity(saved)
-        if args.grid or args.sensitivity:
+        if args.fallback:
+            saved["fallback"] = fallback_reference(load_pairs(), saved["sizes"])
+        if added:
             RESULTS.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         _report.write_section("code", to_markdown(saved))
         return 0
