@@ -263,6 +263,43 @@ REPOSITORY_FILES = {
 }
 
 
+def test_a_repository_s_scripts_without_a_suffix_sync_as_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bin/deploy`` and ``scripts/release`` are read by the language their first line
+    names (before, each was counted as a type no parser reads), a Perl script by the
+    recursive policy (no grammar), and a LICENSE is still not read."""
+    from test_scripts import DEPLOY, RELEASE, REPORT
+
+    repo = tmp_path / "repo"
+    for name, text in {
+        "bin/deploy": DEPLOY,
+        "scripts/release": RELEASE,
+        "tools/report": REPORT,
+        "LICENSE": "Permission is granted to use this shop.\n",
+    }.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
+    assert report["documents"]["new"] == 3
+    assert report["unsupported_files"] == {"": 1}
+    assert sorted(p.split("-")[1] for p in report["policies"] if p.startswith("code-")) == [
+        "bash",
+        "python",
+    ]
+    assert report["no_grammar"]["perl"]["files"] == 1
+    points = stored(tmp_path)
+    assert {p["language"] for p in points["bin/deploy"]} == {"bash"}
+    (release,) = points["scripts/release"]  # one chunk: the script is short
+    assert release["language"] == "python" and release["lines"] == [1, 17]
+    assert points["tools/report"][0]["policy"].startswith("recursive-")
+    (repo / "bin/deploy").write_text(DEPLOY.replace("staging", "preview"))
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0 and report["documents"]["changed"] == 1, report
+
+
 def test_a_repository_s_config_and_build_files_sync_as_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -21,6 +21,7 @@ from rechunk.document import Document, flat_problem
 from rechunk.errors import ConfigError, InputError
 from rechunk.sources.base import Parsed, ParseError, locate
 from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parser_for
+from rechunk.sources.scripts import script_language
 
 __all__ = [
     "CODE",
@@ -49,14 +50,21 @@ OTHER_CODE_SUFFIXES = {
 
 
 def _code_language(path: Path, text: str | None = None) -> str | None:
-    from rechunk.chunkers.code_languages import language_for
+    """The language whose grammar reads a code file: by its suffix or name, else (no
+    suffix) by the interpreter its first line names."""
+    from rechunk.chunkers.code_languages import LANGUAGES, language_for
 
-    return language_for(path, text)
+    found = language_for(path, text)
+    if found is None and text is not None:
+        script = script_language(path, text)
+        found = script if script in LANGUAGES else None
+    return found
 
 
-def kind_of(path: str | Path, forced: str | None = None) -> str | None:
+def kind_of(path: str | Path, forced: str | None = None, head: bytes | None = None) -> str | None:
     """The format a file is read as: ``forced`` (``--format``), else the one its suffix
-    names, else :data:`CODE` for a source file, else None (an unsupported type)."""
+    names, else :data:`CODE` for a source file (by its suffix or name, or, given its first
+    bytes as ``head``, a script with no suffix), else None (an unsupported type)."""
     if forced is not None:
         if forced != CODE and forced not in FORMATS:
             raise ConfigError(
@@ -68,6 +76,8 @@ def kind_of(path: str | Path, forced: str | None = None) -> str | None:
     if fmt is not None:
         return fmt
     if _code_language(path) is not None or path.suffix.lower() in OTHER_CODE_SUFFIXES:
+        return CODE
+    if head is not None and script_language(path, head) is not None:
         return CODE
     return None
 
@@ -116,6 +126,13 @@ def _code_locator(text: str, language: str) -> Callable[[int, int], Mapping[str,
     return locator
 
 
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def _decode(path: Path, data: bytes) -> str:
     """A code file's text, under the rules of every text file (UTF-8, no NUL)."""
     try:
@@ -143,19 +160,23 @@ def documents_from_file(
     file's bytes, when the caller has read them (see :func:`rechunk.sources.files.read_bytes`)."""
     path = Path(path)
     kind = kind_of(path, fmt)
+    if kind is None and not path.suffix:  # a script, if its first line says so
+        data = _read(path) if data is None else data
+        kind = kind_of(path, fmt, head=data)
     if kind is None:
         raise InputError(f"{path}: no parser reads {path.suffix or 'files without a suffix'}")
     if data is None:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        data = _read(path)
     if kind == CODE:
         text = _decode(path, data)
         if not text.strip():
             return []
         language = _code_language(path, text)
-        name = language or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
+        name = (
+            language
+            or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
+            or script_language(path, text)
+        )
         metadata: dict[str, Any] = {"format": CODE, "parser": "code/1"}
         if name:
             metadata["language"] = name

@@ -23,6 +23,7 @@ from rechunk.sources.documents import CODE, documents_from_file, kind_of
 from rechunk.sources.generated import generated_by_content, generated_by_name
 from rechunk.sources.ignore import IgnoreRules, wildmatch
 from rechunk.sources.registry import ParseOptions
+from rechunk.sources.scripts import HEAD_BYTES
 
 __all__ = [
     "DEFAULT_GLOBS",
@@ -79,9 +80,9 @@ def read_text_file(path: Path) -> str:
     return text.removeprefix("\ufeff")  # a byte-order mark is encoding, not text
 
 
-def read_bytes(path: Path) -> bytes:
-    """A regular file's bytes; a file that is not a regular file (a device, a FIFO: never
-    opened) or cannot be read is an :class:`InputError`."""
+def read_bytes(path: Path, limit: int = -1) -> bytes:
+    """A regular file's bytes (its first ``limit``, if given); a file that is not a regular
+    file (a device, a FIFO: never opened) or cannot be read is an :class:`InputError`."""
     kind = special_kind(path)
     if kind is not None:
         raise InputError(f"{path} is not a regular file ({kind})")
@@ -92,7 +93,7 @@ def read_bytes(path: Path) -> bytes:
             kind = _kind(os.fstat(file.fileno()).st_mode)
             if kind is not None:
                 raise InputError(f"{path} is not a regular file ({kind})")
-            data = file.read()
+            data = file.read(limit)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     return data
@@ -334,7 +335,13 @@ def read_documents(
             if tool_written is not None:
                 out.generated.append((_printable(doc_id), tool_written))
                 continue
-            read_as = kind_of(path, fmt)
+            try:
+                read_as = kind_of(path, fmt)
+                if read_as is None and not path.suffix:  # a script, by its first line
+                    read_as = kind_of(path, fmt, head=read_bytes(path, HEAD_BYTES))
+            except InputError as exc:
+                out.skipped.append((_printable(doc_id), str(exc)))
+                continue
             if read_as is None:
                 out.unsupported[path.suffix.lower()] += 1
                 continue
