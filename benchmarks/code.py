@@ -989,8 +989,8 @@ DEV_READING = (
     "piece up to the next anchor is cut anew (drift after the last change), and a chunk "
     "before a change whose `max_tokens` reach includes it may end at a different "
     "boundary (drift before the first change); see Limits in `docs/limits.md`. The same "
-    "splitters on releases of other packages, and on configuration files: the sections after "
-    "this one (sets a to d)."
+    "splitters on releases of other packages, on configuration files, and in Ruby, PHP, Lua "
+    "and shell: the sections after this one (sets a to e)."
 )
 
 

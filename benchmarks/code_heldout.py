@@ -2,15 +2,17 @@
 changed between adjacent releases of packages outside the dev set.
 
 The dev pairs (``../shared/revisions/code-dev.jsonl``) are what the code policy was
-tuned on. This benchmark builds three more sets from the source archives of pinned,
+tuned on. This benchmark builds more sets from the source archives of pinned,
 consecutive releases of permissively licensed packages on PyPI (sdists) and npm
 (tarballs), in Python, JavaScript, TypeScript, Rust, Java, C and C++ (we found no Go
 package on those two registries that ships Go sources). Set a, measured first, showed
 version 2's dev lead gone, and the code policy's version 3 was chosen on it; set b, other
 packages, was measured only after that: it is the one held out. Set c is in C#, Kotlin
 and Swift, languages the code policy took on later; set d is configuration and schema
-files (YAML and CSS, taken on after that, and SQL, left to the recursive policy; see
-``ABOUT``).
+files (YAML and CSS, taken on after that, and SQL, left to the recursive policy); set e
+is Ruby, PHP and Lua from Debian's archive (the versions in Debian 11, 12 and 13, fetched
+with ``apt-get download`` on a state of the benchmark's own, so it needs a Debian or
+Ubuntu machine) and shell from npm (see ``ABOUT``).
 
 Selection (the dev set's rules, read from ``../shared/revisions/README.md``, applied to
 release pairs instead of commits): a file present in two consecutive releases under the
@@ -33,6 +35,7 @@ name each pair by package, versions and path, with the sha256 of both texts.
     python benchmarks/code_heldout.py --set b           # fetch (cached), select, measure; writes docs + results
     python benchmarks/code_heldout.py --set c           # the same for set c (C#, Kotlin, Swift)
     python benchmarks/code_heldout.py --set d           # and set d (YAML, CSS, SQL)
+    python benchmarks/code_heldout.py --set e           # and set e (Ruby, PHP, Lua, shell; needs apt-get)
     python benchmarks/code_heldout.py --set b --list    # the selected pairs, nothing measured or written
     python benchmarks/code_heldout.py --set b --report  # rewrite the docs section from the saved results
     python benchmarks/code_heldout.py --set b --grid    # add the ideal grid's expected R_c (a reference)
@@ -48,16 +51,18 @@ import json
 import os
 import random
 import re
+import subprocess
 import sys
 import tarfile
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import urljoin
 
 import rechunk
+from rechunk.sources.scripts import script_language
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import code as dev
@@ -77,7 +82,7 @@ class Source:
     """Consecutive releases (oldest first) of one package, and the language read from it."""
 
     lang: str
-    registry: str  # "pypi" (sdist) or "npm" (tarball)
+    registry: str  # "pypi" (sdist), "npm" (tarball) or "debian" (a binary package)
     package: str
     licence: str
     releases: str  # the versions, space-separated
@@ -118,6 +123,17 @@ ABOUT = {
         "Ansible's (Jinja in "
         "its values) and the SQL templated: dbt's Jinja macros and procrastinate's queries "
         "with psycopg placeholders."
+    ),
+    "e": (
+        "Set e is in the languages the code policy reads that no set above covers (Ruby, "
+        "PHP, Lua and shell), measured once the code policy's version 4 and their tables "
+        "were fixed. PyPI and npm ship few Ruby, PHP or Lua files, so these come from "
+        "Debian's archive: the versions of each package in Debian 11, 12 and 13 (bullseye, "
+        "bookworm, trixie), one to three upstream releases apart, fetched with `apt-get "
+        "download` (signatures checked by apt) into the cache, which keeps them once the "
+        "archive moves on. The shell is bats-core's and n's scripts from npm, with the "
+        "scripts that have no suffix known by their `#!` line as `rechunk sync` knows them. "
+        "LangChain has no `Language` for shell, so `from_language` fails on those pairs."
     ),
 }
 #: the sets in programming languages (where a Go package was looked for)
@@ -355,7 +371,61 @@ SOURCES_D = (
         "3.8.0 3.10.0",
     ),
 )
-SETS = {"a": SOURCES_A, "b": SOURCES_B, "c": SOURCES_C, "d": SOURCES_D}
+#: set e: Ruby, PHP, Lua and shell (see ABOUT); Debian versions are bullseye's, bookworm's
+#: and trixie's
+SOURCES_E = (
+    Source("ruby", "debian", "ruby-kramdown", "MIT", "2.3.0-5 2.4.0-2 2.5.1-1"),
+    Source("ruby", "debian", "ruby-rouge", "MIT", "3.21.0-1 3.30.0-2 4.5.1-1"),
+    Source("ruby", "debian", "rake", "MIT", "13.0.3-1 13.0.6-3 13.2.1-1"),
+    Source("ruby", "debian", "ruby-thor", "MIT", "1.0.1-1 1.2.1-2 1.3.2-2.1"),
+    Source(
+        "ruby", "debian", "ruby-rack", "MIT", "2.1.4-3+deb11u2 2.2.22-0+deb12u1 3.1.20-0+deb13u2"
+    ),
+    Source(
+        "php",
+        "debian",
+        "php-twig",
+        "BSD-3-Clause",
+        "2.14.3-1+deb11u2 3.5.1-1+deb12u3 3.27.0-0+deb13u1",
+    ),
+    Source(
+        "php",
+        "debian",
+        "php-league-commonmark",
+        "BSD-3-Clause",
+        "1.5.7-2 2.3.9-1+deb12u1 2.7.0-1+deb13u1",
+    ),
+    Source("php", "debian", "php-monolog", "MIT", "1.26.0-1 2.9.1-1 3.9.0-1"),
+    Source(
+        "php",
+        "debian",
+        "php-symfony-console",
+        "MIT",
+        "4.4.19+dfsg-2+deb11u6 5.4.53+dfsg-0+deb12u1 6.4.50+dfsg-0+deb13u1",
+    ),
+    Source("lua", "debian", "lua-penlight", "MIT", "1.3.2-2.1 1.13.1-3 1.14.0-1"),
+    Source("lua", "debian", "lua-busted", "MIT", "2.0.0-1 2.1.1-1 2.2.0-1"),
+    Source("lua", "debian", "lua-ldoc", "MIT", "1.4.6-1 1.4.6-2 1.5.0-1"),
+    Source("lua", "debian", "lua-luassert", "MIT", "1.8.0-1 1.9.0-1"),
+    Source("lua", "debian", "lua-argparse", "MIT", "0.6.0-1.1 0.7.1-2"),
+    Source(
+        "bash",
+        "npm",
+        "bats",
+        "MIT",
+        "1.2.0 1.2.1 1.3.0 1.4.1 1.5.0 1.6.0 1.7.0 1.8.0 1.8.2 1.9.0 1.10.0 1.11.0 1.11.1 "
+        "1.12.0 1.13.0",
+    ),
+    Source(
+        "bash",
+        "npm",
+        "n",
+        "MIT",
+        "7.0.0 7.1.0 7.2.0 7.3.0 7.4.0 7.5.0 8.0.0 8.1.0 8.2.0 9.0.0 9.1.0 9.2.0 9.2.3 "
+        "10.0.0 10.1.0 10.2.0",
+    ),
+)
+SETS = {"a": SOURCES_A, "b": SOURCES_B, "c": SOURCES_C, "d": SOURCES_D, "e": SOURCES_E}
 
 SUFFIXES = {
     "python": (".py",),
@@ -371,6 +441,10 @@ SUFFIXES = {
     "yaml": (".yaml", ".yml"),
     "css": (".css",),
     "sql": (".sql",),
+    "ruby": (".rb",),
+    "php": (".php",),
+    "lua": (".lua",),
+    "bash": (".sh", ".bash"),
 }
 #: folders whose files are not the package's own hand-written source
 EXCLUDED_DIRS = {
@@ -413,6 +487,8 @@ def _get(url: str) -> bytes:
 
 def _archive(source: Source, version: str, meta: dict[str, Any]) -> bytes:
     """The release's source archive, from the cache or the registry (digest checked)."""
+    if source.registry == "debian":
+        return _debian_archive(source.package, version)
     path = CACHE / "releases" / f"{source.registry}-{source.package}-{version}.tgz"
     if source.registry == "pypi":
         files = [f for f in meta["releases"][version] if f["packagetype"] == "sdist"]
@@ -432,7 +508,58 @@ def _archive(source: Source, version: str, meta: dict[str, Any]) -> bytes:
     return data
 
 
+#: the Debian releases set e reads, with the archive's keyring (apt checks the signatures)
+DEBIAN_SUITES = ("bullseye", "bookworm", "trixie")
+DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+
+def _apt(*args: str) -> None:
+    """``apt-get ARGS`` on a state of its own in the cache: the machine's sources, lists and
+    installed packages are neither read nor changed."""
+    root = CACHE / "apt"
+    (root / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (root / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
+    sources = root / "sources.list"
+    sources.write_text(
+        "".join(
+            f"deb [signed-by={DEBIAN_KEYRING}] http://deb.debian.org/debian {suite} main\n"
+            for suite in DEBIAN_SUITES
+        )
+    )
+    options = {
+        "Dir::Etc::sourcelist": sources,
+        "Dir::Etc::sourceparts": "-",
+        "Dir::State::Lists": root / "lists",
+        "Dir::State::status": "/dev/null",
+        "Dir::Cache": root / "cache",
+    }
+    command = ["apt-get", "-q", *(f"-o{k}={v}" for k, v in options.items()), *args]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=600)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()}")
+
+
+def _debian_archive(package: str, version: str) -> bytes:
+    """The files of a Debian binary package as a tar archive (``dpkg-deb --fsys-tarfile``);
+    the ``.deb`` comes from the cache, else from ``apt-get download`` (which checks it
+    against the signed index)."""
+    path = CACHE / "releases" / f"debian-{package}-{version}.deb"
+    if not path.exists():
+        if not any((CACHE / "apt" / "lists").glob("*Packages*")):
+            _apt("update")
+        _apt("download", f"{package}={version}")
+        (found,) = (CACHE / "apt").glob(f"{package}_*.deb")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        found.replace(path)
+    done = subprocess.run(
+        ["dpkg-deb", "--fsys-tarfile", str(path)], capture_output=True, check=True, timeout=120
+    )
+    return done.stdout
+
+
 def _metadata(source: Source) -> dict[str, Any]:
+    if source.registry == "debian":
+        return {}
     url = (
         f"https://pypi.org/pypi/{source.package}/json"
         if source.registry == "pypi"
@@ -446,6 +573,12 @@ def _metadata(source: Source) -> dict[str, Any]:
     return meta
 
 
+#: where Debian installs a library whose folder names its version or the layout of its
+#: release (a gem under ``gems/NAME-VERSION/lib/`` or ``vendor_ruby/``, a Lua module
+#: under ``lua/5.x/``): the path below it is the file's across releases
+_INSTALLED = re.compile(r".*/gems/[^/]+-\d[^/]*/(?:lib/)?|.*/vendor_ruby/|.*/lua/5\.\d/")
+
+
 def _sources(source: Source, data: bytes) -> dict[str, str]:
     """path (below the archive's top folder) -> text, for the language's source files."""
     out: dict[str, str] = {}
@@ -455,9 +588,13 @@ def _sources(source: Source, data: bytes) -> dict[str, str]:
             if not member.isfile() or not parts:
                 continue
             path = "/".join(parts)
-            if not path.endswith(SUFFIXES[source.lang]) or EXCLUDED_NAMES.fullmatch(parts[-1]):
+            if source.registry == "debian":
+                path = _INSTALLED.sub("", path, count=1)
+                parts = path.split("/")
+            named = path.endswith(SUFFIXES[source.lang])
+            if not named and PurePath(path).suffix:  # a script with no suffix may be one
                 continue
-            if EXCLUDED_DIRS.intersection(parts[:-1]):
+            if EXCLUDED_NAMES.fullmatch(parts[-1]) or EXCLUDED_DIRS.intersection(parts[:-1]):
                 continue
             raw = archive.extractfile(member)
             if raw is None:
@@ -465,6 +602,8 @@ def _sources(source: Source, data: bytes) -> dict[str, str]:
             try:
                 text = raw.read().decode("utf-8")
             except UnicodeDecodeError:
+                continue
+            if not named and script_language(path, text) != source.lang:
                 continue
             lines = text.splitlines()
             if not lines or GENERATED.search("\n".join(lines[:25])):
@@ -582,7 +721,9 @@ def describe(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def run(name: str, repeat: int) -> dict[str, Any]:
     pairs, counts = load_pairs(name)
-    results = dev.run(pairs=pairs, repeat=repeat, path="releases on PyPI and npm")
+    names = {"pypi": "PyPI", "npm": "npm", "debian": "Debian"}
+    registries = " and ".join(sorted({names[s.registry] for s in SETS[name]}))
+    results = dev.run(pairs=pairs, repeat=repeat, path=f"releases on {registries}")
     results["command"] = f"{COMMAND} --set {name}"
     results["dataset"]["set"] = name
     results["dataset"]["sources"] = [
@@ -605,7 +746,7 @@ def to_markdown(results: dict[str, Any]) -> str:
     name = ds["set"]
     intro = (
         "The pairs are files changed between consecutive releases of packages outside the "
-        "dev set, fetched from PyPI and npm by the benchmark: "
+        "dev set, fetched by the benchmark: "
         + "; ".join(
             f"{lang}: "
             + ", ".join(
