@@ -154,7 +154,8 @@ def input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--include-generated",
         action="store_true",
-        help="also read lockfiles (package-lock.json, poetry.lock, go.sum, ...), minified "
+        help="also read lockfiles (package-lock.json, poetry.lock, go.sum, ...), build "
+        "wrappers (gradlew, mvnw), minified "
         "files (*.min.js, or code that is mostly lines of over 300 characters) and code "
         "marked generated ('Code generated ... DO NOT EDIT', '@generated'); by default "
         "they are counted, not read",

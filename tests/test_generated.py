@@ -26,6 +26,7 @@ from rechunk.sources.generated import (
     MARKED,
     MIN_BYTES,
     MINIFIED,
+    WRAPPER,
     generated_by_content,
     generated_by_name,
 )
@@ -65,6 +66,9 @@ def test_every_package_manager_s_lockfile_is_known_by_name(name: str) -> None:
         ("static/jquery.min.js", MINIFIED),
         ("static/site.MIN.CSS", MINIFIED),
         ("lib/index.min.mjs", MINIFIED),
+        ("gradlew", WRAPPER),
+        ("services/billing/mvnw", WRAPPER),
+        ("gradlew.bat", None),  # a type no parser reads anyway
         # the manifests people write beside their locks are read
         ("package.json", None),
         ("Cargo.toml", None),
@@ -175,6 +179,20 @@ def test_reading_leaves_tool_output_out_and_reads_the_rest(tmp_path: Path) -> No
     named = read_documents([shop / "web" / "package-lock.json", shop / "web" / "src" / "cart.js"])
     assert named.generated == [("package-lock.json", LOCKFILE)]
     assert [d.doc_id for d in named.documents] == ["cart.js"]
+
+
+def test_a_build_tool_s_wrapper_is_left_out_where_other_scripts_are_read(tmp_path: Path) -> None:
+    """With scripts read by their #! line, Gradle's and the Maven Wrapper's own start-up
+    scripts would be read as shell in every JVM repository; they are left out by name."""
+    app = tmp_path / "app"
+    (app / "bin").mkdir(parents=True)
+    for name in ("gradlew", "mvnw", "bin/release"):
+        (app / name).write_text("#!/bin/sh\nexec java -jar \"$0.jar\" \"$@\"\n")
+    files = read_documents([app])
+    assert [d.doc_id for d in files.documents] == ["bin/release"]
+    assert sorted(files.generated) == [("gradlew", WRAPPER), ("mvnw", WRAPPER)]
+    included = read_documents([app], include_generated=True)
+    assert sorted(d.doc_id for d in included.documents) == ["bin/release", "gradlew", "mvnw"]
 
 
 NAMES = st.sampled_from(

@@ -7,10 +7,13 @@ from) and are often a repository's largest files: a small web app's npm lockfile
 of the tokens of its repository, and a major dependency upgrade re-embedded 14,364 of
 its tokens (``benchmarks/generated.py``).
 
-Three tests, each cheap and each written so that a file a person wrote does not pass it:
+Four tests, each cheap and each written so that a file a person wrote does not pass it:
 
 * **lockfile**: the file's name is that of a package manager's lock (:data:`LOCKFILES`,
   and the PEP 751 ``pylock.*.toml``), whatever the folder;
+* **build wrapper**: the file's name is that of a script a build tool writes to run
+  itself (:data:`WRAPPERS`: Gradle's ``gradlew``, the Maven Wrapper's ``mvnw``), read
+  otherwise as shell by its ``#!`` line;
 * **minified**: the name ends in ``.min.js``, ``.min.mjs``, ``.min.cjs`` or ``.min.css``;
   or, for a source file of at least :data:`MIN_BYTES`, more than three quarters of
   its bytes lie on lines longer than :data:`LONG_LINE` bytes (hand-written code keeps
@@ -44,15 +47,21 @@ __all__ = [
     "MINIFIED_SHARE",
     "MIN_BYTES",
     "REASONS",
+    "WRAPPER",
+    "WRAPPERS",
     "generated_by_content",
     "generated_by_name",
 ]
 
 LOCKFILE = "lockfile"
+WRAPPER = "build wrapper"
 MINIFIED = "minified"
 MARKED = "marked generated"
 #: every reason, in the order a summary lists them
-REASONS = (LOCKFILE, MINIFIED, MARKED)
+REASONS = (LOCKFILE, WRAPPER, MINIFIED, MARKED)
+
+#: the scripts build tools write to download and run themselves, by exact name
+WRAPPERS = frozenset({"gradlew", "mvnw"})
 
 #: the lock files package managers write, by exact name
 LOCKFILES = frozenset(
@@ -112,11 +121,13 @@ _REGION = re.compile(rb"\b(?:begin|end)\b", re.IGNORECASE)
 
 
 def generated_by_name(path: str | PurePath) -> str | None:
-    """Why a file is generated, judged by its name alone (:data:`LOCKFILE` or
-    :data:`MINIFIED`), or None."""
+    """Why a file is generated, judged by its name alone (:data:`LOCKFILE`,
+    :data:`WRAPPER` or :data:`MINIFIED`), or None."""
     name = PurePath(path).name
     if name in LOCKFILES or _PYLOCK.fullmatch(name):
         return LOCKFILE
+    if name in WRAPPERS:
+        return WRAPPER
     if name.lower().endswith(_MINIFIED_SUFFIXES):
         return MINIFIED
     return None
