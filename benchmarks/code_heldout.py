@@ -750,7 +750,7 @@ def to_markdown(results: dict[str, Any]) -> str:
         + "; ".join(
             f"{lang}: "
             + ", ".join(
-                f"{s['package']} {s['versions'][0]}-{s['versions'][-1]}"
+                f"{s['package']} {s['versions'][0]} to {s['versions'][-1]}"
                 for s in ds["sources"]
                 if s["lang"] == lang
             )
