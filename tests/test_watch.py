@@ -305,6 +305,28 @@ def test_generated_files_are_left_out_while_watching(
         assert set(revisions(store)) == {d.doc_id for d in read_documents([root]).documents}
 
 
+def test_scripts_without_a_suffix_are_read_while_watching(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """As in sync: a script with no suffix written while watching is read by its #! line,
+    a LICENSE is not, and a file whose #! line is taken away is taken out of the store."""
+    root = tmp_path / "repo"
+    write_docs(root, ["keep"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      parse_retries=1)  # fmt: skip
+    with Running(watcher) as run:
+        run.next()
+        (root / "bin").mkdir()
+        (root / "LICENSE").write_text("Permission is granted.\n", encoding="utf-8")
+        (root / "bin" / "deploy").write_text("#!/bin/sh\necho deploying\n", encoding="utf-8")
+        run.until(lambda: "bin/deploy" in store.doc_ids())
+        assert store.doc_ids() == {"keep.md", "bin/deploy"}
+        (root / "bin" / "deploy").write_text("echo deploying\n", encoding="utf-8")
+        run.until(lambda: store.doc_ids() == {"keep.md"})
+        assert set(revisions(store)) == {d.doc_id for d in read_documents([root]).documents}
+
+
 def test_a_rechunkignore_written_while_watching_applies(
     tmp_path: Path, embedder: Any, chunker: Any
 ) -> None:
