@@ -115,7 +115,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--lang",
         metavar="LANGUAGE",
-        help="the programming language of the code chunker (default: by the files' suffix)",
+        help="the programming language of the code chunker (default: by the files' suffix, "
+        "or a script's #! line)",
     )
     p.add_argument(
         "--tokenizer",
@@ -132,11 +133,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(args: MeasureArgs) -> int:
-    from rechunk.chunkers.code_languages import language_for
+    from rechunk.sources.documents import code_language
 
     old = read_text_file(Path(args.old))
     new = read_text_file(Path(args.new))
-    language = args.lang or language_for(args.new, new) or language_for(args.old, old)
+    language = args.lang or code_language(args.new, new) or code_language(args.old, old)
     names = args.chunker or ["all"]
     if "all" in names:  # the code policy beside the others when the files are code
         names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]

@@ -41,6 +41,18 @@ def test_measure_reports_the_code_policy_for_source_files(
     assert json.loads(capsys.readouterr().out)["chunkers"][0]["recompute_fraction"] == 0.0
 
 
+def test_measure_knows_a_script_with_no_suffix_by_its_first_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`git show HEAD~1:bin/serve > old` beside `bin/serve`: the code policy is measured
+    as it is for `.py` files, its language read from the #! line."""
+    (tmp_path / "old").write_text("#!/usr/bin/env python3\n" + OLD)
+    (tmp_path / "serve").write_text("#!/usr/bin/env python3\n" + NEW)
+    assert main(["measure", str(tmp_path / "old"), str(tmp_path / "serve"), "--json"]) == 0
+    rows = {r["chunker"]: r for r in json.loads(capsys.readouterr().out)["chunkers"]}
+    assert rows["code"]["policy"].startswith("code-python-")
+
+
 def test_bench_takes_code_pairs_by_language(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

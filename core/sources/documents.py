@@ -26,6 +26,7 @@ from rechunk.sources.scripts import script_language
 __all__ = [
     "CODE",
     "OTHER_CODE_SUFFIXES",
+    "code_language",
     "documents_from_file",
     "kind_of",
     "readable_suffixes",
@@ -49,9 +50,10 @@ OTHER_CODE_SUFFIXES = {
 }
 
 
-def _code_language(path: Path, text: str | None = None) -> str | None:
+def code_language(path: str | Path, text: str | None = None) -> str | None:
     """The language whose grammar reads a code file: by its suffix or name, else (no
-    suffix) by the interpreter its first line names."""
+    suffix, given its ``text``) by the interpreter its first line names; None when no
+    grammar here reads it."""
     from rechunk.chunkers.code_languages import LANGUAGES, language_for
 
     found = language_for(path, text)
@@ -75,7 +77,7 @@ def kind_of(path: str | Path, forced: str | None = None, head: bytes | None = No
     fmt = format_for(path)
     if fmt is not None:
         return fmt
-    if _code_language(path) is not None or path.suffix.lower() in OTHER_CODE_SUFFIXES:
+    if code_language(path) is not None or path.suffix.lower() in OTHER_CODE_SUFFIXES:
         return CODE
     if head is not None and script_language(path, head) is not None:
         return CODE
@@ -171,7 +173,7 @@ def documents_from_file(
         text = _decode(path, data)
         if not text.strip():
             return []
-        language = _code_language(path, text)
+        language = code_language(path, text)
         name = (
             language
             or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
