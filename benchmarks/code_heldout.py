@@ -513,9 +513,9 @@ DEBIAN_SUITES = ("bullseye", "bookworm", "trixie")
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 
-def _apt(*args: str) -> None:
+def _apt(*args: str, hint: str = "") -> None:
     """``apt-get ARGS`` on a state of its own in the cache: the machine's sources, lists and
-    installed packages are neither read nor changed."""
+    installed packages are neither read nor changed. ``hint`` follows apt's error."""
     root = CACHE / "apt"
     (root / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (root / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
@@ -536,7 +536,7 @@ def _apt(*args: str) -> None:
     command = ["apt-get", "-q", *(f"-o{k}={v}" for k, v in options.items()), *args]
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=600)
     if done.returncode:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()}")
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()}{hint}")
 
 
 def _debian_archive(package: str, version: str) -> bytes:
@@ -547,7 +547,13 @@ def _debian_archive(package: str, version: str) -> bytes:
     if not path.exists():
         if not any((CACHE / "apt" / "lists").glob("*Packages*")):
             _apt("update")
-        _apt("download", f"{package}={version}")
+        _apt(
+            "download",
+            f"{package}={version}",
+            hint=f"\n{package} {version} may have left the archive, which keeps only each "
+            f"release's current version: a cache that holds it ({path}) reruns this set as it "
+            "was, or `apt-cache madison` (with the options above) lists what is there now",
+        )
         (found,) = (CACHE / "apt").glob(f"{package}_*.deb")
         path.parent.mkdir(parents=True, exist_ok=True)
         found.replace(path)
