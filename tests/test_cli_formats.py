@@ -16,6 +16,7 @@ from cli_helpers import run_json
 from qdrant_client import QdrantClient
 
 from rechunk.cli import main
+from rechunk.sources.documents import OTHER_CODE_SUFFIXES, documents_from_file
 from rechunk.sources.files import read_documents
 
 pytest.importorskip("docx")
@@ -298,6 +299,50 @@ def test_a_repository_s_scripts_without_a_suffix_sync_as_code(
     (repo / "bin/deploy").write_text(DEPLOY.replace("staging", "preview"))
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0 and report["documents"]["changed"] == 1, report
+
+
+@pytest.mark.parametrize("suffix", sorted(OTHER_CODE_SUFFIXES))
+def test_every_source_type_without_a_grammar_is_read_as_code(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"shop{suffix}"
+    path.write_text("cart = new_cart()\nadd(cart, 'tea')\n")
+    (doc,) = documents_from_file(path, path.name)
+    assert doc.metadata == {"format": "code", "parser": "code/1",
+                            "language": OTHER_CODE_SUFFIXES[suffix]}  # fmt: skip
+
+
+def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Vue components, SCSS, a GraphQL schema and a Gradle build (no grammar here) were
+    types no parser reads; they are read as code, chunked by the recursive policy sized
+    like the code policy, and counted under no grammar."""
+    component = "<template>\n  <ul class=\"cart\">\n" + "".join(
+        f'    <li>{{{{ items[{k}].name }}}}: {{{{ items[{k}].price }}}}</li>\n' for k in range(60)
+    ) + "  </ul>\n</template>\n\n<script setup>\ndefineProps(['items'])\n</script>\n"
+    files = {
+        "web/Cart.vue": component,
+        "web/cart.scss": ".cart {\n  li { margin: 0; }\n}\n",
+        "api/schema.graphql": "type Cart {\n  id: ID!\n  items: [Item!]!\n}\n",
+        "android/build.gradle": "plugins {\n  id 'com.android.application'\n}\n",
+    }
+    repo = tmp_path / "repo"
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
+    assert report["documents"]["new"] == 4 and report["unsupported_files"] == {}
+    assert {k: v["files"] for k, v in report["no_grammar"].items()} == {
+        "graphql": 1, "groovy": 1, "scss": 1, "vue": 1,
+    }  # fmt: skip
+    points = stored(tmp_path)
+    cart = points["web/Cart.vue"]
+    assert len(cart) > 1 and {p["policy"][:10] for p in cart} == {"recursive-"}
+    (repo / "web/Cart.vue").write_text(component.replace("items[59].price", "items[59].cost"))
+    code, report = run_json(capsys, "sync", "repo")
+    (doc,) = [d for d in report["per_document"] if d["status"] == "changed"]
+    assert 0 < doc["tokens_embedded"] < doc["tokens_total"], doc
 
 
 def test_a_repository_s_config_and_build_files_sync_as_code(
