@@ -96,11 +96,9 @@ def source_notes(files: Any, report: Any, chooser: Chooser | None) -> list[tuple
         if code:
             prose.append("code: " + ", ".join(code))
         rows.append(("policies", "; ".join(prose)))
-    if chooser is not None:
-        for language, count in sorted(chooser.fallbacks.items()):
-            rows.append(
-                ("no grammar", f"{count} {language} file(s) chunked by the recursive policy")
-            )
+    if chooser is not None and chooser.fallbacks:
+        counts = ", ".join(f"{language} {n}" for language, n in sorted(chooser.fallbacks.items()))
+        rows.append(("no grammar", f"{counts} (chunked by the recursive policy)"))
     if files.unsupported:
         counts = ", ".join(
             f"{suffix or '(no suffix)'} {n}" for suffix, n in sorted(files.unsupported.items())

@@ -336,6 +336,11 @@ def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_polic
     assert {k: v["files"] for k, v in report["no_grammar"].items()} == {
         "graphql": 1, "groovy": 1, "scss": 1, "vue": 1,
     }  # fmt: skip
+    assert main(["sync", "repo", "--dry-run"]) == 0  # one row for them all
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if "no grammar" in line]
+    assert row.split(None, 2)[2] == (
+        "graphql 1, groovy 1, scss 1, vue 1 (chunked by the recursive policy)"
+    )
     points = stored(tmp_path)
     cart = points["web/Cart.vue"]
     assert len(cart) > 1 and {p["policy"][:10] for p in cart} == {"recursive-"}
