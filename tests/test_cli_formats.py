@@ -107,6 +107,14 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """``root`` holding ``files`` (relative path -> text)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 def stored(tmp_path: Path) -> dict[str, list[dict[str, Any]]]:
     client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
     try:
@@ -272,15 +280,12 @@ def test_a_repository_s_scripts_without_a_suffix_sync_as_code(
     recursive policy (no grammar), and a LICENSE is still not read."""
     from test_scripts import DEPLOY, RELEASE, REPORT
 
-    repo = tmp_path / "repo"
-    for name, text in {
+    repo = write_files(tmp_path / "repo", {
         "bin/deploy": DEPLOY,
         "scripts/release": RELEASE,
         "tools/report": REPORT,
         "LICENSE": "Permission is granted to use this shop.\n",
-    }.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    })  # fmt: skip
     monkeypatch.chdir(tmp_path)
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0, report
@@ -325,10 +330,7 @@ def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_polic
         "api/schema.graphql": "type Cart {\n  id: ID!\n  items: [Item!]!\n}\n",
         "android/build.gradle": "plugins {\n  id 'com.android.application'\n}\n",
     }
-    repo = tmp_path / "repo"
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    repo = write_files(tmp_path / "repo", files)
     monkeypatch.chdir(tmp_path)
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0, report
@@ -356,10 +358,7 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     """Dockerfiles, Makefiles, YAML, TOML, Terraform and CSS are read by their
     grammars (before, each was an unsupported type), SQL by the recursive policy, and an
     edit of one YAML service re-embeds that service's chunk, not the file."""
-    repo = tmp_path / "repo"
-    for name, text in REPOSITORY_FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    repo = write_files(tmp_path / "repo", REPOSITORY_FILES)
     monkeypatch.chdir(tmp_path)
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0, report
