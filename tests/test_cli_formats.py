@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from cli_helpers import run_json
 from qdrant_client import QdrantClient
+from test_files import tree
 
 from rechunk.cli import main
 from rechunk.sources.documents import OTHER_CODE_SUFFIXES, documents_from_file
@@ -105,14 +106,6 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (folder / "logo.PNG").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
     monkeypatch.chdir(tmp_path)
     return folder
-
-
-def write_files(root: Path, files: dict[str, str]) -> Path:
-    """``root`` holding ``files`` (relative path -> text)."""
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
 
 
 def stored(tmp_path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -280,7 +273,7 @@ def test_a_repository_s_scripts_without_a_suffix_sync_as_code(
     recursive policy (no grammar), and a LICENSE is still not read."""
     from test_scripts import DEPLOY, RELEASE, REPORT
 
-    repo = write_files(tmp_path / "repo", {
+    repo = tree(tmp_path / "repo", {
         "bin/deploy": DEPLOY,
         "scripts/release": RELEASE,
         "tools/report": REPORT,
@@ -330,7 +323,7 @@ def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_polic
         "api/schema.graphql": "type Cart {\n  id: ID!\n  items: [Item!]!\n}\n",
         "android/build.gradle": "plugins {\n  id 'com.android.application'\n}\n",
     }
-    repo = write_files(tmp_path / "repo", files)
+    repo = tree(tmp_path / "repo", files)
     monkeypatch.chdir(tmp_path)
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0, report
@@ -358,7 +351,7 @@ def test_a_repository_s_config_and_build_files_sync_as_code(
     """Dockerfiles, Makefiles, YAML, TOML, Terraform and CSS are read by their
     grammars (before, each was an unsupported type), SQL by the recursive policy, and an
     edit of one YAML service re-embeds that service's chunk, not the file."""
-    repo = write_files(tmp_path / "repo", REPOSITORY_FILES)
+    repo = tree(tmp_path / "repo", REPOSITORY_FILES)
     monkeypatch.chdir(tmp_path)
     code, report = run_json(capsys, "sync", "repo")
     assert code == 0, report

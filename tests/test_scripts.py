@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_files import tree
 
 from rechunk.sources.files import read_documents
 from rechunk.sources.scripts import HEAD_BYTES, INTERPRETERS, script_language
@@ -116,15 +117,13 @@ print "orders today: 12\\n";
 
 
 def _repository(root: Path) -> Path:
-    for name, text in {
+    tree(root, {
         "scripts/release": RELEASE,
         "bin/deploy": DEPLOY,
         "tools/report": REPORT,
         "LICENSE": "Permission is granted to use this shop.\n",
         "README.md": "# Shop\n\nThe shop's scripts.\n",
-    }.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+    })  # fmt: skip
     (root / "bin" / "shop").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(4096))  # a binary
     return root
 
