@@ -352,7 +352,7 @@ def read_documents(
                     if tool_written is not None:
                         out.generated.append((_printable(doc_id), tool_written))
                         continue
-                parsed = documents_from_file(path, doc_id, fmt, options, data=data)
+                parsed = documents_from_file(path, doc_id, read_as, options, data=data)
             except InputError as exc:
                 out.skipped.append((_printable(doc_id), str(exc)))
                 continue
