@@ -41,11 +41,20 @@ class RechunkLoader(BaseLoader):
     parser (a name of :data:`rechunk.sources.FORMATS`); by default the suffix picks it.
     ``id_field`` names a JSON record's id field. A file that cannot be parsed raises
     :class:`rechunk.sources.ParseError` (an ``InputError``, so a ``ValueError``).
+
+    ``encoding`` and ``autodetect_encoding`` are ``TextLoader``'s, in its order, for text,
+    Markdown, CSV and code files (and an HTML page that declares no charset), with one
+    difference: a byte-order mark or valid UTF-8 decides first, so ``encoding`` is the
+    encoding of the files that are not UTF-8 and a folder of mixed files loads in one
+    call; ``autodetect_encoding`` then tries the encoding charset-normalizer detects
+    (``formats`` extra). An unknown encoding is a :class:`rechunk.errors.ConfigError`.
     """
 
     def __init__(
         self,
         paths: str | Path | Sequence[str | Path],
+        encoding: str | None = None,
+        autodetect_encoding: bool = False,
         *,
         format: str | None = None,
         id_field: str | None = None,
@@ -54,7 +63,13 @@ class RechunkLoader(BaseLoader):
     ) -> None:
         self.paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
         self.format = format
-        self.options = ParseOptions(id_field, tuple(html_include), tuple(html_exclude))
+        self.options = ParseOptions(
+            id_field,
+            tuple(html_include),
+            tuple(html_exclude),
+            encoding=encoding,
+            detect_encoding=autodetect_encoding,
+        )
 
     def lazy_load(self) -> Iterator[Document]:
         for path in self.paths:

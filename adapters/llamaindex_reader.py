@@ -41,6 +41,11 @@ class RechunkReader(BaseReader):
     the suffix picks it. ``id_field`` names a JSON record's id field. A file that cannot
     be parsed raises :class:`rechunk.sources.ParseError` (a ``ValueError``);
     ``SimpleDirectoryReader`` reports it and skips the file unless ``raise_on_error``.
+
+    ``encoding``: the encoding of text, Markdown, CSV and code files that are not UTF-8
+    (a byte-order mark or valid UTF-8 decides first; an unknown name is a
+    :class:`rechunk.errors.ConfigError`). ``SimpleDirectoryReader``'s own ``encoding``
+    reaches only the files it reads itself, not a ``file_extractor``'s: name it here.
     """
 
     def __init__(
@@ -50,9 +55,12 @@ class RechunkReader(BaseReader):
         id_field: str | None = None,
         html_include: Sequence[str] = (),
         html_exclude: Sequence[str] = (),
+        encoding: str | None = None,
     ) -> None:
         self.format = format
-        self.options = ParseOptions(id_field, tuple(html_include), tuple(html_exclude))
+        self.options = ParseOptions(
+            id_field, tuple(html_include), tuple(html_exclude), encoding=encoding
+        )
 
     def file_extractor(self) -> dict[str, BaseReader]:
         """``{suffix: self}`` for every suffix a parser reads, for ``SimpleDirectoryReader``."""

@@ -38,6 +38,7 @@ class MeasureArgs(Parsed):
     chunker: tuple[str, ...] | None
     lang: str | None
     tokenizer: str | None
+    encoding: str | None
     json: bool
 
 CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
@@ -104,8 +105,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="Print the edit fraction and band of OLD -> NEW and, per chunker, "
         "the recompute fraction R_c, chunks old/new and tokens to embed vs total.",
     )
-    p.add_argument("old", metavar="OLD_FILE", help="the previous version (UTF-8 text)")
-    p.add_argument("new", metavar="NEW_FILE", help="the new version (UTF-8 text)")
+    p.add_argument("old", metavar="OLD_FILE", help="the previous version (a text file)")
+    p.add_argument("new", metavar="NEW_FILE", help="the new version (a text file)")
     p.add_argument(
         "--chunker",
         action="append",
@@ -123,6 +124,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="PATH",
         help="tokenizer.json to count tokens with (default: all-MiniLM-L6-v2's)",
     )
+    p.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help="the files' encoding when they are not UTF-8 (as sync's --encoding)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON report")
     p.set_defaults(func=run)
     return p
@@ -135,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
 def execute(args: MeasureArgs) -> int:
     from rechunk.sources.documents import code_language
 
-    old = read_text_file(Path(args.old))
-    new = read_text_file(Path(args.new))
+    old = read_text_file(Path(args.old), args.encoding)
+    new = read_text_file(Path(args.new), args.encoding)
     language = args.lang or code_language(args.new, new) or code_language(args.old, old)
     names = args.chunker or ["all"]
     if "all" in names:  # the code policy beside the others when the files are code

@@ -80,8 +80,8 @@ class ModelOptions(Parsed):
 @dataclass(frozen=True)
 class InputOptions(Parsed):
     """``--cache``, ``--glob`` (the default globs when none is given), ``--no-ignore``,
-    ``--include-generated``, ``--format``, and what the parsers take (``--id-field``) as
-    :class:`ParseOptions`."""
+    ``--include-generated``, ``--format``, and what the parsers take (``--id-field``,
+    ``--encoding``) as :class:`ParseOptions`."""
 
     cache: str
     glob: tuple[str, ...]

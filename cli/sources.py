@@ -1,6 +1,7 @@
 """What `rechunk sync` and `rechunk reindex` add for parsed files and code: the
-``--format`` and ``--id-field`` options, the chunker each document gets (the code policy
-of its language, else the command's policy), and the summary's lines about them."""
+``--format``, ``--id-field`` and ``--encoding`` options, the chunker each document gets
+(the code policy of its language, else the command's policy), and the summary's lines
+about them."""
 
 from __future__ import annotations
 
@@ -32,10 +33,20 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         help="JSON and JSONL files: the field whose value is a record's id (its doc_id is "
         "PATH#ID; default: the record's position)",
     )
+    p.add_argument(
+        "--encoding",
+        default=None,
+        metavar="NAME",
+        help="text, Markdown, CSV and code files that are not UTF-8 are read in this "
+        "encoding (cp1252, latin-1, shift_jis, utf-16, ...); a byte-order mark or valid "
+        "UTF-8 decides first (default: such files are skipped with the reason)",
+    )
 
 
 def parse_options(args: argparse.Namespace) -> ParseOptions:
-    return ParseOptions(id_field=getattr(args, "id_field", None))
+    return ParseOptions(
+        id_field=getattr(args, "id_field", None), encoding=getattr(args, "encoding", None)
+    )
 
 
 class Chooser:

@@ -693,7 +693,7 @@ def test_csv_delimiter_rule() -> None:
 
 
 def test_csv_not_text_or_empty_is_a_parse_error() -> None:
-    with pytest.raises(ParseError, match="not UTF-8"):
+    with pytest.raises(ParseError, match="not valid UTF-8"):
         parse("csv", "name,city\nJosé,Köln\n".encode("latin-1"))
     with pytest.raises(ParseError, match="no text"):
         parse("csv", b"\n\n")

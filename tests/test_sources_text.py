@@ -193,7 +193,7 @@ def test_text_is_the_decoded_file(fmt: str, data: bytes, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "rst"])
-@pytest.mark.parametrize("data", [b"caf\xe9 latin-1", b"ok\x00nul", b"\xff\xfeu\x00t\x00f\x00"])
+@pytest.mark.parametrize("data", [b"caf\xe9 latin-1", b"ok\x00nul", b"\xff\xfe\x00\xdc"])
 def test_unreadable_text_gives_read_text_files_reason(
     fmt: str, data: bytes, tmp_path: Path
 ) -> None:
@@ -203,9 +203,8 @@ def test_unreadable_text_gives_read_text_files_reason(
         read_text_file(path)
     with pytest.raises(ParseError) as now:
         parse_file(path, fmt)
-    # the same reason, as "<path>: <reason>" instead of "<path> <reason>"
-    reason = str(before.value).removeprefix(str(path)).lstrip(" ")
-    assert str(now.value) == f"{path}: {reason.removeprefix('is ')}"
+    assert str(now.value) == str(before.value)
+    assert str(now.value).startswith(f"{path}: ")
 
 
 # -- blocks -----------------------------------------------------------------------------

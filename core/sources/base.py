@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rechunk.errors import InputError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rechunk.sources.registry import ParseOptions
 
 __all__ = ["BLOCK_KINDS", "Block", "ParseError", "Parsed", "Parser", "TextBuilder", "locate"]
@@ -19,7 +21,15 @@ BLOCK_KINDS = ("heading", "paragraph", "list_item", "table", "code", "quote")
 
 class ParseError(InputError):
     """A file that cannot be parsed (encrypted, corrupt, no text layer, not the format its
-    name says). The message is one line and names the reason; the file is skipped."""
+    name says). The message is one line and names the reason; the file is skipped.
+
+    ``path``, where given, starts the message (``PATH: reason``); :attr:`reason` is the
+    message without it, for a report that names the file its own way."""
+
+    def __init__(self, reason: str, path: str | Path | None = None) -> None:
+        super().__init__(reason if path is None else f"{path}: {reason}")
+        self.reason = reason
+        self.path = path
 
 
 @dataclass(frozen=True)

@@ -169,17 +169,6 @@ def _read(path: Path) -> bytes:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _decode(path: Path, data: bytes) -> str:
-    """A code file's text, under the rules of every text file (UTF-8, no NUL)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"{path}: not valid UTF-8 (byte offset {exc.start})") from None
-    if "\x00" in text:
-        raise ParseError(f"{path}: contains NUL bytes; is it a binary file?")
-    return text.removeprefix("\ufeff")
-
-
 def documents_from_file(
     path: str | Path,
     doc_id: str,
@@ -203,8 +192,12 @@ def documents_from_file(
         raise InputError(f"{path}: no parser reads {path.suffix or 'files without a suffix'}")
     if data is None:
         data = _read(path)
+    options = options or ParseOptions()
     if kind == CODE:
-        text = _decode(path, data)
+        try:
+            text = options.decode(data)
+        except ParseError as exc:
+            raise ParseError(exc.reason, path) from None
         if not text.strip():
             return []
         language = code_language(path, text)
@@ -219,9 +212,9 @@ def documents_from_file(
         locator = _code_locator(text, language) if language else None
         return [Document(doc_id, text, metadata=metadata, locator=locator)]
     try:
-        parsed_all = parser_for(kind).parse(data, options or ParseOptions())
+        parsed_all = parser_for(kind).parse(data, options)
     except ParseError as exc:
-        raise ParseError(f"{path}: {exc}") from None
+        raise ParseError(exc.reason, path) from None
     return [_document(doc_id, kind, parsed) for parsed in parsed_all if parsed.text.strip()]
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
+from rechunk.sources.base import ParseError
 from rechunk.sources.documents import CODE, documents_from_file, kind_of
+from rechunk.sources.encoding import check_encoding, decode_text
 from rechunk.sources.generated import generated_by_content, generated_by_name
 from rechunk.sources.ignore import IgnoreRules, wildmatch
 from rechunk.sources.registry import ParseOptions
@@ -66,18 +68,16 @@ def special_kind(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
-def read_text_file(path: Path) -> str:
-    """A file's text as UTF-8 (without a leading byte-order mark); invalid UTF-8 or NUL
-    bytes, and a file that is not a regular file (a device, a FIFO: never opened), are an
-    :class:`InputError`."""
+def read_text_file(path: Path, encoding: str | None = None) -> str:
+    """A text file's text by the rule of :mod:`rechunk.sources.encoding` (its byte-order
+    mark, else UTF-8, else ``encoding``), without a byte-order mark; what none decodes,
+    NUL bytes (a :class:`ParseError` naming the file), and a file that is not a regular
+    file (a device, a FIFO: never opened) are an :class:`InputError`."""
     data = read_bytes(path)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not valid UTF-8 (byte offset {exc.start})") from exc
-    if "\x00" in text:
-        raise InputError(f"{path} contains NUL bytes; is it a binary file?")
-    return text.removeprefix("\ufeff")  # a byte-order mark is encoding, not text
+        return decode_text(data, check_encoding(encoding))
+    except ParseError as exc:
+        raise ParseError(exc.reason, path) from None
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
@@ -353,8 +353,9 @@ def read_documents(
                         out.generated.append((_printable(doc_id), tool_written))
                         continue
                 parsed = documents_from_file(path, doc_id, read_as, options, data=data)
-            except InputError as exc:
-                out.skipped.append((_printable(doc_id), str(exc)))
+            except InputError as exc:  # a ParseError's reason: the row names the file
+                why = exc.reason if isinstance(exc, ParseError) else str(exc)
+                out.skipped.append((_printable(doc_id), why))
                 continue
             if not parsed:
                 out.empty.append(doc_id)

@@ -109,8 +109,9 @@ _DECLARED = re.compile(
 _SNIFF_BYTES = 4096
 
 
-def _encoding(data: bytes) -> tuple[str, int]:
-    """The encoding to read ``data`` with, and the length of its byte-order mark."""
+def _encoding(data: bytes) -> tuple[str | None, int]:
+    """The encoding to read ``data`` with (None: none is marked or declared), and the
+    length of its byte-order mark."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             return name, len(bom)
@@ -120,22 +121,32 @@ def _encoding(data: bytes) -> tuple[str, int]:
         try:
             name = codecs.lookup(declared).name
         except LookupError:
-            return "utf-8", 0
+            return None, 0
         if name in ("iso8859-1", "ascii", "latin-1"):
             return "cp1252", 0  # what browsers read for these labels
         if name.startswith("utf-16") or name.startswith("utf-32"):
             return "utf-8", 0  # an ASCII-readable declaration cannot be UTF-16
         return name, 0
-    return "utf-8", 0
+    return None, 0
 
 
-def decode_html(data: bytes) -> tuple[str, str, bool]:
-    """``(markup, encoding, invalid bytes were replaced)`` of an HTML file's bytes."""
+def decode_html(data: bytes, fallback: str | None = None) -> tuple[str, str, bool]:
+    """``(markup, encoding, invalid bytes were replaced)`` of an HTML file's bytes: a
+    byte-order mark, else the declared charset, else UTF-8, else ``fallback`` (the
+    encoding the user named for files that are not UTF-8); what is still invalid is
+    replaced."""
     encoding, skip = _encoding(data)
     body = data[skip:]
-    try:
-        markup, replaced = body.decode(encoding), False
-    except UnicodeDecodeError:
+    tried = [encoding] if encoding else ["utf-8", *([fallback] if fallback else [])]
+    for name in tried:
+        try:
+            markup, replaced = body.decode(name), False
+            encoding = name
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        encoding = tried[0]
         markup, replaced = body.decode(encoding, errors="replace"), True
     if "\x00" in markup:
         raise ParseError("contains NUL bytes; is it a binary file?")
@@ -489,7 +500,7 @@ class HtmlParser:
         return f"html/1 selectolax {selectolax.__version__}"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        markup, encoding, replaced = decode_html(data)
+        markup, encoding, replaced = decode_html(data, options.encoding)
         builder = TextBuilder()
         title = write_html(markup, builder, options, self.rules)
         if builder.empty:

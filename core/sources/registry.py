@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rechunk.errors import ConfigError, InputError
 from rechunk.sources.base import Parsed, ParseError, Parser
+from rechunk.sources.encoding import check_encoding, decode_text
 
 __all__ = [
     "FORMATS",
@@ -28,11 +29,25 @@ class ParseOptions:
     ``html_include`` / ``html_exclude``: CSS selectors of the HTML elements to read
     (instead of ``main``, ``article`` or ``body``) and to drop (beside the built-in
     boilerplate rules), for a site whose template the rules do not know.
+    ``encoding``: the encoding of text files that are not UTF-8 (``cp1252``; an unknown
+    name is a :class:`ConfigError`), and ``detect_encoding``: failing that, try the
+    encoding detected (see :mod:`rechunk.sources.encoding`: a byte-order mark or valid
+    UTF-8 always decides first).
     """
 
     id_field: str | None = None
     html_include: tuple[str, ...] = ()
     html_exclude: tuple[str, ...] = ()
+    encoding: str | None = None
+    detect_encoding: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "encoding", check_encoding(self.encoding))
+
+    def decode(self, data: bytes) -> str:
+        """A text file's bytes as its text (:func:`rechunk.sources.encoding.decode_text`
+        with these options)."""
+        return decode_text(data, self.encoding, detect=self.detect_encoding)
 
 
 # format name -> (module:class, suffixes). Each module is imported on first use only.

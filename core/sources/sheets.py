@@ -32,7 +32,6 @@ the header being 1) and for XLSX also ``{"sheet": name}``.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import datetime as dt
 import io
@@ -367,22 +366,6 @@ class XlsxParser:
         return [out.build(self.name, self.version())]
 
 
-def _decode(data: bytes) -> str:
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            raise ParseError("not valid UTF-16 text despite its byte order mark") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ParseError(
-            f"not UTF-8 text (byte {exc.start}): save the file as UTF-8 CSV to read it"
-        ) from None
-
-
 def sniff_delimiter(text: str) -> str:
     """The delimiter of a delimited text, by the module's fixed rule."""
     sample = text[:_SNIFF_CHARS]
@@ -417,7 +400,7 @@ class CsvParser:
         return f"csv/{VERSION} stdlib"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = _decode(data)
+        text = options.decode(data)
         delimiter = sniff_delimiter(text)
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
         try:

@@ -1,9 +1,10 @@
 """Plain text, Markdown and reStructuredText: the file's own text, and the blocks in it.
 
-These parsers never rewrite the text: it is the file's bytes decoded exactly as
-:func:`rechunk.sources.files.read_text_file` decodes them (UTF-8, a leading byte-order mark
-removed; invalid UTF-8 or a NUL byte is a :class:`ParseError`), so a collection synced
-before the parsers existed keeps every chunk and re-embeds nothing. An empty or blank
+These parsers never rewrite the text: it is the file's bytes decoded by the rule of
+:mod:`rechunk.sources.encoding`, which code and CSV files share (a byte-order mark,
+else UTF-8, else the encoding the user named; what none decodes, or a NUL byte, is a
+:class:`ParseError`), so a collection synced before the parsers existed keeps every
+chunk and re-embeds nothing. An empty or blank
 file gives one document with no blocks (the caller counts it as empty, as before).
 
 Blocks are spans of that text, from the first to the last non-blank character of the
@@ -34,7 +35,7 @@ from typing import Any
 
 from rechunk._optional import require
 from rechunk.errors import MissingDependencyError
-from rechunk.sources.base import Block, Parsed, ParseError
+from rechunk.sources.base import Block, Parsed
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = [
@@ -42,24 +43,11 @@ __all__ = [
     "MarkdownParser",
     "RstParser",
     "TextParser",
-    "decode_text",
     "markdown_items",
 ]
 
 # the line breaks markdown-it's normaliser knows; every line analysis here uses them too
 _NEWLINE = re.compile(r"\r\n?|\n")
-
-
-def decode_text(data: bytes) -> str:
-    """The text of a UTF-8 file, exactly as :func:`rechunk.sources.files.read_text_file` reads it:
-    a leading byte-order mark removed; invalid UTF-8 or a NUL byte is a :class:`ParseError`."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"not valid UTF-8 (byte offset {exc.start})") from None
-    if "\x00" in text:
-        raise ParseError("contains NUL bytes; is it a binary file?")
-    return text.removeprefix("\ufeff")
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -125,7 +113,7 @@ class TextParser:
         return "text/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = decode_text(data)
+        text = options.decode(data)
         lines = _lines(text)
         found = []
         first = None
@@ -285,7 +273,7 @@ class MarkdownParser:
         return f"markdown/1 markdown-it-py {markdown_it.__version__}"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = decode_text(data)
+        text = options.decode(data)
         try:
             items = markdown_items(text)
         except MissingDependencyError:
@@ -329,7 +317,7 @@ class RstParser:
         return "rst/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = decode_text(data)
+        text = options.decode(data)
         lines = _lines(text)
         rows = [text[start:end].rstrip() for start, end in lines]
         return _document(

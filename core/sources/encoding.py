@@ -1,0 +1,116 @@
+"""How a text file's bytes become its text: the one rule every text format shares.
+
+1. A byte-order mark decides: UTF-8, UTF-16 or UTF-32, little- or big-endian. The mark
+   is encoding, not text, and is removed.
+2. Otherwise the bytes are read as UTF-8. A file that decodes as UTF-8 and holds no NUL
+   character is UTF-8 in practice, whatever else it might also decode as.
+3. Otherwise, where the user named an encoding (``--encoding cp1252``,
+   ``ParseOptions.encoding``), the bytes are read in it. UTF-16 without a byte-order
+   mark decodes as UTF-8 full of NULs, so it reaches this step too.
+4. Otherwise, where the user asked for detection (a LangChain ``TextLoader``'s
+   ``autodetect_encoding``), the encoding charset-normalizer names (``formats`` extra)
+   is tried.
+
+Whatever fails is a :class:`ParseError` naming the byte where UTF-8 (and the named
+encoding) failed, or the NUL, so the file is skipped with its reason. The same bytes and
+options give the same text on every run: a changed ``--encoding`` changes the text of
+the files it reads, and only those are embedded again.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+
+from rechunk._optional import require
+from rechunk.errors import ConfigError
+from rechunk.sources.base import ParseError
+
+__all__ = ["check_encoding", "decode_text"]
+
+# UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_BINARY = "contains NUL bytes; is it a binary file?"
+_NUL = "NUL bytes"
+
+
+def check_encoding(name: str | None) -> str | None:
+    """``name`` as Python's codec registry knows it (``latin1`` -> ``iso8859-1``), or a
+    :class:`ConfigError` when it names no text encoding; None stays None."""
+    if name is None:
+        return None
+    try:
+        "a".encode(name)  # a codec of bytes to bytes (base64, zlib) is a LookupError here
+        return codecs.lookup(name).name
+    except (LookupError, UnicodeError):
+        raise ConfigError(
+            f"encoding {name!r}: not a text encoding Python knows (e.g. cp1252, latin-1, "
+            "shift_jis, utf-16)"
+        ) from None
+
+
+def _attempt(data: bytes, encoding: str, skip: int = 0) -> tuple[str | None, str]:
+    """``(text, "")`` if ``data[skip:]`` decodes in ``encoding`` without a NUL, else
+    ``(None, why)`` (a byte offset counts from the start of ``data``)."""
+    try:
+        text = data[skip:].decode(encoding)
+    except UnicodeDecodeError as exc:
+        return None, f"byte offset {exc.start + skip}"
+    if "\x00" in text:
+        return None, _NUL
+    return text, ""
+
+
+def _detected(data: bytes) -> str | None:
+    """The encoding charset-normalizer finds most likely for ``data``, if any."""
+    charset_normalizer = require("charset_normalizer", "formats", "charset-normalizer")
+    best = charset_normalizer.from_bytes(data).best()
+    return None if best is None else str(best.encoding)
+
+
+def _candidates(data: bytes, encoding: str | None, detect: bool) -> Iterator[str]:
+    """The encodings to try in turn (detection runs only if the others failed)."""
+    yield "utf-8"
+    if encoding is not None:
+        yield encoding
+    if detect:
+        found = _detected(data)
+        if found is not None:
+            yield found
+
+
+def decode_text(data: bytes, encoding: str | None = None, *, detect: bool = False) -> str:
+    """A text file's text by the module's rule: its byte-order mark, else UTF-8, else
+    ``encoding`` (a name :func:`check_encoding` accepts), else, with ``detect``, the
+    encoding detected. Raises :class:`ParseError` with the reason."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            text, why = _attempt(data, name, len(bom))
+            if text is None:
+                reason = _BINARY if why == _NUL else f"not valid {name.upper()} ({why})"
+                raise ParseError(f"{reason}, despite its byte-order mark")
+            return text
+    failures: dict[str, str] = {}  # codec name -> why it failed
+    for candidate in _candidates(data, encoding, detect):
+        codec = codecs.lookup(candidate).name
+        if codec in failures:
+            continue
+        text, why = _attempt(data, candidate)
+        if text is not None:
+            return text
+        failures[codec] = why
+    if all(why == _NUL for why in failures.values()):
+        raise ParseError(_BINARY)
+    if len(failures) == 1:
+        raise ParseError(
+            f"not valid UTF-8 ({failures['utf-8']}): name the encoding it was saved in "
+            "(--encoding) to read it"
+        )
+    tried = ", ".join(f"{name} ({why})" for name, why in failures.items())
+    raise ParseError(f"not valid text in any encoding tried: {tried}")
