@@ -48,7 +48,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
 from rechunk.chunking.chunk import Chunker
@@ -73,6 +73,9 @@ from rechunk.sync.stages import _gone
 from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
 from rechunk.sync.vectors import _bad_stored
 from rechunk.sync.verifying import _check_published, stale_verdict
+
+if TYPE_CHECKING:
+    from rechunk.sources import ParseOptions
 
 __all__ = ["RaySyncReport", "connect", "engine", "sync"]
 
@@ -223,6 +226,7 @@ class _Part:
     index: int
     documents: list[Document]
     files: list[tuple[str, str, str | None]]
+    parse_options: ParseOptions | None  # what the files' parsers take
     policies: list[str]  # the policy ids of the run's chunkers (see _chunkers_of)
     table: Any  # the run's chunkers, in Ray's object store (fetched by a worker once)
     picks: dict[str, int]  # doc_id -> index into chunkers (others: chunkers[0])
@@ -297,7 +301,7 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
 
             for path, doc_id, fmt in part.files:
                 try:
-                    docs.extend(documents_from_file(path, doc_id, fmt))
+                    docs.extend(documents_from_file(path, doc_id, fmt, part.parse_options))
                 except (ParseError, InputError) as exc:
                     skipped.append((doc_id, str(exc)))
             docs = _check_documents(docs)
@@ -636,6 +640,7 @@ def sync(
     embedder: str | Callable[[], Embedder] | Embedder,
     embed_url: str | None = None,
     files: Iterable[tuple[str, str] | tuple[str, str, str | None]] = (),
+    parse_options: ParseOptions | None = None,
     cache: Any = None,
     order: Order = "upsert-then-delete",
     prune: bool = False,
@@ -659,6 +664,9 @@ def sync(
     ``files``: ``(path, doc_id[, format])`` read and parsed on the workers
     (:func:`rechunk.sources.documents.documents_from_file`; each worker must see the
     path); a file that cannot be parsed is reported skipped with its reason.
+    ``parse_options``: what the parsers of those files take (a JSON record's
+    ``id_field``, the ``encoding`` of text that is not UTF-8), as ``rechunk sync``'s
+    ``--id-field`` and ``--encoding`` give them.
     ``store``: a server URI (``chroma+http://HOST:PORT``, ``qdrant+http://HOST:PORT``)
     with ``collection`` and ``layout``, or a picklable callable that opens the store
     (each task calls it). The collection must exist (``ensure_collection``).
@@ -748,7 +756,8 @@ def sync(
                          lock is not None and info.points == 0)  # fmt: skip
             report = _run(
                 ray, spec, raw, docs, paths, chunker, pick, chunker_for, cache, info.points,
-                dry_run=dry_run, check_stored=check_stored, reuse_from=reuse_from,
+                parse_options=parse_options, dry_run=dry_run, check_stored=check_stored,
+                reuse_from=reuse_from,
                 held=prune and _offers(driver_store, "all_ids", "doc_ids_of"),
                 workers=workers, num_gpus=num_gpus, cpus=cpus,
                 docs_per_task=docs_per_task, progress=progress,
@@ -788,6 +797,7 @@ def _run(
     cache: Any,
     points: int,
     *,
+    parse_options: ParseOptions | None,
     dry_run: bool,
     check_stored: bool,
     reuse_from: Sequence[VectorStore],
@@ -839,7 +849,7 @@ def _run(
         part_docs = [d for d in group if isinstance(d, Document)]
         part_files = [d for d in group if not isinstance(d, Document)]
         parts.append(
-            _Part(i, part_docs, part_files, policies, table_ref, picks,
+            _Part(i, part_docs, part_files, parse_options, policies, table_ref, picks,
                   chunker_for if part_files else None, check_stored, held)
         )  # fmt: skip
 

@@ -297,7 +297,9 @@ def test_files_are_read_and_parsed_on_the_workers(
     cluster: str, chroma: Any, corpus: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     """``files=``: paths parsed on the workers give the points of the same files parsed
-    here and synced locally; a file that cannot be parsed is reported skipped."""
+    here and synced locally, with the same ``parse_options`` (a Latin-1 note, records
+    named by their id field); a file that cannot be parsed is reported skipped."""
+    from rechunk.sources import ParseOptions
     from rechunk.sources.documents import documents_from_file
 
     files = []
@@ -305,18 +307,25 @@ def test_files_are_read_and_parsed_on_the_workers(
         path = tmp_path / f"{row['id']}.md"
         path.write_text(row["old"][:3000], encoding="utf-8")
         files.append((str(path), path.name))
+    latin = tmp_path / "notiz.md"
+    latin.write_bytes("# Notiz\n\nDer Fühler im Büro zeigt 21 °C.\n".encode("latin-1"))
+    records = tmp_path / "faq.jsonl"
+    records.write_text('{"id": "q1", "answer": "Yes."}\n{"id": "q2", "answer": "No."}\n')
+    files += [(str(latin), latin.name), (str(records), records.name)]
+    options = ParseOptions(id_field="id", encoding="latin-1")
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.7 not really")
     local = _store(chroma, "files-local")
-    parsed = [doc for path, doc_id in files for doc in documents_from_file(path, doc_id)]
+    parsed = [d for path, doc_id in files for d in documents_from_file(path, doc_id, None, options)]
+    assert {"faq.jsonl#q1", "notiz.md"} <= {d.doc_id for d in parsed}
     rechunk.sync(parsed, local, chunker=CHUNKER, embedder=HashEmbedder())
     _store(chroma, "files-ray")
     report = rray.sync(
         [], _uri(chroma), collection="files-ray", chunker=CHUNKER, embedder=HashEmbedder,
-        files=[*files, (str(broken), broken.name)],
+        files=[*files, (str(broken), broken.name)], parse_options=options,
     )  # fmt: skip
     assert _assert_same(local, _store(chroma, "files-ray")) > len(files)
-    assert report.documents["new"] == len(files) and report.documents["skipped"] == 1
+    assert report.documents["new"] == len(parsed) and report.documents["skipped"] == 1
     (skipped,) = [r for r in report.per_document if r.status == "skipped"]
     assert skipped.doc_id == "broken.pdf" and skipped.reason
 
