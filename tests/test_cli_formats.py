@@ -345,6 +345,42 @@ def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_polic
     assert 0 < doc["tokens_embedded"] < doc["tokens_total"], doc
 
 
+def test_an_ansible_role_s_templates_and_settings_sync_with_the_recursive_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Jinja templates, INI and .cfg settings, a .conf and a Spring .properties file were
+    types no parser reads; they sync as code without a grammar, and an edit to one
+    server block of a template re-embeds part of it, not the file."""
+    servers = "".join(
+        f"server {{\n    listen {8000 + k};\n    server_name shop{k}.{{{{ domain }}}};\n"
+        f"    location / {{\n        proxy_pass http://{{{{ upstream_{k} }}}};\n"
+        f"        proxy_read_timeout {{{{ timeout | default(30) }}}}s;\n    }}\n}}\n\n"
+        for k in range(40)
+    )
+    files = {
+        "roles/web/templates/nginx.conf.j2": "# {{ ansible_managed }}\n\n" + servers,
+        "setup.cfg": "[metadata]\nname = shop\n\n[options]\npackages = find:\n",
+        "tox.ini": "[tox]\nenv_list = py311\n\n[testenv]\ncommands = pytest\n",
+        "etc/supervisord.conf": "[program:shop]\ncommand=/srv/shop/run\nautorestart=true\n",
+        "src/main/resources/application.properties": "server.port=8080\nshop.currency=EUR\n",
+    }
+    repo = tree(tmp_path / "repo", files)
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
+    assert report["documents"]["new"] == 5 and report["unsupported_files"] == {}
+    assert {k: v["files"] for k, v in report["no_grammar"].items()} == {
+        "conf": 1, "ini": 2, "jinja": 1, "properties": 1,
+    }  # fmt: skip
+    template = stored(tmp_path)["roles/web/templates/nginx.conf.j2"]
+    assert len(template) > 1 and {p["language"] for p in template} == {"jinja"}
+    edited = servers.replace("listen 8039;", "listen 9039;")
+    (repo / "roles/web/templates/nginx.conf.j2").write_text("# {{ ansible_managed }}\n\n" + edited)
+    code, report = run_json(capsys, "sync", "repo")
+    (doc,) = [d for d in report["per_document"] if d["status"] == "changed"]
+    assert 0 < doc["tokens_embedded"] < 0.5 * doc["tokens_total"], doc
+
+
 def test_a_repository_s_config_and_build_files_sync_as_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -81,6 +81,14 @@ OTHER_CODE_SUFFIXES = {
     ".cmake": "cmake",
     ".nix": "nix",
     ".bzl": "starlark",
+    # settings and the templates configuration is rendered from (Ansible's, Salt's)
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".conf": "conf",
+    ".properties": "properties",
+    ".j2": "jinja",
+    ".jinja": "jinja",
+    ".jinja2": "jinja",
 }
 
 
