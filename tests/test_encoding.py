@@ -55,14 +55,21 @@ def test_bytes_that_are_not_utf8_are_read_in_the_encoding_named(codec: str) -> N
     assert decode_text(data, codec) == TEXT.replace("€", "E")
 
 
-def test_utf16_without_a_mark_is_read_when_named_and_is_binary_otherwise() -> None:
-    ascii_only = "plain words".encode("utf-16-le")  # decodes as UTF-8 full of NULs
-    with pytest.raises(ParseError, match="contains NUL bytes"):
-        decode_text(ascii_only)
-    assert decode_text(ascii_only, "utf-16-le") == "plain words"
-    assert decode_text(TEXT.encode("utf-16-le"), "utf-16-le") == TEXT
-    with pytest.raises(ParseError, match="contains NUL bytes"):
-        decode_text(b"ok\x00nul", "cp1252")
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_mark_is_read_when_named_and_named_otherwise(codec: str) -> None:
+    for text in ("plain words", TEXT):  # UTF-8 full of NULs; not UTF-8 at all
+        data = text.encode(codec)
+        with pytest.raises(ParseError, match=f"UTF-16 without a byte-order mark.*{codec}"):
+            decode_text(data)
+        assert decode_text(data, codec) == text
+
+
+def test_nul_bytes_are_binary_whatever_is_named() -> None:
+    for data in (b"ok\x00nul", b"\x00\x01\x02\x03binary\x00\x00data\x00"):
+        with pytest.raises(ParseError, match="contains NUL bytes"):
+            decode_text(data)
+        with pytest.raises(ParseError, match="contains NUL bytes"):
+            decode_text(data, "cp1252")
 
 
 def test_what_no_encoding_decodes_names_each_one_tried() -> None:

@@ -38,6 +38,7 @@ _BOMS = (
 )
 _BINARY = "contains NUL bytes; is it a binary file?"
 _NUL = "NUL bytes"
+_SNIFF_BYTES = 4096  # of a file without a mark, looked at for UTF-16's pattern
 
 
 def check_encoding(name: str | None) -> str | None:
@@ -65,6 +66,22 @@ def _attempt(data: bytes, encoding: str, skip: int = 0) -> tuple[str | None, str
     if "\x00" in text:
         return None, _NUL
     return text, ""
+
+
+def _utf16_unmarked(data: bytes) -> str | None:
+    """``utf-16-le`` / ``utf-16-be`` when ``data`` looks like UTF-16 of mostly Latin text
+    without a byte-order mark (every other byte zero, the rest not), else None. A hint for
+    the error message only: nothing is ever read by it."""
+    sample = data[:_SNIFF_BYTES - _SNIFF_BYTES % 2] if len(data) > 1 else b""
+    pairs = len(sample) // 2
+    if pairs < 4:
+        return None
+    even, odd = sample[0::2].count(0) / pairs, sample[1::2].count(0) / pairs
+    if odd > 0.6 and even < 0.05:
+        return "utf-16-le"
+    if even > 0.6 and odd < 0.05:
+        return "utf-16-be"
+    return None
 
 
 def _detected(data: bytes) -> str | None:
@@ -105,6 +122,11 @@ def decode_text(data: bytes, encoding: str | None = None, *, detect: bool = Fals
         if text is not None:
             return text
         failures[codec] = why
+    if len(failures) == 1 and (unmarked := _utf16_unmarked(data)) is not None:
+        raise ParseError(
+            f"looks like UTF-16 without a byte-order mark: name it (--encoding {unmarked}) "
+            "to read it"
+        )
     if all(why == _NUL for why in failures.values()):
         raise ParseError(_BINARY)
     if len(failures) == 1:
