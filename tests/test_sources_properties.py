@@ -8,8 +8,9 @@
 
 Writers: python-docx, python-pptx, openpyxl, reportlab (PDF), the standard library's
 ``email`` and ``csv`` and ``json`` packages, nbformat-shaped JSON, and plain strings for
-Markdown, text, reStructuredText and HTML. (Format-specific inserts on richer files are in
-the per-format test modules; this module puts every format under the same two rules.)
+Markdown, text, reStructuredText, AsciiDoc and HTML. (Format-specific inserts on richer
+files are in the per-format test modules; this module puts every format under the same
+two rules.)
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def _saved(document: Any) -> bytes:
 
 def _plain(paragraphs: Sequence[str]) -> bytes:
     return ("\n\n".join(paragraphs) + "\n").encode()
+
+
+def _asciidoc(paragraphs: Sequence[str]) -> bytes:
+    return ("= Survey\n:toc:\n\n" + "\n\n".join(paragraphs) + "\n").encode()
 
 
 def _html(paragraphs: Sequence[str]) -> bytes:
@@ -160,6 +165,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "text": _plain,
     "markdown": _plain,
     "rst": _plain,
+    "asciidoc": _asciidoc,
     "html": _html,
     "docx": _docx,
     "pptx": _pptx,

@@ -1,9 +1,9 @@
 """Documents from files: what ``rechunk sync PATH...`` reads.
 
 Every file whose type a parser reads (see :mod:`rechunk.sources`: text, Markdown, RST,
-HTML, PDF, Office files, notebooks, e-mail, records, and source code) becomes one
-document or more; a file of another type is counted by its suffix, never embedded as
-raw bytes or markup.
+AsciiDoc, HTML, PDF, Office files, notebooks, e-mail, records, and source code) becomes
+one document or more; a file of another type is counted by its suffix, never embedded
+as raw bytes or markup.
 """
 
 from __future__ import annotations

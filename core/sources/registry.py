@@ -55,6 +55,7 @@ FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
     "text": ("rechunk.sources.text:TextParser", (".txt", ".text")),
     "markdown": ("rechunk.sources.text:MarkdownParser", (".md", ".markdown", ".mdx")),
     "rst": ("rechunk.sources.text:RstParser", (".rst",)),
+    "asciidoc": ("rechunk.sources.asciidoc:AsciidocParser", (".adoc", ".asciidoc")),
     "html": ("rechunk.sources.html:HtmlParser", (".html", ".htm", ".xhtml")),
     "pdf": ("rechunk.sources.pdf:PdfParser", (".pdf",)),
     "docx": ("rechunk.sources.docx:DocxParser", (".docx",)),
