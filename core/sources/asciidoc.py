@@ -121,6 +121,8 @@ class _Reader:
                 self.quote -= 1
             return i + 1
         kind = _delimiter(stripped) if line == line.lstrip() else None
+        if kind is not None and kind != "comment":
+            self.seen_text = True  # a title after this is a section's, not the document's
         if kind in ("listing", "literal", "pass", "comment", "fence"):
             return self.verbatim(i, kind, stripped)
         if kind == "table":
@@ -147,11 +149,11 @@ class _Reader:
             level = len(title.group(1))
             self.out.heading(title.group(2), level, **_span(i, i))
             self.attributes = ""
-            if level == 1 and not self.seen_text:  # the document title, then its header
-                self.document_title = title.group(2)
-                self.seen_text = True
-                return self.header_end(i + 1)
+            first = not self.seen_text
             self.seen_text = True
+            if level == 1 and first:  # the document title, then its header
+                self.document_title = title.group(2)
+                return self.header_end(i + 1)
             return i + 1
         self.seen_text = True
         self.title_paragraph()

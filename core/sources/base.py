@@ -29,7 +29,6 @@ class ParseError(InputError):
     def __init__(self, reason: str, path: str | Path | None = None) -> None:
         super().__init__(reason if path is None else f"{path}: {reason}")
         self.reason = reason
-        self.path = path
 
 
 @dataclass(frozen=True)

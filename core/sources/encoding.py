@@ -1,4 +1,6 @@
-"""How a text file's bytes become its text: the one rule every text format shares.
+"""How a text file's bytes become its text: the rule text, Markdown, RST, AsciiDoc, CSV
+and code files share (HTML reads its declared charset first; JSON, notebooks and e-mail
+name theirs).
 
 1. A byte-order mark decides: UTF-8, UTF-16 or UTF-32, little- or big-endian. The mark
    is encoding, not text, and is removed.
@@ -72,10 +74,10 @@ def _utf16_unmarked(data: bytes) -> str | None:
     """``utf-16-le`` / ``utf-16-be`` when ``data`` looks like UTF-16 of mostly Latin text
     without a byte-order mark (every other byte zero, the rest not), else None. A hint for
     the error message only: nothing is ever read by it."""
-    sample = data[:_SNIFF_BYTES - _SNIFF_BYTES % 2] if len(data) > 1 else b""
-    pairs = len(sample) // 2
+    pairs = min(len(data), _SNIFF_BYTES) // 2
     if pairs < 4:
         return None
+    sample = data[: 2 * pairs]
     even, odd = sample[0::2].count(0) / pairs, sample[1::2].count(0) / pairs
     if odd > 0.6 and even < 0.05:
         return "utf-16-le"

@@ -4,8 +4,8 @@ These parsers never rewrite the text: it is the file's bytes decoded by the rule
 :mod:`rechunk.sources.encoding`, which code and CSV files share (a byte-order mark,
 else UTF-8, else the encoding the user named; what none decodes, or a NUL byte, is a
 :class:`ParseError`), so a collection synced before the parsers existed keeps every
-chunk and re-embeds nothing. An empty or blank
-file gives one document with no blocks (the caller counts it as empty, as before).
+chunk and re-embeds nothing. An empty or blank file gives one document with no blocks
+(the caller counts it as empty, as before).
 
 Blocks are spans of that text, from the first to the last non-blank character of the
 block's lines:
