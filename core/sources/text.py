@@ -36,6 +36,7 @@ from typing import Any
 from rechunk._optional import require
 from rechunk.errors import MissingDependencyError
 from rechunk.sources.base import Block, Parsed
+from rechunk.sources.encoding import decode_text  # its home before the module (a public name)
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "MarkdownParser",
     "RstParser",
     "TextParser",
+    "decode_text",
     "markdown_items",
 ]
 
