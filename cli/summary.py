@@ -5,17 +5,31 @@ as fields). ``rechunk watch`` prints its initial sync with the same summary."""
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from typing import Any
 
 from rechunk.sources.files import printable
 from rechunk.sources.generated import REASONS
 
-__all__ = ["file_fields", "file_notes", "progress_bar", "sync_summary"]
+__all__ = ["encodings", "file_fields", "file_notes", "progress_bar", "sync_summary"]
+
+
+def encodings(files: Any) -> dict[str, int]:
+    """Documents read in an encoding other than UTF-8 (a byte-order mark's, ``--encoding``,
+    an HTML page's declared charset), by encoding."""
+    found = Counter(
+        str(doc.metadata["encoding"])
+        for doc in files.documents
+        if (doc.metadata or {}).get("encoding", "utf-8") != "utf-8"
+    )
+    return dict(sorted(found.items()))
 
 
 def file_fields(files: Any) -> dict[str, Any]:
-    """What file discovery left out, for --json reports."""
+    """What file discovery left out, and the encodings files were read in that are not
+    UTF-8, for --json reports."""
     return {
+        "encodings": encodings(files),
         "skipped_files": [{"doc_id": d, "reason": r} for d, r in files.skipped],
         "empty_files": files.empty,
         "ignored": files.ignored,
@@ -29,7 +43,7 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
     .rechunkignore excluded, generated files (by reason), and links to folders not
-    followed."""
+    followed; then the encodings documents were read in that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -60,6 +74,10 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
         ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
         for link in files.links
     )
+    read_as = encodings(files)
+    if read_as:
+        counts = ", ".join(f"{name} {n}" for name, n in read_as.items())
+        rows.append(("encodings", f"{counts} (documents not read as UTF-8; payloads say so)"))
     return rows
 
 

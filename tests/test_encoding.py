@@ -152,7 +152,7 @@ def test_each_text_format_reads_a_cp1252_file_when_told(
             parse_file(path, fmt)
     (doc,) = parse_file(path, fmt, ParseOptions(encoding="cp1252"))
     assert expected in doc.text
-    assert "invalid_bytes" not in doc.metadata
+    assert "invalid_bytes" not in doc.metadata and doc.metadata["encoding"] == "cp1252"
 
 
 def test_a_page_s_declared_charset_beats_the_encoding_named(tmp_path: Path) -> None:
@@ -222,6 +222,19 @@ def legacy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
+def _stored_encodings(tmp_path: Path) -> dict[str, set[str | None]]:
+    client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
+    try:
+        points, _ = client.scroll("rechunk", limit=1_000, with_payload=True)
+    finally:
+        client.close()
+    out: dict[str, set[str | None]] = {}
+    for point in points:
+        meta = dict(point.payload or {})["metadata"]
+        out.setdefault(meta["doc_id"], set()).add(meta.get("encoding"))
+    return out
+
+
 def _stored(tmp_path: Path) -> dict[str, str]:
     client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
     try:
@@ -251,6 +264,11 @@ def test_a_folder_of_legacy_files_syncs_with_encoding_and_is_kept_without(
     code, report = run_json(capsys, "sync", "repo", "--glob", "*.c", "--glob", "*.md",
                             "--glob", "*.txt", "--encoding", "latin-1")  # fmt: skip
     assert code == 0 and report["documents"]["new"] == 2 and not report["skipped_files"]
+    # what was not read as UTF-8 is counted, and each chunk's payload names its encoding
+    utf16 = [name for name in report["encodings"] if name.startswith("utf-16-")]  # iconv's order
+    assert report["encodings"] == {"iso8859-1": 2, **dict.fromkeys(utf16, 1)} and utf16
+    encodings = _stored_encodings(legacy.parent)
+    assert encodings["src/fuehler.c"] == {"iso8859-1"} and encodings["README.md"] == {None}
     stored = _stored(legacy.parent)
     assert "Jörg Müller" in stored["src/fuehler.c"] and "°C" in stored["src/fuehler.c"]
     assert "Die Kühlung im Serverraum" in stored["docs/uebergabe.md"]

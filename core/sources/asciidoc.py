@@ -297,13 +297,13 @@ class AsciidocParser:
         return "asciidoc/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = options.decode(data)
+        text, read = options.decode(data)
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         reader = _Reader(lines)
         builder = reader.run()
         if builder.empty:
             raise ParseError("no text")
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, Any] = dict(read)
         if reader.document_title is not None:
             metadata["title"] = reader.document_title
         return [builder.build(self.name, self.version(), metadata=metadata)]

@@ -203,7 +203,7 @@ def documents_from_file(
     options = options or ParseOptions()
     if kind == CODE:
         try:
-            text = options.decode(data)
+            text, read = options.decode(data)
         except ParseError as exc:
             raise ParseError(exc.reason, path) from None
         if not text.strip():
@@ -214,7 +214,7 @@ def documents_from_file(
             or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
             or script_language(path, text)
         )
-        metadata: dict[str, Any] = {"format": CODE, "parser": "code/1"}
+        metadata: dict[str, Any] = {"format": CODE, "parser": "code/1", **read}
         if name:
             metadata["language"] = name
         locator = _code_locator(text, language) if language else None

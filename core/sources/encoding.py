@@ -28,7 +28,7 @@ from rechunk._optional import require
 from rechunk.errors import ConfigError
 from rechunk.sources.base import ParseError
 
-__all__ = ["check_encoding", "decode_text"]
+__all__ = ["check_encoding", "decode_text", "decode_text_as"]
 
 # UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's
 _BOMS = (
@@ -108,13 +108,21 @@ def decode_text(data: bytes, encoding: str | None = None, *, detect: bool = Fals
     """A text file's text by the module's rule: its byte-order mark, else UTF-8, else
     ``encoding`` (a name :func:`check_encoding` accepts), else, with ``detect``, the
     encoding detected. Raises :class:`ParseError` with the reason."""
+    return decode_text_as(data, encoding, detect=detect)[0]
+
+
+def decode_text_as(
+    data: bytes, encoding: str | None = None, *, detect: bool = False
+) -> tuple[str, str]:
+    """:func:`decode_text`, and the codec that read the text, as Python names it
+    (``utf-8``, ``utf-16-le``, ``cp1252``, ``iso8859-1``)."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             text, why = _attempt(data, name, len(bom))
             if text is None:
                 reason = _BINARY if why == _NUL else f"not valid {name.upper()} ({why})"
                 raise ParseError(f"{reason}, despite its byte-order mark")
-            return text
+            return text, name
     failures: dict[str, str] = {}  # codec name -> why it failed
     for candidate in _candidates(data, encoding, detect):
         codec = codecs.lookup(candidate).name
@@ -122,7 +130,7 @@ def decode_text(data: bytes, encoding: str | None = None, *, detect: bool = Fals
             continue
         text, why = _attempt(data, candidate)
         if text is not None:
-            return text
+            return text, codec
         failures[codec] = why
     if len(failures) == 1 and (unmarked := _utf16_unmarked(data)) is not None:
         raise ParseError(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rechunk.errors import ConfigError, InputError
 from rechunk.sources.base import Parsed, ParseError, Parser
-from rechunk.sources.encoding import check_encoding, decode_text
+from rechunk.sources.encoding import check_encoding, decode_text_as
 
 __all__ = [
     "FORMATS",
@@ -44,10 +44,12 @@ class ParseOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "encoding", check_encoding(self.encoding))
 
-    def decode(self, data: bytes) -> str:
+    def decode(self, data: bytes) -> tuple[str, dict[str, str]]:
         """A text file's bytes as its text (:func:`rechunk.sources.encoding.decode_text`
-        with these options)."""
-        return decode_text(data, self.encoding, detect=self.detect_encoding)
+        with these options), and the metadata that says how it was read: nothing for
+        UTF-8, else ``{"encoding": codec}`` (``utf-16-le``, ``iso8859-1``...)."""
+        text, codec = decode_text_as(data, self.encoding, detect=self.detect_encoding)
+        return text, ({} if codec == "utf-8" else {"encoding": codec})
 
 
 # format name -> (module:class, suffixes). Each module is imported on first use only.

@@ -400,7 +400,7 @@ class CsvParser:
         return f"csv/{VERSION} stdlib"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = options.decode(data)
+        text, read = options.decode(data)
         delimiter = sniff_delimiter(text)
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
         try:
@@ -412,4 +412,4 @@ class CsvParser:
         if out.empty:
             raise ParseError("no text: the file holds no values")
         name = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "bar"}[delimiter]
-        return [out.build(self.name, self.version(), metadata={"delimiter": name})]
+        return [out.build(self.name, self.version(), metadata={"delimiter": name, **read})]

@@ -98,8 +98,11 @@ def _blocks(
     return tuple(blocks)
 
 
-def _document(text: str, blocks: tuple[Block, ...], parser: str, version: str) -> list[Parsed]:
-    return [Parsed(text, blocks, parser, version)]
+def _document(
+    text: str, blocks: tuple[Block, ...], parser: str, version: str, read: dict[str, str]
+) -> list[Parsed]:
+    """The one document of a text file; ``read``: how its bytes were decoded (metadata)."""
+    return [Parsed(text, blocks, parser, version, metadata=read)]
 
 
 # -- plain text ---------------------------------------------------------------------------
@@ -115,7 +118,7 @@ class TextParser:
         return "text/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = options.decode(data)
+        text, read = options.decode(data)
         lines = _lines(text)
         found = []
         first = None
@@ -126,7 +129,7 @@ class TextParser:
                 first = None
             elif not blank and first is None:
                 first = i
-        return _document(text, _blocks(text, lines, found), self.name, self.version())
+        return _document(text, _blocks(text, lines, found), self.name, self.version(), read)
 
 
 # -- Markdown -----------------------------------------------------------------------------
@@ -275,7 +278,7 @@ class MarkdownParser:
         return f"markdown/1 markdown-it-py {markdown_it.__version__}"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = options.decode(data)
+        text, read = options.decode(data)
         try:
             items = markdown_items(text)
         except MissingDependencyError:
@@ -284,7 +287,9 @@ class MarkdownParser:
             ("paragraph" if it.kind == "html" else it.kind, it.first, it.end, it.level)
             for it in items
         ]
-        return _document(text, _blocks(text, _lines(text), found), self.name, self.version())
+        return _document(
+            text, _blocks(text, _lines(text), found), self.name, self.version(), read
+        )
 
 
 # -- reStructuredText ---------------------------------------------------------------------
@@ -319,12 +324,11 @@ class RstParser:
         return "rst/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        text = options.decode(data)
+        text, read = options.decode(data)
         lines = _lines(text)
         rows = [text[start:end].rstrip() for start, end in lines]
-        return _document(
-            text, _blocks(text, lines, list(_rst_blocks(rows))), self.name, self.version()
-        )
+        blocks = _blocks(text, lines, list(_rst_blocks(rows)))
+        return _document(text, blocks, self.name, self.version(), read)
 
 
 def _adornment(line: str) -> str | None:
