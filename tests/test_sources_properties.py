@@ -6,11 +6,11 @@
   cell, record) parses into the same blocks as before plus the inserted one: every other
   block's text is unchanged, so the chunks around it can be reused.
 
-Writers: python-docx, python-pptx, openpyxl, reportlab (PDF), the standard library's
-``email`` and ``csv`` and ``json`` packages, nbformat-shaped JSON, and plain strings for
-Markdown, text, reStructuredText, AsciiDoc and HTML. (Format-specific inserts on richer
-files are in the per-format test modules; this module puts every format under the same
-two rules.)
+Writers: python-docx, odfdo (ODT), python-pptx, openpyxl, reportlab (PDF), the standard
+library's ``email`` and ``csv`` and ``json`` packages, nbformat-shaped JSON, and plain
+strings for Markdown, text, reStructuredText, AsciiDoc and HTML. (Format-specific inserts
+on richer files are in the per-format test modules; this module puts every format under
+the same two rules.)
 """
 
 from __future__ import annotations
@@ -84,6 +84,16 @@ def _docx(paragraphs: Sequence[str]) -> bytes:
     document.add_heading("Survey", 1)
     for p in paragraphs:
         document.add_paragraph(p)
+    return _saved(document)
+
+
+def _odt(paragraphs: Sequence[str]) -> bytes:
+    odfdo = pytest.importorskip("odfdo")
+    document = odfdo.Document("text")
+    document.body.clear()
+    document.body.append(odfdo.Header(1, "Survey"))
+    for p in paragraphs:
+        document.body.append(odfdo.Paragraph(p))
     return _saved(document)
 
 
@@ -168,6 +178,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "asciidoc": _asciidoc,
     "html": _html,
     "docx": _docx,
+    "odt": _odt,
     "pptx": _pptx,
     "xlsx": _xlsx,
     "csv": _csv,
@@ -175,7 +186,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "eml": _eml,
     "pdf": _pdf,
 }
-HEAVY = {"pdf", "docx", "pptx", "xlsx"}  # slower writers: fewer examples
+HEAVY = {"pdf", "docx", "odt", "pptx", "xlsx"}  # slower writers: fewer examples
 
 
 def _parse(fmt: str, data: bytes) -> list[Parsed]:

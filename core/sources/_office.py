@@ -1,10 +1,16 @@
-"""What the Office parsers share: refusing the files Office keeps in an OLE container."""
+"""What the Office parsers share: refusing the files Office keeps in an OLE container,
+and reading a ZIP package's XML parts within a size limit."""
 
 from __future__ import annotations
 
+import zipfile
+from xml.etree import ElementTree as ET
+
 from rechunk.sources.base import ParseError
 
-__all__ = ["reject_ole"]
+__all__ = ["read_part", "reject_ole", "xml_part"]
+
+MAX_PART = 1 << 30  # bytes a part may inflate to: past this the file is refused
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # a password-protected OOXML file is an OLE compound file holding these two streams;
@@ -23,3 +29,29 @@ def reject_ole(data: bytes, legacy: str, suffix: str) -> None:
             "encrypted: the file is password-protected; remove the password and save again"
         )
     raise ParseError(f"a legacy binary {legacy} file, not {suffix}: save it as {suffix} to read it")
+
+
+def read_part(zf: zipfile.ZipFile, name: str) -> bytes | None:
+    """The bytes of part ``name`` (None if the package has none); a part that inflates
+    past :data:`MAX_PART` or cannot be read is a :class:`ParseError`."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        return None
+    if info.file_size > MAX_PART:
+        raise ParseError(f"corrupt: part {name} inflates to {info.file_size} bytes")
+    try:
+        return zf.read(info)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise ParseError(f"corrupt: part {name} cannot be read ({exc})") from None
+
+
+def xml_part(zf: zipfile.ZipFile, name: str) -> ET.Element | None:
+    """Part ``name`` parsed as XML (None if the package has none)."""
+    raw = read_part(zf, name)
+    if raw is None:
+        return None
+    try:
+        return ET.fromstring(raw)
+    except ET.ParseError as exc:
+        raise ParseError(f"corrupt: part {name} is not well-formed XML ({exc})") from None

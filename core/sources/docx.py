@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from rechunk.sources._office import reject_ole
+from rechunk.sources._office import reject_ole, xml_part
 from rechunk.sources.base import Parsed, ParseError, TextBuilder
 
 if TYPE_CHECKING:
@@ -66,7 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["DocxParser"]
 
 VERSION = 1
-_MAX_PART = 1 << 30  # bytes a part may inflate to: past this the file is refused
 
 _W_TRANSITIONAL = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _W_STRICT = "http://purl.oclc.org/ooxml/wordprocessingml/main"
@@ -116,33 +115,10 @@ def _open_zip(data: bytes) -> zipfile.ZipFile:
         raise ParseError(f"corrupt: not a DOCX package ({exc})") from None
 
 
-def _read(zf: zipfile.ZipFile, name: str) -> bytes | None:
-    try:
-        info = zf.getinfo(name)
-    except KeyError:
-        return None
-    if info.file_size > _MAX_PART:
-        raise ParseError(f"corrupt: part {name} inflates to {info.file_size} bytes")
-    try:
-        return zf.read(info)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        raise ParseError(f"corrupt: part {name} cannot be read ({exc})") from None
-
-
-def _xml(zf: zipfile.ZipFile, name: str) -> ET.Element | None:
-    raw = _read(zf, name)
-    if raw is None:
-        return None
-    try:
-        return ET.fromstring(raw)
-    except ET.ParseError as exc:
-        raise ParseError(f"corrupt: part {name} is not well-formed XML ({exc})") from None
-
-
 def _rels(zf: zipfile.ZipFile, part: str) -> dict[str, str]:
     """The part's internal relationships: type's last path segment -> target part name."""
     folder, name = posixpath.split(part)
-    root = _xml(zf, posixpath.join(folder, "_rels", name + ".rels"))
+    root = xml_part(zf, posixpath.join(folder, "_rels", name + ".rels"))
     found: dict[str, str] = {}
     if root is None:
         return found
@@ -659,7 +635,7 @@ def _title(zf: zipfile.ZipFile, package_rels: dict[str, str]) -> str | None:
     core = package_rels.get("core-properties")
     if core is None:
         return None
-    root = _xml(zf, core)
+    root = xml_part(zf, core)
     if root is None:
         return None
     el = root.find("dc:title", _CORE_NS)
@@ -680,7 +656,7 @@ class DocxParser:
         with _open_zip(data) as zf:
             package_rels = _rels(zf, "")
             main = package_rels.get("officeDocument", "word/document.xml")
-            root = _xml(zf, main)
+            root = xml_part(zf, main)
             if root is None:
                 raise ParseError("corrupt: the package has no main document part")
             namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
@@ -689,10 +665,10 @@ class DocxParser:
             ns = _Ns(namespace)
             rels = _rels(zf, main)
             styles, default = _load_styles(
-                _xml(zf, rels["styles"]) if "styles" in rels else None, ns
+                xml_part(zf, rels["styles"]) if "styles" in rels else None, ns
             )
             numbering = _Numbering.load(
-                _xml(zf, rels["numbering"]) if "numbering" in rels else None, ns
+                xml_part(zf, rels["numbering"]) if "numbering" in rels else None, ns
             )
             title = _title(zf, package_rels)
         walker = _Walker(ns, styles, default, numbering)

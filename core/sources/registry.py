@@ -61,6 +61,7 @@ FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
     "html": ("rechunk.sources.html:HtmlParser", (".html", ".htm", ".xhtml")),
     "pdf": ("rechunk.sources.pdf:PdfParser", (".pdf",)),
     "docx": ("rechunk.sources.docx:DocxParser", (".docx",)),
+    "odt": ("rechunk.sources.odt:OdtParser", (".odt", ".ott")),
     "pptx": ("rechunk.sources.pptx:PptxParser", (".pptx",)),
     "xlsx": ("rechunk.sources.sheets:XlsxParser", (".xlsx", ".xlsm")),
     "csv": ("rechunk.sources.sheets:CsvParser", (".csv", ".tsv")),

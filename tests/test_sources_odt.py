@@ -1,0 +1,244 @@
+"""ODT (OpenDocument text): the body as Writer shows it, tracked changes accepted, the
+furniture (contents, footnotes, comments, page fields) left out; the parser contract;
+and a folder synced by the real CLI, an inserted paragraph re-embedding only around it.
+Files are written by odfdo (an OpenDocument library) from the project's own text."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+from cli_helpers import run_json
+from parser_contract import ParserContract
+
+from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
+
+odfdo = pytest.importorskip("odfdo")
+
+PARAGRAPHS = [
+    "The nightly job syncs the shop's guides into the search index.",
+    "It embeds only the inputs that are new byte for byte and removes stale chunks.",
+    "Its summary names every file it skipped, with the reason, and what it cost.",
+    "A file that is not UTF-8 is read once its encoding is named.",
+    "On call, read the stale check first: it says whether the collection is exact.",
+    "Then read the skipped rows, and only then the store's own health endpoint.",
+]
+
+
+def _element(xml: str) -> Any:
+    return odfdo.Element.from_tag(xml)
+
+
+def guide(paragraphs: list[str] = PARAGRAPHS) -> bytes:
+    """The on-call guide as Writer would hold it: every construct the parser reads or
+    leaves out."""
+    from odfdo import TOC, Document, Header, List, Paragraph, Table
+
+    doc = Document("text")
+    doc.meta.set_title("Operating the sync job")
+    doc.insert_style(
+        _element(
+            '<text:list-style style:name="Steps">'
+            '<text:list-level-style-number text:level="1" style:num-format="1"/>'
+            '<text:list-level-style-bullet text:level="2" text:bullet-char="*"/>'
+            "</text:list-style>"
+        ),
+        automatic=True,
+    )
+    body = doc.body
+    body.clear()
+    body.append(TOC("Contents"))
+    body.append(Paragraph("Operating the sync job", style="Title"))
+    body.append(Header(1, "Running it"))
+    for text in paragraphs[:3]:
+        body.append(Paragraph(text))
+    body.append(
+        _element(
+            "<text:p>The job runs at<text:s text:c='2'/>two<text:tab/>every night"
+            "<text:note text:note-class='footnote' text:id='n1'><text:note-citation>1"
+            "</text:note-citation><text:note-body><text:p>a footnote</text:p></text:note-body>"
+            "</text:note>, page <text:page-number>7</text:page-number>."
+            "<office:annotation><dc:creator>Ada</dc:creator><text:p>a comment</text:p>"
+            "</office:annotation></text:p>"
+        )
+    )
+    body.append(Paragraph("rechunk sync docs --prune", style="Preformatted_20_Text"))
+    body.append(Paragraph("rechunk status", style="Preformatted_20_Text"))
+    body.append(Paragraph("Keep the index honest.", style="Quotations"))
+    body.append(Header(2, "Steps"))
+    steps = List(["check the stale check", "read the skipped rows"], style="Steps")
+    steps.get_item(position=0).append(List(["its verdict", "its count"]))
+    body.append(steps)
+    table = Table("Options", width=2, height=3)
+    table.set_values([["Option", "Meaning"], ["--prune", "remove what is gone"],
+                      ["--encoding", "read legacy files"]])  # fmt: skip
+    body.append(table)
+    body.append(
+        _element(
+            "<text:section text:name='More'><text:p>A section's paragraph.</text:p>"
+            "</text:section>"
+        )
+    )
+    body.append(
+        _element(
+            "<text:p>Anchor paragraph.<draw:frame draw:name='box' text:anchor-type='paragraph'>"
+            "<draw:text-box><text:p>Boxed words.</text:p></draw:text-box></draw:frame></text:p>"
+        )
+    )
+    body.append(
+        _element(
+            "<text:tracked-changes><text:changed-region text:id='c1'><text:deletion>"
+            "<office:change-info><dc:creator>Ada</dc:creator>"
+            "<dc:date>2026-11-30T10:00:00</dc:date></office:change-info>"
+            "<text:p>deleted words</text:p></text:deletion></text:changed-region>"
+            "<text:changed-region text:id='c2'><text:insertion><office:change-info>"
+            "<dc:creator>Ada</dc:creator><dc:date>2026-11-30T10:00:00</dc:date>"
+            "</office:change-info></text:insertion></text:changed-region></text:tracked-changes>"
+        )
+    )
+    body.append(
+        _element(
+            "<text:p>Kept <text:change text:change-id='c1'/>and <text:change-start "
+            "text:change-id='c2'/>inserted<text:change-end text:change-id='c2'/> text.</text:p>"
+        )
+    )
+    body.append(Header(1, "When it fails"))
+    for text in paragraphs[3:]:
+        body.append(Paragraph(text))
+    out = io.BytesIO()
+    doc.save(out)
+    return out.getvalue()
+
+
+EXPECTED = f"""# Operating the sync job
+
+# Running it
+
+{PARAGRAPHS[0]}
+
+{PARAGRAPHS[1]}
+
+{PARAGRAPHS[2]}
+
+The job runs at two every night, page .
+
+```
+rechunk sync docs --prune
+rechunk status
+```
+
+> Keep the index honest.
+
+## Steps
+
+1. check the stale check
+  - its verdict
+  - its count
+2. read the skipped rows
+
+| Option | Meaning |
+| --prune | remove what is gone |
+| --encoding | read legacy files |
+
+A section's paragraph.
+
+Anchor paragraph.
+
+Boxed words.
+
+Kept and inserted text.
+
+# When it fails
+
+{PARAGRAPHS[3]}
+
+{PARAGRAPHS[4]}
+
+{PARAGRAPHS[5]}
+"""
+
+
+def parse(data: bytes) -> Any:
+    (doc,) = parser_for("odt").parse(data, ParseOptions())
+    return doc
+
+
+def test_the_guide_reads_as_writer_shows_it() -> None:
+    doc = parse(guide())
+    assert doc.text == EXPECTED
+    assert doc.metadata == {"title": "Operating the sync job"}
+    for left_out in ("Contents", "a footnote", "a comment", "deleted words", "7"):
+        assert left_out not in doc.text
+
+
+def test_an_inserted_paragraph_is_one_new_block() -> None:
+    before = parse(guide())
+    edited = [*PARAGRAPHS[:4], "A paragraph inserted by a later revision.", *PARAGRAPHS[4:]]
+    after = parse(guide(edited))
+    old = [before.text[b.start : b.end] for b in before.blocks]
+    new = [after.text[b.start : b.end] for b in after.blocks]
+    new.remove("A paragraph inserted by a later revision.")
+    assert new == old
+
+
+def _rewritten(data: bytes, changes: dict[str, bytes]) -> bytes:
+    """The package with some parts replaced (as a tool that edits one part writes it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, changes.get(info.filename, src.read(info)))
+    return out.getvalue()
+
+
+def test_what_is_not_an_opendocument_text_is_a_parse_error() -> None:
+    docx = pytest.importorskip("docx")
+    word = io.BytesIO()
+    docx.Document().save(word)
+    with pytest.raises(ParseError, match="not an OpenDocument text"):
+        parse(word.getvalue())
+    sheet = _rewritten(guide(), {"mimetype": b"application/vnd.oasis.opendocument.spreadsheet"})
+    with pytest.raises(ParseError, match="not an OpenDocument text"):
+        parse(sheet)
+    # a password-protected package: its manifest gives content.xml encryption data
+    ns = "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"
+    ET.register_namespace("manifest", ns)
+    manifest = ET.fromstring(zipfile.ZipFile(io.BytesIO(guide())).read("META-INF/manifest.xml"))
+    for entry in manifest:
+        if entry.get(f"{{{ns}}}full-path") == "content.xml":
+            ET.SubElement(entry, f"{{{ns}}}encryption-data", {f"{{{ns}}}checksum": "AAAA"})
+    locked = ET.tostring(manifest, xml_declaration=True, encoding="utf-8")
+    with pytest.raises(ParseError, match="encrypted"):
+        parse(_rewritten(guide(), {"META-INF/manifest.xml": locked}))
+    with pytest.raises(ParseError, match="legacy binary Word"):
+        parse(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))
+
+
+class TestOdtContract(ParserContract):
+    fmt = "odt"
+
+    def samples(self) -> list[tuple[str, bytes]]:
+        return [("guide.odt", guide()), ("short.odt", guide(PARAGRAPHS[:4]))]
+
+
+def test_a_folder_with_an_odt_syncs_and_an_insert_re_embeds_around_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    guide_md = (Path(__file__).resolve().parents[1] / "examples/docs/sync-guide.md").read_text()
+    long = [p.strip() for p in guide_md.split("\n\n") if p.strip()[:1].isalpha()]
+    (docs / "guide.odt").write_bytes(guide(long))
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "docs")
+    assert code == 0 and report["documents"]["new"] == 1 and report["unsupported_files"] == {}
+    assert parse_file(docs / "guide.odt")[0].metadata["title"] == "Operating the sync job"
+    edited = [*long[:6], "A paragraph inserted by a later revision.", *long[6:]]
+    (docs / "guide.odt").write_bytes(guide(edited))
+    code, report = run_json(capsys, "sync", "docs")
+    (doc,) = report["per_document"]
+    assert code == 0 and doc["status"] == "changed"
+    assert 0 < doc["tokens_embedded"] <= 0.3 * doc["tokens_total"], doc
