@@ -16,6 +16,7 @@ from cli_helpers import run_json
 from parser_contract import ParserContract
 
 from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
+from rechunk.sources.files import read_documents
 
 odfdo = pytest.importorskip("odfdo")
 
@@ -242,3 +243,33 @@ def test_a_folder_with_an_odt_syncs_and_an_insert_re_embeds_around_it(
     (doc,) = report["per_document"]
     assert code == 0 and doc["status"] == "changed"
     assert 0 < doc["tokens_embedded"] <= 0.3 * doc["tokens_total"], doc
+
+
+def test_a_package_nested_deeper_than_the_stack_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """Both XML walkers recurse: 5,000 nested spans (ODT) or content controls (DOCX) were
+    a RecursionError that ended the whole sync; now they are a skipped file's reason."""
+    docx = pytest.importorskip("docx")
+    odt = guide(PARAGRAPHS[:1])
+    content = zipfile.ZipFile(io.BytesIO(odt)).read("content.xml").decode()
+    deep = "<text:span>" * 5000 + "deep" + "</text:span>" * 5000
+    content = content.replace(PARAGRAPHS[0], deep)
+    (tmp_path / "deep.odt").write_bytes(_rewritten(odt, {"content.xml": content.encode()}))
+    word = io.BytesIO()
+    docx.Document().save(word)
+    part = zipfile.ZipFile(io.BytesIO(word.getvalue())).read("word/document.xml").decode()
+    nested = "<w:sdt><w:sdtContent>" * 5000 + "<w:p><w:r><w:t>deep</w:t></w:r></w:p>" + (
+        "</w:sdtContent></w:sdt>" * 5000
+    )
+    part = part.replace("<w:body>", "<w:body>" + nested, 1)
+    word_deep = _rewritten(word.getvalue(), {"word/document.xml": part.encode()})
+    (tmp_path / "deep.docx").write_bytes(word_deep)
+    (tmp_path / "fine.odt").write_bytes(guide())
+    for name in ("deep.odt", "deep.docx"):
+        with pytest.raises(ParseError, match="nested too deeply"):
+            parse_file(tmp_path / name)
+    files = read_documents([tmp_path])
+    assert [d.doc_id for d in files.documents] == ["fine.odt"]
+    assert sorted(files.skipped) == [
+        ("deep.docx", "corrupt: nested too deeply to read"),
+        ("deep.odt", "corrupt: nested too deeply to read"),
+    ]

@@ -20,7 +20,7 @@ from typing import Any
 from rechunk.document import Document, flat_problem
 from rechunk.errors import ConfigError, InputError
 from rechunk.sources.base import Parsed, ParseError, locate
-from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parser_for
+from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parse_bytes, parser_for
 from rechunk.sources.scripts import script_language
 
 __all__ = [
@@ -220,7 +220,7 @@ def documents_from_file(
         locator = _code_locator(text, language) if language else None
         return [Document(doc_id, text, metadata=metadata, locator=locator)]
     try:
-        parsed_all = parser_for(kind).parse(data, options)
+        parsed_all = parse_bytes(parser_for(kind), data, options)
     except ParseError as exc:
         raise ParseError(exc.reason, path) from None
     return [_document(doc_id, kind, parsed) for parsed in parsed_all if parsed.text.strip()]

@@ -157,6 +157,9 @@ class _Resolved:
     num: tuple[str, int] | None = None
 
 
+_MAX_SPAN = 63  # columns a cell may span: Word's widest table (a larger value is no table)
+
+
 def _int(value: str | None, default: int = 0) -> int:
     try:
         return int(value) if value is not None else default
@@ -603,7 +606,7 @@ class _Walker:
                 tcpr = tc.find(ns.tcPr)
                 span = tcpr.find(ns.gridSpan) if tcpr is not None else None
                 if span is not None:
-                    cells.extend([""] * max(0, _int(span.get(ns.val), 1) - 1))
+                    cells.extend([""] * (min(_int(span.get(ns.val), 1), _MAX_SPAN) - 1))
             yield cells
 
     def cell_text(self, tc: ET.Element) -> str:

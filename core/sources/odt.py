@@ -60,7 +60,7 @@ _CODE_STYLES = frozenset(
     {"Preformatted Text", "Source Code", "Source Text", "Code", "HTML Preformatted"}
 )
 _QUOTE_STYLES = frozenset({"Quotations", "Quote", "Block Text"})
-_MAX_REPEAT = 64  # repeated rows or cells written out (a table's trailing filler: no more)
+_MAX_REPEAT = 64  # repeated rows, cells or spaces written out (no filler, no bomb)
 
 
 def _q(name: str) -> str:
@@ -99,6 +99,15 @@ _STYLE_NAME = _q("text:style-name")
 _PARENT, _DISPLAY = _q("style:parent-style-name"), _q("style:display-name")
 
 
+def _number(element: ET.Element, attribute: str, default: int = 1) -> int:
+    """An integer attribute (``text:c``, ``text:outline-level``...), ``default`` where it is
+    missing or not a number."""
+    try:
+        return int(element.get(_q(attribute)) or default)
+    except ValueError:
+        return default
+
+
 def _inline(element: ET.Element, out: list[str]) -> None:
     """The text ``element`` shows, appended to ``out`` (its tail is the caller's)."""
     if element.text:
@@ -106,7 +115,7 @@ def _inline(element: ET.Element, out: list[str]) -> None:
     for child in element:
         tag = child.tag
         if tag == _S:
-            out.append(" " * int(child.get(_q("text:c"), "1") or 1))
+            out.append(" " * min(_number(child, "text:c"), _MAX_REPEAT))
         elif tag == _TAB:
             out.append("\t")
         elif tag == _BREAK:
@@ -146,9 +155,7 @@ class _Styles:
                     continue
                 levels = {}
                 for level in listing.iter(_q("text:list-level-style-number")):
-                    levels[int(level.get(_q("text:level"), "1"))] = int(
-                        level.get(_q("text:start-value"), "1") or 1
-                    )
+                    levels[_number(level, "text:level")] = _number(level, "text:start-value")
                 self.numbered[name] = levels
 
     def names(self, style: str | None) -> Iterator[str]:
@@ -202,7 +209,7 @@ class _Walker:
         text = _text(element)
         if element.tag == _H:
             self.flush()
-            level = int(element.get(_q("text:outline-level"), "1") or 1)
+            level = _number(element, "text:outline-level")
             self.out.heading(text, min(max(level, 1), 6))
         else:
             kind = self.styles.kind(element.get(_STYLE_NAME))
@@ -249,11 +256,11 @@ class _Walker:
                 if cell.tag not in (_q("table:table-cell"), _q("table:covered-table-cell")):
                     continue
                 text = " ".join(_text(p) for p in cell.iter(_P))
-                repeat = int(cell.get(_q("table:number-columns-repeated"), "1") or 1)
+                repeat = _number(cell, "table:number-columns-repeated")
                 cells.extend([text] * min(repeat, _MAX_REPEAT))
             while cells and not cells[-1].strip():
                 cells.pop()
-            repeat = int(row.get(_q("table:number-rows-repeated"), "1") or 1)
+            repeat = _number(row, "table:number-rows-repeated")
             rows.extend([cells] * min(repeat, _MAX_REPEAT))
         self.out.table(rows)
 

@@ -14,6 +14,7 @@ __all__ = [
     "FORMATS",
     "ParseOptions",
     "format_for",
+    "parse_bytes",
     "parse_file",
     "parser_for",
     "supported_suffixes",
@@ -115,6 +116,16 @@ def parse_file(
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        return parser.parse(data, options or ParseOptions())
+        return parse_bytes(parser, data, options or ParseOptions())
     except ParseError as exc:
-        raise ParseError(f"{path}: {exc}") from None
+        raise ParseError(exc.reason, path) from None
+
+
+def parse_bytes(parser: Parser, data: bytes, options: ParseOptions) -> list[Parsed]:
+    """``parser.parse(data, options)``, where a file nested deeper than Python's stack
+    (thousands of nested elements: a parser walks them recursively) is a
+    :class:`ParseError`, not a crash of the whole sync."""
+    try:
+        return parser.parse(data, options)
+    except RecursionError:
+        raise ParseError("corrupt: nested too deeply to read") from None
