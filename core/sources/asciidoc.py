@@ -42,7 +42,7 @@ from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = ["AsciidocParser"]
 
-_TITLE = re.compile(r"(={1,6}|#{1,6})\s+(\S.*?)\s*(?:\1)?\s*$")
+_TITLE = re.compile(r"(={1,6}|#{1,6})[ \t]+(\S.*)$")  # the trailing marker: _title
 _ATTRIBUTE_ENTRY = re.compile(r":!?[\w][\w-]*!?:(?:\s.*)?$")
 _BLOCK_ATTRIBUTES = re.compile(r"\[\[?[^\[\]]*\]\]?\s*$")
 _DIRECTIVE = re.compile(r"(?:include|ifdef|ifndef|ifeval|endif)::\S*\[.*\]\s*$")
@@ -70,6 +70,17 @@ def _delimiter(line: str) -> str | None:
     if len(stripped) >= 4 and stripped == stripped[0] * len(stripped):
         return _VERBATIM.get(stripped[0]) or _COMPOUND.get(stripped[0])
     return None
+
+
+def _title(line: str) -> tuple[int, str] | None:
+    """A section title's level and text (``== Title`` or ``== Title ==``), else None."""
+    match = _TITLE.match(line)
+    if match is None:
+        return None
+    marker, text = match.group(1), match.group(2).rstrip()
+    if text.endswith(" " + marker) or text.endswith("\t" + marker):
+        text = text[: -len(marker)].rstrip()
+    return len(marker), text
 
 
 def _span(first: int, last: int) -> dict[str, Any]:
@@ -143,16 +154,16 @@ class _Reader:
         if _BLOCK_TITLE.match(line):
             self.title = (stripped[1:], i)
             return i + 1
-        title = _TITLE.match(line)
-        if title:
+        title = _title(line)
+        if title is not None:
             self.title_paragraph()
-            level = len(title.group(1))
-            self.out.heading(title.group(2), level, **_span(i, i))
+            level, text = title
+            self.out.heading(text, level, **_span(i, i))
             self.attributes = ""
             first = not self.seen_text
             self.seen_text = True
             if level == 1 and first:  # the document title, then its header
-                self.document_title = title.group(2)
+                self.document_title = text
                 return self.header_end(i + 1)
             return i + 1
         self.seen_text = True
