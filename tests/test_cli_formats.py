@@ -299,6 +299,20 @@ def test_a_repository_s_scripts_without_a_suffix_sync_as_code(
     assert code == 0 and report["documents"]["changed"] == 1, report
 
 
+def sync_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    files: dict[str, str],
+) -> tuple[Path, dict[str, Any]]:
+    """``rechunk sync repo`` on a repository of ``files``, which must all sync (no type
+    unsupported): the repository and the report."""
+    repo = tree(tmp_path / "repo", files)
+    monkeypatch.chdir(tmp_path)
+    code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
+    assert report["documents"]["new"] == len(files) and report["unsupported_files"] == {}
+    return repo, report
+
+
 @pytest.mark.parametrize("suffix", sorted(OTHER_CODE_SUFFIXES))
 def test_every_source_type_without_a_grammar_is_read_as_code(tmp_path: Path, suffix: str) -> None:
     path = tmp_path / f"shop{suffix}"
@@ -323,11 +337,7 @@ def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_polic
         "api/schema.graphql": "type Cart {\n  id: ID!\n  items: [Item!]!\n}\n",
         "android/build.gradle": "plugins {\n  id 'com.android.application'\n}\n",
     }
-    repo = tree(tmp_path / "repo", files)
-    monkeypatch.chdir(tmp_path)
-    code, report = run_json(capsys, "sync", "repo")
-    assert code == 0, report
-    assert report["documents"]["new"] == 4 and report["unsupported_files"] == {}
+    repo, report = sync_repository(tmp_path, monkeypatch, capsys, files)
     assert {k: v["files"] for k, v in report["no_grammar"].items()} == {
         "graphql": 1, "groovy": 1, "scss": 1, "vue": 1,
     }  # fmt: skip
@@ -341,6 +351,7 @@ def test_a_web_app_s_components_styles_and_schemas_sync_with_the_recursive_polic
     assert len(cart) > 1 and {p["policy"][:10] for p in cart} == {"recursive-"}
     (repo / "web/Cart.vue").write_text(component.replace("items[59].price", "items[59].cost"))
     code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
     (doc,) = [d for d in report["per_document"] if d["status"] == "changed"]
     assert 0 < doc["tokens_embedded"] < doc["tokens_total"], doc
 
@@ -364,11 +375,7 @@ def test_an_ansible_role_s_templates_and_settings_sync_with_the_recursive_policy
         "etc/supervisord.conf": "[program:shop]\ncommand=/srv/shop/run\nautorestart=true\n",
         "src/main/resources/application.properties": "server.port=8080\nshop.currency=EUR\n",
     }
-    repo = tree(tmp_path / "repo", files)
-    monkeypatch.chdir(tmp_path)
-    code, report = run_json(capsys, "sync", "repo")
-    assert code == 0, report
-    assert report["documents"]["new"] == 5 and report["unsupported_files"] == {}
+    repo, report = sync_repository(tmp_path, monkeypatch, capsys, files)
     assert {k: v["files"] for k, v in report["no_grammar"].items()} == {
         "conf": 1, "ini": 2, "jinja": 1, "properties": 1,
     }  # fmt: skip
@@ -377,6 +384,7 @@ def test_an_ansible_role_s_templates_and_settings_sync_with_the_recursive_policy
     edited = servers.replace("listen 8039;", "listen 9039;")
     (repo / "roles/web/templates/nginx.conf.j2").write_text("# {{ ansible_managed }}\n\n" + edited)
     code, report = run_json(capsys, "sync", "repo")
+    assert code == 0, report
     (doc,) = [d for d in report["per_document"] if d["status"] == "changed"]
     assert 0 < doc["tokens_embedded"] < 0.5 * doc["tokens_total"], doc
 
