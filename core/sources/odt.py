@@ -266,10 +266,10 @@ class _Walker:
 
 
 def _encrypted(zf: zipfile.ZipFile) -> bool:
+    """The manifest gives a part encryption data (the package is password-protected)."""
     manifest = xml_part(zf, "META-INF/manifest.xml")
-    return manifest is not None and any(
-        True for _ in manifest.iter(f"{{{_NS['manifest']}}}encryption-data")
-    )
+    encrypted = f"{{{_NS['manifest']}}}encryption-data"
+    return manifest is not None and next(manifest.iter(encrypted), None) is not None
 
 
 class OdtParser:
