@@ -302,8 +302,9 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
             for path, doc_id, fmt in part.files:
                 try:
                     docs.extend(documents_from_file(path, doc_id, fmt, part.parse_options))
-                except (ParseError, InputError) as exc:
-                    skipped.append((doc_id, str(exc)))
+                except InputError as exc:  # a ParseError's reason: the row names the file
+                    why = exc.reason if isinstance(exc, ParseError) else str(exc)
+                    skipped.append((doc_id, why))
             docs = _check_documents(docs)
             for doc in docs:
                 store.check_metadata(doc.doc_id, doc.metadata or {})
