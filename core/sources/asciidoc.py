@@ -17,10 +17,13 @@ title):
 * tables (``|===``) become a row per line, cells split at ``|`` and grouped into rows by
   the ``cols`` attribute or the first row's cells;
 * list items (``*``, ``-``, ``.``, ``1.``, nested by repeating the marker) become ``-``
-  and numbered items; a description list's ``term::`` stays as written;
+  and numbered items (every ``.`` item ``1.``, as AsciiDoc leaves the count to the
+  renderer: an inserted item renumbers nothing); a description list's ``term::`` stays
+  as written;
 * a block title (``.Title``) is a paragraph of its own;
-* what is not text is dropped: comments (``//`` lines, ``////`` blocks), attribute
-  entries (``:toc:``), block attribute and anchor lines (``[NOTE]``, ``[[id]]``),
+* what is not text is dropped: the document header's author and revision lines,
+  comments (``//`` lines, ``////`` blocks), attribute entries (``:toc:``), block
+  attribute and anchor lines (``[NOTE]``, ``[[id]]``),
   preprocessor directives (``include::``, ``ifdef::``...), list continuations (``+``),
   page and thematic breaks.
 
