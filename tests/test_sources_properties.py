@@ -69,6 +69,14 @@ def _asciidoc(paragraphs: Sequence[str]) -> bytes:
     return ("= Survey\n:toc:\n\n" + "\n\n".join(paragraphs) + "\n").encode()
 
 
+def _latex(paragraphs: Sequence[str]) -> bytes:
+    return (
+        "\\documentclass{article}\n\\title{Survey}\n\\begin{document}\n\\maketitle\n\n"
+        + "\n\n".join(paragraphs)
+        + "\n\\end{document}\n"
+    ).encode()
+
+
 def _html(paragraphs: Sequence[str]) -> bytes:
     body = "".join(f"<p>{p}</p>\n" for p in paragraphs)
     return (
@@ -176,6 +184,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "markdown": _plain,
     "rst": _plain,
     "asciidoc": _asciidoc,
+    "latex": _latex,
     "html": _html,
     "docx": _docx,
     "odt": _odt,

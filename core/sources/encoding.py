@@ -1,4 +1,4 @@
-"""How a text file's bytes become its text: the rule text, Markdown, RST, AsciiDoc, CSV
+"""How a text file's bytes become its text: the rule text, Markdown, RST, AsciiDoc, LaTeX, CSV
 and code files share (HTML reads its declared charset first; JSON, notebooks and e-mail
 name theirs).
 
