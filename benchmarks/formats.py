@@ -546,8 +546,10 @@ def _measure_format(
     repeat: int,
     counter: Any,
     target: int,
+    root: Path = DATA,
 ) -> dict[str, Any]:
-    files = [(p, v, DATA / p["id"] / f"{v}.{fmt}") for p in pairs for v in ("old", "new")]
+    """One pipeline on the renders of one format (``root/<id>/{old,new}.<fmt>``)."""
+    files = [(p, v, root / p["id"] / f"{v}.{fmt}") for p in pairs for v in ("old", "new")]
     size = sum(path.stat().st_size for _, _, path in files)
     natives: dict[tuple[str, str], Any] = {}
     errors: dict[tuple[str, str], str] = {}
@@ -606,7 +608,7 @@ def _measure_format(
         if fmt == "pdf":
             for key in keys:
                 found = leakage(
-                    page_margins(DATA / key[0] / f"{key[1]}.pdf"),
+                    page_margins(root / key[0] / f"{key[1]}.pdf"),
                     "\n".join(texts_by_pass[0][key]),
                     pair[key[1]],
                 )
