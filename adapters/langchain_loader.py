@@ -43,10 +43,10 @@ class RechunkLoader(BaseLoader):
     :class:`rechunk.sources.ParseError` (an ``InputError``, so a ``ValueError``).
 
     ``encoding`` and ``autodetect_encoding`` are ``TextLoader``'s, in its order, for text,
-    Markdown, RST, AsciiDoc, LaTeX, CSV and code files (and an HTML page that declares no
-    charset), with one difference: a byte-order mark or valid UTF-8 decides first, so
-    ``encoding`` is the encoding of the files that are not UTF-8 and a folder of mixed
-    files loads in one call; ``autodetect_encoding`` then tries the encoding
+    Markdown, RST, AsciiDoc, Org, LaTeX, CSV and code files (and an HTML page that
+    declares no charset), with one difference: a byte-order mark or valid UTF-8 decides
+    first, so ``encoding`` is the encoding of the files that are not UTF-8 and a folder of
+    mixed files loads in one call; ``autodetect_encoding`` then tries the encoding
     charset-normalizer detects (``formats`` extra). An unknown encoding is a
     :class:`rechunk.errors.ConfigError`.
     """

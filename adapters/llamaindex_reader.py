@@ -42,9 +42,9 @@ class RechunkReader(BaseReader):
     be parsed raises :class:`rechunk.sources.ParseError` (a ``ValueError``);
     ``SimpleDirectoryReader`` reports it and skips the file unless ``raise_on_error``.
 
-    ``encoding``: the encoding of text files (text, Markdown, RST, AsciiDoc, LaTeX, CSV, code)
-    that are not UTF-8 (a byte-order mark or valid UTF-8 decides first; an unknown name
-    is a :class:`rechunk.errors.ConfigError`). ``SimpleDirectoryReader``'s own
+    ``encoding``: the encoding of text files (text, Markdown, RST, AsciiDoc, Org, LaTeX,
+    CSV, code) that are not UTF-8 (a byte-order mark or valid UTF-8 decides first; an
+    unknown name is a :class:`rechunk.errors.ConfigError`). ``SimpleDirectoryReader``'s own
     ``encoding`` reaches only the files it reads itself, not a ``file_extractor``'s: name
     it here.
     """

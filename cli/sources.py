@@ -37,8 +37,8 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         "--encoding",
         default=None,
         metavar="NAME",
-        help="text files (text, Markdown, RST, AsciiDoc, LaTeX, CSV, code; an HTML page that "
-        "declares no charset) that are not UTF-8 are read in this encoding (cp1252, "
+        help="text files (text, Markdown, RST, AsciiDoc, Org, LaTeX, CSV, code; an HTML page "
+        "that declares no charset) that are not UTF-8 are read in this encoding (cp1252, "
         "latin-1, shift_jis, utf-16, ...); a byte-order mark or valid UTF-8 decides first "
         "(default: such files are skipped with the reason)",
     )

@@ -69,6 +69,10 @@ def _asciidoc(paragraphs: Sequence[str]) -> bytes:
     return ("= Survey\n:toc:\n\n" + "\n\n".join(paragraphs) + "\n").encode()
 
 
+def _org(paragraphs: Sequence[str]) -> bytes:
+    return ("#+TITLE: Survey\n#+OPTIONS: toc:nil\n\n" + "\n\n".join(paragraphs) + "\n").encode()
+
+
 def _latex(paragraphs: Sequence[str]) -> bytes:
     return (
         "\\documentclass{article}\n\\title{Survey}\n\\begin{document}\n\\maketitle\n\n"
@@ -185,6 +189,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "rst": _plain,
     "asciidoc": _asciidoc,
     "latex": _latex,
+    "org": _org,
     "html": _html,
     "docx": _docx,
     "odt": _odt,

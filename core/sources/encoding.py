@@ -1,6 +1,6 @@
-"""How a text file's bytes become its text: the rule text, Markdown, RST, AsciiDoc, LaTeX, CSV
-and code files share (HTML reads its declared charset first; JSON, notebooks and e-mail
-name theirs).
+"""How a text file's bytes become its text: the rule text, Markdown, RST, AsciiDoc, Org,
+LaTeX, CSV and code files share (HTML reads its declared charset first; JSON, notebooks
+and e-mail name theirs).
 
 1. A byte-order mark decides: UTF-8, UTF-16 or UTF-32, little- or big-endian. The mark
    is encoding, not text, and is removed.

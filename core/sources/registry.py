@@ -59,6 +59,7 @@ FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
     "markdown": ("rechunk.sources.text:MarkdownParser", (".md", ".markdown", ".mdx")),
     "rst": ("rechunk.sources.text:RstParser", (".rst",)),
     "asciidoc": ("rechunk.sources.asciidoc:AsciidocParser", (".adoc", ".asciidoc")),
+    "org": ("rechunk.sources.org:OrgParser", (".org",)),
     "latex": ("rechunk.sources.latex:LatexParser", (".tex", ".latex", ".ltx")),
     "html": ("rechunk.sources.html:HtmlParser", (".html", ".htm", ".xhtml")),
     "pdf": ("rechunk.sources.pdf:PdfParser", (".pdf",)),
