@@ -3,13 +3,26 @@ and reading a ZIP package's XML parts within a size limit."""
 
 from __future__ import annotations
 
+import io
 import zipfile
+import zlib
 from xml.etree import ElementTree as ET
 
 from rechunk.sources.base import ParseError
 
-__all__ = ["read_part", "reject_ole", "xml_part"]
+__all__ = ["ZIP_ERRORS", "open_package", "read_part", "reject_ole", "xml_part"]
 
+# what reading a damaged ZIP package raises, beyond BadZipFile: a corrupt deflate stream
+# (zlib.error), a member cut short (EOFError), an unknown compression method or ZIP
+# version (NotImplementedError), a member encrypted with a password (RuntimeError)
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+)
 MAX_PART = 1 << 30  # bytes a part may inflate to: past this the file is refused
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -31,6 +44,15 @@ def reject_ole(data: bytes, legacy: str, suffix: str) -> None:
     raise ParseError(f"a legacy binary {legacy} file, not {suffix}: save it as {suffix} to read it")
 
 
+def open_package(data: bytes, what: str) -> zipfile.ZipFile:
+    """The ZIP package ``data``; one that cannot be opened is a :class:`ParseError`
+    (``corrupt: not <what> (...)``)."""
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except (*ZIP_ERRORS, ValueError) as exc:
+        raise ParseError(f"corrupt: not {what} ({exc})") from None
+
+
 def read_part(zf: zipfile.ZipFile, name: str) -> bytes | None:
     """The bytes of part ``name`` (None if the package has none); a part that inflates
     past :data:`MAX_PART` or cannot be read is a :class:`ParseError`."""
@@ -42,7 +64,7 @@ def read_part(zf: zipfile.ZipFile, name: str) -> bytes | None:
         raise ParseError(f"corrupt: part {name} inflates to {info.file_size} bytes")
     try:
         return zf.read(info)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except (*ZIP_ERRORS, OSError, ValueError) as exc:
         raise ParseError(f"corrupt: part {name} cannot be read ({exc})") from None
 
 

@@ -48,7 +48,6 @@ binary ``.doc`` renamed ``.docx``.
 
 from __future__ import annotations
 
-import io
 import posixpath
 import re
 import zipfile
@@ -57,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from rechunk.sources._office import reject_ole, xml_part
+from rechunk.sources._office import open_package, reject_ole, xml_part
 from rechunk.sources.base import Parsed, ParseError, TextBuilder
 
 if TYPE_CHECKING:
@@ -109,10 +108,7 @@ _BULLET_FORMATS = frozenset({"bullet", "none", ""})
 
 def _open_zip(data: bytes) -> zipfile.ZipFile:
     reject_ole(data, "Word (.doc)", ".docx")
-    try:
-        return zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
-        raise ParseError(f"corrupt: not a DOCX package ({exc})") from None
+    return open_package(data, "a DOCX package")
 
 
 def _rels(zf: zipfile.ZipFile, part: str) -> dict[str, str]:

@@ -29,13 +29,12 @@ is password-protected (its parts are encrypted) is a
 
 from __future__ import annotations
 
-import io
 import zipfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from rechunk.sources._office import read_part, reject_ole, xml_part
+from rechunk.sources._office import open_package, read_part, reject_ole, xml_part
 from rechunk.sources.base import Parsed, ParseError, TextBuilder
 
 if TYPE_CHECKING:
@@ -283,11 +282,7 @@ class OdtParser:
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         reject_ole(data, "Word (.doc)", ".odt")
-        try:
-            zf = zipfile.ZipFile(io.BytesIO(data))
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
-            raise ParseError(f"corrupt: not an OpenDocument package ({exc})") from None
-        with zf:
+        with open_package(data, "an OpenDocument package") as zf:
             mimetype = (read_part(zf, "mimetype") or b"").decode("ascii", "replace").strip()
             if mimetype not in _MIMETYPES:
                 raise ParseError(f"not an OpenDocument text: its mimetype is {mimetype!r}")

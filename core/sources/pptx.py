@@ -29,12 +29,11 @@ A file that is not a PPTX package, a password-protected one and a legacy binary
 from __future__ import annotations
 
 import io
-import zipfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
-from rechunk.sources._office import reject_ole
+from rechunk.sources._office import ZIP_ERRORS, reject_ole
 from rechunk.sources.base import Parsed, ParseError, TextBuilder
 
 if TYPE_CHECKING:
@@ -260,7 +259,7 @@ class PptxParser:
         reject_ole(data, "PowerPoint (.ppt)", ".pptx")
         try:
             deck = pptx.Presentation(io.BytesIO(data))
-        except (zipfile.BadZipFile, pptx.exc.PackageNotFoundError) as exc:
+        except (*ZIP_ERRORS, pptx.exc.PythonPptxError) as exc:
             raise ParseError(f"corrupt: not a PPTX package ({exc})") from None
         except (KeyError, ValueError, TypeError, AttributeError, OSError, SyntaxError) as exc:
             raise ParseError(f"corrupt: the package cannot be read as a deck ({exc})") from None
@@ -280,7 +279,7 @@ class PptxParser:
                     out.heading(_UNTITLED, 1, slide=number)
                 writer.shapes(slide.shapes, title)
                 writer.notes(slide)
-        except (KeyError, ValueError, AttributeError) as exc:
+        except (*ZIP_ERRORS, pptx.exc.PythonPptxError, KeyError, ValueError, AttributeError) as exc:
             raise ParseError(f"corrupt: a slide cannot be read ({exc})") from None
         if out.empty:
             raise ParseError("no text: the deck's slides hold no text")

@@ -36,13 +36,12 @@ import csv
 import datetime as dt
 import io
 import re
-import zipfile
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
-from rechunk.sources._office import reject_ole
+from rechunk.sources._office import ZIP_ERRORS, reject_ole
 from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
 
 if TYPE_CHECKING:
@@ -320,7 +319,7 @@ class XlsxParser:
 
         reject_ole(data, "Excel (.xls)", ".xlsx")
         failures = (
-            zipfile.BadZipFile,
+            *ZIP_ERRORS,
             InvalidFileException,
             KeyError,
             ValueError,
