@@ -18,8 +18,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,6 +69,15 @@ def _plain(paragraphs: Sequence[str]) -> bytes:
 
 def _asciidoc(paragraphs: Sequence[str]) -> bytes:
     return ("= Survey\n:toc:\n\n" + "\n\n".join(paragraphs) + "\n").encode()
+
+
+def _epub(paragraphs: Sequence[str]) -> bytes:
+    pypandoc = pytest.importorskip("pypandoc")
+    markdown = "---\ntitle: Survey\n---\n\n" + "\n\n".join(paragraphs) + "\n"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "survey.epub"
+        pypandoc.convert_text(markdown, "epub3", format="markdown", outputfile=str(path))
+        return path.read_bytes()
 
 
 def _org(paragraphs: Sequence[str]) -> bytes:
@@ -193,6 +204,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "html": _html,
     "docx": _docx,
     "odt": _odt,
+    "epub": _epub,
     "pptx": _pptx,
     "xlsx": _xlsx,
     "csv": _csv,
@@ -200,7 +212,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "eml": _eml,
     "pdf": _pdf,
 }
-HEAVY = {"pdf", "docx", "odt", "pptx", "xlsx"}  # slower writers: fewer examples
+HEAVY = {"pdf", "docx", "odt", "pptx", "xlsx", "epub"}  # slower writers: fewer examples
 
 
 def _parse(fmt: str, data: bytes) -> list[Parsed]:

@@ -213,16 +213,24 @@ def _heading_path(blocks: Sequence[Block], text: str, before: int) -> list[str]:
     return [title for _, title in path]
 
 
-_RANGED = {"page": "pages", "slide": "slides", "line": "lines", "cell": "cells", "row": "rows"}
+_RANGED = {
+    "page": "pages",
+    "slide": "slides",
+    "line": "lines",
+    "cell": "cells",
+    "row": "rows",
+    "chapter": "chapters",
+}
 
 
 def locate(parsed: Parsed, start: int, end: int) -> dict[str, Any]:
     """Where ``parsed.text[start:end]`` is in the source, for a reader to cite.
 
     ``section``: the heading path in force at ``start`` (when the text has headings);
-    ``pages`` / ``slides`` / ``lines`` / ``cells`` / ``rows``: ``[first, last]`` over
-    the blocks the span overlaps; other locator keys (a sheet, a record) from the first
-    block it overlaps; ``record`` is the part's id for a document from a file of records.
+    ``pages`` / ``slides`` / ``lines`` / ``cells`` / ``rows`` / ``chapters``:
+    ``[first, last]`` over the blocks the span overlaps; other locator keys (a sheet, a
+    record) from the first block it overlaps; ``record`` is the part's id for a document
+    from a file of records.
     """
     found: dict[str, Any] = {}
     section = _heading_path(parsed.blocks, parsed.text, start + 1)
