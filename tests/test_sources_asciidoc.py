@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_json
 from parser_contract import ParserContract
+from runbook_checks import assert_an_edit_stays_in_its_section, assert_sections_are_hard
 
-from rechunk.chunkers import StructuredChunker
 from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
 from rechunk.sources.files import read_documents
 
@@ -181,27 +181,13 @@ def test_a_rewrapped_paragraph_or_crlf_gives_the_same_text() -> None:
 
 def test_sections_are_hard_boundaries_and_a_source_line_is_no_title() -> None:
     text = parse(_sections(6))
-    chunks = StructuredChunker(min_tokens=60, max_tokens=120).chunk(text)
-    for chunk in chunks:
-        # no chunk holds the end of one section and the start of the next
-        assert chunk.text.count("## Incident kind") <= 1
-        if "## Incident kind" in chunk.text:
-            # (the title starts the first section: nothing stands between the two headings)
-            assert chunk.text.removeprefix("# Runbook\n\n").startswith("## Incident kind")
+    assert_sections_are_hard(text)
     assert "```sh\nrechunk status --collection kb0\n```" in text
     assert "[source,sh]" not in text
 
 
 def test_an_edit_in_one_section_leaves_the_others_chunks_as_they_were() -> None:
-    chunker = StructuredChunker(min_tokens=60, max_tokens=120)
-    old = chunker.chunk(parse(_sections(6)))
-    edited = _sections(6).replace("alert 2.3 fires", "alert 2.3 fires twice in an hour")
-    new = chunker.chunk(parse(edited))
-    old_texts = {c.text for c in old}
-    fresh = [c for c in new if c.text not in old_texts]
-    assert fresh and all("Incident kind 2" in c.text or "2.3" in c.text or "2.4" in c.text
-                         for c in fresh)  # fmt: skip
-    assert sum(c.tokens for c in fresh) < 0.25 * sum(c.tokens for c in new)
+    assert_an_edit_stays_in_its_section(parse, _sections)
 
 
 def test_a_file_of_only_comments_and_attributes_has_no_text() -> None:
