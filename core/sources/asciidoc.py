@@ -40,7 +40,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import Parsed, TextBuilder
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = ["AsciidocParser"]
@@ -315,9 +315,4 @@ class AsciidocParser:
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         reader = _Reader(lines)
         builder = reader.run()
-        if builder.empty:
-            raise ParseError("no text")
-        metadata: dict[str, Any] = dict(read)
-        if reader.document_title is not None:
-            metadata["title"] = reader.document_title
-        return [builder.build(self.name, self.version(), metadata=metadata)]
+        return builder.text_document(self.name, self.version(), read, reader.document_title)

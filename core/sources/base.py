@@ -200,6 +200,19 @@ class TextBuilder:
             text += "\n"
         return Parsed(text, tuple(self._blocks), parser, version, part, dict(metadata or {}))
 
+    def text_document(
+        self, parser: str, version: str, read: Mapping[str, str], title: str | None
+    ) -> list[Parsed]:
+        """The one document a markup parser (AsciiDoc, Org, LaTeX) wrote: its metadata is
+        how its bytes were decoded (``read``) and its ``title``, if it has one; a document
+        with no text is a :class:`ParseError`."""
+        if self.empty:
+            raise ParseError("no text")
+        metadata: dict[str, Any] = dict(read)
+        if title is not None:
+            metadata["title"] = title
+        return [self.build(parser, version, metadata=metadata)]
+
 
 def _heading_path(blocks: Sequence[Block], text: str, before: int) -> list[str]:
     path: list[tuple[int, str]] = []

@@ -50,7 +50,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import Parsed, TextBuilder
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 if TYPE_CHECKING:
@@ -786,9 +786,4 @@ class LatexParser:
             reader.flush()
         finally:
             _DEFINED.reset(defined)
-        if reader.out.empty:
-            raise ParseError("no text")
-        metadata: dict[str, Any] = dict(read)
-        if reader.title is not None:
-            metadata["title"] = reader.title
-        return [reader.out.build(self.name, self.version(), metadata=metadata)]
+        return reader.out.text_document(self.name, self.version(), read, reader.title)

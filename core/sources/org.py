@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import Parsed, TextBuilder
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = ["OrgParser"]
@@ -283,9 +283,4 @@ class OrgParser:
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         reader = _Reader(lines)
         builder = reader.run()
-        if builder.empty:
-            raise ParseError("no text")
-        metadata: dict[str, Any] = dict(read)
-        if reader.title is not None:
-            metadata["title"] = reader.title
-        return [builder.build(self.name, self.version(), metadata=metadata)]
+        return builder.text_document(self.name, self.version(), read, reader.title)
