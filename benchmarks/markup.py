@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -68,18 +69,10 @@ def render(pairs: Sequence[dict[str, Any]], root: Path) -> dict[str, str]:
                     pair[version], writer, format=reader, extra_args=["--standalone", "--quiet"]
                 )
                 (folder / f"{version}.{suffix}").write_text(text, encoding="utf-8")
-    return {"pandoc": pypandoc.get_pandoc_version(), "pypandoc-binary": _version("pypandoc")}
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import version
-
-    for name in (f"{package}-binary", f"{package}_binary", package):
-        try:
-            return version(name)
-        except Exception:
-            continue
-    return "?"
+    return {
+        "pandoc": pypandoc.get_pandoc_version(),
+        "pypandoc-binary": metadata.version("pypandoc-binary"),
+    }
 
 
 def _pipelines(suffix: str) -> dict[str, formats.Pipeline]:
