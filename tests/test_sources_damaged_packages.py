@@ -1,4 +1,4 @@
-"""A damaged ZIP package (DOCX, ODT, PPTX, XLSX, EPUB) is a skipped file with a reason,
+"""A damaged ZIP package (DOCX, ODT, ODS, ODP, PPTX, XLSX, EPUB) is a skipped file with a reason,
 never an exception that ends the sync: a corrupt deflate stream raised ``zlib.error``
 out of the PPTX and XLSX parsers, and out of every package part read through
 ``read_part``. The packages are written by the tests' real writers (python-docx, odfdo,
@@ -15,11 +15,13 @@ from test_sources_properties import WRITERS
 
 from rechunk.sources import ParseError, ParseOptions, parser_for
 
-PACKAGES = ("docx", "odt", "pptx", "xlsx", "epub")
+PACKAGES = ("docx", "odt", "ods", "odp", "pptx", "xlsx", "epub")
 # the part each format reads its text from, after it has opened the package
 CONTENT = {
     "docx": "word/document.xml",
     "odt": "content.xml",
+    "ods": "content.xml",
+    "odp": "content.xml",
     "pptx": "ppt/slides/slide1.xml",
     "xlsx": "xl/worksheets/sheet1.xml",
     "epub": "EPUB/text/ch001.xhtml",

@@ -6,8 +6,8 @@
   cell, record) parses into the same blocks as before plus the inserted one: every other
   block's text is unchanged, so the chunks around it can be reused.
 
-Writers: python-docx, odfdo (ODT), python-pptx, openpyxl, reportlab (PDF), the standard
-library's ``email`` and ``csv`` and ``json`` packages, nbformat-shaped JSON, and plain
+Writers: python-docx, odfdo (ODT, ODS, ODP), python-pptx, openpyxl, reportlab (PDF), the
+standard library's ``email`` and ``csv`` and ``json`` packages, nbformat-shaped JSON, and plain
 strings for Markdown, text, reStructuredText, AsciiDoc and HTML. (Format-specific inserts
 on richer files are in the per-format test modules; this module puts every format under
 the same two rules.)
@@ -133,6 +133,22 @@ def _pptx(paragraphs: Sequence[str]) -> bytes:
     return _saved(deck)
 
 
+def _odp(paragraphs: Sequence[str]) -> bytes:
+    odfdo = pytest.importorskip("odfdo")
+    document = odfdo.Document("presentation")
+    document.body.clear()
+    for i, p in enumerate(paragraphs):  # a slide per paragraph: its title, then its text
+        slide = odfdo.DrawPage(f"s{i}")
+        for text, kind, y in ((f"Slide {i}", "title", "1cm"), (p, "outline", "4cm")):
+            slide.append(
+                odfdo.Frame.text_frame(
+                    text, size=("20cm", "3cm"), position=("1cm", y), presentation_class=kind
+                )
+            )
+        document.body.append(slide)
+    return _saved(document)
+
+
 def _xlsx(paragraphs: Sequence[str]) -> bytes:
     openpyxl = pytest.importorskip("openpyxl")
     book = openpyxl.Workbook()
@@ -142,6 +158,16 @@ def _xlsx(paragraphs: Sequence[str]) -> bytes:
     for p in paragraphs:
         sheet.append([p, len(p)])
     return _saved(book)
+
+
+def _ods(paragraphs: Sequence[str]) -> bytes:
+    odfdo = pytest.importorskip("odfdo")
+    document = odfdo.Document("spreadsheet")
+    document.body.clear()
+    sheet = odfdo.Table("Notes")
+    sheet.set_values([["Note", "Length"], *([p, len(p)] for p in paragraphs)])
+    document.body.append(sheet)
+    return _saved(document)
 
 
 def _csv(paragraphs: Sequence[str]) -> bytes:
@@ -206,13 +232,16 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "odt": _odt,
     "epub": _epub,
     "pptx": _pptx,
+    "odp": _odp,
     "xlsx": _xlsx,
+    "ods": _ods,
     "csv": _csv,
     "ipynb": _ipynb,
     "eml": _eml,
     "pdf": _pdf,
 }
-HEAVY = {"pdf", "docx", "odt", "pptx", "xlsx", "epub"}  # slower writers: fewer examples
+# slower writers: fewer examples
+HEAVY = {"pdf", "docx", "odt", "pptx", "odp", "xlsx", "ods", "epub"}
 
 
 def _parse(fmt: str, data: bytes) -> list[Parsed]:
@@ -241,12 +270,13 @@ def _check(fmt: str, paragraphs: list[str], inserted: str, at: int) -> None:
     rest = list(after)
     for block in new_only:
         rest.remove(block)
-    # the pptx slide title and xlsx row text of the inserted item come along with it
+    # the slide title of the inserted item comes along with it
+    decks = ("pptx", "odp")
     extra = [b for b in rest if b not in old]
-    assert len(extra) <= (1 if fmt == "pptx" else 0), (fmt, extra)
+    assert len(extra) <= (1 if fmt in decks else 0), (fmt, extra)
     for block in extra:
         rest.remove(block)
-    if fmt == "pptx":  # slide titles repeat ("Slide i"): compare the text blocks in order
+    if fmt in decks:  # slide titles repeat ("Slide i"): compare the text blocks in order
         assert [b for b in rest if not b.startswith("#")] == [
             b for b in old if not b.startswith("#")
         ]

@@ -43,7 +43,8 @@ __all__ = ["PptxParser"]
 
 VERSION = 1
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
-_UNTITLED = "(untitled slide)"
+# the heading of a slide with text but no title (the ODP parser writes it too)
+UNTITLED = "(untitled slide)"
 # fields whose text is page furniture or changes without an edit
 _DROPPED_FIELD_PREFIXES = ("slidenum", "datetime")
 
@@ -276,7 +277,7 @@ class PptxParser:
                 if title_text.strip():
                     out.heading(title_text, 1, slide=number)
                 elif _has_text(slide.shapes, title) or _has_notes(slide):
-                    out.heading(_UNTITLED, 1, slide=number)
+                    out.heading(UNTITLED, 1, slide=number)
                 writer.shapes(slide.shapes, title)
                 writer.notes(slide)
         except (*ZIP_ERRORS, pptx.exc.PythonPptxError, KeyError, ValueError, AttributeError) as exc:

@@ -65,6 +65,8 @@ FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
     "pdf": ("rechunk.sources.pdf:PdfParser", (".pdf",)),
     "docx": ("rechunk.sources.docx:DocxParser", (".docx",)),
     "odt": ("rechunk.sources.odt:OdtParser", (".odt", ".ott")),
+    "ods": ("rechunk.sources.ods:OdsParser", (".ods", ".ots")),
+    "odp": ("rechunk.sources.odp:OdpParser", (".odp", ".otp")),
     "epub": ("rechunk.sources.epub:EpubParser", (".epub",)),
     "pptx": ("rechunk.sources.pptx:PptxParser", (".pptx",)),
     "xlsx": ("rechunk.sources.sheets:XlsxParser", (".xlsx", ".xlsm")),

@@ -276,7 +276,7 @@ def format_value(value: Any, number_format: str | None = None) -> str:
 # -- rows to blocks ---------------------------------------------------------------------------
 
 
-def _write_rows(
+def write_rows(
     out: TextBuilder,
     rows: Iterable[tuple[int, list[str]]],
     *,
@@ -353,7 +353,7 @@ class XlsxParser:
                         rows.append((number, values))
                 if rows:
                     out.heading(sheet.title, 1, sheet=sheet.title)
-                    _write_rows(out, rows, first_is_header=False, sheet=sheet.title)
+                    write_rows(out, rows, first_is_header=False, sheet=sheet.title)
         except failures as exc:
             raise ParseError(
                 f"corrupt: a sheet cannot be read ({type(exc).__name__}: {exc})"
@@ -407,7 +407,7 @@ class CsvParser:
         except csv.Error as exc:
             raise ParseError(f"corrupt: not delimited text ({exc})") from None
         out = TextBuilder()
-        _write_rows(out, rows, first_is_header=True)
+        write_rows(out, rows, first_is_header=True)
         if out.empty:
             raise ParseError("no text: the file holds no values")
         name = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "bar"}[delimiter]
