@@ -1,7 +1,7 @@
-"""Markup benchmark: what reading a LaTeX or Org source adds to re-embedding, beside the
-splitters a LangChain or LlamaIndex user would reach for.
+"""Markup benchmark: what reading a LaTeX, Org or ODT file adds to re-embedding, beside
+the splitters a LangChain or LlamaIndex user would reach for.
 
-Every ``../shared/revisions/dev.jsonl`` pair is rendered to LaTeX and to Org by pandoc 3.9
+Every ``../shared/revisions/dev.jsonl`` pair is rendered to LaTeX, Org and ODT by pandoc 3.9
 (PyPI ``pypandoc-binary`` 1.17, the tool that made the DOCX renders of ``formats-dev/``;
 its gfm reader for Markdown, its rst reader for the PEPs, ``--standalone``, so each LaTeX
 file has pandoc's full preamble and each Org headline its property drawer), into a
@@ -23,7 +23,9 @@ Pipelines: ``rechunk`` (``rechunk.sources.parse_file``, then the structured poli
 separators for Org, which ``Language`` does not name; on the MiniLM tokenizer);
 ``llamaindex`` (``SimpleDirectoryReader``, which reads both as text, then
 ``SentenceSplitter``). The anchors are length-matched on the source texts as in the
-formats benchmark.
+formats benchmark. ODT has no anchor: LangChain's ODT loader (``UnstructuredODTLoader``)
+needs the ``unstructured`` package, which is not installed here, and
+``SimpleDirectoryReader`` has no ODT reader (it would read the ZIP package as text).
 
     python benchmarks/markup.py             # writes docs + results
     python benchmarks/markup.py --no-write  # prints only
@@ -49,7 +51,13 @@ import formats
 RESULTS = Path(__file__).resolve().parent / "results" / "markup.json"
 COMMAND = "python benchmarks/markup.py"
 # suffix -> (pandoc's writer, the name in the report)
-FORMATS = {"tex": ("latex", "LaTeX"), "org": ("org", "Org")}
+FORMATS = {"tex": ("latex", "LaTeX"), "org": ("org", "Org"), "odt": ("odt", "ODT")}
+BINARY = {"odt"}  # pandoc writes these to a file, not as text
+NO_ANCHOR = {
+    "odt": "no anchor reads ODT here: LangChain's `UnstructuredODTLoader` needs the "
+    "`unstructured` package (not installed), and LlamaIndex's `SimpleDirectoryReader` has "
+    "no ODT reader"
+}
 PANDOC_EPOCH = "1700000000"
 
 
@@ -65,10 +73,15 @@ def render(pairs: Sequence[dict[str, Any]], root: Path) -> dict[str, str]:
         folder.mkdir(parents=True, exist_ok=True)
         for suffix, (writer, _) in FORMATS.items():
             for version in ("old", "new"):
-                text = pypandoc.convert_text(
-                    pair[version], writer, format=reader, extra_args=["--standalone", "--quiet"]
-                )
-                (folder / f"{version}.{suffix}").write_text(text, encoding="utf-8")
+                path = folder / f"{version}.{suffix}"
+                args = ["--standalone", "--quiet"]
+                if suffix in BINARY:
+                    pypandoc.convert_text(
+                        pair[version], writer, format=reader, extra_args=args, outputfile=str(path)
+                    )
+                    continue
+                text = pypandoc.convert_text(pair[version], writer, format=reader, extra_args=args)
+                path.write_text(text, encoding="utf-8")
     return {
         "pandoc": pypandoc.get_pandoc_version(),
         "pypandoc-binary": metadata.version("pypandoc-binary"),
@@ -76,9 +89,12 @@ def render(pairs: Sequence[dict[str, Any]], root: Path) -> dict[str, str]:
 
 
 def _pipelines(suffix: str) -> dict[str, formats.Pipeline]:
-    """The three pipelines, reading files of ``suffix``."""
+    """The three pipelines, reading files of ``suffix`` (rechunk's alone where no anchor
+    reads them: ``NO_ANCHOR``)."""
     rechunk = formats._rechunk_pipeline()
     rechunk.formats = (suffix,)
+    if suffix in NO_ANCHOR:
+        return {"rechunk": rechunk}
 
     from langchain_community.document_loaders import TextLoader
     from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
@@ -206,10 +222,16 @@ def _table(pipelines: list[dict[str, Any]], fmt: str) -> list[str]:
             f"{'yes' if p['nondeterministic_files'] == 0 else 'no'} | {p['failed_files']} |"
         )
     rechunk = next(p for p in pipelines if p["name"] == "rechunk")
-    best = min(
-        (p for p in pipelines if p["name"] != "rechunk"),
-        key=lambda p: p["cells"]["all/small"]["ratio"],
-    )
+    anchors = [p for p in pipelines if p["name"] != "rechunk"]
+    if not anchors:
+        lines += [
+            "",
+            f"On small edits rechunk re-embeds {x(rechunk['cells']['all/small']['ratio'])} the "
+            f"tokens it re-embeds on the source texts; {NO_ANCHOR[fmt]}.",
+            "",
+        ]
+        return lines
+    best = min(anchors, key=lambda p: p["cells"]["all/small"]["ratio"])
     lines += [
         "",
         f"On small edits rechunk re-embeds {x(rechunk['cells']['all/small']['ratio'])} the "
@@ -224,7 +246,7 @@ def _table(pipelines: list[dict[str, Any]], fmt: str) -> list[str]:
 
 def section(r: dict[str, Any]) -> str:
     lines = [
-        "## LaTeX and Org: what reading the markup adds to re-embedding",
+        "## LaTeX, Org and ODT: what reading the markup adds to re-embedding",
         "",
         f"Machine: {r['machine']}. Reproduce: `{r['command']}` (whole run "
         f"{r['seconds_total']:.0f} s, of it {r['render_seconds']:.0f} s rendering; raw "
@@ -232,10 +254,11 @@ def section(r: dict[str, Any]) -> str:
         f"{r['load_average_1min']['before']:.2f}/{r['load_average_1min']['after']:.2f}.",
         "",
         f"The {r['dataset']['pairs']} pairs of `dev.jsonl` (dev; {r['dataset']['small_pairs']} "
-        f"small edits) rendered to LaTeX and to Org by pandoc {r['tools']['pandoc']} (PyPI "
+        f"small edits) rendered to LaTeX, Org and ODT by pandoc {r['tools']['pandoc']} (PyPI "
         f"`pypandoc-binary` {r['tools']['pypandoc-binary']}; gfm reader for Markdown, rst "
         "for the PEPs; `--standalone`, so every LaTeX file has pandoc's preamble and every "
-        "Org headline its property drawer). Points added: R_c on the renders minus the same "
+        "Org headline its property drawer; ODT is pandoc's own writer, not an office "
+        "program's). Points added: R_c on the renders minus the same "
         "splitter's R_c on the source texts (mean over pairs). Tokens vs source: what the "
         "small-edit pairs re-embed on the renders over what they re-embed on the sources: "
         "what an edit costs. Foreign words: extracted words that never occur in the "
