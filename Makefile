@@ -13,11 +13,13 @@ export TRANSFORMERS_OFFLINE := 1
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: Python compiles a module when it is first imported instead of pip compiling
+# every module of every package at install (a minute of a fresh install; most are never run)
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	# CPU torch first: any other torch spec may pull a multi-GB GPU build
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[all,dev]"
+	$(BIN)/python -m pip install -q --no-compile torch==2.13.0
+	$(BIN)/python -m pip install -q --no-compile -e ".[all,dev]"
 
 demo: install
 	$(BIN)/python examples/demo.py
