@@ -211,6 +211,21 @@ def test_code_language_and_verbatim_text() -> None:
     ]
 
 
+def test_pandoc_code_blocks_keep_their_language() -> None:
+    """pandoc writes ``<pre class="sourceCode python">`` (its EPUBs too), not ``language-x``."""
+    pypandoc = pytest.importorskip("pypandoc")
+    markdown = "# Run\n\n```python\nfor x in range(3):\n    print(x)\n```\n\n```\nplain\n```\n"
+    markup = pypandoc.convert_text(
+        markdown, "html", format="gfm", extra_args=["--standalone", "--quiet", "-M", "title=Run"]
+    )
+    assert 'class="sourceCode python"' in markup
+    codes = [b for b in blocks(parse(markup)) if b[0] == "code"]
+    assert codes == [
+        ("code", 0, "```python\nfor x in range(3):\n    print(x)\n```"),
+        ("code", 0, "```\nplain\n```"),
+    ]
+
+
 def test_title_falls_back_to_the_first_h1() -> None:
     assert parse("<h2>Sub</h2><h1>Main title</h1><p>x</p>").metadata["title"] == "Main title"
     assert "title" not in parse("<p>no title</p>").metadata

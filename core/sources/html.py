@@ -37,7 +37,8 @@ use (extra ``formats``). What is read, in this order:
    cells; its ``caption`` a paragraph before it), unless it is a layout table (a table
    inside, or ``role="presentation"``/``"none"``), whose cells are read as containers;
    ``pre`` as code, its text verbatim, its language from a ``language-x``, ``lang-x`` or
-   ``highlight-x`` class on the ``pre``, its ``code`` or the two elements around it; a
+   ``highlight-x`` class (or pandoc's ``sourceCode x``) on the ``pre``, its ``code`` or
+   the two elements around it; a
    ``blockquote``'s paragraphs as quotes. Inline elements join their text; ``<br>`` is a
    space; images, comments and empty elements give nothing.
 
@@ -167,6 +168,7 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _LISTS = frozenset({"ul", "ol", "menu"})
 _TEXT, _COMMENT = "-text", "-comment"
 _LANGUAGE = re.compile(r"(?:language|lang|highlight)-([\w+#.-]+)")
+_PANDOC_CODE_CLASSES = frozenset({"sourceCode", "numberSource", "numberLines"})
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 
 
@@ -227,10 +229,15 @@ def _code_language(pre: Any) -> str:
     for node in candidates:
         if node is None or node.tag in ("body", "html"):
             continue
-        for name in _classes(node):
+        names = _classes(node)
+        for name in names:
             match = _LANGUAGE.fullmatch(name)
             if match:
                 return match.group(1)
+        if "sourceCode" in names:  # pandoc's: class="sourceCode python"
+            rest = [n for n in names if n not in _PANDOC_CODE_CLASSES]
+            if rest:
+                return rest[0]
     return ""
 
 
