@@ -1,7 +1,7 @@
-"""Markup benchmark: what reading a LaTeX, Org or ODT file adds to re-embedding, beside
-the splitters a LangChain or LlamaIndex user would reach for.
+"""Markup benchmark: what reading a LaTeX, Org, RTF or ODT file adds to re-embedding,
+beside the splitters a LangChain or LlamaIndex user would reach for.
 
-Every ``../shared/revisions/dev.jsonl`` pair is rendered to LaTeX, Org and ODT by pandoc 3.9
+Every ``../shared/revisions/dev.jsonl`` pair is rendered to LaTeX, Org, RTF and ODT by pandoc 3.9
 (PyPI ``pypandoc-binary`` 1.17, the tool that made the DOCX renders of ``formats-dev/``;
 its gfm reader for Markdown, its rst reader for the PEPs, ``--standalone``, so each LaTeX
 file has pandoc's full preamble and each Org headline its property drawer), into a
@@ -20,8 +20,8 @@ temporary folder. Then, per format and pipeline, the measures of the formats ben
 Pipelines: ``rechunk`` (``rechunk.sources.parse_file``, then the structured policy sized by
 ``rechunk.policy_for`` for all-MiniLM-L6-v2); ``langchain`` (``TextLoader``, then
 ``RecursiveCharacterTextSplitter.from_language(Language.LATEX)`` for LaTeX, its default
-separators for Org, which ``Language`` does not name; on the MiniLM tokenizer);
-``llamaindex`` (``SimpleDirectoryReader``, which reads both as text, then
+separators for Org and RTF, which ``Language`` does not name; on the MiniLM tokenizer);
+``llamaindex`` (``SimpleDirectoryReader``, which reads all three as text, then
 ``SentenceSplitter``). The anchors are length-matched on the source texts as in the
 formats benchmark. ODT has no anchor: LangChain's ODT loader (``UnstructuredODTLoader``)
 needs the ``unstructured`` package, which is not installed here, and
@@ -51,7 +51,12 @@ import formats
 RESULTS = Path(__file__).resolve().parent / "results" / "markup.json"
 COMMAND = "python benchmarks/markup.py"
 # suffix -> (pandoc's writer, the name in the report)
-FORMATS = {"tex": ("latex", "LaTeX"), "org": ("org", "Org"), "odt": ("odt", "ODT")}
+FORMATS = {
+    "tex": ("latex", "LaTeX"),
+    "org": ("org", "Org"),
+    "rtf": ("rtf", "RTF"),
+    "odt": ("odt", "ODT"),
+}
 BINARY = {"odt"}  # pandoc writes these to a file, not as text
 NO_ANCHOR = {
     "odt": "no anchor reads ODT here: LangChain's `UnstructuredODTLoader` needs the "
@@ -105,7 +110,7 @@ def _pipelines(suffix: str) -> dict[str, formats.Pipeline]:
     separators = (
         RecursiveCharacterTextSplitter.get_separators_for_language(Language.LATEX)
         if suffix == "tex"
-        else None  # LangChain names no Org separators: its defaults
+        else None  # LangChain names no Org or RTF separators: its defaults
     )
 
     def splitter(target: int) -> Any:
@@ -246,7 +251,7 @@ def _table(pipelines: list[dict[str, Any]], fmt: str) -> list[str]:
 
 def section(r: dict[str, Any]) -> str:
     lines = [
-        "## LaTeX, Org and ODT: what reading the markup adds to re-embedding",
+        "## LaTeX, Org, RTF and ODT: what reading the markup adds to re-embedding",
         "",
         f"Machine: {r['machine']}. Reproduce: `{r['command']}` (whole run "
         f"{r['seconds_total']:.0f} s, of it {r['render_seconds']:.0f} s rendering; raw "
@@ -254,7 +259,7 @@ def section(r: dict[str, Any]) -> str:
         f"{r['load_average_1min']['before']:.2f}/{r['load_average_1min']['after']:.2f}.",
         "",
         f"The {r['dataset']['pairs']} pairs of `dev.jsonl` (dev; {r['dataset']['small_pairs']} "
-        f"small edits) rendered to LaTeX, Org and ODT by pandoc {r['tools']['pandoc']} (PyPI "
+        f"small edits) rendered to LaTeX, Org, RTF and ODT by pandoc {r['tools']['pandoc']} (PyPI "
         f"`pypandoc-binary` {r['tools']['pypandoc-binary']}; gfm reader for Markdown, rst "
         "for the PEPs; `--standalone`, so every LaTeX file has pandoc's preamble and every "
         "Org headline its property drawer; ODT is pandoc's own writer, not an office "

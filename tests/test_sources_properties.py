@@ -6,9 +6,10 @@
   cell, record) parses into the same blocks as before plus the inserted one: every other
   block's text is unchanged, so the chunks around it can be reused.
 
-Writers: python-docx, odfdo (ODT, ODS, ODP), python-pptx, openpyxl, reportlab (PDF), the
-standard library's ``email`` and ``csv`` and ``json`` packages, nbformat-shaped JSON, and plain
-strings for Markdown, text, reStructuredText, AsciiDoc and HTML. (Format-specific inserts
+Writers: python-docx, odfdo (ODT, ODS, ODP), python-pptx, openpyxl, reportlab (PDF), pandoc
+(EPUB, RTF), the standard library's ``email`` and ``csv`` and ``json`` packages,
+nbformat-shaped JSON, and plain strings for Markdown, text, reStructuredText, AsciiDoc and
+HTML. (Format-specific inserts
 on richer files are in the per-format test modules; this module puts every format under
 the same two rules.)
 """
@@ -90,6 +91,15 @@ def _latex(paragraphs: Sequence[str]) -> bytes:
         + "\n\n".join(paragraphs)
         + "\n\\end{document}\n"
     ).encode()
+
+
+def _rtf(paragraphs: Sequence[str]) -> bytes:
+    pypandoc = pytest.importorskip("pypandoc")
+    markdown = "# Survey\n\n" + "\n\n".join(paragraphs)
+    rtf = pypandoc.convert_text(
+        markdown, "rtf", format="markdown-smart-raw_tex", extra_args=["--standalone"]
+    )
+    return str(rtf).encode("ascii")
 
 
 def _html(paragraphs: Sequence[str]) -> bytes:
@@ -231,6 +241,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "docx": _docx,
     "odt": _odt,
     "epub": _epub,
+    "rtf": _rtf,
     "pptx": _pptx,
     "odp": _odp,
     "xlsx": _xlsx,
@@ -241,7 +252,7 @@ WRITERS: dict[str, Callable[[Sequence[str]], bytes]] = {
     "pdf": _pdf,
 }
 # slower writers: fewer examples
-HEAVY = {"pdf", "docx", "odt", "pptx", "odp", "xlsx", "ods", "epub"}
+HEAVY = {"pdf", "docx", "odt", "pptx", "odp", "xlsx", "ods", "epub", "rtf"}
 
 
 def _parse(fmt: str, data: bytes) -> list[Parsed]:

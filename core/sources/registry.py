@@ -67,6 +67,7 @@ FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
     "odt": ("rechunk.sources.odt:OdtParser", (".odt", ".ott")),
     "ods": ("rechunk.sources.ods:OdsParser", (".ods", ".ots")),
     "odp": ("rechunk.sources.odp:OdpParser", (".odp", ".otp")),
+    "rtf": ("rechunk.sources.rtf:RtfParser", (".rtf",)),
     "epub": ("rechunk.sources.epub:EpubParser", (".epub",)),
     "pptx": ("rechunk.sources.pptx:PptxParser", (".pptx",)),
     "xlsx": ("rechunk.sources.sheets:XlsxParser", (".xlsx", ".xlsm")),
