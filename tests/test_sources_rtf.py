@@ -190,7 +190,8 @@ Binary data skipped.
 """
 
 # As macOS TextEdit writes it: a font table without groups, a line ending in a backslash
-# ends a paragraph, list markers in \listtext with tabs, code in Menlo.
+# ends a paragraph, list markers in \listtext with tabs, code in Menlo (its blank line is
+# a paragraph of its own).
 TEXTEDIT = r"""{\rtf1\ansi\ansicpg1252\cocoartf2761
 \cocoatextscaling0\cocoaplatform0{\fonttbl\f0\fswiss\fcharset0 Helvetica;\f1\fswiss\fcharset0 Helvetica-Bold;\f2\fnil\fcharset0 Menlo-Regular;
 }
@@ -211,6 +212,7 @@ TEXTEDIT = r"""{\rtf1\ansi\ansicpg1252\cocoartf2761
 \pard\tx566\pardirnatural\partightenfactor0
 \cf0 \
 \f2 git pull\
+\
 make deploy\
 \
 \f0 Last line.}""".replace("<TAB>", "\t")
@@ -224,6 +226,7 @@ Orders ship on Tuesdays. Café hours change in winter.
 
 ```
 git pull
+
 make deploy
 ```
 

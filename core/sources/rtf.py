@@ -21,12 +21,12 @@ What the text holds, in reading order (the Markdown shape of
 * a field's result (a link's text), Unicode (``\\uN``) and code-page characters
   (``\\'hh``, in the font's character set or the document's ``\\ansicpg``).
 
-Not in the text: page headers and footers, footnotes and endnotes, comments,
-pictures, text boxes and shapes, equations, embedded objects, hidden text (``\\v``), text deleted with tracked changes
-(``\\deleted``), the rendered list numbers, index and contents entries, a table of
-contents field's result and fields that change without an edit (page numbers, page
-counts, dates and times), and every destination a reader may ignore (``\\*``) that is
-not a field instruction. ``title`` comes from the ``\\info`` group.
+Not in the text: page headers and footers, footnotes and endnotes, comments, pictures,
+text boxes and shapes, equations, embedded objects, hidden text (``\\v``), text deleted
+with tracked changes (``\\deleted``), the rendered list numbers, index and contents
+entries, a table of contents field's result and fields that change without an edit
+(page numbers, page counts, dates and times), and every destination a reader may ignore
+(``\\*``) that is not a field instruction. ``title`` comes from the ``\\info`` group.
 
 A file that does not start with ``{\\rtf`` is a
 :class:`~rechunk.sources.base.ParseError`; so is one with no text.
@@ -241,12 +241,14 @@ class _Reader:
         self.flush_table()
         style = self.styles.get(state.style, _Style())
         name = style.name.strip().rstrip(";").strip().lower()
-        if (p.mono and not p.other) or name in _CODE_STYLES:
-            if text.strip() or self.code:
+        blank = not text.strip()
+        code = (p.mono and not p.other) or name in _CODE_STYLES
+        if code or (blank and self.code and state.font in self.mono_fonts):
+            if not blank or self.code:
                 self.code.append(text.replace("\u00a0", " ").rstrip())
             return
         self.flush_code()
-        if not text.strip():
+        if blank:
             return
         outline = state.outline if state.outline is not None else style.outline
         heading = _HEADING_STYLE.fullmatch(name)
