@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run_json
+from cli_helpers import sync_an_insert
 from parser_contract import ParserContract
 
 from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
@@ -207,23 +207,11 @@ class TestOdpContract(ParserContract):
 def test_a_folder_with_an_odp_syncs_and_an_inserted_slide_re_embeds_around_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    guide_md = (Path(__file__).resolve().parents[1] / "examples/docs/sync-guide.md").read_text()
-    talks = [
-        (f"Point {i}", p.strip())
-        for i, p in enumerate(guide_md.split("\n\n"))
-        if p.strip()[:1].isalpha()
-    ]
-    (docs / "talk.odp").write_bytes(deck(talks))
+    def talk(paragraphs: list[str]) -> bytes:  # a slide per paragraph, titled by its words
+        return deck([(" ".join(p.split()[:3]), p) for p in paragraphs])
+
+    (tmp_path / "docs").mkdir()
     monkeypatch.chdir(tmp_path)
-    code, report = run_json(capsys, "sync", "docs")
-    assert code == 0 and report["documents"]["new"] == 1 and report["unsupported_files"] == {}
-    assert report["skipped_files"] == []
-    assert parse_file(docs / "talk.odp")[0].metadata["title"] == "The sync job"
-    inserted = ("Inserted", "A slide inserted by a later revision.")
-    (docs / "talk.odp").write_bytes(deck([*talks[:4], inserted, *talks[4:]]))
-    code, report = run_json(capsys, "sync", "docs")
-    (doc,) = report["per_document"]
-    assert code == 0 and doc["status"] == "changed"
+    doc = sync_an_insert(capsys, "docs", "talk.odp", talk, at=4)
     assert 0 < doc["tokens_embedded"] <= 0.3 * doc["tokens_total"], doc
+    assert parse_file(Path("docs/talk.odp"))[0].metadata["title"] == "The sync job"

@@ -12,7 +12,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
-from cli_helpers import run_json
+from cli_helpers import sync_an_insert
 from parser_contract import ParserContract
 
 from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
@@ -228,21 +228,11 @@ class TestOdtContract(ParserContract):
 def test_a_folder_with_an_odt_syncs_and_an_insert_re_embeds_around_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    guide_md = (Path(__file__).resolve().parents[1] / "examples/docs/sync-guide.md").read_text()
-    long = [p.strip() for p in guide_md.split("\n\n") if p.strip()[:1].isalpha()]
-    (docs / "guide.odt").write_bytes(guide(long))
+    (tmp_path / "docs").mkdir()
     monkeypatch.chdir(tmp_path)
-    code, report = run_json(capsys, "sync", "docs")
-    assert code == 0 and report["documents"]["new"] == 1 and report["unsupported_files"] == {}
-    assert parse_file(docs / "guide.odt")[0].metadata["title"] == "Operating the sync job"
-    edited = [*long[:6], "A paragraph inserted by a later revision.", *long[6:]]
-    (docs / "guide.odt").write_bytes(guide(edited))
-    code, report = run_json(capsys, "sync", "docs")
-    (doc,) = report["per_document"]
-    assert code == 0 and doc["status"] == "changed"
+    doc = sync_an_insert(capsys, "docs", "guide.odt", guide)
     assert 0 < doc["tokens_embedded"] <= 0.3 * doc["tokens_total"], doc
+    assert parse_file(Path("docs/guide.odt"))[0].metadata["title"] == "Operating the sync job"
 
 
 def test_a_package_nested_deeper_than_the_stack_is_skipped_not_a_crash(tmp_path: Path) -> None:

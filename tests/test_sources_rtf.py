@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import run_json
+from cli_helpers import sync_an_insert
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from parser_contract import ParserContract
@@ -322,19 +322,8 @@ def test_any_token_soup_is_text_or_a_parse_error(pieces: list[str]) -> None:
 def test_a_folder_with_rtf_syncs_and_an_insert_re_embeds_around_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    guide_md = (Path(__file__).resolve().parents[1] / "examples/docs/sync-guide.md").read_text()
-    long = [p.strip() for p in guide_md.split("\n\n") if p.strip()[:1].isalpha()]
-    (docs / "guide.rtf").write_bytes(guide(long))
-    (docs / "notes.rtf").write_text(TEXTEDIT, encoding="ascii")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.rtf").write_text(TEXTEDIT, encoding="ascii")
     monkeypatch.chdir(tmp_path)
-    code, report = run_json(capsys, "sync", "docs")
-    assert code == 0 and report["documents"]["new"] == 2 and report["unsupported_files"] == {}
-    assert report["skipped_files"] == []
-    edited = [*long[:6], "A paragraph inserted by a later revision.", *long[6:]]
-    (docs / "guide.rtf").write_bytes(guide(edited))
-    code, report = run_json(capsys, "sync", "docs")
-    (doc,) = [d for d in report["per_document"] if d["status"] == "changed"]
-    assert code == 0 and doc["doc_id"] == "guide.rtf"
+    doc = sync_an_insert(capsys, "docs", "guide.rtf", guide)
     assert 0 < doc["tokens_embedded"] <= 0.3 * doc["tokens_total"], doc
