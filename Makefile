@@ -57,7 +57,9 @@ docs:
 
 test: install lint typecheck docs-check pytest
 
-# every benchmark, each rewriting its section of docs/benchmarks.md (run on an idle machine)
+# the core benchmarks, each rewriting its section of docs/benchmarks.md (run on an idle
+# machine); the others (formats, markup, code, scale, watch, distributed...) take longer
+# or need ../shared: each section of docs/benchmarks.md names the command that made it
 bench: install
 	$(BIN)/python benchmarks/churn.py
 	$(BIN)/python benchmarks/cache.py
