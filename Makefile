@@ -39,9 +39,12 @@ typecheck:
 # (pytest-xdist), each taking whole test files: a file's module fixtures (a Ray cluster, a
 # Chroma server) start once, in one process. A test keeps at most one core busy most of the
 # time, so on a 2-core machine two workers take the suite from about 16 to about 9 minutes.
+# Files are handed out in collection order (the slowest first: tests/conftest.py), not
+# xdist's default of the files with the most tests first, which left the Ray tests to last.
 PYTEST_WORKERS ?= 2
 pytest:
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		$(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
 # the documentation site, built strictly (a broken link, a missing page in the nav or an API
