@@ -38,7 +38,7 @@ typecheck:
 # and do not treat it as a failure of the code. The suite runs in PYTEST_WORKERS processes
 # (pytest-xdist), each taking whole test files: a file's module fixtures (a Ray cluster, a
 # Chroma server) start once, in one process. A test keeps at most one core busy most of the
-# time, so on a 2-core machine two workers take the suite from about 16 to about 9 minutes.
+# time, so on a 2-core machine two workers take the suite from about 16 to about 10 minutes.
 # Files are handed out in collection order (the slowest first: tests/conftest.py), not
 # xdist's default of the files with the most tests first, which left the Ray tests to last.
 PYTEST_WORKERS ?= 2
