@@ -107,8 +107,8 @@ See the site and a footnote.
 {PARAGRAPHS[3]}
 """
 
-# As Word writes it: a style sheet (headings, a code and a title style), a list table
-# and Word's rendered list markers, a header and footer with page fields, a contents
+# As Word writes it: a style sheet (headings, a code, a quote and a title style), a list
+# table and Word's rendered list markers, a header and footer with page fields, a contents
 # field, hidden text, a footnote, a comment, tracked changes, code-page and Unicode
 # characters in two fonts' character sets, a table, a picture, bookmarks, a link, \bin.
 WORD = r"""{\rtf1\adeflang1025\ansi\ansicpg1252\uc1\adeff31507\deff0\deflang1033
@@ -122,7 +122,8 @@ WORD = r"""{\rtf1\adeflang1025\ansi\ansicpg1252\uc1\adeff31507\deff0\deflang1033
 {\s2\ql \li0\ri0\sb240\sa60\keepn\outlinelevel1 \b\i\fs28 \sbasedon0 \snext0 heading 2;}
 {\*\cs10 \additive \ssemihidden \sunhideused \spriority1 Default Paragraph Font;}
 {\s20\ql \li0\ri0\widctlpar \f2\fs20 \sbasedon0 \snext20 HTML Preformatted;}
-{\s21\qc \li0\ri0\widctlpar \b\fs56 \sbasedon0 \snext0 Title;}}
+{\s21\qc \li0\ri0\widctlpar \b\fs56 \sbasedon0 \snext0 Title;}
+{\s29\qc \li864\ri864\widctlpar \i \sbasedon0 \snext0 Quote;}}
 {\*\listtable{\list\listtemplateid1{\listlevel\levelnfc23\levelstartat1{\leveltext\'01\u-3913 ?;}
 {\levelnumbers;}\f3\fi-360\li720 }{\listname ;}\listid1}}
 {\*\listoverridetable{\listoverride\listid1\listoverridecount0\ls1}}
@@ -139,6 +140,7 @@ WORD = r"""{\rtf1\adeflang1025\ansi\ansicpg1252\uc1\adeff31507\deff0\deflang1033
  A footnote the index never sees.\par}.{\*\atnid Ada}{\*\annotation \pard\plain a
  reviewer's comment\par}\par
 \pard\plain \ql \f0 Kept {\deleted removed words }and {\revised inserted} text.\par
+\pard\plain \s29\qc \li864\ri864 \i Keep the index honest.\par
 {\pard\plain \ql \f0 Japanese: {\f40 \'93\'fa\'96\'7b\'8c\'ea} and {\uc0\u8364 } euro.\par}
 {\listtext\pard\plain \f3 \'b7\tab}\pard\plain \ql \fi-360\li720\ls1\ilvl0 \f0 check the
  stale check\par
@@ -165,6 +167,8 @@ WORD_TEXT = """# Operating the sync job
 The job runs at two every night, café crème, and the summary lists the files it skipped.
 
 Kept and inserted text.
+
+> Keep the index honest.
 
 Japanese: 日本語 and € euro.
 

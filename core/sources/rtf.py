@@ -13,6 +13,7 @@ What the text holds, in reading order (the Markdown shape of
   as pandoc writes them): at the list level (``\\ilvl``, else the indent), numbered
   where the marker is a number or a letter, counted here (the file's own numbers would
   change with every item inserted above);
+* a paragraph in a quote style (``Quote``, ``Quotations``) is a quote;
 * a paragraph written wholly in a fixed-pitch font (``\\fmodern``, or Courier, Consolas,
   Menlo and the like) is code, consecutive ones in one fence, its line breaks and
   indentation kept;
@@ -104,6 +105,7 @@ _MONO = re.compile(
 _CODE_STYLES = frozenset(
     {"source code", "source text", "preformatted text", "html preformatted", "code"}
 )
+_QUOTE_STYLES = frozenset({"quote", "quotations", "block text", "intense quote"})
 _MARKER = re.compile(r"[\u2022\u25cf\u25e6\u25aa\u25a0\u2013\u2014\u00b7o*\-\uf0b7\uf0a7]")
 _NUMBERED = re.compile(r"\(?(?:[0-9]{1,4}|[a-zA-Z]{1,4})[.)]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -280,7 +282,10 @@ class _Reader:
             self.out.list_item(text, depth, number)
             return
         self.counters.clear()
-        self.out.paragraph(text)
+        if name in _QUOTE_STYLES:
+            self.out.quote(text)
+        else:
+            self.out.paragraph(text)
 
     def end_cell(self) -> None:
         if self.paragraph.parts:
