@@ -208,6 +208,13 @@ def test_a_file_without_a_document_environment_is_all_text() -> None:
     assert parse(chapter) == "# Costs\n\nEvery sync reports its tokens.\n"
 
 
+def test_section_and_paragraph_signs_are_kept() -> None:
+    assert (
+        parse("See \\S~3, \\P 2 and \\S\\S 4--5.\n")
+        == "See \u00a7 3, \u00b62 and \u00a7\u00a74\u20135.\n"
+    )
+
+
 def test_a_preamble_alone_has_no_text() -> None:
     with pytest.raises(ParseError, match="no text"):
         parse("\\documentclass{article}\n\\usepackage{x}\n% nothing\n")

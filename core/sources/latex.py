@@ -285,6 +285,8 @@ def _context() -> tuple[Any, LatexNodes2Text]:
             text_spec("lstinline", simplify_repl=_verbatim),
             text_spec("verb", simplify_repl=_verbatim),
             text_spec("mintinline", simplify_repl=_argument(-1)),
+            text_spec("S", simplify_repl="\u00a7"),  # the section sign
+            text_spec("P", simplify_repl="\u00b6"),  # the pilcrow
         ]
         text_macros += [text_spec(name, simplify_repl=name) for name in _LOGOS]
         to_text.add_context_category("rechunk", text_macros, [], prepend=True)
