@@ -281,7 +281,7 @@ def _encrypted(zf: zipfile.ZipFile) -> bool:
     return manifest is not None and next(manifest.iter(encrypted), None) is not None
 
 
-def open_odf(data: bytes, kind: str, what: str, legacy: str, suffix: str) -> Package:
+def open_odf(data: bytes, kind: str, legacy: str, suffix: str) -> Package:
     """The parts of an OpenDocument ``kind`` (``text``, ``spreadsheet``...; its template
     too) package. A file that is not a ZIP package, whose ``mimetype`` names another
     kind, that is password-protected or has no ``content.xml``, or a legacy binary file
@@ -294,7 +294,7 @@ def open_odf(data: bytes, kind: str, what: str, legacy: str, suffix: str) -> Pac
     with open_package(data, "an OpenDocument package") as zf:
         mimetype = (read_part(zf, "mimetype") or b"").decode("ascii", "replace").strip()
         if mimetype not in mimetypes:
-            raise ParseError(f"not an OpenDocument {what}: its mimetype is {mimetype!r}")
+            raise ParseError(f"not an OpenDocument {kind}: its mimetype is {mimetype!r}")
         if _encrypted(zf):
             raise ParseError(
                 "encrypted: the file is password-protected; save it without a password"

@@ -84,7 +84,7 @@ class OdpParser:
         return "odp/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        package = open_odf(data, "presentation", "presentation", "PowerPoint (.ppt)", ".odp")
+        package = open_odf(data, "presentation", "PowerPoint (.ppt)", ".odp")
         body = package.body("presentation")
         styles = Styles(package.style_roots())
         out = TextBuilder()

@@ -115,7 +115,7 @@ class OdsParser:
         return "ods/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        package = open_odf(data, "spreadsheet", "spreadsheet", "Excel (.xls)", ".ods")
+        package = open_odf(data, "spreadsheet", "Excel (.xls)", ".ods")
         body = package.body("spreadsheet")
         out = TextBuilder()
         written = 0

@@ -50,7 +50,7 @@ class OdtParser:
         return "odt/1"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        package = open_odf(data, "text", "text", "Word (.doc)", ".odt")
+        package = open_odf(data, "text", "Word (.doc)", ".odt")
         walker = Walker(Styles(package.style_roots()))
         body = package.body("text")
         if body is not None:
