@@ -56,6 +56,7 @@ import contextlib
 import json
 import uuid
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
@@ -104,10 +105,12 @@ __all__ = [
     "check_point_id",
     "check_query_vector",
     "check_vector",
+    "check_version",
     "chroma_record",
     "from_chroma",
     "from_qdrant",
     "is_unreachable",
+    "layout_vector",
     "prepare_writes",
     "qdrant_payload",
     "rechunk_fields",
@@ -157,6 +160,32 @@ def check_layout(layout: object) -> Layout:
     raise ConfigError(f"layout must be one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}")
 
 
+def layout_vector(layout: Layout, names: Iterable[str], what: str) -> str:
+    """The vector of ``names`` (``""``: the unnamed one) that ``layout`` reads: the unnamed
+    vector for langchain, ``text-dense`` (else an unnamed one, as LlamaIndex reads it) for
+    llamaindex; :class:`StoreError` naming ``what`` (the collection) when there is none."""
+    have = set(names)
+    wanted = [""] if layout == "langchain" else [LLAMAINDEX_VECTOR_NAME, ""]
+    for name in wanted:
+        if name in have:
+            return name
+    need = (
+        "an unnamed vector"
+        if layout == "langchain"
+        else f"the vector {LLAMAINDEX_VECTOR_NAME!r} or an unnamed one"
+    )
+    raise StoreError(f"{what} has the named vectors {sorted(have)}; layout={layout!r} needs {need}")
+
+
+def check_version(version: object) -> int | None:
+    """A conditional write's version: a non-negative ``int``, or ``None`` (unconditional)."""
+    if version is None:
+        return None
+    if type(version) is not int or version < 0:
+        raise ConfigError(f"version must be a non-negative int or None, got {version!r}")
+    return version
+
+
 def check_name(collection: object) -> str:
     """A collection name: a non-empty ``str``."""
     if type(collection) is not str or not collection.strip():
@@ -175,7 +204,7 @@ ClientT = TypeVar("ClientT")
 StoreT = TypeVar("StoreT", bound="StoreBase[Any]")
 
 
-class StoreBase(Generic[ClientT]):
+class StoreBase(ABC, Generic[ClientT]):
     """What every store adapter holds: a ready client, a collection, a layout, a batch size.
 
     The constructor validates the three settings and does no I/O.
@@ -247,6 +276,15 @@ class StoreBase(Generic[ClientT]):
                     stacklevel=4,
                 )
             return None
+
+    @abstractmethod
+    def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
+        """:meth:`get_points` of each doc_id, read in as few requests as the store allows."""
+
+    def get_points(self, doc_id: str) -> list[StoredPoint]:
+        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
+        doc_id = check_doc_id(doc_id)
+        return self.get_points_many([doc_id])[doc_id]
 
     #: whether metadata values must be flat (Chroma: no None, dict or mixed list)
     _flat = False
@@ -451,8 +489,10 @@ def check_metadata(metadata: Mapping[str, Any], owner: str, layout: Layout, *, f
                     f"{where}: Chroma reserves keys starting with "
                     f"{', '.join(map(repr, _CHROMA_RESERVED_PREFIXES))}; rename it"
                 )
-            if value is None or type(value) is dict or (
-                type(value) is list and not _flat_list(value)
+            if (
+                value is None
+                or type(value) is dict
+                or (type(value) is list and not _flat_list(value))
             ):
                 raise StoreError(
                     f"{where} holds {type(value).__name__} {value!r:.60}; Chroma metadata values "

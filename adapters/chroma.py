@@ -41,7 +41,6 @@ from rechunk.adapters._layout import (
     check_dimension,
     check_dimensions,
     check_distance,
-    check_doc_id,
     check_doc_ids,
     check_ids,
     check_k,
@@ -288,9 +287,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
             return self._pinned
         with self._errors("open"):
             try:
-                collection = self._client.get_collection(
-                    self._collection, embedding_function=None
-                )
+                collection = self._client.get_collection(self._collection, embedding_function=None)
             except NotFoundError:
                 return None
             except ValueError as exc:  # older clients
@@ -429,11 +426,6 @@ class ChromaStore(StoreBase["ClientAPI"]):
             point_id,
             lambda: from_chroma(point_id, document, metadata, self._layout, self._collection),
         )
-
-    def get_points(self, doc_id: str) -> list[StoredPoint]:
-        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
-        doc_id = check_doc_id(doc_id)
-        return self.get_points_many([doc_id])[doc_id]
 
     def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
         """:meth:`get_points` of each doc_id: one filtered read per ``batch_size`` ids (at
@@ -613,13 +605,13 @@ class ChromaStore(StoreBase["ClientAPI"]):
             none = [None] * len(ids)
             documents = found["documents"][row] if found.get("documents") else none
             metadatas = found["metadatas"][row] if found.get("metadatas") else none
-            distances = (
-                found["distances"][row] if found.get("distances") else [math.nan] * len(ids)
+            distances = found["distances"][row] if found.get("distances") else [math.nan] * len(ids)
+            answers.append(
+                [
+                    (self._decode(i, d, m), _score(config.distance, float(dist)))
+                    for i, d, m, dist in zip(ids, documents, metadatas, distances)
+                ]
             )
-            answers.append([
-                (self._decode(i, d, m), _score(config.distance, float(dist)))
-                for i, d, m, dist in zip(ids, documents, metadatas, distances)
-            ])
         return answers
 
     # -- writes ----------------------------------------------------------------------------
@@ -752,7 +744,6 @@ class ChromaStore(StoreBase["ClientAPI"]):
         with self._errors("delete from"):
             for chunk in batches(unique, size):
                 collection.delete(ids=list(chunk))
-
 
     def supersede(self, ids: Sequence[str]) -> None:
         """Mark those of ``ids`` that exist superseded (see

@@ -34,14 +34,15 @@ from rechunk.adapters._layout import (
     check_dimension,
     check_dimensions,
     check_distance,
-    check_doc_id,
     check_doc_ids,
     check_ids,
     check_k,
     check_query_vector,
+    check_version,
     from_qdrant,
     is_timeout,
     is_unreachable,
+    layout_vector,
     prepare_writes,
     qdrant_payload,
 )
@@ -102,6 +103,7 @@ def _quiet_local_mode() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_LOCAL_MODE_WARNING, category=UserWarning)
         yield
+
 
 #: qdrant-client local mode's threshold for normalising a cosine vector (f32 epsilon)
 _EPSILON: Final = 1.1920929e-7
@@ -345,8 +347,10 @@ def _compact(collection: Any) -> bool:
     flags = {n: np.asarray(f).view(np.ndarray) for n, f in collection.deleted_per_vector.items()}
     if any(f.shape != (total,) for f in flags.values()):
         return False
-    if any(not (isinstance(a, np.ndarray) and a.ndim == 2 and a.shape[0] >= total)
-           for a in collection.vectors.values()):
+    if any(
+        not (isinstance(a, np.ndarray) and a.ndim == 2 and a.shape[0] >= total)
+        for a in collection.vectors.values()
+    ):
         return False
     dead = int(np.count_nonzero(deleted))
     if dead < max(_COMPACT_MIN, total - dead):
@@ -613,14 +617,6 @@ class _LocalIndex:
 _INDEXES: weakref.WeakKeyDictionary[Any, dict[bool, _LocalIndex]] = weakref.WeakKeyDictionary()
 
 
-def _check_version(version: object) -> int | None:
-    if version is None:
-        return None
-    if type(version) is not int or version < 0:
-        raise ConfigError(f"version must be a non-negative int or None, got {version!r}")
-    return version
-
-
 @dataclass(frozen=True)
 class _Vectors:
     """The dense vector rechunk uses in an existing collection."""
@@ -747,19 +743,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         name: str | None = None
         params = config
         if isinstance(config, dict):
-            wanted = [""] if self._layout == "langchain" else [LLAMAINDEX_VECTOR_NAME, ""]
-            found = [n for n in wanted if n in config]
-            if not found:
-                need = (
-                    "an unnamed vector"
-                    if self._layout == "langchain"
-                    else (f"the vector {LLAMAINDEX_VECTOR_NAME!r} or an unnamed one")
-                )
-                raise StoreError(
-                    f"Qdrant collection {self._collection!r} has the named vectors "
-                    f"{sorted(config)}; layout={self._layout!r} needs {need}"
-                )
-            name = found[0]
+            name = layout_vector(self._layout, config, f"Qdrant collection {self._collection!r}")
             params = config[name]
         if not isinstance(params, models.VectorParams):
             raise StoreError(
@@ -913,16 +897,9 @@ class QdrantStore(StoreBase["QdrantClient"]):
     def _decode(self, point_id: Any, payload: dict[str, Any] | None) -> StoredPoint | None:
         """The point, or None for one another tool wrote (skipped, see ``foreign_points``)."""
         pid = str(point_id)
-        return self._decoded(
-            pid, lambda: from_qdrant(pid, payload, self._layout, self._collection)
-        )
+        return self._decoded(pid, lambda: from_qdrant(pid, payload, self._layout, self._collection))
 
     # -- reads -----------------------------------------------------------------------------
-
-    def get_points(self, doc_id: str) -> list[StoredPoint]:
-        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
-        doc_id = check_doc_id(doc_id)
-        return self.get_points_many([doc_id])[doc_id]
 
     def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
         """:meth:`get_points` of each doc_id: a filtered scroll per ``4 * batch_size`` ids,
@@ -1154,7 +1131,10 @@ class QdrantStore(StoreBase["QdrantClient"]):
             else:
                 requests = [
                     models.QueryRequest(
-                        query=q.tolist(), using=info.name or None, limit=n, with_payload=True,
+                        query=q.tolist(),
+                        using=info.name or None,
+                        limit=n,
+                        with_payload=True,
                         with_vector=False,
                     )
                     for q in queries
@@ -1235,7 +1215,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         prepared = prepare_writes(points, self._layout, flat=False)
         if not prepared:
             return
-        version = _check_version(version)
+        version = check_version(version)
         vectors = self._require()
         check_dimensions(prepared, vectors.dimension, f"Qdrant collection {self._collection!r}")
         updates = [w for w in prepared if w.vector is None]
@@ -1356,7 +1336,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         unique = check_ids(ids)
         if not unique:
             return
-        version = _check_version(version)
+        version = check_version(version)
         self._require()
         with self._errors("delete from"), self._indexed() as index:
             if version is not None and self.is_embedded():
@@ -1385,7 +1365,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         unique = check_ids(ids)
         if not unique:
             return
-        version = _check_version(version)
+        version = check_version(version)
         self._require()
         key = LANGCHAIN_METADATA_KEY if self._layout == "langchain" else None
         with self._errors("mark superseded points in"):
@@ -1408,9 +1388,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
                         must.append(self._not_newer(version))
                     points = models.FilterSelector(filter=models.Filter(must=must))
                 mark = {SUPERSEDED_KEY: SUPERSEDED_MARK}
-                self._client.set_payload(
-                    self._collection, mark, points=points, key=key, wait=True
-                )
+                self._client.set_payload(self._collection, mark, points=points, key=key, wait=True)
 
     # -- generations -----------------------------------------------------------------------
 

@@ -52,13 +52,14 @@ from rechunk.adapters._layout import (
     check_dimension,
     check_dimensions,
     check_distance,
-    check_doc_id,
     check_doc_ids,
     check_ids,
     check_k,
     check_point_id,
     check_query_vector,
+    check_version,
     from_qdrant,
+    layout_vector,
     prepare_writes,
     qdrant_payload,
 )
@@ -652,14 +653,6 @@ def _shard_config(vectors: Any, dimension: int) -> qe.EdgeConfig:
 # -- the store -----------------------------------------------------------------------------
 
 
-def _check_version(version: object) -> int | None:
-    if version is None:
-        return None
-    if type(version) is not int or version < 0:
-        raise ConfigError(f"version must be a non-negative int or None, got {version!r}")
-    return version
-
-
 @dataclass(frozen=True)
 class _Vectors:
     """The dense vector rechunk uses in an existing collection."""
@@ -765,24 +758,15 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
     def _pick(self, config: dict[str, _Vector]) -> _Vectors:
         """The vector this layout reads: unnamed, or ``text-dense`` for llamaindex (an
         unnamed one too, as LlamaIndex reads it)."""
-        wanted = [""] if self._layout == "langchain" else [LLAMAINDEX_VECTOR_NAME, ""]
-        found = [name for name in wanted if name in config]
-        if not found:
-            need = "an unnamed vector" if self._layout == "langchain" else (
-                f"the vector {LLAMAINDEX_VECTOR_NAME!r} or an unnamed one"
-            )
-            raise StoreError(
-                f"Qdrant Edge collection {self._collection!r} has the vectors "
-                f"{sorted(config)}; layout={self._layout!r} needs {need}"
-            )
-        vector = config[found[0]]
+        name = layout_vector(self._layout, config, f"Qdrant Edge collection {self._collection!r}")
+        vector = config[name]
         distance = _FROM_EDGE.get(vector.distance)
         if distance is None:
             raise StoreError(
                 f"Qdrant Edge collection {self._collection!r} uses {vector.distance} distance; "
                 f"rechunk supports cosine, dot and euclid"
             )
-        return _Vectors(found[0], vector.size, distance)
+        return _Vectors(name, vector.size, distance)
 
     def collection_info(self) -> CollectionInfo | None:
         """Dimension, distance, point count and every model_id of the collection's points.
@@ -860,9 +844,9 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                 params = qe.EdgeVectorParams(
                     size=dimension, distance=_TO_EDGE[distance], memory=qe.Memory.Cold
                 )
-                vectors: Any = params if self._layout == "langchain" else {
-                    LLAMAINDEX_VECTOR_NAME: params
-                }
+                vectors: Any = (
+                    params if self._layout == "langchain" else {LLAMAINDEX_VECTOR_NAME: params}
+                )
                 indexes = [self._path(f) for f in _INDEXED]
                 self._client.create(
                     self._client.resolve(self._collection),
@@ -931,16 +915,9 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
     def _decode(self, point_id: Any, payload: dict[str, Any] | None) -> StoredPoint | None:
         """The point, or None for one another tool wrote (skipped, see ``foreign_points``)."""
         pid = str(point_id)
-        return self._decoded(
-            pid, lambda: from_qdrant(pid, payload, self._layout, self._collection)
-        )
+        return self._decoded(pid, lambda: from_qdrant(pid, payload, self._layout, self._collection))
 
     # -- reads -----------------------------------------------------------------------------
-
-    def get_points(self, doc_id: str) -> list[StoredPoint]:
-        """Every point of ``doc_id`` (any revision) without vectors, ordered by (ordinal, id)."""
-        doc_id = check_doc_id(doc_id)
-        return self.get_points_many([doc_id])[doc_id]
 
     def get_points_many(self, doc_ids: Sequence[str]) -> dict[str, list[StoredPoint]]:
         """:meth:`get_points` of each doc_id: a read through the ``doc_id`` index per
@@ -1119,7 +1096,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         prepared = prepare_writes(points, self._layout, flat=False)
         if not prepared:
             return
-        version = _check_version(version)
+        version = check_version(version)
         with self._errors("write to"):
             shard, vectors = self._require()
             where = f"Qdrant Edge collection {self._collection!r}"
@@ -1191,7 +1168,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         unique = check_ids(ids)
         if not unique:
             return
-        version = _check_version(version)
+        version = check_version(version)
         with self._errors("delete from"):
             shard, _ = self._require()
             self._client.removed(self._client.resolve(self._collection))
@@ -1212,7 +1189,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         unique = check_ids(ids)
         if not unique:
             return
-        version = _check_version(version)
+        version = check_version(version)
         key = LANGCHAIN_METADATA_KEY if self._layout == "langchain" else None
         with self._errors("mark superseded points in"):
             shard, _ = self._require()
