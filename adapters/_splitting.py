@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from rechunk.chunking.chunk import Chunk, Chunker
+from rechunk.chunkers.base import middle_cut
+from rechunk.chunking.chunk import Chunk, Chunker, embedding_input
 from rechunk.chunking.policy import sized_params
 from rechunk.chunking.tokens import (
     CallableTokenCounter,
@@ -197,15 +198,20 @@ class _LengthOf:
 def length_counter(func: object, what: str = "length_function") -> TokenCounter:
     """A :class:`~rechunk.chunking.tokens.TokenCounter` over a framework's counting function.
 
-    Its identity is ``"callable:<module>.<qualname>"`` of the function (``len``:
-    ``"callable:builtins.len"``), so it is stable across runs for a named
-    function; a lambda's identity is its module and ``"<lambda>"``.
+    The function counts whitespace as the framework does (``len`` counts every
+    space and line break), so chunkers count each word with the whitespace before
+    it. Its identity is ``"callable:<module>.<qualname>+whitespace"`` of the
+    function (``len``: ``"callable:builtins.len+whitespace"``), so it is stable
+    across runs for a named function; a lambda's identity is its module and
+    ``"<lambda>"``.
     """
     if not callable(func):
         raise ConfigError(f"{what} must be a callable str -> int, got {func!r}")
     name = getattr(func, "__qualname__", type(func).__qualname__)
     module = getattr(func, "__module__", "") or ""
-    return CallableTokenCounter(_LengthOf(func), identity=f"callable:{module}.{name}")
+    return CallableTokenCounter(
+        _LengthOf(func), identity=f"callable:{module}.{name}", counts_whitespace=True
+    )
 
 
 # --------------------------------------------------------------------------- sizes
@@ -488,11 +494,38 @@ def pieces(
     piece. Without it, the whitespace between two chunks goes to the chunk after
     it (``keep_separator`` ``True`` or ``"start"``), to the one before it
     (``"end"``: the chunker's tiles themselves), or to neither (``False``).
+    A piece is counted as it is (its CRLFs and edge whitespace included, which a
+    length function such as ``len`` counts); one over ``sizing.limit`` has its
+    chunk cut in two near the middle until it fits, as LangChain never returns a
+    chunk over ``chunk_size`` it could have split.
     With ``sizing.overlap``, every piece after the first starts earlier, at the
-    first of the last words of the preceding text that together hold at most
-    ``overlap`` units and keep the piece within ``sizing.limit``.
+    first of the last words of the preceding text whose text holds at most
+    ``overlap`` units and keeps the piece within ``sizing.limit``.
     The text of a piece is always ``text[start:end]``, never normalised.
     """
+    counter = getattr(sizing.chunker, "token_counter", None)
+    chunks = list(chunks)
+    while True:
+        out = _spans(text, chunks, strip_whitespace, keep_separator)
+        if counter is None or all(p.text == c.text for p, c in zip(out, chunks)):
+            break  # the chunker counted these very strings
+        counts = counter.count_many([p.text for p in out])
+        out = [replace(p, tokens=t) for p, t in zip(out, counts)]
+        over = {i for i, p in enumerate(out) if p.tokens > sizing.limit}
+        halves = [_halves(text, c) if i in over else [c] for i, c in enumerate(chunks)]
+        if all(len(h) == 1 for h in halves):
+            break
+        chunks = [c for h in halves for c in h]
+    if sizing.overlap and sizing.counter is not None:
+        spans = [_trimmed(text, c.start, c.end) for c in chunks]
+        out = _overlapped(text, out, spans, sizing)
+    return out
+
+
+def _spans(
+    text: str, chunks: Sequence[Chunk], strip_whitespace: bool, keep_separator: bool | str
+) -> list[Piece]:
+    """The pieces of ``chunks`` as the chunker counted them (see :func:`pieces`)."""
     spans = [_trimmed(text, c.start, c.end) for c in chunks]
     out: list[Piece] = []
     n = len(chunks)
@@ -505,14 +538,20 @@ def pieces(
             start = 0 if i == 0 else spans[i - 1][1]
             end = len(text) if i == n - 1 else b
         out.append(Piece(start, end, text[start:end], chunk.tokens, start, chunk.start, chunk.end))
-    if sizing.overlap and sizing.counter is not None:
-        out = _overlapped(text, out, spans, sizing)
-    elif chunks and any(p.text != c.text for p, c in zip(out, chunks)):
-        counter = getattr(sizing.chunker, "token_counter", None)
-        if counter is not None:
-            counts = counter.count_many([p.text for p in out])
-            out = [replace(p, tokens=t) for p, t in zip(out, counts)]
     return out
+
+
+def _halves(text: str, chunk: Chunk) -> list[Chunk]:
+    """``chunk`` cut in two near its middle (at a word's start where it has one), or
+    ``[chunk]`` when it holds one character."""
+    a, b = _trimmed(text, chunk.start, chunk.end)
+    if b - a < 2:
+        return [chunk]
+    cut = middle_cut(text, chunk.start, chunk.end)
+    return [
+        Chunk(s, e, embedding_input(text[s:e]), 0)
+        for s, e in ((chunk.start, cut), (cut, chunk.end))
+    ]
 
 
 def _overlapped(
@@ -522,32 +561,31 @@ def _overlapped(
     assert counter is not None
     result: list[Piece] = []
     for i, piece in enumerate(out):
-        tokens = counter.count_many([piece.text])[0]
         if i == 0:
-            result.append(replace(piece, tokens=tokens))
+            result.append(piece)
             continue
-        before_start = spans[i - 1][0]
-        core = spans[i][0]
-        words = [(m.start(), m.end()) for m in _WORD.finditer(text, before_start, core)]
+        words = [(m.start(), m.end()) for m in _WORD.finditer(text, spans[i - 1][0], spans[i][0])]
         counts = counter.count_many([text[s:e] for s, e in words])
-        budget = min(sizing.overlap, sizing.limit - tokens)
+        budget = min(sizing.overlap, sizing.limit - piece.tokens)
         taken, total = len(words), 0
         for k in range(len(words) - 1, -1, -1):
             if total + counts[k] > budget:
                 break
             total += counts[k]
             taken = k
-        start = words[taken][0] if taken < len(words) else piece.start
-        start = min(start, piece.start)
-        while True:
-            candidate = text[start : piece.end]
-            count = counter.count_many([candidate])[0]
-            if count <= sizing.limit or start >= piece.start:
+        # the sum leaves out the whitespace between the words (which a length function
+        # counts) and the counter need not be additive: count the real texts, and drop
+        # words of the overlap until both fit
+        while taken < len(words):
+            start = min(words[taken][0], piece.start)
+            lap, count = counter.count_many(
+                [text[words[taken][0] : words[-1][1]], text[start : piece.end]]
+            )
+            if lap <= sizing.overlap and count <= sizing.limit:
+                piece = replace(piece, start=start, text=text[start : piece.end], tokens=count)
                 break
-            taken += 1  # the counter is not additive: drop a word of the overlap
-            start = words[taken][0] if taken < len(words) else piece.start
-            start = min(start, piece.start)
-        result.append(replace(piece, start=start, text=text[start : piece.end], tokens=count))
+            taken += 1
+        result.append(piece)
     return result
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
@@ -122,10 +124,51 @@ def test_length_function_counts_chunk_size() -> None:
     splitter = RechunkTextSplitter(chunk_size=400, length_function=len, policy="recursive")
     docs = splitter.create_documents([GUIDE], [{"source": "g"}])
     assert len(docs) > 5 and max(len(d.page_content) for d in docs) <= 400
-    assert splitter.chunker.token_counter.identity == "callable:builtins.len"
+    assert splitter.chunker.token_counter.identity == "callable:builtins.len+whitespace"
     _exact(docs, {"g": GUIDE})
     with pytest.raises(ConfigError, match="either tokenizer or length_function"):
         RechunkTextSplitter(chunk_size=400, length_function=len, tokenizer=default_tokenizer_path())
+
+
+_LINE_BREAKS = st.sampled_from([" ", "  ", "\n", "\r\n", "\r\n\r\n", "\n\n\n", "\t"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(
+        st.tuples(st.text("abcxyz.,", min_size=1, max_size=12), _LINE_BREAKS),
+        min_size=1,
+        max_size=120,
+    ),
+    size=st.integers(30, 160),
+    overlap_share=st.sampled_from([0, 0.1, 0.3]),
+    policy=st.sampled_from(["structured", "recursive", "fixed"]),
+    keep=st.sampled_from([("end", True), ("end", False), (True, False), (False, False)]),
+)
+def test_len_counts_every_character_of_a_chunk_and_its_overlap(
+    words: list[tuple[str, str]], size: int, overlap_share: float, policy: str, keep: Any
+) -> None:
+    """With ``length_function=len`` a chunk holds at most ``chunk_size`` characters and
+    its overlap at most ``chunk_overlap``, whatever whitespace (CRLFs, runs of blank lines)
+    lies between the words and wherever ``keep_separator`` puts it, as in LangChain."""
+    text = "".join(w + sep for w, sep in words)
+    overlap = int(size * overlap_share)
+    keep_separator, strip = keep
+    splitter = RechunkTextSplitter(
+        policy,
+        chunk_size=size,
+        chunk_overlap=overlap,
+        length_function=len,
+        keep_separator=keep_separator,
+        strip_whitespace=strip,
+    )
+    docs = splitter.create_documents([text], [{"source": "t"}])
+    assert all(len(d.page_content) <= size for d in docs)
+    spans = [(d.metadata["start_index"], d.metadata["end_index"]) for d in docs]
+    assert all(text[s:e] == d.page_content for (s, e), d in zip(spans, docs))
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        lap = text[start:end].strip()
+        assert len(lap) <= overlap
 
 
 def test_add_start_index_false_leaves_the_offsets_out() -> None:
@@ -519,7 +562,7 @@ def test_from_dict_with_a_custom_tokenizer() -> None:
 
     parser = RechunkNodeParser.from_defaults(chunk_size=60, chunk_overlap=6, tokenizer=word_tokens)
     data = parser.to_dict()
-    assert data["tokenizer_id"] == f"callable:{__name__}.word_tokens"
+    assert data["tokenizer_id"] == f"callable:{__name__}.word_tokens+whitespace"
     with pytest.raises(ConfigError, match=r"from_dict\(data, tokenizer=\.\.\.\)"):
         RechunkNodeParser.from_dict(data)
     again = RechunkNodeParser.from_dict(data, tokenizer=word_tokens)

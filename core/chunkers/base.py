@@ -100,7 +100,10 @@ class Analysis:
         self.starts: IntArray = starts[first:last].copy()
         self.ends: IntArray = self.starts + lengths[0::2][first:last]
         self.counter = counter
-        self.counts: IntArray = np.asarray(counter.count_many(self.words), dtype=np.int64)
+        counted = self.words
+        if getattr(counter, "counts_whitespace", False):  # len counts the spaces too
+            counted = [s + w for s, w in zip(self.separators, self.words)]
+        self.counts: IntArray = np.asarray(counter.count_many(counted), dtype=np.int64)
 
 
 @dataclass
@@ -369,7 +372,7 @@ class BaseChunker(ABC):
             if count <= limit or len(chunk.text) < 2:
                 out.append(Chunk(chunk.start, chunk.end, chunk.text, count))
                 continue
-            cut = _middle_cut(text, chunk.start, chunk.end)
+            cut = middle_cut(text, chunk.start, chunk.end)
             halves = [
                 Chunk(s, e, embedding_input(text[s:e]), 0)
                 for s, e in ((chunk.start, cut), (cut, chunk.end))
@@ -378,7 +381,7 @@ class BaseChunker(ABC):
         return out
 
 
-def _middle_cut(text: str, start: int, end: int) -> int:
+def middle_cut(text: str, start: int, end: int) -> int:
     """A cut inside ``[start, end)`` that leaves non-whitespace on both sides."""
     first = start + (len(text[start:end]) - len(text[start:end].lstrip()))
     last = start + len(text[start:end].rstrip())  # one past the last non-space character

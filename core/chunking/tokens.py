@@ -123,9 +123,9 @@ class HFTokenCounter:
         own.no_truncation()
         own.no_padding()
         self._tokenizer = own
-        self._identity = identity or "hf:" + hash_fields(
-            "rechunk/tokenizer/v1", (own.to_str(),)
-        )[:24]
+        self._identity = (
+            identity or "hf:" + hash_fields("rechunk/tokenizer/v1", (own.to_str(),))[:24]
+        )
         whitespace_splitting = (
             pre_tokenizers.BertPreTokenizer,
             pre_tokenizers.Whitespace,
@@ -221,13 +221,28 @@ class CallableTokenCounter:
 
     Such a function cannot report token offsets, so a word longer than a window
     is cut at evenly spaced characters and every finished chunk is re-counted.
+
+    ``counts_whitespace``: the function counts whitespace too (a framework's
+    ``length_function`` such as ``len``), so chunkers count each word with the
+    whitespace before it and a chunk's sum covers all of its text; the identity
+    then ends in ``+whitespace``. Off for a model's tokenizer, which reads
+    whitespace as a word boundary only.
     """
 
-    def __init__(self, func: Callable[[str], int], identity: str | None = None) -> None:
+    def __init__(
+        self,
+        func: Callable[[str], int],
+        identity: str | None = None,
+        *,
+        counts_whitespace: bool = False,
+    ) -> None:
         self._func = func
         name = getattr(func, "__qualname__", type(func).__qualname__)
         module = getattr(func, "__module__", "") or ""
         self._identity = identity or f"callable:{module}.{name}"
+        if counts_whitespace:
+            self._identity += "+whitespace"
+        self.counts_whitespace = counts_whitespace
         self._memo: dict[str, int] = {}
 
     @property
