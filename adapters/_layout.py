@@ -109,6 +109,7 @@ __all__ = [
     "chroma_record",
     "from_chroma",
     "from_qdrant",
+    "is_point_id",
     "is_unreachable",
     "layout_vector",
     "prepare_writes",
@@ -347,14 +348,21 @@ def by_doc(points: Iterable[StoredPoint], doc_ids: Sequence[str]) -> dict[str, l
     return out
 
 
+def is_point_id(point_id: object) -> bool:
+    """Whether ``point_id`` is a UUID in canonical form (lower-case, hyphenated), as
+    rechunk's point ids are (another tool's may be anything)."""
+    if type(point_id) is not str:
+        return False
+    try:
+        return str(uuid.UUID(point_id)) == point_id
+    except ValueError:
+        return False
+
+
 def check_point_id(point_id: object) -> str:
     """A UUID in canonical form (lower-case, hyphenated), as rechunk's point ids are."""
-    if type(point_id) is str:
-        try:
-            if str(uuid.UUID(point_id)) == point_id:
-                return point_id
-        except ValueError:
-            pass
+    if is_point_id(point_id):
+        return point_id  # type: ignore[return-value]
     raise ConfigError(
         f"point ids must be UUID strings in canonical form (lower-case, hyphenated), "
         f"got {point_id!r}"

@@ -33,6 +33,7 @@ import numpy as np
 
 from rechunk._optional import require
 from rechunk.adapters._layout import (
+    ForeignPointError,
     Layout,
     PreparedWrite,
     StoreBase,
@@ -48,6 +49,7 @@ from rechunk.adapters._layout import (
     check_query_vector,
     chroma_record,
     from_chroma,
+    is_point_id,
     is_timeout,
     is_unreachable,
     prepare_writes,
@@ -345,15 +347,31 @@ class ChromaStore(StoreBase["ClientAPI"]):
         self._check_layout(config)
         with self._errors("count the records of"):
             points = collection.count()
-            sample = collection.get(limit=_MODEL_SAMPLE, include=["metadatas"])
-        model_ids = {(m or {}).get("model_id") for m in sample.get("metadatas") or []}
+            model_ids = self._sampled_model_ids(collection)
         return CollectionInfo(
             name=self._collection,
             dimension=config.dimension,
             distance=config.distance,
             points=points,
-            model_ids=frozenset(m for m in model_ids if isinstance(m, str)),
+            model_ids=model_ids,
         )
+
+    def _sampled_model_ids(self, collection: Collection) -> frozenset[str]:
+        """The model_ids of the first :data:`_MODEL_SAMPLE` rechunk records. Another tool's
+        records are passed over however many come first (the read goes on page by page),
+        so they cannot hide which model wrote rechunk's vectors."""
+        found: set[str] = set()
+        sampled, offset, size = 0, 0, _MODEL_SAMPLE
+        while sampled < _MODEL_SAMPLE:
+            page = collection.get(limit=size, offset=offset, include=["metadatas"])
+            for point in self._rechunk_points(page):
+                found.add(point.payload.model_id)
+                sampled += 1
+            if len(page["ids"]) < size:
+                break
+            offset += size
+            size = _READ_PAGE
+        return frozenset(found)
 
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
         """Create the collection, or check that the existing one has this configuration."""
@@ -519,7 +537,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         found: set[str] = set()
         with self._errors("read doc ids from"):
             for page in self._pages(collection, include=["metadatas"]):
-                found.update(_doc_ids(page).values())
+                found.update(self._doc_ids(page).values())
         return found
 
     def all_ids(self) -> Iterator[list[str]]:
@@ -535,14 +553,33 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def doc_ids_of(self, ids: Sequence[str]) -> dict[str, str]:
         """``point id -> doc_id`` of the rechunk records among ``ids`` (as
-        :meth:`doc_ids` counts them), read by id; others are left out."""
-        unique = check_ids(ids)
+        :meth:`doc_ids` counts them), read by id; others are left out, and so are ids
+        rechunk never gives (another tool's ``"note-1"``: :meth:`all_ids` lists them)."""
+        if isinstance(ids, str):
+            raise ConfigError("ids must be a sequence of point ids, not a single str")
+        unique = list(dict.fromkeys(i for i in ids if is_point_id(i)))
         collection = self._require()
         found: dict[str, str] = {}
         with self._errors("read doc ids from"):
             for chunk in batches(unique, self._max_batch()):
-                found.update(_doc_ids(collection.get(ids=list(chunk), include=["metadatas"])))
+                page = collection.get(ids=list(chunk), include=["metadatas"])
+                found.update(self._doc_ids(page))
         return found
+
+    def _doc_ids(self, page: Mapping[str, Any]) -> dict[str, str]:
+        """``point id -> doc_id`` of the rechunk records of a page read with metadata."""
+        return {point.id: point.payload.doc_id for point in self._rechunk_points(page)}
+
+    def _rechunk_points(self, page: Mapping[str, Any]) -> Iterator[StoredPoint]:
+        """The rechunk records of a page read with metadata (their text left empty): those
+        that decode as this layout's records (every rechunk field, of its type), as a
+        read's :meth:`_decode` tells them from another tool's."""
+        for point_id, metadata in zip(page["ids"], page["metadatas"] or []):
+            try:
+                payload = from_chroma(point_id, "", metadata, self._layout, self._collection)
+            except ForeignPointError:
+                continue
+            yield StoredPoint(point_id, payload)
 
     def search(
         self, vector: npt.NDArray[np.float32], k: int = 5
@@ -1027,17 +1064,6 @@ def _process_state(pid: int) -> str | None:
         return None
     state = answer.stdout.strip()
     return state[:1] if answer.returncode == 0 and state else None
-
-
-def _doc_ids(page: Mapping[str, Any]) -> dict[str, str]:
-    """``point id -> doc_id`` of the rechunk records of a page read with metadata: those
-    with a str ``doc_id`` and a str ``input_key``."""
-    found: dict[str, str] = {}
-    for point_id, metadata in zip(page["ids"], page["metadatas"] or []):
-        doc_id = (metadata or {}).get("doc_id")
-        if isinstance(doc_id, str) and isinstance(metadata.get("input_key"), str):
-            found[point_id] = doc_id
-    return found
 
 
 def _bad_name(exc: Exception) -> bool:

@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -590,7 +590,7 @@ class _LocalIndex:
         idx = self.collection.ids.get(point_id)
         return None if idx is None or self.collection.deleted[idx] else int(idx)
 
-    def payloads(self, ids: Sequence[str]) -> Iterator[tuple[str, Any]]:
+    def payloads(self, ids: Iterable[str]) -> Iterator[tuple[str, Any]]:
         """``(id, payload)`` of those of ``ids`` that exist, read in place (what local
         mode's ``retrieve`` does, without a model object and a deep copy per point). The
         payloads are embedded Qdrant's own: read them, never change or hand them out
@@ -785,20 +785,30 @@ class QdrantStore(StoreBase["QdrantClient"]):
         )
 
     def _sampled_model_ids(self) -> frozenset[str]:
-        """The model_ids of up to ``_MODEL_SAMPLE`` points, read in this store's layout."""
-        selector = models.PayloadSelectorInclude(include=[self._path("model_id")])
+        """The model_ids of up to ``_MODEL_SAMPLE`` points that have one in this store's
+        layout. Points without one (another tool's) are passed over however many come
+        first, so they cannot hide which model wrote rechunk's vectors."""
+        path = self._path("model_id")
         index = self._index()
-        payloads: list[Any]
+        payloads: Iterable[Any]
         if index is not None:  # a scroll sorts every point id first
-            sample = list(itertools.islice(index.of, _MODEL_SAMPLE))
-            payloads = [p for _, p in index.payloads(sample)]
+            keyed = (pid for pid, (_, key) in index.of.items() if key is not None)
+            payloads = (p for _, p in index.payloads(keyed))
         else:
-            records, _ = self._client.scroll(
-                self._collection, limit=_MODEL_SAMPLE, with_payload=selector, with_vectors=False
+            has_model = models.Filter(
+                must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=path))]
             )
-            payloads = [r.payload for r in records]
-        model_ids = {self._field(p, "model_id") for p in payloads}
-        return frozenset(m for m in model_ids if isinstance(m, str))
+            records, _ = self._client.scroll(
+                self._collection,
+                scroll_filter=has_model,
+                limit=_MODEL_SAMPLE,
+                with_payload=models.PayloadSelectorInclude(include=[path]),
+                with_vectors=False,
+            )
+            payloads = (r.payload for r in records)
+        found = (self._field(p, "model_id") for p in payloads)
+        model_ids = itertools.islice((m for m in found if isinstance(m, str)), _MODEL_SAMPLE)
+        return frozenset(model_ids)
 
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
         """Create the collection, or check that the existing one has this dimension and distance."""

@@ -445,6 +445,28 @@ class StoreContract:
         ready.delete(b_ids)
         assert ready.doc_ids() == {"a.md"}
 
+    #: how many of another tool's points :meth:`add_foreign` writes before rechunk's: more
+    #: than the stores' model sample (256 points)
+    FOREIGN = 300
+
+    def add_foreign(self, store: Any, count: int) -> None:
+        """Write ``count`` points another tool wrote (its own ids and payloads, none of
+        rechunk's fields) into ``store``'s collection with the store's own client."""
+        raise NotImplementedError("subclasses write another tool's points")
+
+    def test_other_tools_points_hide_neither_the_model_nor_the_documents(
+        self, ready: VectorStore
+    ) -> None:
+        """A collection another tool filled first (a LangChain index rechunk now syncs
+        into): the model a sync checks its own against is still the one that wrote
+        rechunk's points, however many of the other tool's come first."""
+        self.add_foreign(ready, self.FOREIGN)
+        fill(ready, {"source": "a.md"})
+        info = ready.collection_info()
+        assert info is not None and info.points == self.FOREIGN + 3
+        assert info.model_ids == {MODEL}
+        assert ready.doc_ids() == {"a.md", "b.md"}
+
     @pytest.mark.parametrize("distance", DISTANCES)
     def test_search_returns_the_nearest_first(self, store: VectorStore, distance: Any) -> None:
         store.ensure_collection(DIM, distance)

@@ -67,17 +67,28 @@ def _never_embed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedding_functions.ONNXMiniLM_L6_V2, "__call__", refuse)
 
 
-class TestChromaPersistent(StoreContract):
+class ChromaContract(StoreContract):
     nested_metadata = False
 
+    def add_foreign(self, store: Any, count: int) -> None:
+        """Records with ids of another tool's own making (``note-1``), as chromadb users
+        write them."""
+        raw = store.client.get_collection(store.collection, embedding_function=None)
+        raw.add(
+            ids=[f"note-{i}" for i in range(count)],
+            embeddings=[unit(i) for i in range(count)],
+            metadatas=[{"source": f"t{i}"} for i in range(count)],
+            documents=["theirs"] * count,
+        )
+
+
+class TestChromaPersistent(ChromaContract):
     @pytest.fixture
     def make_store(self, persistent: Any) -> StoreFactory:
         return store_factory(ChromaStore, persistent)
 
 
-class TestChromaServer(StoreContract):
-    nested_metadata = False
-
+class TestChromaServer(ChromaContract):
     @pytest.fixture
     def make_store(self, server: Any) -> StoreFactory:
         return store_factory(ChromaStore, server)
@@ -174,6 +185,24 @@ def test_foreign_records_are_reported(persistent: Any) -> None:
     assert [[p.id for p, _ in hits] for hits in store.search_many([unit(0)], 1)] == [[mine]]
 
 
+def test_a_prune_leaves_another_tools_records_alone(persistent: Any) -> None:
+    """A collection chromadb users wrote first, with ids such as ``note-1`` and a record
+    carrying a ``doc_id`` and an ``input_key`` of its own: a pruning sync deletes the
+    documents it was not given and none of theirs."""
+    store = ChromaStore(persistent, collection_name())
+    store.ensure_collection(DIM)
+    raw = persistent.get_collection(store.collection, embedding_function=None)
+    raw.add(ids=["note-1", "note-2"], embeddings=[unit(1), unit(2)], documents=["?", "?"],
+            metadatas=[{"source": "x"}, {"doc_id": "b", "input_key": "k"}])  # fmt: skip
+    chunker, embedder = rechunk.FixedChunker(max_tokens=50), _Ones()
+    docs = [rechunk.Document(d, f"Text of {d}.") for d in "abc"]
+    rechunk.sync(docs, store, chunker=chunker, embedder=embedder)
+    report = rechunk.sync(docs[:1], store, chunker=chunker, embedder=embedder, prune=True)
+    assert report.documents["deleted"] == 2
+    assert store.doc_ids() == {"a"}
+    assert raw.get(ids=["note-1", "note-2"])["ids"] == ["note-1", "note-2"]
+
+
 def test_present_ids_name_the_records_that_exist(client: Any) -> None:
     store = ChromaStore(client, collection_name())
     (a0, _), (a1, _), (b0, _) = _fill(store)
@@ -196,8 +225,16 @@ def test_all_ids_and_doc_ids_of_name_rechunk_records_by_id(client: Any) -> None:
     assert sorted(i for page in store.all_ids() for i in page) == sorted([a0, a1, b0, theirs])
     assert store.doc_ids_of([a0, b0, theirs, new_id()]) == {a0: "a.md", b0: "b.md"}
     assert store.doc_ids_of([]) == {}
+    # ids rechunk never gives are another tool's: passed over, as all_ids lists them
+    assert store.doc_ids_of(["note-1", a1]) == {a1: "a.md"}
+    # as is a record that has two of rechunk's fields but not the rest
+    half = new_id()
+    raw.add(ids=[half], embeddings=[unit(4)], metadatas=[{"doc_id": "b.md", "input_key": "k"}],
+            documents=["?"])  # fmt: skip
+    assert store.doc_ids_of([half, b0]) == {b0: "b.md"}
+    assert store.doc_ids() == {"a.md", "b.md"}
     with pytest.raises(ConfigError):
-        store.doc_ids_of(["not-a-uuid"])
+        store.doc_ids_of("a0")
 
 
 def test_reads_page_through_a_collection_larger_than_a_page(

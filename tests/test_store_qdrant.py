@@ -40,7 +40,24 @@ from rechunk.adapters._layout import ForeignPointsWarning, Layout, rechunk_field
 from rechunk.adapters.qdrant import QdrantStore, local_client  # noqa: E402
 
 
-class TestQdrantMemory(StoreContract):
+class QdrantContract(StoreContract):
+    def add_foreign(self, store: Any, count: int) -> None:
+        """LangChain documents with integer ids (which Qdrant takes and rechunk never writes)."""
+        name = None if store.layout == "langchain" else "text-dense"
+        store.client.upsert(
+            store.collection,
+            [
+                models.PointStruct(
+                    id=i,
+                    vector=unit(i).tolist() if name is None else {name: unit(i).tolist()},
+                    payload={"page_content": "theirs", "metadata": {"source": f"t{i}"}},
+                )
+                for i in range(count)
+            ],
+        )
+
+
+class TestQdrantMemory(QdrantContract):
     @pytest.fixture
     def make_store(self) -> Iterator[StoreFactory]:
         client = QdrantClient(":memory:")
@@ -48,7 +65,7 @@ class TestQdrantMemory(StoreContract):
         client.close()
 
 
-class TestQdrantPath(StoreContract):
+class TestQdrantPath(QdrantContract):
     @pytest.fixture
     def make_store(self, tmp_path: Path) -> Iterator[StoreFactory]:
         client = QdrantClient(path=str(tmp_path / "qdrant"))
@@ -56,7 +73,7 @@ class TestQdrantPath(StoreContract):
         client.close()
 
 
-class TestQdrantLocalClient(StoreContract):
+class TestQdrantLocalClient(QdrantContract):
     """A folder opened by rechunk's own ``local_client`` (write-ahead logging)."""
 
     @pytest.fixture
@@ -66,7 +83,7 @@ class TestQdrantLocalClient(StoreContract):
         client.close()
 
 
-class TestQdrantWithoutIndex(StoreContract):
+class TestQdrantWithoutIndex(QdrantContract):
     """The filtered reads used where embedded Qdrant's internals are not as expected."""
 
     @pytest.fixture

@@ -68,6 +68,19 @@ def folder(tmp_path: Path) -> Iterator[Path]:
 
 
 class TestQdrantEdge(StoreContract):
+    def add_foreign(self, store: Any, count: int) -> None:
+        """LangChain documents, written straight to the shard."""
+        shard = store.client.shard(store.client.resolve(store.collection))
+        name = "" if store.layout == "langchain" else "text-dense"
+        points = [
+            qe.Point(
+                new_id(),
+                unit(i).tolist() if not name else {name: unit(i).tolist()},
+                {"page_content": "theirs", "metadata": {"source": f"t{i}"}},
+            )
+            for i in range(count)
+        ]
+        shard.update(qe.UpdateOperation.upsert_points(points))
     @pytest.fixture
     def make_store(self, folder: Path) -> Iterator[StoreFactory]:
         client = edge_client(folder)
