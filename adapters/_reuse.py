@@ -39,6 +39,7 @@ import numpy as np
 
 from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
 from rechunk.chunking.chunk import Chunk, Chunker
+from rechunk.document import MAX_NESTING
 from rechunk.errors import ConfigError, InputError
 from rechunk.reuse.cache import EmbeddingCache, record_dimension, recorded_dimension
 from rechunk.reuse.cached_embedder import EmbedStats, StatsCounter
@@ -247,7 +248,7 @@ def _tag(kind: str, text: str) -> str:
     return f"{kind}:{text}"
 
 
-def canonical_value(value: object, where: str) -> Any:
+def canonical_value(value: object, where: str, depth: int = 0) -> Any:
     """``value`` as a JSON value that is the same in every run (rule ``meta-v1``).
 
     JSON values stay as they are (``str``, ``int``, finite ``float``, ``bool``,
@@ -261,8 +262,12 @@ def canonical_value(value: object, where: str) -> Any:
     of its items' canonical JSON under ``{"set": [...]}``; a dict key that is not a
     ``str`` becomes ``"<type>:<repr>"`` (``1`` -> ``"int:1"``). Anything else (an
     arbitrary object, a function) and a ``str`` holding a lone surrogate raise
-    :class:`MetadataKeyError` (an :class:`~rechunk.InputError`) naming ``where``.
+    :class:`MetadataKeyError` (an :class:`~rechunk.InputError`) naming ``where``, as do
+    lists, sets and dicts nested more than :data:`~rechunk.document.MAX_NESTING` deep. A
+    numpy array is the list of its items (``tolist()``).
     """
+    if depth > MAX_NESTING:
+        raise MetadataKeyError(f"{where}: lists and dicts nested more than {MAX_NESTING} deep")
     if value is None or type(value) in (bool, int):
         return value
     if type(value) is str:
@@ -276,7 +281,7 @@ def canonical_value(value: object, where: str) -> Any:
             return value
         return _tag("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
     if isinstance(value, Enum):
-        return canonical_value(value.value, where)
+        return canonical_value(value.value, where, depth)
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return _tag(type(value).__name__, value.isoformat())
     if isinstance(value, PurePath):
@@ -288,20 +293,20 @@ def canonical_value(value: object, where: str) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return _tag("bytes", bytes(value).hex())
     if isinstance(value, str | int | float):  # str/int/float subclasses (and numpy float64)
-        return canonical_value(_base(value)(value), where)
-    if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):
-        return canonical_value(value.item(), where)  # type: ignore[attr-defined]
+        return canonical_value(_base(value)(value), where, depth)
+    if type(value).__module__ == "numpy" and callable(getattr(value, "tolist", None)):
+        return canonical_value(value.tolist(), where, depth)  # type: ignore[attr-defined]
     if isinstance(value, (list, tuple)):
-        return [canonical_value(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [canonical_value(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
     if isinstance(value, (set, frozenset)):
-        items = [canonical_value(item, f"{where} item") for item in value]
+        items = [canonical_value(item, f"{where} item", depth + 1) for item in value]
         return {"set": sorted(items, key=_dumps)}
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             name = key if type(key) is str else _tag(type(key).__name__, repr(key))
             out[canonical_value(name, f"{where} key {key!r}")] = canonical_value(
-                item, f"{where}[{key!r}]"
+                item, f"{where}[{key!r}]", depth + 1
             )
         return out
     raise MetadataKeyError(

@@ -169,6 +169,10 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
         if _LOCK_TEXT in str(exc):
             raise _lock_error(path, exc) from exc
         raise StoreError(f"cannot open the Qdrant folder {path}: {exc}") from exc
+    except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only or damaged folder
+        raise StoreError(
+            f"cannot open the Qdrant folder {path}: {type(exc).__name__}: {exc}"
+        ) from exc
     _TUNED_CLIENTS.add(client)
     for name in getattr(getattr(client, "_client", None), "collections", None) or {}:
         collection = _local_collection(client, name)

@@ -10,17 +10,24 @@ from typing import Any
 from rechunk.errors import InputError
 from rechunk.reuse.identity import is_utf8, text_revision
 
-__all__ = ["Document", "flat_problem", "json_problem"]
+__all__ = ["MAX_NESTING", "Document", "flat_problem", "json_problem"]
 
 _INT64 = 1 << 63
+#: how deep metadata may nest lists and dicts (far past any real metadata; a value nested
+#: a thousand deep would exhaust the recursion of JSON encoders and of these checks)
+MAX_NESTING = 64
 
 
-def json_problem(value: object, where: str) -> str | None:
+def json_problem(value: object, where: str, depth: int = 0) -> str | None:
     """Why ``value`` is not a JSON value that every store reads back unchanged, or None.
 
     Allowed: None, bool, str (valid UTF-8: no lone surrogate), int within 64 bits,
-    finite float, list, and dict with non-empty str keys, nested any depth.
+    finite float, list, and dict with non-empty str keys, nested up to
+    :data:`MAX_NESTING` lists and dicts deep (deeper, JSON encoders and Python's own
+    recursion give out).
     """
+    if depth > MAX_NESTING:
+        return f"{where}: lists and dicts nested more than {MAX_NESTING} deep"
     if value is None or type(value) is bool:
         return None
     if type(value) is str:
@@ -32,7 +39,7 @@ def json_problem(value: object, where: str) -> str | None:
         return None if math.isfinite(value) else f"{where}: {value} is not a JSON number"
     if type(value) is list:
         for i, item in enumerate(value):
-            problem = json_problem(item, f"{where}[{i}]")
+            problem = json_problem(item, f"{where}[{i}]", depth + 1)
             if problem:
                 return problem
         return None
@@ -40,7 +47,7 @@ def json_problem(value: object, where: str) -> str | None:
         for key, item in value.items():
             if type(key) is not str or not key or not is_utf8(key):
                 return f"{where}: key {key!r} is not a non-empty str"
-            problem = json_problem(item, f"{where}[{key!r}]")
+            problem = json_problem(item, f"{where}[{key!r}]", depth + 1)
             if problem:
                 return problem
         return None

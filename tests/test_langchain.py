@@ -381,6 +381,7 @@ def test_source_id_recipes() -> None:
         {"score": math.nan},
         {"blob": b"x"},
         {"n": np.int64(3)},
+        {"embedding": np.arange(3)},
         {1: "int key"},
     ],
 )
@@ -394,11 +395,18 @@ def test_metadata_the_stock_splitter_takes_is_taken_and_keyed(metadata: dict[Any
     assert not {d.id for d in docs} & {d.id for d in plain}  # the metadata is in the id
     for doc in docs:
         key = next(iter(metadata))
-        assert doc.metadata[key] == metadata[key] or metadata[key] != metadata[key]  # NaN
+        assert repr(doc.metadata[key]) == repr(metadata[key])  # NaN and arrays too
         assert rechunk_key_encoder(doc) == doc.id
 
 
-@pytest.mark.parametrize("value", [object(), threading.Lock(), "caf\udce9"])
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("value", [object(), threading.Lock(), "caf\udce9", _nested(1200)])
 def test_metadata_no_key_can_cover_is_refused(value: Any) -> None:
     splitter = RechunkTextSplitter("fixed", max_tokens=50)
     with pytest.raises(InputError, match="metadata"):

@@ -234,6 +234,17 @@ def test_server_404_means_missing_collection() -> None:
         store.get_points("a.md")
 
 
+def test_a_damaged_folder_is_a_store_error(tmp_path: Path) -> None:
+    """A collection file that is not a database (or a full disk): StoreError naming the
+    folder, not SQLite's own error."""
+    client = local_client(tmp_path / "q")
+    QdrantStore(client, "docs").ensure_collection(DIM)
+    client.close()
+    (tmp_path / "q" / "collection" / "docs" / "storage.sqlite").write_bytes(b"not SQLite" * 99)
+    with pytest.raises(StoreError, match=r"cannot open the Qdrant folder .*DatabaseError"):
+        local_client(tmp_path / "q")
+
+
 def test_path_lock_is_store_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "locked"
     first = local_client(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import itertools
@@ -34,6 +35,7 @@ from rechunk import (
 )
 from rechunk.adapters.chroma import ChromaStore
 from rechunk.adapters.qdrant import QdrantStore
+from rechunk.document import MAX_NESTING
 from rechunk.reuse.cache import recorded_dimension
 
 HERE = Path(__file__).resolve().parent
@@ -393,7 +395,14 @@ def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunke
 
 @pytest.mark.parametrize(
     "metadata",
-    [{"tags": ("a", "b")}, {"n": 2**70}, {"path": "caf\udce9.md"}, {"nested": {1: "x"}}, {"": 1}],
+    [
+        {"tags": ("a", "b")},
+        {"n": 2**70},
+        {"path": "caf\udce9.md"},
+        {"nested": {1: "x"}},
+        {"": 1},
+        {"deep": functools.reduce(lambda inner, _: [inner], range(MAX_NESTING + 1), [])},
+    ],
 )
 def test_metadata_no_store_can_read_back_is_refused_by_document(metadata: dict[str, Any]) -> None:
     with pytest.raises(InputError, match="Document 'b'"):
