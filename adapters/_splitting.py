@@ -42,7 +42,7 @@ from rechunk.chunking.tokens import (
     TokenCounter,
     resolve_tokenizer,
 )
-from rechunk.errors import ConfigError, MissingDependencyError
+from rechunk.errors import ConfigError, InputError, MissingDependencyError
 
 __all__ = [
     "FACTORIES",
@@ -342,7 +342,13 @@ def build_sizing(
     if type(policy) is not str or policy not in FACTORIES:
         raise ConfigError(
             f"policy must be one of {', '.join(map(repr, FACTORIES))} or a rechunk Chunker, "
-            f"got {policy!r}"
+            f"got {policy!r}: the policy is {receiver}'s first argument, so pass the "
+            "framework's own arguments (separators=..., chunk_size=...) by keyword"
+            + (
+                "; RechunkNodeParser.from_defaults takes SentenceSplitter's in its order"
+                if receiver == "the node parser"
+                else ""
+            )
         )
     if length_function is not None and tokenizer is not None:
         raise ConfigError(
@@ -354,6 +360,7 @@ def build_sizing(
         counter = length_counter(tokenizer, "tokenizer")
     else:
         counter = resolve_tokenizer(tokenizer)
+    _probe(counter, "length_function" if length_function is not None else "tokenizer")
     window = None if length_function is not None else window_for(tokenizer, counter)
     sized = sorted(set(params) & SIZE_PARAMS)
     if chunk_size is not None:
@@ -410,6 +417,17 @@ def build_sizing(
     except TypeError as exc:
         raise ConfigError(f"bad parameters for the {policy!r} chunker: {exc}") from exc
     return _with_overlap(chunker, limit, overlap, window, counter)
+
+
+def _probe(counter: TokenCounter, name: str) -> None:
+    """Count a short text once, so that a counter that cannot count fails here, where it is
+    given, not at the first text it meets."""
+    try:
+        counter.count_many(["a probe, counted once."])
+    except ConfigError as exc:
+        raise ConfigError(f"{name} cannot count a text: {exc}") from None
+    except Exception as exc:
+        raise ConfigError(f"{name} failed on a short text: {type(exc).__name__}: {exc}") from exc
 
 
 def _plain_function(tokenizer: object) -> bool:
@@ -587,6 +605,20 @@ def _overlapped(
             taken += 1
         result.append(piece)
     return result
+
+
+def chunk_named(chunker: Chunker, text: str, where: str) -> list[Chunk]:
+    """``chunker.chunk(text)``; text it cannot cut (a NUL byte, a lone surrogate) is an
+    InputError naming the text (``where``: "document 3 (source 'a.pdf')") and the fix."""
+    try:
+        return chunker.chunk(text)
+    except InputError as exc:
+        fix = (
+            " (PDF extractors leave them; drop them first: text.replace('\\x00', ''))"
+            if "NUL" in str(exc)
+            else ""
+        )
+        raise InputError(f"{where}: {exc}{fix}" if where else f"{exc}{fix}") from None
 
 
 def check_window(found: Sequence[Piece], sizing: Sizing, where: str) -> None:

@@ -119,6 +119,7 @@ from rechunk.adapters._splitting import (
     check_keep_separator,
     check_separators,
     check_window,
+    chunk_named,
     pieces,
 )
 from rechunk.chunking.chunk import Chunk, Chunker
@@ -173,6 +174,9 @@ END_KEY: Final = "end_index"
 SOURCE_ID_KEY: Final = DOC_ID_KEY
 #: Every metadata key this module writes on a chunk (existing values are replaced).
 METADATA_KEYS: Final = (START_KEY, END_KEY, *SCHEMA_KEYS)
+#: LangChain ``Language`` values that are markup for prose: the structured policy's
+_PROSE_LANGUAGES: Final = frozenset({"markdown", "rst", "latex", "html"})
+
 #: Model identity :func:`rechunk_key_encoder` uses for a document without ``model_id``.
 FOREIGN_MODEL_ID: Final = "langchain:page_content"
 _RECORD_DOMAIN: Final = "rechunk/langchain-record/v1"
@@ -281,6 +285,17 @@ class RechunkTextSplitter(TextSplitter):
         try:
             spec_for(name)
         except ConfigError:
+            if name in _PROSE_LANGUAGES:
+                load = (
+                    "load the files with rechunk.adapters.langchain_loader.RechunkLoader "
+                    "(it reads them without their markup), then "
+                    if name in ("html", "latex")
+                    else ""
+                )
+                raise ConfigError(
+                    f"{name!r} is prose, not code: {load}use RechunkTextSplitter(), whose "
+                    "structured policy keeps headings as hard boundaries and cuts at paragraphs"
+                ) from None
             raise ConfigError(
                 f"rechunk has no code grammar for {name!r}: use RechunkTextSplitter("
                 "'recursive') for these files, or keep LangChain's from_language splitter"
@@ -401,13 +416,19 @@ class RechunkTextSplitter(TextSplitter):
 
     def split_text(self, text: str) -> list[str]:
         """The chunks' texts (``page_content``), in order."""
-        return [piece.text for piece in self._pieces(text)]
+        return [piece.text for piece in self._pieces(text, "")]
 
-    def _pieces(self, text: str) -> list[Piece]:
-        """The chunks of ``text``: ``Piece.text == text[start:end]`` (overlap included)."""
+    def _pieces(
+        self, text: str, name: str, metadata: Mapping[str, Any] | None = None
+    ) -> list[Piece]:
+        """The chunks of ``text``: ``Piece.text == text[start:end]`` (overlap included).
+        Text rechunk cannot cut is an InputError naming the text (``name``, its source)."""
+        source = (metadata or {}).get("source")
+        where = f"{name} (source {source!r})" if name and source is not None else name
+        chunks = chunk_named(self._chunker, text, where)
         found = pieces(
             text,
-            self._chunker.chunk(text),
+            chunks,
             self._sizing,
             strip_whitespace=self._strip_whitespace,
             keep_separator=self._keep_separator,
@@ -428,7 +449,12 @@ class RechunkTextSplitter(TextSplitter):
             check_metadata(metadatas[i] if metadatas else None, f"text {i}")
             for i in range(len(texts))
         ]
-        return self._split_all([(text, metadata, None) for text, metadata in zip(texts, metas)])
+        return self._split_all(
+            [
+                (text, metadata, None, f"text {i}")
+                for i, (text, metadata) in enumerate(zip(texts, metas))
+            ]
+        )
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """One ``Document`` per chunk (source id: ``metadata["source"]``, else ``Document.id``)."""
@@ -443,17 +469,22 @@ class RechunkTextSplitter(TextSplitter):
             check_metadata(doc.metadata, f"document {doc.id or i}") for i, doc in enumerate(docs)
         ]
         return self._split_all(
-            [(doc.page_content, metadata, doc.id) for doc, metadata in zip(docs, metas)]
+            [
+                (doc.page_content, metadata, doc.id, f"document {doc.id or i}")
+                for i, (doc, metadata) in enumerate(zip(docs, metas))
+            ]
         )
 
-    def _split_all(self, items: list[tuple[str, dict[str, Any], str | None]]) -> list[Document]:
-        """Chunks of ``(text, metadata, document id)`` items; occurrences and ordinals count
-        per source across the call."""
+    def _split_all(
+        self, items: list[tuple[str, dict[str, Any], str | None, str]]
+    ) -> list[Document]:
+        """Chunks of ``(text, metadata, document id, name for errors)`` items; occurrences
+        and ordinals count per source across the call."""
         seen: dict[str, Counter[str]] = defaultdict(Counter)
         ordinals: Counter[str] = Counter()
         out: list[Document] = []
-        for text, metadata, document_id in items:
-            found = self._pieces(text)
+        for text, metadata, document_id, name in items:
+            found = self._pieces(text, name, metadata)
             if found:
                 source = source_id_for(text, metadata, document_id)
                 revision = text_revision(text)

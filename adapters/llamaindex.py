@@ -89,11 +89,13 @@ from rechunk.adapters._reuse import (
 from rechunk.adapters._splitting import (
     FACTORIES,
     SIZE_PARAMS,
+    Piece,
     Sizing,
     WindowWarning,
     build_sizing,
     check_separators,
     check_window,
+    chunk_named,
     largest_chunk,
     pieces,
 )
@@ -427,18 +429,23 @@ class RechunkNodeParser(NodeParser):
     @classmethod
     def from_defaults(
         cls,
+        separator: str = " ",
         chunk_size: int | None = None,
         chunk_overlap: int = 0,
         tokenizer: Any = None,
-        policy: str | Chunker = "structured",
-        *,
+        paragraph_separator: str = "\n\n\n",
+        chunking_tokenizer_fn: Any = None,
+        secondary_chunking_regex: str | None = None,
         callback_manager: CallbackManager | None = None,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
+        *,
+        policy: str | Chunker = "structured",
         id_func: Any = None,
         **kwargs: Any,
     ) -> RechunkNodeParser:
-        """A parser from the arguments LlamaIndex's ``SentenceSplitter.from_defaults`` takes.
+        """A parser from the arguments LlamaIndex's ``SentenceSplitter.from_defaults`` takes,
+        in its order (``from_defaults(" ", 200, 20)`` is chunk_size 200, overlap 20).
 
         ``chunk_size`` counts tokens of ``tokenizer`` (rechunk's default:
         all-MiniLM-L6-v2's; a LlamaIndex ``tokenizer`` function returning a list of
@@ -446,16 +453,19 @@ class RechunkNodeParser(NodeParser):
         when it is known. ``separator`` and ``paragraph_separator`` are accepted when
         they are whitespace; ``chunking_tokenizer_fn`` and
         ``secondary_chunking_regex`` are refused (rechunk decides where sentences
-        end). ``kwargs``: ``policy`` parameters, ``model_id``, ``embed_metadata``.
+        end). ``policy`` (keyword only) and ``kwargs``: the policy, its parameters,
+        ``model_id``, ``embed_metadata``.
         """
-        for name in ("chunking_tokenizer_fn", "secondary_chunking_regex"):
-            if kwargs.get(name) is not None:
+        for name, value in (
+            ("chunking_tokenizer_fn", chunking_tokenizer_fn),
+            ("secondary_chunking_regex", secondary_chunking_regex),
+        ):
+            if value is not None:
                 raise ConfigError(
                     f"{name}: rechunk's chunkers find sentence ends themselves (Latin and "
                     "full-width terminators) and cannot take another sentence splitter; drop it, "
                     "or keep SentenceSplitter for this content"
                 )
-            kwargs.pop(name, None)
         return cls(
             policy,
             tokenizer,
@@ -465,6 +475,8 @@ class RechunkNodeParser(NodeParser):
             include_metadata=include_metadata,
             include_prev_next_rel=include_prev_next_rel,
             id_func=id_func,
+            separator=separator,
+            paragraph_separator=paragraph_separator,
             **kwargs,
         )
 
@@ -517,9 +529,8 @@ class RechunkNodeParser(NodeParser):
     def _sizing_for(self, node: BaseNode, metadata: dict[str, Any], excluded: list[str]) -> Sizing:
         """The sizing of one input node: chunks shrink so that the metadata header LlamaIndex
         embeds with them fits within ``chunk_size`` (as ``SentenceSplitter`` does)."""
-        sizing = self._sizing
         if not self.embed_metadata or not metadata:
-            return sizing
+            return self._sizing
         probe = TextNode(
             text="",
             metadata=metadata,
@@ -528,7 +539,16 @@ class RechunkNodeParser(NodeParser):
             metadata_template=node.metadata_template,
             text_template=getattr(node, "text_template", _TEXT_TEMPLATE),
         )
-        header = probe.get_content(MetadataMode.EMBED)
+        return self._sizing_beside(
+            probe.get_content(MetadataMode.EMBED),
+            f"node {node.node_id!r}",
+            "list keys in excluded_embed_metadata_keys, or pass embed_metadata=False",
+        )
+
+    def _sizing_beside(self, header: str, what: str, fix: str) -> Sizing:
+        """The sizing of chunks embedded after ``header``: they shrink so that the header
+        and a chunk fit within ``chunk_size`` together."""
+        sizing = self._sizing
         counter = sizing.counter or getattr(sizing.chunker, "token_counter", None)
         if not header or counter is None:
             return sizing
@@ -539,17 +559,16 @@ class RechunkNodeParser(NodeParser):
             return sizing
         if budget < _MIN_BUDGET:
             raise InputError(
-                f"node {node.node_id!r}: its metadata header ({tokens} tokens as embedded) leaves "
-                f"{budget} of chunk_size={sizing.limit} for text; list keys in "
-                "excluded_embed_metadata_keys, or pass embed_metadata=False"
+                f"{what}: its metadata header ({tokens} tokens as embedded) leaves "
+                f"{budget} of chunk_size={sizing.limit} for text; {fix}"
             )
         if self.policy not in FACTORIES:
             warnings.warn(
-                f"node {node.node_id!r}: a metadata header of {tokens} tokens on chunks of up to "
+                f"{what}: a metadata header of {tokens} tokens on chunks of up to "
                 f"{largest} exceeds chunk_size={sizing.limit}; a ready chunker cannot be "
                 "resized: size it for the header, or pass embed_metadata=False",
                 WindowWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
             return sizing
         cached = self._resized.get(budget)
@@ -566,6 +585,41 @@ class RechunkNodeParser(NodeParser):
             self._resized[budget] = cached
         return cached
 
+    # -- SentenceSplitter's text methods -------------------------------------------------
+
+    def split_text(self, text: str) -> list[str]:
+        """The texts of the nodes ``text`` would be cut into, in order (what
+        ``SentenceSplitter.split_text`` returns)."""
+        return self._split(text, self._sizing)
+
+    def split_texts(self, texts: list[str]) -> list[str]:
+        """:meth:`split_text` of each text, one list."""
+        return [chunk for text in texts for chunk in self.split_text(text)]
+
+    def split_text_metadata_aware(self, text: str, metadata_str: str) -> list[str]:
+        """:meth:`split_text` with chunks that leave room for ``metadata_str`` (the header
+        embedded with each) within ``chunk_size``."""
+        fix = "shorten the metadata, or split without it"
+        return self._split(text, self._sizing_beside(metadata_str, "the text", fix))
+
+    def split_texts_metadata_aware(self, texts: list[str], metadata_strs: list[str]) -> list[str]:
+        """:meth:`split_text_metadata_aware` of each text with its metadata, one list."""
+        if len(texts) != len(metadata_strs):
+            raise InputError(f"{len(texts)} texts but {len(metadata_strs)} metadata strings")
+        return [
+            chunk
+            for text, header in zip(texts, metadata_strs)
+            for chunk in self.split_text_metadata_aware(text, header)
+        ]
+
+    def _split(self, text: str, sizing: Sizing) -> list[str]:
+        return [piece.text for piece in self._pieces(text, sizing, "")]
+
+    def _pieces(self, text: str, sizing: Sizing, where: str) -> list[Piece]:
+        found = pieces(text, chunk_named(sizing.chunker, text, where), sizing)
+        check_window(found, sizing, "RechunkNodeParser")
+        return found
+
     def _parse_one(self, node: BaseNode) -> list[TextNode]:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
         inherited = copy.deepcopy(dict(node.metadata)) if self.include_metadata else {}
@@ -573,8 +627,7 @@ class RechunkNodeParser(NodeParser):
             inherited.pop(key, None)
         embed_excluded = [k for k in node.excluded_embed_metadata_keys if k not in METADATA_KEYS]
         sizing = self._sizing_for(node, inherited, embed_excluded)
-        found = pieces(text, sizing.chunker.chunk(text), sizing)
-        check_window(found, sizing, "RechunkNodeParser")
+        found = self._pieces(text, sizing, f"node {node.node_id!r}")
         if not found:
             return []
         source = node.as_related_node_info()

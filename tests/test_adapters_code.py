@@ -37,6 +37,10 @@ def test_langchain_from_language_splits_with_the_code_policy() -> None:
     assert sized.split_text("fn main() {\n    println!(\"hi\");\n}\n")
     with pytest.raises(ConfigError, match="no code grammar for 'perl'"):
         RechunkTextSplitter.from_language(Language.PERL)
+    with pytest.raises(ConfigError, match=r"prose, not code: use RechunkTextSplitter\(\)"):
+        RechunkTextSplitter.from_language(Language.MARKDOWN)
+    with pytest.raises(ConfigError, match="RechunkLoader"):
+        RechunkTextSplitter.from_language(Language.HTML)
     # every language LangChain names that has a grammar here gets the code policy
     for language in (Language.CSHARP, Language.KOTLIN, Language.SWIFT, Language.SCALA,
                      Language.PHP, Language.RUBY, Language.LUA):  # fmt: skip

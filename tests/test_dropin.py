@@ -264,6 +264,48 @@ def test_node_parser_from_defaults_in_an_ingestion_pipeline() -> None:
     RechunkNodeParser.from_defaults(separator=" ", paragraph_separator="\n\n\n")
 
 
+def test_node_parser_splits_text_as_sentence_splitter_does() -> None:
+    """SentenceSplitter's text methods and its positional from_defaults order."""
+    parser = RechunkNodeParser.from_defaults(" ", 120, 12)
+    assert (parser.chunk_size, parser.chunk_overlap) == (120, 12)
+    chunks = parser.split_text(GUIDE)
+    nodes = parser.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
+    assert chunks == [n.text for n in nodes] and len(chunks) > 5
+    assert parser.split_texts([GUIDE, "One more line."]) == [*chunks, "One more line."]
+    header = "title: a guide to chunking\nauthor: the rechunk team\n\n" * 3
+    aware = parser.split_text_metadata_aware(GUIDE, header)
+    assert len(aware) > len(chunks)
+    assert max(content_tokens(header + c) for c in aware) <= 120
+    assert parser.split_texts_metadata_aware([GUIDE], [header]) == aware
+    with pytest.raises(ConfigError, match=r"by keyword; RechunkNodeParser\.from_defaults"):
+        RechunkNodeParser(" ", 120)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"separators=\.\.\., chunk_size=\.\.\.\) by keyword"):
+        RechunkTextSplitter(["\n\n", "\n", " ", ""])  # type: ignore[arg-type]
+
+
+def test_a_text_that_cannot_be_cut_is_named() -> None:
+    """A NUL byte (PDF extractors leave them) or a lone surrogate: the error names the
+    document and its source, so one bad page among thousands can be found."""
+    splitter = RechunkTextSplitter()
+    docs = [
+        Document(page_content=GUIDE),
+        Document(page_content="a\x00b", metadata={"source": "p.pdf"}),
+    ]
+    with pytest.raises(rechunk.InputError, match=r"document 1 \(source 'p.pdf'\): .*NUL.*replace"):
+        splitter.split_documents(docs)
+    with pytest.raises(rechunk.InputError, match=r"^text 1: .*lone surrogate"):
+        splitter.create_documents([GUIDE, "caf\udce9"])
+    with pytest.raises(rechunk.InputError, match=r"^node 'n': .*NUL"):
+        RechunkNodeParser().get_nodes_from_documents([LlamaDocument(text="a\x00", id_="n")])
+
+
+def test_a_counter_that_cannot_count_fails_where_it_is_given() -> None:
+    with pytest.raises(ConfigError, match="tokenizer cannot count a text"):
+        RechunkNodeParser.from_defaults(chunk_size=100, tokenizer=list)
+    with pytest.raises(ConfigError, match="length_function failed on a short text: ZeroDivision"):
+        RechunkTextSplitter(chunk_size=100, length_function=lambda text: 1 // 0)
+
+
 def test_node_parser_honours_a_custom_id_func() -> None:
     parser = RechunkNodeParser(id_func=lambda i, doc: f"{doc.id_}#{i}")
     nodes = parser.get_nodes_from_documents([LlamaDocument(text=GUIDE, id_="g")])
