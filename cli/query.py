@@ -17,7 +17,7 @@ from rechunk.cli.options import (
     store_options,
 )
 from rechunk.cli.output import EXIT_OK, print_json
-from rechunk.errors import InputError, StoreError
+from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.sources.files import printable
 
 __all__ = ["QueryArgs", "add_parser", "citation", "execute", "run"]
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
 def execute(args: QueryArgs) -> int:
     from rechunk.reuse.identity import is_utf8
 
+    if args.k < 1:
+        raise ConfigError(f"-k {args.k}: give a positive number of chunks")
     text = " ".join(args.text)
     if not text.strip():
         raise InputError("the query text is empty")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rechunk.cli.manifest import read_manifest, recorded_roots, synced_folders
+from rechunk.cli.manifest import Source, read_manifest, recorded_roots, synced_folders
 from rechunk.cli.options import InputOptions, StoreOptions
 from rechunk.errors import ConfigError
 
@@ -17,10 +17,12 @@ __all__ = ["read_paths", "read_recorded"]
 
 def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions) -> Any:
     """The documents under ``paths``, read as ``inputs`` say (a file of a folder synced
-    into the store and collection of ``options`` keeps its doc_id under that folder)."""
+    into the store and collection of ``options`` keeps its doc_id under that folder). A
+    file whose doc_id names another file of a folder synced before is refused (see
+    :func:`_refuse_clashes`)."""
     from rechunk.sources.files import read_documents
 
-    return read_documents(
+    files = read_documents(
         paths,
         inputs.glob,
         within=synced_folders(options),
@@ -29,6 +31,31 @@ def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions
         options=inputs.parse,
         include_generated=inputs.include_generated,
     )
+    _refuse_clashes(files.paths, recorded_roots(read_manifest(), options))
+    return files
+
+
+def _refuse_clashes(paths: dict[str, Path], recorded: dict[str, Source]) -> None:
+    """ConfigError when a file read now has the doc_id of another file that a folder
+    synced before holds (``A/README.md`` synced, then ``B/README.md``: both are
+    ``README.md``): the sync would replace that document with this one without a word,
+    as a sync of both folders at once refuses to."""
+    from rechunk.sources.files import globs_regex, printable
+
+    for root, how in recorded.items():
+        folder = Path(root)
+        if not folder.is_dir():
+            continue
+        synced = globs_regex(how.globs).fullmatch
+        for doc_id, path in paths.items():
+            other = folder / doc_id
+            if synced(doc_id) and other.is_file() and other.resolve() != path.resolve():
+                raise ConfigError(
+                    f"{printable(str(path))} would replace {printable(str(other))}: both are "
+                    f"doc_id {printable(doc_id)!r} in this collection, and a doc_id names "
+                    "one file. Sync the folder that holds both (its files are named from "
+                    "there), or each folder into its own --collection"
+                )
 
 
 def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:

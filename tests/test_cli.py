@@ -181,6 +181,9 @@ def test_exit_codes(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert usage.value.code == 2
     assert main(["query", " "]) == 2
     assert "query text is empty" in capsys.readouterr().err
+    for k in ("0", "-3"):  # not quietly one chunk
+        assert main(["query", "crashes", "-k", k]) == 2
+        assert "give a positive number of chunks" in capsys.readouterr().err
     # --debug works before or after the command: the whole traceback, the same exit code
     for args in (["--debug", "sync", "no-such-folder"], ["sync", "no-such-folder", "--debug"]):
         assert main(args) == 2
@@ -682,6 +685,36 @@ def test_sync_matching_nothing_warns_and_writes_nothing(
     assert "no readable file matching" in err
     assert ("drop the collection" in err) == ("--prune" in args)
     assert sorted(notes.parent.rglob("*")) == before
+
+
+def test_a_folder_whose_files_would_replace_another_folders_is_refused(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two folders, each with an alpha.md: a doc_id is a path below the folder synced,
+    so syncing the second after the first would replace the first's documents without a
+    word. It is refused, as syncing both at once is, and nothing changes."""
+    other = notes.parent / "other"
+    other.mkdir()
+    (other / "alpha.md").write_text("# Another alpha\n\nNothing like the first one.\n")
+    (other / "zeta.md").write_text("# zeta\n\nA note only this folder has.\n")
+    assert main(["sync", "notes"]) == 0
+    capsys.readouterr()
+    assert main(["sync", "other"]) == 2
+    err = capsys.readouterr().err
+    assert "would replace" in err and "notes/alpha.md" in err and "--collection" in err
+    assert main(["sync", "notes", "other"]) == 2  # as before: two files, one doc_id
+    capsys.readouterr()
+    code, status = run_json(capsys, "status")
+    assert status["documents"] == 5
+    # a file of the folder itself, or a folder of other names, is no clash
+    (other / "alpha.md").unlink()
+    code, report = run_json(capsys, "sync", "other")
+    assert code == 0 and report["documents"]["new"] == 1
+    code, report = run_json(capsys, "sync", "notes")
+    assert code == 0 and report["documents"]["unchanged"] == 5
+    # another collection holds another folder's names
+    code, report = run_json(capsys, "sync", "other", "--collection", "separate")
+    assert code == 0
 
 
 def test_emptied_and_directly_named_files(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -124,6 +124,8 @@ class FileSet:
     links: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     generated: list[tuple[str, str]] = field(default_factory=list)
+    #: the file each doc_id was read from (a record file's doc_ids share its path's)
+    paths: dict[str, Path] = field(default_factory=dict)
 
     def covers(self, doc_id: str) -> bool:
         """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
@@ -329,7 +331,7 @@ def read_documents(
                 raise ConfigError(
                     f"two files map to the same doc_id {doc_id!r}: {by_id[doc_id]} and {path}"
                 )
-            by_id[doc_id] = path
+            by_id[doc_id] = out.paths[doc_id] = path
             read.add(real)
             tool_written = None if include_generated else generated_by_name(path)
             if tool_written is not None:
