@@ -1059,6 +1059,37 @@ def _where(language: str, text: str, needle: str, end_needle: str | None = None)
     return where(start, end)
 
 
+BRACES_OWN_LINE = {
+    "csharp": "namespace Demo\n{\n    /// <summary>Adds.</summary>\n    public static class Calc\n"
+    "    {\n        public static int Add(int a, int b) => a + b;\n    }\n}\n",
+    "java": "public class A\n{\n    public void f()\n    {\n    }\n}\n",
+    "cpp": "namespace ns\n{\nvoid f()\n{\n}\n}\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [
+        ("csharp", ["Demo", "Demo", "Demo.Calc", "Demo.Calc", "Demo.Calc", "Demo.Calc.Add"]),
+        ("java", ["A", "A", "A.f", "A.f", "A.f", "A"]),
+        ("cpp", ["ns", "ns", "ns::f", "ns::f", "ns::f", "ns"]),
+    ],
+)
+def test_a_brace_on_its_own_line_belongs_to_what_it_opens(
+    language: str, expected: list[str]
+) -> None:
+    """C#'s usual style: the ``{`` under ``namespace Demo`` is the namespace's, not its
+    first member's (it was ``Demo.Calc``, and the class's ``{`` ``Demo.Calc.Add``)."""
+    text = BRACES_OWN_LINE[language]
+    where = CodeChunker(language).locator(text)
+    symbols, offset = [], 0
+    for line in text.splitlines(keepends=True)[: len(expected)]:
+        first = offset + len(line) - len(line.lstrip())
+        symbols.append(where(first, offset + len(line.rstrip())).get("symbol"))
+        offset += len(line)
+    assert symbols == expected
+
+
 def test_locator_symbol_paths() -> None:
     py = SNIPPETS["python"]
     assert _where("python", py, "def add")["symbol"] == "Cart.add"
@@ -1081,6 +1112,8 @@ def test_locator_symbol_paths() -> None:
     assert _where("javascript", js, "module.exports.sub")["symbol"] == "module.exports.sub"
     assert _where("typescript", SNIPPETS["typescript"], "return this.side")["symbol"] == "Square.area"
     assert _where("typescript", SNIPPETS["typescript"], "export function twice")["symbol"] == "twice"
+    decorated = "class Catalog {\n  @logged\n  search(q: string) { return q; }\n}\n"
+    assert _where("typescript", decorated, "@logged")["symbol"] == "Catalog.search"
     assert _where("tsx", SNIPPETS["tsx"], "const [count")["symbol"] == "App"
     assert _where("c", SNIPPETS["c"], "return NULL")["symbol"] == "make"
     assert _where("c", SNIPPETS["c"], "int x;")["symbol"] == "struct point"
@@ -1088,6 +1121,8 @@ def test_locator_symbol_paths() -> None:
     assert _where("cpp", cpp, "return 0")["symbol"] == "geo::Point::y"
     assert _where("cpp", cpp, "template <typename T>")["symbol"] == "geo::twice"
     assert _where("cpp", cpp, "int x() const")["symbol"] == "geo::Point::x"
+    priced = "namespace shop {\nstruct Price {\n  Price operator+(Price o) const;\n};\n}\n"
+    assert _where("cpp", priced, "Price operator+")["symbol"] == "shop::Price"  # not struct Price
     assert _where("csharp", SNIPPETS["csharp"], "items.Add(item)")["symbol"] == "Shop.Cart.Add"
     assert _where("csharp", SNIPPETS["csharp"], "[Obsolete]")["symbol"] == "Shop.Cart.Add"
     assert _where("kotlin", SNIPPETS["kotlin"], "items.add(item)")["symbol"] == "Cart.add"

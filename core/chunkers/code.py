@@ -691,6 +691,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                         top = first[head[items[item.id]]]
                         if 0 <= top <= start:
                             start = top
+                    start = min(start, _decorated_from(item or child, char_of))
                     end = char_of(child.end_byte)
                     out.append((start, end, len(inner), spec.separator.join(inner)))
             if child.child_count:
@@ -703,18 +704,35 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
 _DECORATORS = frozenset({"decorator"})
 
 
+def _decorated_from(node: Any, char_of: Callable[[int], int]) -> int:
+    """Where the decorators right above ``node`` start, as its siblings (a TypeScript
+    method's ``@logged``), else where ``node`` starts: they belong to its symbol."""
+    start = node
+    before = node.prev_named_sibling
+    while (
+        before is not None
+        and before.type in _DECORATORS
+        and _last_row(before) >= start.start_point.row - 1
+    ):
+        start, before = before, before.prev_named_sibling
+    return int(char_of(start.start_byte))
+
+
 def _holds_code_before(
     spec: LanguageSpec, node: Any, child: Any, starts_line: Callable[[Any], bool]
 ) -> bool:
     """Whether a node other than a comment, attribute or decorator starts a line in
-    ``node`` before its ``child``: ``node`` then contains code of its own above
-    ``child`` rather than wrapping it."""
+    ``node`` before its ``child``, or ``node`` is a body whose opening brace has a line of
+    its own above ``child``: ``node`` then contains code of its own above ``child``
+    rather than wrapping it."""
     leading = spec.attached | _DECORATORS
     for sibling in node.children:
         if sibling.id == child.id:
             return False
         if sibling.is_named and sibling.type not in leading and starts_line(sibling):
             return True
+        if sibling.type == "{" and sibling.start_point.row < child.start_point.row:
+            return True  # a body whose brace has a line of its own (C#'s style)
     return False
 
 

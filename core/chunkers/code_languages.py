@@ -691,6 +691,15 @@ def _c_name(node: Any, source: bytes) -> str | None:
     return name
 
 
+def _cpp_name(node: Any, source: bytes) -> str | None:
+    """As C's, but a struct, union or enum is named as a class is (``shop::Price``): in
+    C++ its name is a type name, not a tag."""
+    name = _c_name(node, source)
+    if name is not None and node.type in ("struct_specifier", "union_specifier", "enum_specifier"):
+        return name.split(" ", 1)[1]
+    return name
+
+
 def _plain_name(node: Any, source: bytes) -> str | None:
     return _field_text(node, "name", source)
 
@@ -703,7 +712,7 @@ _NAMERS: dict[str, Callable[[Any, bytes], str | None]] = {
     "rust": _rust_name,
     "go": _go_name,
     "c": _c_name,
-    "cpp": _c_name,
+    "cpp": _cpp_name,
     "yaml": _yaml_name,
     "toml": _toml_name,
     "css": _css_name,
