@@ -1,6 +1,8 @@
 """``rechunk measure OLD NEW``: the edit fraction of a revision pair and, per chunker, its
-recompute fraction R_c, chunks old/new and tokens to embed. The chunkers by name (with the
-study's default parameters) are here too; ``rechunk bench`` uses them."""
+recompute fraction R_c, chunks old/new and tokens to embed. Each file is read by the parser
+of its format, as ``rechunk sync`` reads it, and the chunkers are sized for the model, as
+sync sizes them (``--study-sizes``: the study's parameters). The chunkers by name with the
+study's parameters are here too; ``rechunk bench`` uses them."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from rechunk.chunking.chunk import Chunker
-from rechunk.cli.options import Parsed, debug_option
+from rechunk.cli import compose
+from rechunk.cli.options import ModelOptions, debug_option, model_option
 from rechunk.cli.output import EXIT_OK
-from rechunk.errors import ConfigError
-from rechunk.sources.files import read_text_file
+from rechunk.errors import ConfigError, InputError
 
 __all__ = [
     "CHUNKER_NAMES",
@@ -30,7 +32,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class MeasureArgs(Parsed):
+class MeasureArgs(ModelOptions):
     """``rechunk measure``'s arguments."""
 
     old: str
@@ -39,6 +41,7 @@ class MeasureArgs(Parsed):
     lang: str | None
     tokenizer: str | None
     encoding: str | None
+    study_sizes: bool
     json: bool
 
 CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
@@ -69,6 +72,47 @@ def make_chunker(name: str, tokenizer: Any = None, language: str | None = None) 
 
 
 # -- measure ------------------------------------------------------------------------------
+
+
+def read_document(path: Path, encoding: str | None = None) -> str:
+    """The text ``rechunk sync`` chunks for the file at ``path``: read by the parser of its
+    format (a PDF's text without running headers, a web page's without its menus, a code
+    file as it is). InputError for a file no parser reads, one that does not parse, or a
+    file of records (several documents: measure compares one with one)."""
+    from rechunk.sources.base import ParseError
+    from rechunk.sources.documents import documents_from_file
+    from rechunk.sources.registry import ParseOptions
+
+    try:
+        found = documents_from_file(path, path.name, options=ParseOptions(encoding=encoding))
+    except ParseError as exc:
+        raise InputError(f"{path}: {exc.reason}") from None
+    if not found:
+        raise InputError(f"{path} holds no text")
+    if len(found) > 1:
+        raise InputError(
+            f"{path} holds {len(found)} documents (a file of records); measure compares one "
+            "document with one: write the two versions of a record to files of their own"
+        )
+    return found[0].text
+
+
+def _chunker(args: MeasureArgs, embedder: Any, name: str, language: str | None) -> Chunker:
+    """The chunker ``name`` as sync sizes it for ``embedder`` (``--embedder``/``--model``;
+    the default model without them), or with the study's sizes (``embedder`` None:
+    ``--study-sizes``)."""
+    if embedder is None:
+        return make_chunker(name, args.tokenizer, language)
+    from rechunk.chunking.policy import policy_for
+
+    if name not in (*CHUNKER_NAMES, CODE_CHUNKER):
+        raise ConfigError(f"unknown chunker {name!r}; choose from {', '.join(CHUNKER_NAMES)}")
+    if name == CODE_CHUNKER and language is None:
+        raise ConfigError("the code chunker needs a language (--lang, or a file suffix)")
+    overrides: dict[str, Any] = {"tokenizer": args.tokenizer} if args.tokenizer else {}
+    if name == CODE_CHUNKER:
+        overrides["language"] = language
+    return policy_for(embedder, name, **overrides)
 
 
 def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) -> dict[str, Any]:
@@ -105,8 +149,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="Print the edit fraction and band of OLD -> NEW and, per chunker, "
         "the recompute fraction R_c, chunks old/new and tokens to embed vs total.",
     )
-    p.add_argument("old", metavar="OLD_FILE", help="the previous version (a text file)")
-    p.add_argument("new", metavar="NEW_FILE", help="the new version (a text file)")
+    p.add_argument(
+        "old",
+        metavar="OLD_FILE",
+        help="the previous version (any file sync reads: Markdown, PDF, DOCX, HTML, code, ...)",
+    )
+    p.add_argument("new", metavar="NEW_FILE", help="the new version (read as OLD_FILE is)")
     p.add_argument(
         "--chunker",
         action="append",
@@ -129,6 +177,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="NAME",
         help="the files' encoding when they are not UTF-8 (as sync's --encoding)",
     )
+    model_option(p)
+    p.add_argument(
+        "--study-sizes",
+        action="store_true",
+        help="the study's chunk sizes (for a 512-token window, as rechunk bench uses), not "
+        "those sync gives the model",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON report")
     p.set_defaults(func=run)
     return p
@@ -141,14 +196,15 @@ def run(args: argparse.Namespace) -> int:
 def execute(args: MeasureArgs) -> int:
     from rechunk.sources.documents import code_language
 
-    old = read_text_file(Path(args.old), args.encoding)
-    new = read_text_file(Path(args.new), args.encoding)
+    old = read_document(Path(args.old), args.encoding)
+    new = read_document(Path(args.new), args.encoding)
     language = args.lang or code_language(args.new, new) or code_language(args.old, old)
     names = args.chunker or ["all"]
     if "all" in names:  # the code policy beside the others when the files are code
         names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]
+    embedder = None if args.study_sizes else compose.open_embedder(args)
     chunkers = [
-        (name, make_chunker(name, args.tokenizer, language)) for name in dict.fromkeys(names)
+        (name, _chunker(args, embedder, name, language)) for name in dict.fromkeys(names)
     ]
     report = measure_pair(old, new, chunkers)
     if args.json:
