@@ -368,6 +368,28 @@ def test_headings_by_size_with_levels_and_sections() -> None:
     assert where["pages"][0] >= 1
 
 
+def test_a_centred_title_then_a_heading_of_its_size_are_two_headings() -> None:
+    """A report's centred title, then its first heading at the margin, set at the same
+    size a line apart: two headings (they were read as one wrapped heading), while a
+    heading that wraps, left-aligned or centred, stays one."""
+    from reportlab.lib.enums import TA_CENTER
+    from reportlab.platypus import SimpleDocTemplate
+
+    out = io.BytesIO()
+    big = ParagraphStyle("big", fontName="Helvetica-Bold", fontSize=18, leading=22)
+    centred = ParagraphStyle("centred", parent=big, alignment=TA_CENTER)
+    wrapped = "A heading long enough that it has to wrap onto a second line of the page"
+    body = paragraphs_from(2, 2)
+    SimpleDocTemplate(out, pagesize=A4).build(
+        [Paragraph("Annual report", centred), Paragraph("Introduction", big),
+         Paragraph(body[0], _style()), Paragraph(wrapped, big),
+         Paragraph(body[1], _style()), Paragraph(wrapped, centred)]
+    )  # fmt: skip
+    doc = parse(out.getvalue())
+    heads = [doc.text[b.start : b.end] for b in doc.blocks if b.kind == "heading"]
+    assert heads == ["# Annual report", "# Introduction", f"# {wrapped}", f"# {wrapped}"]
+
+
 def test_hyphens_at_line_and_page_ends() -> None:
     """A line-end hyphen before a lower-case letter joins a word the document spells
     whole ("compiler"), keeps one it spells with a hyphen ("well-known"), and a soft

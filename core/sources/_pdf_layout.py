@@ -917,10 +917,23 @@ def _breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
             return a.base - b.base > 2.2 * pitch
         # a page or column break: the block goes on if it filled the page
         return a.bottom > stats.code_floor + pitch
-    # a heading: its wrapped lines
+    # a heading: its wrapped lines, set as the first is (from the same left edge, about
+    # the same centre, or indented under it); a line further left after a centred one
+    # is the next heading (a centred title, then a heading at the margin)
     if kind != _Kind.HEADING or a.size != b.size:
         return True
-    return a.page != b.page or a.group != b.group or a.base - b.base > 1.6 * a.size
+    tolerance = 0.5 * a.size
+    aligned = (
+        abs(a.x0 - b.x0) <= tolerance
+        or abs((a.x0 + a.x1) - (b.x0 + b.x1)) <= 2 * tolerance
+        or b.x0 > a.x0
+    )
+    return (
+        a.page != b.page
+        or a.group != b.group
+        or a.base - b.base > 1.6 * a.size
+        or not aligned
+    )
 
 
 def _start(line: _Line, stats: _Stats) -> _Open:
