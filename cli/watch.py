@@ -291,6 +291,8 @@ def _print_initial(args: WatchArgs, initial: Any, files: Any) -> None:
         sync_summary(initial.sync, args.prune, notes)
     else:
         print(f"rechunk watch: no readable file under {' '.join(args.paths)} yet")
+    if initial.deleted:  # beyond the sync: files gone while no watcher ran
+        print(f"  {'files gone':<14}{initial.deleted} document(s) deleted (removed while down)")
     print(f"  {'retrievable':<14}{initial.retrievable} verified, {initial.pending} pending")
     sys.stdout.flush()
 

@@ -647,6 +647,42 @@ def test_next_start_repairs_what_a_killed_watcher_left(tmp_path: Path, embedder:
     assert read_freshness(path)["unretrievable"] == 0
 
 
+def test_files_removed_while_no_watcher_ran_are_deleted_at_the_next_start(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """A file deleted (or renamed) while the watcher was down, or just before it stopped:
+    the next start deletes its document, as a running watcher would have. What it never
+    watched stays: documents synced into the collection another way, another folder's
+    files, and an emptied file (as a sync without --prune keeps them)."""
+    from rechunk import Document, sync
+
+    root, other = tmp_path / "docs", tmp_path / "other"
+    write_docs(root, ["a", "b", "c", "d"])
+    write_docs(other, ["x"])
+    store = qdrant_store(embedder, chunker)
+    path = tmp_path / "state.json"
+
+    def start(folder: Path) -> BatchReport:
+        watcher = Watcher([folder], store, chunker=chunker, embedder=embedder,
+                          freshness=Freshness(path, "k"))  # fmt: skip
+        return watcher.initial_sync()
+
+    start(root)
+    start(other)
+    sync([Document("api:note", doc_text("note"))], store, chunker=chunker, embedder=embedder)
+    (root / "b.md").unlink()
+    os.replace(root / "c.md", root / "c-renamed.md")
+    (root / "d.md").write_text("\n", encoding="utf-8")
+    report = start(root)
+    assert report.deleted == 2 and report.retrievable >= 2
+    assert store.doc_ids() == {"a.md", "c-renamed.md", "d.md", "x.md", "api:note"}
+    assert read_freshness(path)["unretrievable"] == 0
+    # a first start with no state of its folders deletes nothing it did not see
+    (root / "a.md").unlink()
+    (tmp_path / "state.files.json").unlink()
+    assert start(root).deleted == 0 and "a.md" in store.doc_ids()
+
+
 def test_a_watcher_releases_the_embedders_run_memory(tmp_path: Path, chunker: Any) -> None:
     """After its initial sync (run as `rechunk sync` runs it), a watcher sets the ONNX
     embedder to give each run's memory back, and after each batch gives the C heap's

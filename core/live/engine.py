@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import queue
@@ -260,6 +261,11 @@ class Watcher:
         self.probe_k = probe_k
         self.selections = [Selection(p, self.globs, gitignore) for p in paths]
         self._files: dict[FileKey, set[str]] = {}
+        # the doc_ids of each folder's files, kept beside the state file so that a restart
+        # deletes the documents of files removed while no watcher ran (see initial_sync)
+        state = self.freshness.path
+        self._watched_path = None if state is None else state.with_suffix(".files.json")
+        self._watched_dirty = True
         self._known: dict[str, str] = {}  # doc_id -> the revision the store holds
         self._pending: dict[str, _Entry] = {}
         self._lock = threading.Lock()
@@ -323,6 +329,48 @@ class Watcher:
                     return index, name
         return None
 
+    # -- the files of each folder, across restarts ----------------------------------------
+
+    def _watched_before(self) -> set[str]:
+        """The doc_ids an earlier watcher of these folders had for their files (none when
+        no state file holds them: a first start, or a watcher without a state file)."""
+        path = self._watched_path
+        if path is None:
+            return set()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            roots = data["roots"] if data.get("key") == self.freshness.key else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return set()
+        found: set[str] = set()
+        for selection in self.selections:
+            ids = roots.get(str(selection.real), []) if isinstance(roots, dict) else []
+            found.update(d for d in ids if isinstance(d, str))
+        return found
+
+    def _save_watched(self) -> None:
+        """Write the doc_ids of each folder's files when they changed (written atomically;
+        the folders of other watchers of the collection keep theirs)."""
+        path = self._watched_path
+        if path is None or not self._watched_dirty:
+            return
+        roots: dict[str, list[str]] = {}
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            if kept.get("key") == self.freshness.key and isinstance(kept.get("roots"), dict):
+                roots = kept["roots"]
+        except (OSError, ValueError, AttributeError):
+            pass
+        mine: dict[str, set[str]] = {str(s.real): set() for s in self.selections}
+        for (index, _), ids in self._files.items():
+            mine[str(self.selections[index].real)].update(ids)
+        roots.update({root: sorted(ids) for root, ids in mine.items()})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": self.freshness.key, "roots": roots}), encoding="utf-8")
+        tmp.replace(path)
+        self._watched_dirty = False
+
     # -- the initial sync ---------------------------------------------------------------
 
     def read_all(self) -> FileSet:
@@ -355,9 +403,16 @@ class Watcher:
             if key is not None:
                 mapping.setdefault(key, set())
         read_ids = {doc.doc_id for doc in docs}
+        # the documents of files an earlier watcher of these folders synced that are gone
+        # now (removed while no watcher ran, or just before it stopped) are deleted, as
+        # the watcher would have deleted them; an emptied file keeps its documents
+        gone = {
+            doc_id
+            for doc_id in self._watched_before()
+            if doc_id not in read_ids and doc_id not in files.empty and not files.covers(doc_id)
+        }
         # an earlier watcher's pending deletions are finished; its pending revisions of
         # files not read now are forgotten (as a sync leaves documents it is not given)
-        gone = set()
         for doc_id, pending in list(self.freshness.pending.items()):
             if doc_id in read_ids or files.covers(doc_id):
                 continue
@@ -397,6 +452,8 @@ class Watcher:
         by_id = {doc.doc_id: doc for doc in docs}
         self._account(result, by_id, wall, report, initial=True)
         self._files = mapping
+        self._watched_dirty = True
+        self._save_watched()
         self.freshness.save()
         targets = {d: e.revision for d, e in self.freshness.pending.items()}
         self._verify_guarded(targets, report)
@@ -696,16 +753,21 @@ class Watcher:
         self._account(result, docs, time.time(), report, initial=False)
         # commit: the files now hold these documents
         for key in gone_files:
-            self._files.pop(key, None)
+            if self._files.pop(key, None) is not None:
+                self._watched_dirty = True
         for key, found_docs in read.items():
             if key in empty and not self.prune:
                 continue
-            if found_docs:
-                self._files[key] = {d.doc_id for d in found_docs}
+            held = {d.doc_id for d in found_docs}
+            if held != self._files.get(key, set()):
+                self._watched_dirty = True
+            if held:
+                self._files[key] = held
             else:
                 self._files.pop(key, None)
         for doc_id in deleted:
             self._known.pop(doc_id, None)
+        self._save_watched()
         self.freshness.save()
         self._requeue(requeue, now)
         targets = {d: e.revision for d, e in self.freshness.pending.items() if e.published}
