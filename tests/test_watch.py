@@ -352,8 +352,9 @@ def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, c
     root = tmp_path / "docs"
     write_docs(root, ["keep"])
     store = qdrant_store(embedder, chunker)
+    log = tmp_path / "diag.jsonl"
     watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
-                      parse_retries=1)
+                      parse_retries=1, diagnosis=DiagnosisLog(log, "salt"))  # fmt: skip
     with Running(watcher) as run:
         run.next()
         before = revisions(store)
@@ -364,6 +365,10 @@ def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, c
         failed = next(r for r in reports if r.failed)
         assert failed.errors and failed.errors[0][0] == "ParseError"
         assert revisions(store) == before  # the last good revision stays
+        # the log says so at once (it was written out only after a later batch's check)
+        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        failure = next(line for line in lines if line["stage"] == "failed")
+        assert failure["reason"] == "parse" and failure["source_type"] == "markdown"
 
 
 def test_burst_is_a_few_batches(tmp_path: Path, embedder: Any, chunker: Any) -> None:
@@ -474,13 +479,13 @@ def test_store_goes_away_and_comes_back(tmp_path: Path, embedder: Any, chunker: 
     assert read_freshness(tmp_path / "state.json")["unretrievable"] == 0
     from prometheus_client.parser import text_string_to_metric_families
 
-    errors = {
-        s.labels["kind"]: s.value
-        for family in text_string_to_metric_families(metrics.text())
-        for s in family.samples
-        if s.name == "rechunk_errors_total"
-    }
+    samples = [s for family in text_string_to_metric_families(metrics.text()) for s in family.samples]
+    errors = {s.labels["kind"]: s.value for s in samples if s.name == "rechunk_errors_total"}
     assert errors.get("StoreUnavailableError", 0) + errors.get("StoreTimeoutError", 0) >= 1
+    # each revision is accepted once, however often its batch was tried: the three of the
+    # first sync, then one.md's edit, two.md's deletion, four.md and three.md's edit
+    accepted = sum(s.value for s in samples if s.name == "rechunk_documents_accepted_total")
+    assert accepted == 7
 
 
 # -- part 2 and 3: freshness and metrics ------------------------------------------------

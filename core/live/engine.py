@@ -828,12 +828,23 @@ class Watcher:
                     self._source_type(None, rel), self.chunker.policy_id
                 ).inc()
             if self.diagnosis is not None:
-                self.diagnosis.write(rel, "failed", reason="parse")
+                self.diagnosis.write(
+                    rel,
+                    "failed",
+                    policy=self.chunker.policy_id,
+                    source_type=self._source_type(None, rel),
+                    reason="parse",
+                )
 
     def _accept(
         self, doc_id: str, revision: str | None, wall: float, source_type: str, policy: str
     ) -> None:
+        """A revision seen: pending until retrievable. Counted and logged once, not again
+        each time a failed batch is retried with it."""
+        before = self.freshness.pending.get(doc_id)
         self.freshness.accept(doc_id, revision, wall, source_type, policy)
+        if before is not None and before.revision == revision and not before.published:
+            return
         if self.metrics is not None:
             self.metrics.accepted.labels(source_type, policy).inc()
         if self.diagnosis is not None:

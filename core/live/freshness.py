@@ -199,7 +199,9 @@ class DiagnosisLog:
         self._salt = salt.encode()
         self._hash = hash_ids
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
+        # a line at a time: the log is read while the watcher fails (a store outage, a file
+        # that does not parse), before any batch finishes
+        self._file = self.path.open("a", encoding="utf-8", buffering=1)
 
     def opaque(self, doc_id: str) -> str:
         if not self._hash:
