@@ -182,7 +182,7 @@ def execute(args: WatchArgs) -> int:
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import read_paths
     from rechunk.cli.sources import Chooser
-    from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher, serve_metrics
+    from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher
     from rechunk.live.freshness import freshness_path
     from rechunk.sources.files import printable
     from rechunk.sync.generations import open_live
@@ -201,81 +201,94 @@ def execute(args: WatchArgs) -> int:
     chooser = Chooser(embedder)
     key = f"{args.store} {args.collection}"
     stop = threading.Event()
-    with compose.cache_and_store(args, args.cache, model_id=embedder.model_id) as (
-        cache,
-        opened,
-    ):
-        compose.share_cache(embedder, cache)
-        store = open_live(opened.store, chunker, embedder.dimension)
-        freshness = Freshness(freshness_path(STATE_DIR, key), key)
-        metrics = LiveMetrics() if args.metrics_port is not None else None
-        diagnosis = (
-            DiagnosisLog(args.log, freshness.salt, hash_ids=not args.log_raw_ids)
-            if args.log
-            else None
-        )
-        watcher = Watcher(
-            args.paths,
-            store,
-            chunker=chunker,
-            embedder=embedder,
-            cache=cache,
-            globs=args.glob,
-            gitignore=not args.no_ignore,
-            read_options={
-                "fmt": args.format,
-                "options": args.parse,
-                "include_generated": args.include_generated,
-            },
-            chunker_for=chooser,
-            prune=args.prune,
-            settle=args.settle,
-            freshness=freshness,
-            metrics=metrics,
-            diagnosis=diagnosis,
-        )
-        server = None
-        try:
-            with _signals(stop):
-                if metrics is not None and args.metrics_port is not None:
-                    server = serve_metrics(metrics, args.metrics_port, args.metrics_addr)
-                watcher.start()
-                initial = watcher.initial_sync(files)
-                record_roots(args, args, files.roots, replace=args.prune)
-                _print_initial(args, initial, files)
-                where = (
-                    f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
-                    if server is not None
-                    else ""
-                )
-                if not args.json:
-                    print(
-                        printable(
-                            f"watching {len(args.paths)} folder(s){where}; Ctrl-C stops"
-                        ),
-                        flush=True,
+    # metrics are served before the store is opened: a port in use changes nothing
+    metrics = LiveMetrics() if args.metrics_port is not None else None
+    server = None if metrics is None else _serve(metrics, args)
+    try:
+        with compose.cache_and_store(args, args.cache, model_id=embedder.model_id) as (
+            cache,
+            opened,
+        ):
+            compose.share_cache(embedder, cache)
+            store = open_live(opened.store, chunker, embedder.dimension)
+            freshness = Freshness(freshness_path(STATE_DIR, key), key)
+            diagnosis = (
+                DiagnosisLog(args.log, freshness.salt, hash_ids=not args.log_raw_ids)
+                if args.log
+                else None
+            )
+            watcher = Watcher(
+                args.paths,
+                store,
+                chunker=chunker,
+                embedder=embedder,
+                cache=cache,
+                globs=args.glob,
+                gitignore=not args.no_ignore,
+                read_options={
+                    "fmt": args.format,
+                    "options": args.parse,
+                    "include_generated": args.include_generated,
+                },
+                chunker_for=chooser,
+                prune=args.prune,
+                settle=args.settle,
+                freshness=freshness,
+                metrics=metrics,
+                diagnosis=diagnosis,
+            )
+            try:
+                with _signals(stop):
+                    watcher.start()
+                    initial = watcher.initial_sync(files)
+                    record_roots(args, args, files.roots, replace=args.prune)
+                    _print_initial(args, initial, files)
+                    where = (
+                        f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
+                        if server is not None
+                        else ""
                     )
-                elif server is not None:
-                    print(json.dumps({"kind": "metrics", "port": server.port}), flush=True)
+                    if not args.json:
+                        print(
+                            printable(f"watching {len(args.paths)} folder(s){where}; Ctrl-C stops"),
+                            flush=True,
+                        )
+                    elif server is not None:
+                        print(json.dumps({"kind": "metrics", "port": server.port}), flush=True)
 
-                def on_batch(report: Any) -> None:
-                    if args.json:
-                        print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}))
-                    else:
-                        for line in _batch_lines(report):
-                            print(printable(line))
-                    sys.stdout.flush()
+                    def on_batch(report: Any) -> None:
+                        if args.json:
+                            print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}))
+                        else:
+                            for line in _batch_lines(report):
+                                print(printable(line))
+                        sys.stdout.flush()
 
-                watcher.serve(stop, on_batch)
-        finally:
-            watcher.stop_watching()
-            if server is not None:
-                server.stop()
-            if diagnosis is not None:
-                diagnosis.close()
+                    watcher.serve(stop, on_batch)
+            finally:
+                watcher.stop_watching()
+                if diagnosis is not None:
+                    diagnosis.close()
+    finally:
+        if server is not None:
+            server.stop()
     if not args.json:
         print("rechunk watch: stopped", flush=True)
     return EXIT_OK
+
+
+def _serve(metrics: Any, args: WatchArgs) -> Any:
+    """The metrics endpoint of ``--metrics-port`` / ``--metrics-addr``; a port or address
+    that cannot be served is a usage error naming them."""
+    from rechunk.live import serve_metrics
+
+    try:
+        return serve_metrics(metrics, args.metrics_port or 0, args.metrics_addr)
+    except (OSError, OverflowError, ValueError) as exc:
+        raise ConfigError(
+            f"--metrics-port {args.metrics_port} --metrics-addr {args.metrics_addr}: cannot "
+            f"serve metrics there ({exc}); pick a free port (0: any) or another address"
+        ) from None
 
 
 def _print_initial(args: WatchArgs, initial: Any, files: Any) -> None:

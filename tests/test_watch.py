@@ -580,6 +580,28 @@ def test_status_shows_unretrievable_revisions(tmp_path: Path, monkeypatch: pytes
 # -- the command ------------------------------------------------------------------------
 
 
+def test_a_metrics_port_that_cannot_be_served_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A port in use, or out of range: a usage error naming the option (exit 2), before
+    the store is opened, so no collection is made."""
+    import socket
+
+    from rechunk.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    write_docs(tmp_path / "docs", ["a"])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for bad in (str(port), "99999"):
+            assert main(["watch", "docs", "--metrics-port", bad]) == 2
+            err = capsys.readouterr().err
+            assert f"--metrics-port {bad}" in err and "cannot serve metrics there" in err
+    assert not (tmp_path / ".rechunk" / "qdrant").exists()
+
+
 def test_cli_watch_sigterm_finishes_and_exits_0(tmp_path: Path) -> None:
     write_docs(tmp_path / "docs", ["a", "b"])
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
