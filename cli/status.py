@@ -12,7 +12,7 @@ from typing import Any
 from rechunk.cli import compose
 from rechunk.cli.options import StoreOptions, debug_option, store_options
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
-from rechunk.errors import ConfigError, StoreError
+from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
 from rechunk.sources.files import printable
 
 __all__ = ["StatusArgs", "add_parser", "collection_status", "execute", "run"]
@@ -44,7 +44,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(args: StatusArgs) -> int:
-    opened = compose.open_store(args, create=False)
+    from rechunk.cli.watch import freshness_status
+
+    fresh = freshness_status(args)  # what `rechunk watch` accepted and has not yet verified
+    try:
+        opened = compose.open_store(args, create=False)
+    except StoreUnavailableError as exc:
+        # embedded Qdrant held by a watcher: what it has pending is in its state file
+        if fresh is None:
+            raise
+        if args.json:
+            print_json({"freshness": fresh, "store_error": str(exc)})
+            return EXIT_BACKEND
+        _print_freshness(fresh)
+        raise
     try:
         store = opened.store
         try:
@@ -57,9 +70,6 @@ def execute(args: StatusArgs) -> int:
         status = collection_status(store)
     finally:
         opened.close()
-    from rechunk.cli.watch import freshness_line, freshness_status
-
-    fresh = freshness_status(args)  # what `rechunk watch` accepted and has not yet verified
     if fresh is not None:
         status["freshness"] = fresh
     if args.json:
@@ -76,8 +86,7 @@ def execute(args: StatusArgs) -> int:
         )
     for name in ("policies", "models"):
         print(
-            f"{name}: "
-            + ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
+            f"{name}: " + ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
         )
     for doc_id, revs in status["revisions"].items():
         print(f"  {printable(doc_id)}: revision {', '.join(printable(r[:12]) for r in revs)}")
@@ -95,10 +104,34 @@ def execute(args: StatusArgs) -> int:
     stale = ", ".join(printable(doc_id) for doc_id in status["stale_documents"])
     print(f"stale check: {status['stale_check']}" + (f" ({stale})" if stale else ""))
     if fresh is not None:
-        print(freshness_line(fresh))
+        _print_freshness(fresh)
     for warning in status["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     return _status_exit(status)
+
+
+#: pending revisions listed one per line (the rest counted)
+_LISTED = 20
+
+
+def _print_freshness(fresh: dict[str, Any]) -> None:
+    """The watchers' freshness line, then the pending revisions, oldest first."""
+    from rechunk.cli.watch import freshness_line
+
+    print(freshness_line(fresh))
+    rows = fresh["revisions"]
+    for row in rows[:_LISTED]:
+        what = "deletion" if row["deleted"] else f"revision {str(row['revision'])[:12]}"
+        published = ", published" if row["published"] is not None else ""
+        stale = ", an earlier revision still answers" if row["stale"] else ""
+        print(
+            printable(
+                f"  pending: {row['doc_id']} {what}, accepted {row['age_seconds']:.1f} s ago"
+                f"{published}{stale}"
+            )
+        )
+    if len(rows) > _LISTED:
+        print(f"  pending: {len(rows) - _LISTED} more (rechunk status --json lists them all)")
 
 
 def _status_exit(status: dict[str, Any]) -> int:

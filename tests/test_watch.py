@@ -572,9 +572,21 @@ def test_status_shows_unretrievable_revisions(tmp_path: Path, monkeypatch: pytes
     assert fresh["unretrievable"] == 1 and fresh["oldest_age_seconds"] >= 42.0
     assert fresh["revisions"][0]["doc_id"] == "a.md"
     assert main(["status"]) == 0
-    assert "1 accepted revision(s) not yet retrievable, the oldest accepted 4" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "1 accepted revision(s) not yet retrievable, the oldest accepted 4" in out
+    assert "  pending: a.md revision r-new, accepted 4" in out  # which, not only how many
+    # a watcher holding embedded Qdrant: the pending revisions still show, from its state
+    from rechunk.adapters.qdrant import local_client
+
+    held = local_client(tmp_path / ".rechunk" / "qdrant")
+    try:
+        assert main(["status"]) == 3
+        shown = capsys.readouterr()
+        assert "pending: a.md revision r-new" in shown.out and "in use" in shown.err
+        assert main(["status", "--json"]) == 3
+        assert json.loads(capsys.readouterr().out)["freshness"]["unretrievable"] == 1
+    finally:
+        held.close()
 
 
 # -- the command ------------------------------------------------------------------------
