@@ -113,7 +113,7 @@ evaluation_interval: 1m
 tests:
   # a revision pending from minute 1: its age passes 300 s at minute 7 (360 s), the page
   # fires 2 minutes later; the edits' amplification all falls in the (10, 20] bucket, so
-  # its p95 is 10 + 0.95 * 10 = 19.5 and its median 15: no amplification ticket
+  # the page's annotation gives its p95 as 10 + 0.95 * 10 = 19.5
   - interval: 1m
     input_series:
       - series: 'rechunk_oldest_unretrievable_age_seconds{{job="rechunk",instance="w1"}}'
@@ -154,8 +154,9 @@ tests:
       - eval_time: 20m
         alertname: RechunkAmplificationHigh
         exp_alerts: []
-  # every edit of one policy re-indexes 50-100 bytes per changed byte (median 75):
-  # a ticket after an hour, and no page, since every revision is retrievable
+  # every edit of one policy re-embeds 4-6 inputs (median 5), where an edit in one place
+  # needs one or two: a ticket after an hour, and no page, since every revision is
+  # retrievable
   - interval: 1m
     input_series:
       - series: 'rechunk_oldest_unretrievable_age_seconds{{job="rechunk",instance="w2"}}'
@@ -164,11 +165,11 @@ tests:
         values: '0x80'
       - series: 'rechunk_queue_depth{{job="rechunk",instance="w2"}}'
         values: '0x80'
-      - series: 'rechunk_reindexed_bytes_per_changed_byte_bucket{{job="rechunk",instance="w2",source_type="pdf",policy="fixed-2",le="50.0"}}'
+      - series: 'rechunk_inputs_embedded_per_changed_document_bucket{{job="rechunk",instance="w2",source_type="pdf",policy="fixed-2",le="4.0"}}'
         values: '0x80'
-      - series: 'rechunk_reindexed_bytes_per_changed_byte_bucket{{job="rechunk",instance="w2",source_type="pdf",policy="fixed-2",le="100.0"}}'
+      - series: 'rechunk_inputs_embedded_per_changed_document_bucket{{job="rechunk",instance="w2",source_type="pdf",policy="fixed-2",le="6.0"}}'
         values: '0+2x80'
-      - series: 'rechunk_reindexed_bytes_per_changed_byte_bucket{{job="rechunk",instance="w2",source_type="pdf",policy="fixed-2",le="+Inf"}}'
+      - series: 'rechunk_inputs_embedded_per_changed_document_bucket{{job="rechunk",instance="w2",source_type="pdf",policy="fixed-2",le="+Inf"}}'
         values: '0+2x80'
     alert_rule_test:
       - eval_time: 50m
@@ -179,7 +180,7 @@ tests:
         exp_alerts:
           - exp_labels: {{severity: ticket, job: rechunk, instance: w2, source_type: pdf, policy: fixed-2}}
             exp_annotations:
-              summary: "Median edit of pdf under fixed-2 re-indexes 75 bytes per changed byte"
+              summary: "Median edit of pdf under fixed-2 re-embeds 5.0 inputs"
               runbook: "docs/runbook.md#rechunkamplificationhigh"
       - eval_time: 75m
         alertname: RechunkRevisionNotRetrievable
@@ -202,6 +203,25 @@ tests:
             exp_annotations:
               summary: "41 document(s) on w3 still answer with an earlier revision, and the count is growing"
               runbook: "docs/runbook.md#rechunkduplicategrowth"
+  # one file given up on: its failure counter appears at 1 (no earlier sample for
+  # increase() to count from), a ticket 15 minutes later
+  - interval: 1m
+    input_series:
+      - series: 'rechunk_documents_failed_total{{job="rechunk",instance="w4",source_type="pdf",policy="structured-1"}}'
+        values: '_x5 1x40'
+      - series: 'rechunk_queue_depth{{job="rechunk",instance="w4"}}'
+        values: '0x45'
+    alert_rule_test:
+      - eval_time: 15m
+        alertname: RechunkDocumentsFailing
+        exp_alerts: []
+      - eval_time: 25m
+        alertname: RechunkDocumentsFailing
+        exp_alerts:
+          - exp_labels: {{severity: ticket, job: rechunk, instance: w4, source_type: pdf, policy: structured-1}}
+            exp_annotations:
+              summary: "1 pdf revision(s) given up on in the last hour"
+              runbook: "docs/runbook.md#rechunkdocumentsfailing"
   # no watcher scraped at all
   - interval: 1m
     input_series:

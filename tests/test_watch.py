@@ -536,6 +536,9 @@ def test_metrics_endpoint_and_no_text(tmp_path: Path, embedder: Any, chunker: An
     assert samples["rechunk_tokens_embedded_total"] > 0
     assert samples["rechunk_accept_to_retrievable_seconds_count"] == 4
     assert samples["rechunk_reindexed_bytes_per_changed_byte_count"] == 1
+    # the edit: one observation of the inputs it embedded (1 or 2, the sections it touched)
+    assert samples["rechunk_inputs_embedded_per_changed_document_count"] == 1
+    assert 1 <= samples["rechunk_inputs_embedded_per_changed_document_sum"] <= 2
     assert samples["rechunk_queue_depth"] == 0
     assert samples["rechunk_unretrievable_revisions"] == 0
     assert samples["rechunk_stale_retrievable_revisions"] == 0

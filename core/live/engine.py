@@ -1045,6 +1045,8 @@ class Watcher:
                     m.amplification.labels(source, policy).observe(
                         rep.reindexed_bytes / rep.changed_bytes
                     )
+                if rep.status == "changed":
+                    m.inputs_per_edit.labels(source, policy).observe(rep.embedded)
             if self.diagnosis is not None:
                 self.diagnosis.write(
                     rep.doc_id,

@@ -16,6 +16,7 @@ from rechunk._optional import require
 
 __all__ = [
     "AMPLIFICATION_BUCKETS",
+    "INPUTS_PER_EDIT_BUCKETS",
     "LAG_BUCKETS",
     "LiveMetrics",
     "MetricsServer",
@@ -26,6 +27,9 @@ __all__ = [
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0)
 #: bytes of embedding inputs re-indexed per byte the edit changed
 AMPLIFICATION_BUCKETS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+#: inputs embedded for one changed document: an edit in one place needs the one or two
+#: inputs holding it, whatever its size; more, edit after edit, is boundary drift
+INPUTS_PER_EDIT_BUCKETS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0)
 _LABELS = ("source_type", "policy")
 
 
@@ -80,6 +84,13 @@ class LiveMetrics:
             "bytes of inputs re-embedded per byte the edit changed, per changed document",
             _LABELS,
             buckets=AMPLIFICATION_BUCKETS,
+            registry=r,
+        )
+        self.inputs_per_edit = prom.Histogram(
+            "rechunk_inputs_embedded_per_changed_document",
+            "embedding inputs sent to the model for one changed document",
+            _LABELS,
+            buckets=INPUTS_PER_EDIT_BUCKETS,
             registry=r,
         )
         self.lag = prom.Histogram(
