@@ -545,6 +545,10 @@ def test_metrics_endpoint_and_no_text(tmp_path: Path, embedder: Any, chunker: An
     log = (tmp_path / "diag.jsonl").read_text(encoding="utf-8")
     records = [json.loads(line) for line in log.splitlines()]
     assert {r["stage"] for r in records} >= {"accepted", "published", "retrievable"}
+    # the deletion passes every stage too
+    assert [r["stage"] for r in records if r["revision"] is None] == [
+        "accepted", "published", "retrievable"
+    ]
     assert all(r["doc"] not in ("first.md", "second.md") for r in records)
     assert len({r["doc"] for r in records}) == 2  # one opaque id per document
     for text in texts:  # no 40-character piece of any document in the page or the log

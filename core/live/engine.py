@@ -981,6 +981,15 @@ class Watcher:
             entry = self.freshness.pending.get(doc_id)
             if entry is not None and self.metrics is not None:
                 self.metrics.published.labels(entry.source_type, entry.policy).inc()
+            if entry is not None and self.diagnosis is not None:
+                self.diagnosis.write(
+                    doc_id,
+                    "published",
+                    revision=None,
+                    policy=entry.policy,
+                    source_type=entry.source_type,
+                    status="deleted",
+                )
         report.seconds["delete"] = time.monotonic() - t0
 
     def _probe_vectors(self, keys: Mapping[str, str]) -> None:
