@@ -49,7 +49,8 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
         if prune is None:
             rows.append(("empty", doc_id))
         else:
-            fate = "its chunks are pruned" if prune else "its chunks stay until a sync with --prune"
+            fate = "pruned" if prune else "kept until a sync with --prune"
+            fate = f"empty; any chunks it had are {fate}"
             rows.append(("empty", f"{doc_id}: {fate}"))
     if files.ignored:
         folders = sum(name.endswith("/") for name in files.ignored)
