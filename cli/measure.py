@@ -44,6 +44,7 @@ class MeasureArgs(ModelOptions):
     study_sizes: bool
     json: bool
 
+
 CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
 #: the code policy: measured where the language is known (a pair's lang, a file's suffix)
 CODE_CHUNKER = "code"
@@ -81,10 +82,14 @@ def read_document(path: Path, encoding: str | None = None) -> str:
     file of records (several documents: measure compares one with one)."""
     from rechunk.sources.base import ParseError
     from rechunk.sources.documents import documents_from_file
+    from rechunk.sources.files import read_bytes
     from rechunk.sources.registry import ParseOptions
 
+    data = read_bytes(path)  # a FIFO or a device is refused, never opened to block
     try:
-        found = documents_from_file(path, path.name, options=ParseOptions(encoding=encoding))
+        found = documents_from_file(
+            path, path.name, options=ParseOptions(encoding=encoding), data=data
+        )
     except ParseError as exc:
         raise InputError(f"{path}: {exc.reason}") from None
     if not found:
@@ -203,9 +208,7 @@ def execute(args: MeasureArgs) -> int:
     if "all" in names:  # the code policy beside the others when the files are code
         names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]
     embedder = None if args.study_sizes else compose.open_embedder(args)
-    chunkers = [
-        (name, _chunker(args, embedder, name, language)) for name in dict.fromkeys(names)
-    ]
+    chunkers = [(name, _chunker(args, embedder, name, language)) for name in dict.fromkeys(names)]
     report = measure_pair(old, new, chunkers)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -218,4 +221,3 @@ def execute(args: MeasureArgs) -> int:
         tokens = f"{row['tokens_to_embed']:,} / {row['tokens_total']:,}"
         print(f"{row['chunker']:<10} {row['recompute_fraction']:>7.1%} {counts:>15} {tokens:>24}")
     return EXIT_OK
-
