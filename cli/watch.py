@@ -177,14 +177,10 @@ def execute(args: WatchArgs) -> int:
     from rechunk._optional import require
     from rechunk.chunking.policy import policy_for
     from rechunk.cli import compose
-    from rechunk.cli.manifest import record_roots
-    from rechunk.cli.options import STATE_DIR
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import read_paths
     from rechunk.cli.sources import Chooser
-    from rechunk.live import DiagnosisLog, Freshness, LiveMetrics, Watcher
-    from rechunk.live.freshness import freshness_path
-    from rechunk.sources.files import printable
+    from rechunk.live import LiveMetrics
     from rechunk.sync.generations import open_live
 
     for path in args.paths:
@@ -199,8 +195,6 @@ def execute(args: WatchArgs) -> int:
     embedder = compose.open_embedder(args)
     chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
-    key = f"{args.store} {args.collection}"
-    stop = threading.Event()
     # metrics are served before the store is opened: a port in use changes nothing
     metrics = LiveMetrics() if args.metrics_port is not None else None
     server = None if metrics is None else _serve(metrics, args)
@@ -211,70 +205,91 @@ def execute(args: WatchArgs) -> int:
         ):
             compose.share_cache(embedder, cache)
             store = open_live(opened.store, chunker, embedder.dimension)
-            freshness = Freshness(freshness_path(STATE_DIR, key), key)
-            diagnosis = (
-                DiagnosisLog(args.log, freshness.salt, hash_ids=not args.log_raw_ids)
-                if args.log
-                else None
-            )
-            watcher = Watcher(
-                args.paths,
-                store,
-                chunker=chunker,
-                embedder=embedder,
-                cache=cache,
-                globs=args.glob,
-                gitignore=not args.no_ignore,
-                read_options={
-                    "fmt": args.format,
-                    "options": args.parse,
-                    "include_generated": args.include_generated,
-                },
-                chunker_for=chooser,
-                prune=args.prune,
-                settle=args.settle,
-                freshness=freshness,
-                metrics=metrics,
-                diagnosis=diagnosis,
-            )
-            try:
-                with _signals(stop):
-                    watcher.start()
-                    initial = watcher.initial_sync(files)
-                    record_roots(args, args, files.roots, replace=args.prune)
-                    _print_initial(args, initial, files)
-                    where = (
-                        f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
-                        if server is not None
-                        else ""
-                    )
-                    if not args.json:
-                        print(
-                            printable(f"watching {len(args.paths)} folder(s){where}; Ctrl-C stops"),
-                            flush=True,
-                        )
-                    elif server is not None:
-                        print(json.dumps({"kind": "metrics", "port": server.port}), flush=True)
-
-                    def on_batch(report: Any) -> None:
-                        if args.json:
-                            print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}))
-                        else:
-                            for line in _batch_lines(report):
-                                print(printable(line))
-                        sys.stdout.flush()
-
-                    watcher.serve(stop, on_batch)
-            finally:
-                watcher.stop_watching()
-                if diagnosis is not None:
-                    diagnosis.close()
+            _watch(args, files, store, embedder, chunker, chooser, cache, metrics, server)
     finally:
         if server is not None:
             server.stop()
     if not args.json:
         print("rechunk watch: stopped", flush=True)
     return EXIT_OK
+
+
+def _watch(
+    args: WatchArgs,
+    files: Any,
+    store: Any,
+    embedder: Any,
+    chunker: Any,
+    chooser: Any,
+    cache: Any,
+    metrics: Any,
+    server: Any,
+) -> None:
+    """The initial sync, then batches until a signal stops the watcher."""
+    from rechunk.cli.manifest import record_roots
+    from rechunk.cli.options import STATE_DIR
+    from rechunk.live import DiagnosisLog, Freshness, Watcher
+    from rechunk.live.freshness import freshness_path
+    from rechunk.sources.files import printable
+
+    key = f"{args.store} {args.collection}"
+    stop = threading.Event()
+    freshness = Freshness(freshness_path(STATE_DIR, key), key)
+    diagnosis = (
+        DiagnosisLog(args.log, freshness.salt, hash_ids=not args.log_raw_ids) if args.log else None
+    )
+    watcher = Watcher(
+        args.paths,
+        store,
+        chunker=chunker,
+        embedder=embedder,
+        cache=cache,
+        globs=args.glob,
+        gitignore=not args.no_ignore,
+        read_options={
+            "fmt": args.format,
+            "options": args.parse,
+            "include_generated": args.include_generated,
+        },
+        chunker_for=chooser,
+        prune=args.prune,
+        settle=args.settle,
+        freshness=freshness,
+        metrics=metrics,
+        diagnosis=diagnosis,
+    )
+    try:
+        with _signals(stop):
+            watcher.start()
+            initial = watcher.initial_sync(files)
+            record_roots(args, args, files.roots, replace=args.prune)
+            _print_initial(args, initial, files)
+            where = (
+                f"; metrics on http://{args.metrics_addr}:{server.port}/metrics"
+                if server is not None
+                else ""
+            )
+            if not args.json:
+                print(
+                    printable(f"watching {len(args.paths)} folder(s){where}; Ctrl-C stops"),
+                    flush=True,
+                )
+            elif server is not None:
+                print(json.dumps({"kind": "metrics", "port": server.port}), flush=True)
+
+            def on_batch(report: Any) -> None:
+                if args.json:
+                    print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}))
+                else:
+                    for line in _batch_lines(report):
+                        print(printable(line))
+                sys.stdout.flush()
+
+            watcher.serve(stop, on_batch)
+    finally:
+        watcher.stop_watching()
+        if diagnosis is not None:
+            diagnosis.close()
 
 
 def _serve(metrics: Any, args: WatchArgs) -> Any:
