@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 import numpy as np
 
 from rechunk.document import json_problem
-from rechunk.errors import ConfigError, InputError, StoreError
+from rechunk.errors import ConfigError, ForeignPointsWarning, InputError, StoreError
 from rechunk.sync.store import (
     RESERVED_METADATA_KEYS,
     SUPERSEDED_KEY,
@@ -633,10 +633,6 @@ class ForeignPointError(StoreError):
     def __init__(self, point_id: str, message: str) -> None:
         super().__init__(message)
         self.point_id = point_id
-
-
-class ForeignPointsWarning(UserWarning):
-    """A read met points rechunk did not write; they were skipped and left alone."""
 
 
 def _foreign(

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from rechunk.adapters._reuse import OCCURRENCE_KEY
 from rechunk.cli import compose
 from rechunk.cli.options import StoreOptions, debug_option, store_options
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
@@ -82,7 +83,7 @@ def execute(args: StatusArgs) -> int:
     if status["other_points"]:
         print(
             f"other points: {status['other_points']} not written by rechunk (another tool's); "
-            "query refuses a collection that holds them"
+            "queries leave them out"
         )
     for name in ("policies", "models"):
         print(
@@ -103,6 +104,12 @@ def execute(args: StatusArgs) -> int:
         )
     stale = ", ".join(printable(doc_id) for doc_id in status["stale_documents"])
     print(f"stale check: {status['stale_check']}" + (f" ({stale})" if stale else ""))
+    if status["index_documents"]:
+        print(
+            f"  {status['index_documents']} document(s) written through LangChain's index(): "
+            "a chunk it skips keeps the revision it was first written with, so they are "
+            "not checked"
+        )
     if fresh is not None:
         _print_freshness(fresh)
     for warning in status["warnings"]:
@@ -156,13 +163,20 @@ def collection_status(store: Any) -> dict[str, Any]:
     policies: Counter[str] = Counter()
     models: Counter[str] = Counter()
     revisions: dict[str, list[str]] = {}
+    indexed: set[str] = set()  # written through LangChain's index() (see below)
     chunks = 0
     for doc_id, points in store.get_points_many(sorted(store.doc_ids())).items():
         chunks += len(points)
         policies.update(p.payload.policy for p in points)
         models.update(p.payload.model_id for p in points)
         revisions[doc_id] = sorted({p.payload.revision for p in points})
-    stale = {doc: revs for doc, revs in revisions.items() if len(revs) > 1}
+        if any(OCCURRENCE_KEY in p.payload.metadata for p in points):
+            indexed.add(doc_id)
+    # index() keeps the record it first wrote for a chunk it skips, revision and all, so a
+    # document it wrote after an edit holds chunks of several revisions, as it should
+    stale = {
+        doc: revs for doc, revs in revisions.items() if len(revs) > 1 and doc not in indexed
+    }
     status: dict[str, Any] = {
         "collection": info.name,
         "dimension": info.dimension,
@@ -175,6 +189,7 @@ def collection_status(store: Any) -> dict[str, Any]:
         "revisions": revisions,
         "stale_documents": sorted(stale),
         "stale_check": "passed" if not stale else "failed",
+        "index_documents": len(indexed),
         "warnings": [],
     }
     advice = compose.size_advice(store, info.points)

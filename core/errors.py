@@ -14,6 +14,7 @@ __all__ = [
     "CacheError",
     "ConfigError",
     "EmbeddingError",
+    "ForeignPointsWarning",
     "InputError",
     "MissingDependencyError",
     "RechunkError",
@@ -27,6 +28,12 @@ __all__ = [
 
 class RechunkError(Exception):
     """Base class of every error rechunk raises deliberately."""
+
+
+class ForeignPointsWarning(UserWarning):
+    """A store's read met points rechunk did not write (another tool's); they were skipped
+    and left alone (``warnings.filterwarnings("ignore", category=ForeignPointsWarning)``
+    quiets it; the store's ``foreign_points`` names them)."""
 
 
 class ConfigError(RechunkError, ValueError):

@@ -579,6 +579,45 @@ def test_points_another_tool_wrote_never_break_query_status_or_sync(
     assert sorted(str(p.id) for p in left) == sorted(str(uuid.UUID(i)) for i in foreign_ids)
 
 
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_status_reads_a_collection_index_wrote_after_an_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The documented swap, then an edit: index() keeps the record it first wrote for each
+    chunk it skips, old revision and all, so the edited document holds chunks of two
+    revisions. status says why and passes its stale check (it failed, exit 3, with advice
+    to sync again that no index() run could follow)."""
+    import json
+
+    pytest.importorskip("langchain_qdrant")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import models
+
+    from rechunk.adapters.qdrant import local_client
+    from rechunk.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    embeddings = CachedEmbeddings(DeterministicFakeEmbedding(size=384), rechunk.MemoryCache())
+    splitter = RechunkTextSplitter(chunk_size=120, model_id=embeddings.model_id)
+    records = InMemoryRecordManager("docs")
+    records.create_schema()
+    client = local_client(tmp_path / "q")
+    client.create_collection("docs", models.VectorParams(size=384, distance=models.Distance.COSINE))
+    client.close()
+    for text in (GUIDE, GUIDE + "\n\nA closing paragraph added later.\n"):
+        client = local_client(tmp_path / "q")
+        store = QdrantVectorStore(client=client, collection_name="docs", embedding=embeddings)
+        docs = splitter.split_documents([Document(page_content=text, metadata={"source": "g"})])
+        index(docs, records, store, cleanup="incremental", source_id_key="source",
+              key_encoder=rechunk_key_encoder)  # fmt: skip
+        client.close()
+    assert main(["status", "--store", "qdrant:q", "--collection", "docs", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert len(status["revisions"]["g"]) == 2  # the skipped chunks kept the first revision
+    assert status["stale_check"] == "passed" and status["index_documents"] == 1
+
+
 # --------------------------------------------------------------------------- 9. LlamaIndex details
 
 
