@@ -121,6 +121,19 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
         )
 
 
+def policy_kind(policy: str | None, store: Any) -> str:
+    """``--policy``, else the kind of policy the collection's live generation was built
+    with (a ``rechunk reindex --policy cdc`` left it on cdc: later syncs keep to it), else
+    the default."""
+    from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
+    from rechunk.sync.generations import live_policy_kind
+
+    if policy is not None:
+        return policy
+    live = live_policy_kind(store)
+    return live if live in POLICIES else DEFAULT_POLICY
+
+
 def open_embedder(options: ModelOptions) -> Any:
     """The embedder of ``--embedder`` / ``--model`` / ``--embed-url`` (see
     :mod:`rechunk.integrations.uri`); nothing is loaded until something is embedded."""

@@ -15,6 +15,7 @@ from rechunk.cli.options import STATE_DIR, InputOptions, StoreOptions
 __all__ = [
     "MANIFEST",
     "Source",
+    "copy_roots",
     "read_manifest",
     "record_roots",
     "recorded_roots",
@@ -75,13 +76,27 @@ def record_roots(
     for root in roots:
         recorded.pop(root, None)
         recorded[root] = Source(list(inputs.glob), not inputs.no_ignore, inputs.include_generated)
-    manifest[_key(options)] = {
-        "roots": {root: how._asdict() for root, how in recorded.items()}
-    }
+    manifest[_key(options)] = {"roots": {root: how._asdict() for root, how in recorded.items()}}
+    _write(manifest)
+
+
+def _write(manifest: dict[str, Any]) -> None:
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     tmp = MANIFEST.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     tmp.replace(MANIFEST)
+
+
+def copy_roots(options: StoreOptions, collection: str) -> None:
+    """Record for ``collection`` of the same store the roots (and how each is read) of the
+    collection of ``options``: a generation that has no alias (Chroma) is named on later
+    commands, and ``rechunk reindex`` without PATH reads its folders."""
+    manifest = read_manifest()
+    entry = manifest.get(_key(options))
+    if entry is None:
+        return
+    manifest[f"{options.store} {collection}"] = entry
+    _write(manifest)
 
 
 def synced_folders(options: StoreOptions) -> list[str]:

@@ -171,8 +171,10 @@ def policy_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy",
         choices=list(POLICIES),
-        default=DEFAULT_POLICY,
-        help="chunking policy, sized for the model (default %(default)s)",
+        default=None,
+        help="chunking policy, sized for the model (default: the one the collection's live "
+        f"generation was built with, as rechunk reindex left it; a new collection: "
+        f"{DEFAULT_POLICY})",
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rechunk.cli import compose
-from rechunk.cli.manifest import record_roots
+from rechunk.cli.manifest import copy_roots, record_roots
 from rechunk.cli.options import (
     InputOptions,
     ModelOptions,
@@ -69,7 +69,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "the files read (without it, reindex refuses)",
     )
     p.add_argument(
-        "--drop-old", action="store_true", help="delete the previous generation after the switch"
+        "--drop-old",
+        action="store_true",
+        help="after the switch, delete the previous generation and the older ones no alias "
+        "points at (a generation another alias points at is kept)",
     )
     engine_options(p, "build the new generation on a Ray cluster, as sync --engine ray does")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -128,12 +131,19 @@ def execute(args: ReindexArgs) -> int:
         )
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
             record_roots(args, args, files.roots, replace=True)
+        if not result.switched:  # Chroma: later commands name the new generation
+            copy_roots(args, result.collection)
     if args.json:
         print_json({**result.to_dict(), **file_fields(files)})
     else:
         report = result.sync
         print(f"rechunk reindex -> {result.collection} ({report.policy})")
         print(f"  documents     {report.documents['synced']} in the new generation")
+        chunks = report.chunks
+        print(
+            f"  chunks        {chunks['added']} added, {chunks['kept']} kept (their points "
+            f"there already), {chunks['updated']} updated (payload only)"
+        )
         print(
             f"  inputs        {report.inputs['embedded']} embedded, "
             f"{report.inputs['from_cache']} from cache, {report.inputs['from_store']} "
@@ -165,7 +175,10 @@ def execute(args: ReindexArgs) -> int:
                 "still point at it"
             )
         elif result.switched and result.previous:
-            print(f"  kept          {result.previous} (drop it with --drop-old next time)")
+            print(
+                f"  kept          {result.previous} (--drop-old drops it, and the older "
+                "generations no alias points at)"
+            )
         for name in result.leftovers_dropped:
             print(f"  dropped       {name} (an older generation no alias pointed at)")
         for name, text in file_notes(files):

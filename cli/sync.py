@@ -35,7 +35,7 @@ class SyncArgs(StoreOptions, ModelOptions, InputOptions):
     """``rechunk sync``'s arguments."""
 
     paths: tuple[str, ...]
-    policy: str
+    policy: str | None
     prune: bool
     dry_run: bool
     check_stored: bool
@@ -105,7 +105,6 @@ def execute(args: SyncArgs) -> int:
     if not files.documents:
         return _nothing_matched(args, files)
     embedder = compose.open_embedder(args)
-    chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     model_id = embedder.model_id
     with compose.cache_and_store(args, args.cache, dry_run=args.dry_run, model_id=model_id) as (
@@ -114,6 +113,7 @@ def execute(args: SyncArgs) -> int:
     ), compose.lenders(args, args.reuse_from, model_id) as lenders:
         compose.share_cache(embedder, cache)
         store = opened.store
+        chunker = policy_for(embedder, compose.policy_kind(args.policy, store))
         if not args.dry_run:
             from rechunk.sync.generations import open_live
 

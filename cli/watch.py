@@ -42,7 +42,7 @@ class WatchArgs(StoreOptions, ModelOptions, InputOptions):
     """``rechunk watch``'s arguments."""
 
     paths: tuple[str, ...]
-    policy: str
+    policy: str | None
     prune: bool
     settle: float
     metrics_port: int | None
@@ -193,7 +193,6 @@ def execute(args: WatchArgs) -> int:
         require("prometheus_client", "watch", "prometheus-client")
     files = read_paths(args.paths, args, args)
     embedder = compose.open_embedder(args)
-    chunker = policy_for(embedder, args.policy)
     chooser = Chooser(embedder)
     # metrics are served before the store is opened: a port in use changes nothing
     metrics = LiveMetrics() if args.metrics_port is not None else None
@@ -204,6 +203,7 @@ def execute(args: WatchArgs) -> int:
             opened,
         ):
             compose.share_cache(embedder, cache)
+            chunker = policy_for(embedder, compose.policy_kind(args.policy, opened.store))
             store = open_live(opened.store, chunker, embedder.dimension)
             _watch(args, files, store, embedder, chunker, chooser, cache, metrics, server)
     finally:

@@ -519,6 +519,11 @@ def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert f"{result['collection']} (live)" in capsys.readouterr().out
     code, again = run_json(capsys, "sync", "docs", "--policy", "fixed")
     assert code == 0 and again["documents"]["unchanged"] == 4
+    # without --policy a sync keeps to the policy the live generation was built with (a
+    # cron job's plain `rechunk sync docs` failed after every reindex)
+    code, plain = run_json(capsys, "sync", "docs")
+    assert code == 0 and plain["documents"]["unchanged"] == 4
+    assert plain["policy"] == result["sync"]["policy"]
 
 
 def test_reindex_on_chroma_says_what_to_switch(notes: Path,
@@ -529,6 +534,12 @@ def test_reindex_on_chroma_says_what_to_switch(notes: Path,
     out = capsys.readouterr().out
     assert "--collection rechunk__fixed-" in out
     assert "--drop-old    has no effect without aliases: rechunk was kept" in out
+    assert "chunks        " in out  # what the generation kept shows beside what it added
+    # the generation it names is one later commands can reindex without PATH: its folders
+    # were recorded under its name
+    generation = out.split("--collection ")[1].split()[0]
+    assert main(["reindex", "--policy", "cdc", "--store", "chroma:st",
+                 "--collection", generation]) == 0  # fmt: skip
 
 
 def test_reports_carry_no_document_text(workdir: Path, capsys: pytest.CaptureFixture[str],

@@ -32,6 +32,7 @@ __all__ = [
     "ReindexReport",
     "generation_name",
     "generations",
+    "live_policy_kind",
     "open_live",
     "reindex",
 ]
@@ -85,6 +86,17 @@ def _holds_other_model(store: Any, embedder: Embedder) -> bool:
 def _aliases(store: Any) -> dict[str, str] | None:
     aliases = getattr(store, "aliases", None)
     return aliases() if callable(aliases) else None
+
+
+def live_policy_kind(store: Any) -> str | None:
+    """The kind of policy (``"cdc"``) the generation ``store.collection``'s alias points at
+    was built with, or None: no alias, or one the application manages."""
+    aliases = _aliases(store)
+    name = store.collection
+    if not aliases or name not in aliases or not aliases[name].startswith(f"{name}__"):
+        return None
+    kind = aliases[name][len(name) + 2 :].split("-")[0]
+    return kind or None
 
 
 def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
