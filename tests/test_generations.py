@@ -247,3 +247,8 @@ def test_chroma_never_rewrites_an_existing_collection(tmp_path: Path, minilm: An
     second = reindex(documents, store, fixed, minilm, cache=cache)  # ... a stale name again
     assert second.collection == f"{first.collection}__b" and snapshot(app) == held
     assert generations(store) == [first.collection, second.collection]
+    # an empty generation is what an interrupted reindex left (no reader is served by
+    # it): the next reindex fills it rather than making one more twin
+    store.with_collection(f"{first.collection}__c").ensure_collection(minilm.dimension)
+    third = reindex(documents, store, fixed, minilm, cache=cache)
+    assert third.collection == f"{first.collection}__c" and snapshot(app) == held

@@ -161,10 +161,12 @@ class ReindexReport:
 
 def _in_use(store: Any, name: str, aliases: dict[str, str] | None) -> bool:
     """Whether readers may use collection ``name``: an alias points at it or, on a store
-    without aliases (Chroma), it exists (applications open collections by name)."""
+    without aliases (Chroma), it holds points (applications open collections by name; an
+    empty one is what an interrupted reindex left, which the next one fills)."""
     if aliases is not None:
         return name in aliases.values()
-    return store.with_collection(name).collection_info() is not None
+    info = store.with_collection(name).collection_info()
+    return info is not None and info.points > 0
 
 
 def _free_generation(
