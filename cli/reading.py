@@ -31,7 +31,10 @@ def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions
         options=inputs.parse,
         include_generated=inputs.include_generated,
     )
-    _refuse_clashes(files.paths, recorded_roots(read_manifest(), options))
+    recorded = recorded_roots(read_manifest(), options)
+    # a folder synced again names its files as before: only the others can clash
+    others = {root: how for root, how in recorded.items() if root not in files.roots}
+    _refuse_clashes(files.paths, others)
     return files
 
 
