@@ -361,16 +361,13 @@ class ChromaStore(StoreBase["ClientAPI"]):
         records are passed over however many come first (the read goes on page by page),
         so they cannot hide which model wrote rechunk's vectors."""
         found: set[str] = set()
-        sampled, offset, size = 0, 0, _MODEL_SAMPLE
-        while sampled < _MODEL_SAMPLE:
-            page = collection.get(limit=size, offset=offset, include=["metadatas"])
+        sampled = 0
+        for page in self._pages(collection, first=_MODEL_SAMPLE, include=["metadatas"]):
             for point in self._rechunk_points(page):
                 found.add(point.payload.model_id)
                 sampled += 1
-            if len(page["ids"]) < size:
+            if sampled >= _MODEL_SAMPLE:
                 break
-            offset += size
-            size = _READ_PAGE
         return frozenset(found)
 
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
@@ -421,20 +418,27 @@ class ChromaStore(StoreBase["ClientAPI"]):
     # -- reads -----------------------------------------------------------------------------
 
     def _pages(
-        self, collection: Collection, size: int | None = None, **kwargs: Any
+        self,
+        collection: Collection,
+        size: int | None = None,
+        *,
+        first: int | None = None,
+        **kwargs: Any,
     ) -> Iterator[Mapping[str, Any]]:
         """``collection.get(**kwargs)`` page by page, of ``size`` records (by default
         :data:`_READ_PAGE`; Chroma skips ``offset`` rows for each page, so a read of the
-        whole collection costs points^2 / page: pages are large)."""
+        whole collection costs points^2 / page: pages are large), the first of ``first``
+        records when given (a read that usually stops there)."""
         size = size or max(self._batch_size, _READ_PAGE)
-        offset = 0
+        limit, offset = first or size, 0
         while True:
-            page = collection.get(limit=size, offset=offset, **kwargs)
+            page = collection.get(limit=limit, offset=offset, **kwargs)
             yield page
             count = len(page["ids"])
-            if count < size:
+            if count < limit:
                 return
             offset += count
+            limit = size
 
     def _decode(
         self, point_id: str, document: str | None, metadata: Mapping[str, Any] | None

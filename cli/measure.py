@@ -50,16 +50,12 @@ CHUNKER_NAMES = ("fixed", "recursive", "cdc", "structured")
 CODE_CHUNKER = "code"
 
 
-def make_chunker(name: str, tokenizer: Any = None, language: str | None = None) -> Chunker:
-    """A chunker with the study's default parameters (``code``: of ``language``)."""
+def make_chunker(
+    name: str, tokenizer: Any = None, language: str | None = None, embedder: Any = None
+) -> Chunker:
+    """The chunker ``name`` (``code``: of ``language``) sized for ``embedder`` as sync sizes
+    it, else with the study's default parameters (what ``rechunk bench`` measures)."""
     from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, StructuredChunker
-
-    if name == CODE_CHUNKER:
-        from rechunk.chunkers.code import CodeChunker
-
-        if language is None:
-            raise ConfigError("the code chunker needs a language (--lang, or a file suffix)")
-        return CodeChunker(language, tokenizer=tokenizer)
 
     factories: dict[str, Callable[..., Chunker]] = {
         "fixed": FixedChunker,
@@ -67,8 +63,21 @@ def make_chunker(name: str, tokenizer: Any = None, language: str | None = None) 
         "cdc": CDCChunker,
         "structured": StructuredChunker,
     }
-    if name not in factories:
+    if name != CODE_CHUNKER and name not in factories:
         raise ConfigError(f"unknown chunker {name!r}; choose from {', '.join(factories)}")
+    if name == CODE_CHUNKER and language is None:
+        raise ConfigError("the code chunker needs a language (--lang, or a file suffix)")
+    if embedder is not None:
+        from rechunk.chunking.policy import policy_for
+
+        overrides: dict[str, Any] = {"tokenizer": tokenizer} if tokenizer else {}
+        if name == CODE_CHUNKER:
+            overrides["language"] = language
+        return policy_for(embedder, name, **overrides)
+    if name == CODE_CHUNKER:
+        from rechunk.chunkers.code import CodeChunker
+
+        return CodeChunker(str(language), tokenizer=tokenizer)
     return factories[name](tokenizer=tokenizer)
 
 
@@ -100,24 +109,6 @@ def read_document(path: Path, encoding: str | None = None) -> str:
             "document with one: write the two versions of a record to files of their own"
         )
     return found[0].text
-
-
-def _chunker(args: MeasureArgs, embedder: Any, name: str, language: str | None) -> Chunker:
-    """The chunker ``name`` as sync sizes it for ``embedder`` (``--embedder``/``--model``;
-    the default model without them), or with the study's sizes (``embedder`` None:
-    ``--study-sizes``)."""
-    if embedder is None:
-        return make_chunker(name, args.tokenizer, language)
-    from rechunk.chunking.policy import policy_for
-
-    if name not in (*CHUNKER_NAMES, CODE_CHUNKER):
-        raise ConfigError(f"unknown chunker {name!r}; choose from {', '.join(CHUNKER_NAMES)}")
-    if name == CODE_CHUNKER and language is None:
-        raise ConfigError("the code chunker needs a language (--lang, or a file suffix)")
-    overrides: dict[str, Any] = {"tokenizer": args.tokenizer} if args.tokenizer else {}
-    if name == CODE_CHUNKER:
-        overrides["language"] = language
-    return policy_for(embedder, name, **overrides)
 
 
 def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) -> dict[str, Any]:
@@ -208,7 +199,10 @@ def execute(args: MeasureArgs) -> int:
     if "all" in names:  # the code policy beside the others when the files are code
         names = [*CHUNKER_NAMES, *([CODE_CHUNKER] if language else [])]
     embedder = None if args.study_sizes else compose.open_embedder(args)
-    chunkers = [(name, _chunker(args, embedder, name, language)) for name in dict.fromkeys(names)]
+    chunkers = [
+        (name, make_chunker(name, args.tokenizer, language, embedder))
+        for name in dict.fromkeys(names)
+    ]
     report = measure_pair(old, new, chunkers)
     if args.json:
         print(json.dumps(report, indent=2))

@@ -88,15 +88,23 @@ def _aliases(store: Any) -> dict[str, str] | None:
     return aliases() if callable(aliases) else None
 
 
+def _live_generation(aliases: dict[str, str] | None, name: str) -> str | None:
+    """``"<policy id>[__<model hash>]"`` of the generation alias ``name`` points at, or
+    None: no such alias, or one the application manages (its collection is not named
+    ``<name>__...``)."""
+    target = (aliases or {}).get(name)
+    if target is None or not target.startswith(f"{name}__"):
+        return None
+    return target[len(name) + 2 :]
+
+
 def live_policy_kind(store: Any) -> str | None:
     """The kind of policy (``"cdc"``) the generation ``store.collection``'s alias points at
     was built with, or None: no alias, or one the application manages."""
-    aliases = _aliases(store)
-    name = store.collection
-    if not aliases or name not in aliases or not aliases[name].startswith(f"{name}__"):
+    live = _live_generation(_aliases(store), store.collection)
+    if live is None:
         return None
-    kind = aliases[name][len(name) + 2 :].split("-")[0]
-    return kind or None
+    return live.split("-")[0] or None
 
 
 def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
@@ -116,9 +124,10 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
         return store
     if name in aliases:
         expected = generation_name(name, chunker.policy_id)
-        ours = aliases[name].startswith(f"{name}__")  # else an alias the application manages
-        if ours and not (aliases[name] == expected or aliases[name].startswith(expected + "__")):
-            live = aliases[name][len(name) + 2 :]  # "<alias>__<policy id>[__<model hash>]"
+        live = _live_generation(aliases, name)  # None: an alias the application manages
+        if live is not None and not (
+            aliases[name] == expected or aliases[name].startswith(expected + "__")
+        ):
             raise ConfigError(
                 f"{name!r} points at generation {aliases[name]!r}, built with policy "
                 f"{live.split('__')[0]}, not {chunker.policy_id}: sync with the policy it was "
@@ -170,7 +179,10 @@ def _in_use(store: Any, name: str, aliases: dict[str, str] | None) -> bool:
 
 
 def _free_generation(
-    store: Any, base: str, previous: str | None, aliases: dict[str, str] | None,
+    store: Any,
+    base: str,
+    previous: str | None,
+    aliases: dict[str, str] | None,
     embedder: Embedder,
 ) -> str:
     """``base``, else ``base__b``, ``base__c``, ...: the first name that is not the live
@@ -249,8 +261,14 @@ def reindex(
     lenders = [s for s in (live, origin) if s is not None and s.collection_info() is not None]
     shadow.ensure_collection(embedder.dimension)
     report = (engine or sync)(
-        docs, shadow, chunker=chunker, embedder=embedder, cache=cache, prune=True,
-        reuse_from=lenders, chunker_for=chunker_for,
+        docs,
+        shadow,
+        chunker=chunker,
+        embedder=embedder,
+        cache=cache,
+        prune=True,
+        reuse_from=lenders,
+        chunker_for=chunker_for,
     )
     held = shadow.doc_ids()
     wanted = {doc.doc_id for doc in docs}
