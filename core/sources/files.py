@@ -287,7 +287,6 @@ def read_documents(
     pattern = globs_regex(globs)
     homes = [Path(folder).resolve() for folder in within]
     out = FileSet()
-    by_id: dict[str, Path] = {}
     read: set[Path] = set()
     left_out: set[Path] = set()
     for raw in paths:
@@ -327,11 +326,11 @@ def read_documents(
             real = path.resolve()
             if real in read:
                 continue
-            if doc_id in by_id:
+            if doc_id in out.paths:
                 raise ConfigError(
-                    f"two files map to the same doc_id {doc_id!r}: {by_id[doc_id]} and {path}"
+                    f"two files map to the same doc_id {doc_id!r}: {out.paths[doc_id]} and {path}"
                 )
-            by_id[doc_id] = out.paths[doc_id] = path
+            out.paths[doc_id] = path
             read.add(real)
             tool_written = None if include_generated else generated_by_name(path)
             if tool_written is not None:
