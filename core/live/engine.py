@@ -331,21 +331,27 @@ class Watcher:
 
     # -- the files of each folder, across restarts ----------------------------------------
 
-    def _watched_before(self) -> set[str]:
-        """The doc_ids an earlier watcher of these folders had for their files (none when
-        no state file holds them: a first start, or a watcher without a state file)."""
+    def _watched_roots(self) -> dict[str, Any]:
+        """Each folder's doc_ids as the state file holds them for this collection ({} when
+        there is none: a first start, or a watcher without a state file)."""
         path = self._watched_path
         if path is None:
-            return set()
+            return {}
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            roots = data["roots"] if data.get("key") == self.freshness.key else {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return set()
+        except (OSError, ValueError):
+            return {}
+        roots = data.get("roots") if isinstance(data, dict) else None
+        return roots if data.get("key") == self.freshness.key and isinstance(roots, dict) else {}
+
+    def _watched_before(self) -> set[str]:
+        """The doc_ids an earlier watcher of these folders had for their files."""
+        roots = self._watched_roots()
         found: set[str] = set()
         for selection in self.selections:
-            ids = roots.get(str(selection.real), []) if isinstance(roots, dict) else []
-            found.update(d for d in ids if isinstance(d, str))
+            ids = roots.get(str(selection.real))
+            if isinstance(ids, list):
+                found.update(d for d in ids if isinstance(d, str))
         return found
 
     def _save_watched(self) -> None:
@@ -354,13 +360,7 @@ class Watcher:
         path = self._watched_path
         if path is None or not self._watched_dirty:
             return
-        roots: dict[str, list[str]] = {}
-        try:
-            kept = json.loads(path.read_text(encoding="utf-8"))
-            if kept.get("key") == self.freshness.key and isinstance(kept.get("roots"), dict):
-                roots = kept["roots"]
-        except (OSError, ValueError, AttributeError):
-            pass
+        roots = self._watched_roots()
         mine: dict[str, set[str]] = {str(s.real): set() for s in self.selections}
         for (index, _), ids in self._files.items():
             mine[str(self.selections[index].real)].update(ids)
