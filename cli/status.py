@@ -9,7 +9,6 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from rechunk.adapters._reuse import OCCURRENCE_KEY
 from rechunk.cli import compose
 from rechunk.cli.options import StoreOptions, debug_option, store_options
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
@@ -156,6 +155,8 @@ def _status_exit(status: dict[str, Any]) -> int:
 def collection_status(store: Any) -> dict[str, Any]:
     """Documents, chunks, policies, models, revisions and the stale check of a collection."""
     from collections import Counter
+
+    from rechunk.adapters._reuse import OCCURRENCE_KEY
 
     info = store.collection_info()
     if info is None:
