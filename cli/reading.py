@@ -4,23 +4,23 @@ each read as it was synced."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rechunk.cli.manifest import Source, read_manifest, recorded_roots, synced_folders
+from rechunk.cli.manifest import read_manifest, recorded_roots, synced_folders
 from rechunk.cli.options import InputOptions, StoreOptions
 from rechunk.errors import ConfigError
 
-__all__ = ["read_paths", "read_recorded"]
+__all__ = ["files_elsewhere", "read_paths", "read_recorded"]
 
 
 def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions) -> Any:
     """The documents under ``paths``, read as ``inputs`` say (a file of a folder synced
     into the store and collection of ``options`` keeps its doc_id under that folder). A
     file whose doc_id names another file of a folder synced before is refused (see
-    :func:`_refuse_clashes`)."""
-    from rechunk.sources.files import read_documents
+    :func:`files_elsewhere`)."""
+    from rechunk.sources.files import doc_id_clash, read_documents
 
     files = read_documents(
         paths,
@@ -31,34 +31,43 @@ def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions
         options=inputs.parse,
         include_generated=inputs.include_generated,
     )
-    recorded = recorded_roots(read_manifest(), options)
-    # a folder synced again names its files as before: only the others can clash
-    others = {root: how for root, how in recorded.items() if root not in files.roots}
-    _refuse_clashes(files.paths, others)
+    elsewhere = files_elsewhere(options, files.roots)
+    for doc_id, path in files.paths.items():
+        other = elsewhere(doc_id, path)
+        if other is not None:
+            raise ConfigError(
+                f"{doc_id_clash(path, other, doc_id)}. Sync the folder that holds both (its "
+                "files are named from there), or each folder into its own --collection"
+            )
     return files
 
 
-def _refuse_clashes(paths: dict[str, Path], recorded: dict[str, Source]) -> None:
-    """ConfigError when a file read now has the doc_id of another file that a folder
-    synced before holds (``A/README.md`` synced, then ``B/README.md``: both are
-    ``README.md``): the sync would replace that document with this one without a word,
-    as a sync of both folders at once refuses to."""
-    from rechunk.sources.files import globs_regex, printable
+def files_elsewhere(
+    options: StoreOptions, roots: Sequence[str]
+) -> Callable[[str, Path], Path | None]:
+    """``(doc_id, path) -> the file other than path that holds doc_id`` in a folder
+    synced into the store and collection of ``options`` before, other than ``roots``
+    (a folder synced again names its files as before: only the others can clash), else
+    None. ``A/README.md`` synced, then ``B/README.md``: both are ``README.md``, and a
+    sync of B would replace A's document with B's without a word, as a sync of both
+    folders at once refuses to."""
+    from rechunk.sources.files import globs_regex
 
-    for root, how in recorded.items():
-        folder = Path(root)
-        if not folder.is_dir():
-            continue
-        synced = globs_regex(how.globs).fullmatch
-        for doc_id, path in paths.items():
+    recorded = recorded_roots(read_manifest(), options)
+    folders = [
+        (Path(root), globs_regex(how.globs).fullmatch)
+        for root, how in recorded.items()
+        if root not in roots
+    ]
+
+    def other_file(doc_id: str, path: Path) -> Path | None:
+        for folder, synced in folders:
             other = folder / doc_id
             if synced(doc_id) and other.is_file() and other.resolve() != path.resolve():
-                raise ConfigError(
-                    f"{printable(str(path))} would replace {printable(str(other))}: both are "
-                    f"doc_id {printable(doc_id)!r} in this collection, and a doc_id names "
-                    "one file. Sync the folder that holds both (its files are named from "
-                    "there), or each folder into its own --collection"
-                )
+                return other
+        return None
+
+    return other_file
 
 
 def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:

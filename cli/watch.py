@@ -178,7 +178,7 @@ def execute(args: WatchArgs) -> int:
     from rechunk.chunking.policy import policy_for
     from rechunk.cli import compose
     from rechunk.cli.output import EXIT_OK
-    from rechunk.cli.reading import read_paths
+    from rechunk.cli.reading import files_elsewhere, read_paths
     from rechunk.cli.sources import Chooser
     from rechunk.live import LiveMetrics
     from rechunk.sync.generations import open_live
@@ -205,7 +205,10 @@ def execute(args: WatchArgs) -> int:
             compose.share_cache(embedder, cache)
             chunker = policy_for(embedder, compose.policy_kind(args.policy, opened.store))
             store = open_live(opened.store, chunker, embedder.dimension)
-            _watch(args, files, store, embedder, chunker, chooser, cache, metrics, server)
+            elsewhere = files_elsewhere(args, files.roots)
+            _watch(
+                args, files, store, embedder, chunker, chooser, cache, metrics, server, elsewhere
+            )
     finally:
         if server is not None:
             server.stop()
@@ -224,6 +227,7 @@ def _watch(
     cache: Any,
     metrics: Any,
     server: Any,
+    elsewhere: Any,
 ) -> None:
     """The initial sync, then batches until a signal stops the watcher."""
     from rechunk.cli.manifest import record_roots
@@ -257,6 +261,7 @@ def _watch(
         freshness=freshness,
         metrics=metrics,
         diagnosis=diagnosis,
+        elsewhere=elsewhere,
     )
     try:
         with _signals(stop):

@@ -371,6 +371,89 @@ def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, c
         assert failure["reason"] == "parse" and failure["source_type"] == "markdown"
 
 
+def test_a_file_that_would_take_another_folders_doc_id_is_left_out(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """Two folders watched: a file made in one with the doc_id of the other's file would
+    replace that document (and deleting it would delete the other's). It is reported
+    failed, named in the log, and left out; the other folder's document stays."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_docs(a, ["readme"])
+    write_docs(b, ["other"])
+    store = qdrant_store(embedder, chunker)
+    log = tmp_path / "diag.jsonl"
+    watcher = Watcher([a, b], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      diagnosis=DiagnosisLog(log, "salt"))  # fmt: skip
+    with Running(watcher) as run:
+        run.next()
+        before = revisions(store)
+        (b / "readme.md").write_text(doc_text("readme", 7), encoding="utf-8")
+        reports: list[BatchReport] = []
+        while not any(r.failed for r in reports):
+            reports.append(run.next())
+        failed = next(r for r in reports if r.failed)
+        kind, text = failed.errors[0]
+        assert kind == "ConfigError" and "doc_id 'readme.md'" in text
+        assert str(a / "readme.md") in text and str(b / "readme.md") in text
+        assert revisions(store) == before
+        # deleting the refused file leaves the other folder's document; later files sync
+        (b / "readme.md").unlink()
+        (b / "new.md").write_text(doc_text("new"), encoding="utf-8")
+        run.until(lambda: "new.md" in store.doc_ids())
+        assert revisions(store)["readme.md"] == before["readme.md"]
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert any(line["stage"] == "failed" and line["reason"] == "clash" for line in lines)
+
+
+def test_cli_watch_leaves_out_a_file_another_synced_folder_holds(tmp_path: Path) -> None:
+    """`rechunk sync a`, then `rechunk watch b`: a README.md made in b would replace a's
+    README.md (both are doc_id README.md), as `rechunk sync b` refuses to."""
+    write_docs(tmp_path / "a", ["README"])
+    write_docs(tmp_path / "b", ["other"])
+    run_cli = [sys.executable, "-m", "rechunk.cli"]
+    first = subprocess.run([*run_cli, "sync", "a"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen([*run_cli, "watch", "b", "--json", "--settle", "0.05"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while not any(line.get("failed") for line in seen):
+            assert time.monotonic() < deadline, seen
+            try:
+                seen.append(json.loads(lines.get(timeout=0.5)))
+            except queue.Empty:
+                assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
+                continue
+            if seen[-1].get("kind") == "initial":
+                (tmp_path / "b" / "README.md").write_text(doc_text("README", 3), encoding="utf-8")
+        kind, text = next(line for line in seen if line.get("failed"))["errors"][0]
+        assert kind == "ConfigError" and "would replace" in text
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    from qdrant_client import QdrantClient
+
+    from rechunk.reuse.identity import text_revision
+
+    client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
+    try:
+        points, _ = client.scroll("rechunk", limit=100, with_payload=True)
+    finally:
+        client.close()
+    revisions_found = {p.payload["metadata"]["revision"] for p in points  # type: ignore[index]
+                       if p.payload["metadata"]["doc_id"] == "README.md"}  # type: ignore[index]  # fmt: skip
+    assert revisions_found == {text_revision(doc_text("README"))}
+
+
 def test_burst_is_a_few_batches(tmp_path: Path, embedder: Any, chunker: Any) -> None:
     root = tmp_path / "docs"
     root.mkdir()

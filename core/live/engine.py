@@ -54,7 +54,7 @@ from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
-from rechunk.sources.files import DEFAULT_GLOBS, FileSet, read_documents
+from rechunk.sources.files import DEFAULT_GLOBS, FileSet, doc_id_clash, read_documents
 from rechunk.sources.ignore import GITIGNORE, RECHUNKIGNORE
 from rechunk.sync import SyncReport, sync
 from rechunk.sync.store import StoredPoint, VectorStore
@@ -194,6 +194,13 @@ class Watcher:
     is tried again; ``parse_retries``: how often a file that fails to parse is read
     again (it may still have been written) before it is reported failed.
 
+    ``elsewhere``: ``(doc_id, path) -> Path | None``, the file other than ``path`` that
+    holds ``doc_id`` in a folder synced into the collection but not watched here (the CLI
+    passes the folders ``rechunk sync`` recorded). A file read while watching whose
+    doc_id such a file, or another watched folder's file, already holds would replace
+    that document: it is reported failed and left out until it is written again, as
+    ``rechunk sync`` refuses the same clash.
+
     ``release_memory`` (default on): a watcher lives for hours, so it gives back the
     memory a batch used. Once the initial sync is done, an embedder that can give the
     working memory of each run back (the ONNX default's ``release_memory``) is set to
@@ -228,6 +235,7 @@ class Watcher:
         diagnosis: DiagnosisLog | None = None,
         probe_k: int = 20,
         release_memory: bool = True,
+        elsewhere: Callable[[str, Path], Path | None] | None = None,
     ) -> None:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -259,6 +267,7 @@ class Watcher:
         self.metrics = metrics
         self.diagnosis = diagnosis
         self.probe_k = probe_k
+        self.elsewhere = elsewhere
         self.selections = [Selection(p, self.globs, gitignore) for p in paths]
         self._files: dict[FileKey, set[str]] = {}
         # the doc_ids of each folder's files, kept beside the state file so that a restart
@@ -708,6 +717,7 @@ class Watcher:
             for doc_id in files.empty:
                 empty.add((index, doc_id))
         report.seconds["read"] = time.monotonic() - t0
+        self._refuse_clashes(read, gone_files, report)
         # what the store should hold after this batch
         docs: dict[str, Document] = {}
         doc_entry: dict[str, _Entry] = {}
@@ -820,21 +830,55 @@ class Watcher:
             if entry.parse_attempts <= self.parse_retries:
                 requeue.append((path, entry))
                 continue
-            report.failed += 1
-            report.errors.append(("ParseError", reason[:300]))
-            if self.metrics is not None:
-                self.metrics.errors.labels("ParseError").inc()
-                self.metrics.failed.labels(
-                    self._source_type(None, rel), self.chunker.policy_id
-                ).inc()
-            if self.diagnosis is not None:
-                self.diagnosis.write(
-                    rel,
-                    "failed",
-                    policy=self.chunker.policy_id,
-                    source_type=self._source_type(None, rel),
-                    reason="parse",
-                )
+            self._fail(rel, "ParseError", reason, "parse", report)
+
+    def _refuse_clashes(
+        self,
+        read: dict[FileKey, list[Document]],
+        gone: Mapping[FileKey, _Entry],
+        report: BatchReport,
+    ) -> None:
+        """Leave out of the batch each file read that would take a doc_id another file
+        holds: one of another watched folder (not gone in this batch), or of a folder
+        synced into the collection and not watched here (``elsewhere``)."""
+        owner = {
+            doc_id: key for key, ids in self._files.items() if key not in gone for doc_id in ids
+        }
+        for key in sorted(read):
+            index, rel = key
+            path = self.selections[index].root / rel
+            held = self._files.get(key, set())
+            other: Path | None = None
+            for doc in read[key]:
+                if doc.doc_id in held:
+                    continue
+                holder = owner.get(doc.doc_id, key)
+                if holder != key:
+                    other = self.selections[holder[0]].root / holder[1]
+                elif self.elsewhere is not None:
+                    other = self.elsewhere(doc.doc_id, path)
+                if other is not None:
+                    del read[key]
+                    text = doc_id_clash(path, other, doc.doc_id)
+                    self._fail(rel, "ConfigError", f"{text}; left out until it is written again",
+                               "clash", report)  # fmt: skip
+                    break
+            else:
+                owner.update((doc.doc_id, key) for doc in read[key])
+
+    def _fail(self, rel: str, kind: str, text: str, reason: str, report: BatchReport) -> None:
+        """A file given up on in this batch: counted, named in the report's errors (its
+        path, never its text), the metrics and the log."""
+        source_type = self._source_type(None, rel)
+        report.failed += 1
+        report.errors.append((kind, text[:500]))
+        if self.metrics is not None:
+            self.metrics.errors.labels(kind).inc()
+            self.metrics.failed.labels(source_type, self.chunker.policy_id).inc()
+        if self.diagnosis is not None:
+            self.diagnosis.write(
+                rel, "failed", policy=self.chunker.policy_id, source_type=source_type, reason=reason
+            )
 
     def _accept(
         self, doc_id: str, revision: str | None, wall: float, source_type: str, policy: str

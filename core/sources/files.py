@@ -30,6 +30,7 @@ from rechunk.sources.scripts import HEAD_BYTES
 __all__ = [
     "DEFAULT_GLOBS",
     "FileSet",
+    "doc_id_clash",
     "globs_regex",
     "printable",
     "read_bytes",
@@ -244,6 +245,15 @@ def printable(text: str) -> str:
     is not valid UTF-8 (a lone surrogate from an undecodable file name) backslash-escaped.
     What is printed of a file name can then neither start a new line nor move the cursor."""
     return _CONTROLS.sub(_escape, _printable(text))
+
+
+def doc_id_clash(path: Path, other: Path, doc_id: str) -> str:
+    """What a sync says of a file that would take the doc_id another file's document
+    has in the collection (two folders' ``README.md``)."""
+    return (
+        f"{printable(str(path))} would replace {printable(str(other))}: both are doc_id "
+        f"{printable(doc_id)!r} in this collection, and a doc_id names one file"
+    )
 
 
 def read_documents(
