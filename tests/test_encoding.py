@@ -50,7 +50,9 @@ def test_valid_utf8_is_read_as_utf8_whatever_encoding_is_named() -> None:
 @pytest.mark.parametrize("codec", ["cp1252", "latin-1", "iso8859-15", "mac-roman"])
 def test_bytes_that_are_not_utf8_are_read_in_the_encoding_named(codec: str) -> None:
     data = TEXT.replace("€", "E").encode(codec)
-    with pytest.raises(ParseError, match=r"not valid UTF-8 \(byte offset 3\).*--encoding"):
+    with pytest.raises(
+        ParseError, match=r"not valid UTF-8 \(byte offset 3\).*--encoding; encoding= in Python"
+    ):
         decode_text(data)
     assert decode_text(data, codec) == TEXT.replace("€", "E")
 

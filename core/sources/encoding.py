@@ -134,15 +134,15 @@ def decode_text_as(
         failures[codec] = why
     if len(failures) == 1 and (unmarked := _utf16_unmarked(data)) is not None:
         raise ParseError(
-            f"looks like UTF-16 without a byte-order mark: name it (--encoding {unmarked}) "
-            "to read it"
+            f"looks like UTF-16 without a byte-order mark: name it (--encoding {unmarked}; "
+            f"encoding={unmarked!r} in Python) to read it"
         )
     if all(why == _NUL for why in failures.values()):
         raise ParseError(_BINARY)
     if len(failures) == 1:
         raise ParseError(
             f"not valid UTF-8 ({failures['utf-8']}): name the encoding it was saved in "
-            "(--encoding) to read it"
+            "(--encoding; encoding= in Python) to read it"
         )
     tried = ", ".join(f"{name} ({why})" for name, why in failures.items())
     raise ParseError(f"not valid text in any encoding tried: {tried}")
