@@ -77,7 +77,9 @@ def flat_problem(values: Mapping[str, Any], where: str) -> str | None:
 class Document:
     """One version of a document.
 
-    ``revision`` defaults to a hash of ``text``. ``version``, when given, is a
+    ``text`` holds no NUL byte and no lone surrogate (no chunker reads them:
+    :class:`InputError` here, before a sync starts). ``revision`` defaults to a hash of
+    ``text``. ``version``, when given, is a
     monotonic number: a sync never lets an older version overwrite a newer one
     already in the store. ``metadata`` must be JSON-serialisable; it is stored
     beside every chunk but never embedded.
@@ -108,14 +110,21 @@ class Document:
             raise InputError(f"Document.doc_id {self.doc_id!r} holds a lone surrogate")
         if not isinstance(self.text, str):
             raise InputError(f"Document {self.doc_id!r}: text must be a str")
-        if self.revision is None:
-            try:
+        if "\x00" in self.text:  # no chunker reads it: refused here, before any sync starts
+            raise InputError(
+                f"Document {self.doc_id!r}: text holds a NUL byte at offset "
+                f"{self.text.index(chr(0))}"
+            )
+        try:
+            if self.revision is None:
                 object.__setattr__(self, "revision", text_revision(self.text))
-            except UnicodeEncodeError as exc:
-                raise InputError(
-                    f"Document {self.doc_id!r}: text holds a lone surrogate at offset {exc.start}"
-                ) from None
-        elif not isinstance(self.revision, str) or not self.revision or not is_utf8(self.revision):
+            else:
+                self.text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InputError(
+                f"Document {self.doc_id!r}: text holds a lone surrogate at offset {exc.start}"
+            ) from None
+        if not isinstance(self.revision, str) or not self.revision or not is_utf8(self.revision):
             raise InputError(f"Document {self.doc_id!r}: revision must be a non-empty str")
         if self.version is not None and (
             type(self.version) is not int or not 0 <= self.version < _INT64

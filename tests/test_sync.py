@@ -386,6 +386,27 @@ def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunke
         # an empty folder or a spent generator must not empty the collection
         (InputError, lambda: sync(iter([]), store, chunker=chunker, embedder=minilm,
                                   prune=True)),
+        # arguments of the wrong kind: "false" is truthy, and pruned the collection
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=minilm, prune="false")),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=minilm, dry_run="False")),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker="structured",  # type: ignore[arg-type]
+                                   embedder=minilm)),
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=None)),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=minilm, cache="x.sqlite")),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=minilm, reuse_from=store)),
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=minilm, progress="x")),  # type: ignore[arg-type]
+        (InputError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                  embedder=minilm, keep=None)),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=_Renamed(minilm, dimension="384"))),
+        (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                   embedder=_Renamed(minilm, model_id=""))),
     ]
     for error, call in bad_calls:
         with pytest.raises(error):
@@ -409,11 +430,72 @@ def test_metadata_no_store_can_read_back_is_refused_by_document(metadata: dict[s
         Document("b", NOTES, metadata=metadata)
 
 
+class _Renamed:
+    """An embedder with one attribute replaced (a user's wrapper with a bug)."""
+
+    def __init__(self, inner: Any, **changed: Any) -> None:
+        self._inner, self._changed = inner, changed
+
+    def __getattr__(self, name: str) -> Any:
+        return self._changed[name] if name in self._changed else getattr(self._inner, name)
+
+
 def test_lone_surrogates_are_input_errors() -> None:
     with pytest.raises(InputError, match="lone surrogate"):
         Document("caf\udce9.md", NOTES)
     with pytest.raises(InputError, match="lone surrogate at offset 3"):
         Document("b", "caf\udce9")
+    # a revision of its own does not let the text past: a sync would fail on it later
+    with pytest.raises(InputError, match="Document 'b': text holds a lone surrogate at offset 3"):
+        Document("b", "caf\udce9", revision="r1")
+
+
+def test_nul_bytes_are_refused_by_document() -> None:
+    """No chunker reads a NUL: refused when the Document is made, so that a sync never
+    meets it after earlier batches were written."""
+    with pytest.raises(InputError, match="Document 'b': text holds a NUL byte at offset 3"):
+        Document("b", "bad\x00text")
+
+
+class _Careless:
+    """A user's chunker that breaks the Chunker contract in the way ``how`` says."""
+
+    hard_max_tokens = 50
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.policy_id = f"careless-{how}"
+
+    def chunk(self, text: str) -> list[Any]:
+        from rechunk import Chunk, embedding_input
+
+        half = len(text) // 2
+
+        def made(a: int, b: int) -> Chunk:
+            return Chunk(a, b, embedding_input(text[a:b]), 3)
+
+        return {
+            "gap": [made(0, half - 2), made(half, len(text))],
+            "overlap": [made(0, half + 2), made(half, len(text))],
+            "past the end": [made(0, half), Chunk(half, len(text) + 50, text[half:], 3)],
+            "other text": [made(0, half), Chunk(half, len(text), "totally different", 3)],
+            "none": [],
+            "too many tokens": [Chunk(0, len(text), embedding_input(text), 51)],
+        }[self.how]
+
+
+@pytest.mark.parametrize(
+    "how", ["gap", "overlap", "past the end", "other text", "none", "too many tokens"]
+)
+def test_a_chunker_of_ones_own_is_held_to_the_contract(how: str, minilm: Any) -> None:
+    from qdrant_client import QdrantClient
+
+    store = fresh(QdrantStore(QdrantClient(":memory:"), "careless"), minilm)
+    with pytest.raises(ConfigError, match=f"careless-{how} broke the Chunker contract on "
+                                          "document 'a'"):  # fmt: skip
+        sync([Document("a", "Alpha beta gamma delta epsilon zeta eta theta.")], store,
+             chunker=_Careless(how), embedder=minilm)  # fmt: skip
+    assert store.doc_ids() == set()
 
 
 def test_metadata_the_store_cannot_hold_is_refused_before_any_write(
@@ -976,3 +1058,34 @@ def test_the_check_by_ids_still_names_a_fault(
     wrong = report.chunks["deleted"] if fault == "lose_deletes" else 0
     assert report.stale_points == wrong + (fault == "lose_one_write")
     assert counting.reads[-2:] == ["present_ids", "get_points_many"]
+
+
+def test_entry_points_refuse_arguments_of_the_wrong_kind(tmp_path: Path, minilm: Any,
+                                                         chunker: Any) -> None:
+    """A typed error, not an AttributeError or TypeError from deep inside, and for a flag
+    given as a str ("no" is truthy) nothing dropped."""
+    from qdrant_client import QdrantClient
+
+    from rechunk import SQLiteCache, edit_fraction, input_key, recompute_fraction, reindex
+
+    calls: list[tuple[type[Exception], Callable[[], Any]]] = [
+        (ConfigError, lambda: policy_for(None)),  # type: ignore[arg-type]
+        (InputError, lambda: SQLiteCache(5)),  # type: ignore[arg-type]
+        (InputError, lambda: SQLiteCache(tmp_path / "c.sqlite", readonly="no")),  # type: ignore[arg-type]
+        (ConfigError, lambda: input_key(None, "t")),  # type: ignore[arg-type]
+        (InputError, lambda: input_key("m", None)),  # type: ignore[arg-type]
+        (InputError, lambda: edit_fraction(None, "x")),  # type: ignore[arg-type]
+        (InputError, lambda: recompute_fraction("a", "b")),  # type: ignore[arg-type]
+    ]
+    for error, call in calls:
+        with pytest.raises(error):
+            call()
+    client = QdrantClient(":memory:")
+    store = QdrantStore(client, "kb")
+    reindex([Document("a", NOTES)], store, chunker, minilm)
+    live = client.get_aliases().aliases
+    with pytest.raises(ConfigError, match="drop_old must be True or False"):
+        reindex([Document("a", NOTES)], store, policy_for(minilm, "fixed"), minilm,
+                drop_old="no")  # type: ignore[arg-type]  # fmt: skip
+    assert client.get_aliases().aliases == live
+    assert len(client.get_collections().collections) == 1

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["NORMALIZATION_VERSION", "Chunk", "Chunker", "embedding_input"]
+__all__ = ["NORMALIZATION_VERSION", "Chunk", "Chunker", "embedding_input", "tiling_problem"]
 
 #: Version of :func:`embedding_input`; it enters every policy id.
 NORMALIZATION_VERSION = "ws-v1"
@@ -88,3 +88,37 @@ class Chunker(Protocol):
     def chunk(self, text: str) -> list[Chunk]:
         """Spans that tile ``text`` exactly, in order; no chunks for blank text."""
         ...
+
+
+def tiling_problem(text: str, chunks: object, hard_max_tokens: int) -> str | None:
+    """Why ``chunks`` break the :class:`Chunker` contract on ``text`` (a non-blank
+    text), or None: a list of :class:`Chunk` whose spans tile ``text`` in order (no gap,
+    no overlap, none empty or past its end), whose ``text`` is
+    :func:`embedding_input` of its span and not empty, with a token count from 0 to
+    ``hard_max_tokens``. A sync checks what a chunker of its own making did not make
+    this way before it plans anything from it."""
+    if not isinstance(chunks, list):
+        return f"chunk() returned a {type(chunks).__name__}, not a list of Chunk"
+    if not chunks:
+        return "no chunks for a text that is not blank"
+    at = 0
+    for k, item in enumerate(chunks):
+        if not isinstance(item, Chunk):
+            return f"item {k} is a {type(item).__name__}, not a Chunk"
+        if item.start != at:
+            return (
+                f"chunk {k} starts at {item.start} where the one before ended at {at} "
+                "(a gap or an overlap)"
+            )
+        if not at < item.end <= len(text):
+            return f"chunk {k} spans [{item.start}, {item.end}) of a text of {len(text)}"
+        if item.text != embedding_input(text[item.start : item.end]):
+            return f"chunk {k}'s text is not embedding_input(text[{item.start}:{item.end}])"
+        if not item.text:
+            return f"chunk {k} is whitespace only (it would embed an empty input)"
+        if type(item.tokens) is not int or not 0 <= item.tokens <= hard_max_tokens:
+            return f"chunk {k} counts {item.tokens!r} tokens (0 to {hard_max_tokens} allowed)"
+        at = item.end
+    if at != len(text):
+        return f"the chunks end at {at}, the text at {len(text)}"
+    return None

@@ -8,7 +8,7 @@ import re
 from collections.abc import Hashable, Iterable, Sequence
 
 from rechunk.chunking.chunk import Chunk
-from rechunk.errors import ConfigError
+from rechunk.errors import ConfigError, InputError
 
 __all__ = [
     "DIFF_CELLS",
@@ -45,6 +45,8 @@ def edit_fraction(old_text: str, new_text: str) -> float:
     no diff at all). Two empty texts give 0.0. The diff grows with the product of
     the lengths between the first and the last change.
     """
+    if not isinstance(old_text, str) or not isinstance(new_text, str):
+        raise InputError("edit_fraction takes two str")
     a, b = atoms(old_text), atoms(new_text)
     if not a and not b:
         return 0.0
@@ -181,9 +183,12 @@ def recompute_fraction(old_chunks: Iterable[Chunk], new_chunks: Iterable[Chunk])
     duplicates within a version count once; tokens are the chunk's model tokens.
     A new version with no inputs costs nothing (0.0); old versus old is exactly 0.
     """
-    old = {chunk.text for chunk in old_chunks}
+    old_list, new_list = list(old_chunks), list(new_chunks)
+    if not all(isinstance(chunk, Chunk) for chunk in (*old_list, *new_list)):
+        raise InputError("recompute_fraction takes two iterables of Chunk")
+    old = {chunk.text for chunk in old_list}
     distinct: dict[str, int] = {}
-    for chunk in new_chunks:
+    for chunk in new_list:
         distinct.setdefault(chunk.text, chunk.tokens)
     total = sum(distinct.values())
     if total == 0:

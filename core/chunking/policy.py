@@ -85,6 +85,11 @@ def policy_for(embedder: Embedder, kind: str = DEFAULT_POLICY, **overrides: Any)
     :func:`rechunk.chunkers.language_for`) and returns a
     :class:`~rechunk.CodeChunker` (``ConfigError`` for a language without a grammar).
     """
+    if not hasattr(embedder, "max_input_tokens") or not hasattr(embedder, "model_id"):
+        raise ConfigError(
+            f"policy_for takes an embedder (its model_id and max_input_tokens), not a "
+            f"{type(embedder).__name__}"
+        )
     content, tokenizer = _window(embedder, overrides)
     params = sized_params(kind, content)
     if kind == "code":

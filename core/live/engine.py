@@ -57,6 +57,7 @@ from rechunk.reuse.embedding import Embedder
 from rechunk.sources.files import DEFAULT_GLOBS, FileSet, doc_id_clash, read_documents
 from rechunk.sources.ignore import GITIGNORE, RECHUNKIGNORE
 from rechunk.sync import SyncReport, sync
+from rechunk.sync.inputs import check_flags, check_parts
 from rechunk.sync.store import StoredPoint, VectorStore
 
 __all__ = ["BatchReport", "Watcher"]
@@ -237,6 +238,8 @@ class Watcher:
         release_memory: bool = True,
         elsewhere: Callable[[str, Path], Path | None] | None = None,
     ) -> None:
+        check_flags(gitignore=gitignore, prune=prune, release_memory=release_memory)
+        check_parts(chunker, embedder, cache, chunker_for=chunker_for, elsewhere=elsewhere)
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         if not paths:

@@ -609,6 +609,10 @@ class SQLiteCache:
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise InputError(f"timeout must be a non-negative number of seconds, got {timeout!r}")
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise InputError(f"SQLiteCache takes a file path, not {path!r}")
+        if type(readonly) is not bool:
+            raise InputError(f"readonly must be True or False, not {readonly!r}")
         # absolute: a connection opened later (another thread) must not follow a chdir
         self._setup(Path(path).absolute(), readonly, float(timeout), _Counters(), closed=False)
 

@@ -13,7 +13,7 @@ import hashlib
 import uuid
 from collections.abc import Iterable
 
-from rechunk.errors import InputError
+from rechunk.errors import ConfigError, InputError
 
 __all__ = [
     "POINT_NAMESPACE",
@@ -58,9 +58,9 @@ def input_key(model_id: str, text: str) -> str:
     whatever produced it.
     """
     if not isinstance(model_id, str) or not model_id:
-        raise ValueError("model_id must be a non-empty string")
+        raise ConfigError(f"model_id must be a non-empty str, not {model_id!r}")
     if not isinstance(text, str):
-        raise TypeError("text must be a str")
+        raise InputError(f"text must be a str, not a {type(text).__name__}")
     try:
         return hash_fields(INPUT_KEY_DOMAIN, (model_id, text))
     except UnicodeEncodeError as exc:

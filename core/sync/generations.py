@@ -23,7 +23,7 @@ from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.engine import sync
-from rechunk.sync.inputs import check_inputs
+from rechunk.sync.inputs import check_flags, check_inputs, check_parts
 from rechunk.sync.report import SyncReport
 from rechunk.sync.store import VectorStore
 
@@ -233,6 +233,8 @@ def reindex(
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
+    check_flags(drop_old=drop_old)
+    check_parts(chunker, embedder, cache, chunker_for=chunker_for, engine=engine)
     docs, _, _ = check_inputs(documents, store, chunker, embedder, cache)
     if not docs:
         raise InputError("reindex takes the complete set of documents, and got none")

@@ -15,6 +15,59 @@ from rechunk.reuse.embedding import Embedder
 from rechunk.sync.store import RESERVED_METADATA_KEYS, CollectionInfo, VectorStore
 
 
+def check_flags(**flags: object) -> None:
+    """ConfigError for an option that is not True or False: ``prune="false"`` is a
+    non-empty str, so truthy, and would delete documents."""
+    for name, value in flags.items():
+        if type(value) is not bool:
+            raise ConfigError(f"{name} must be True or False, not {value!r}")
+
+
+def _check_has(value: object, name: str, members: tuple[str, ...], use: str) -> None:
+    missing = [m for m in members if not hasattr(value, m)]
+    if missing:
+        raise ConfigError(
+            f"{name} is a {type(value).__name__}, which has no {', '.join(missing)}: pass {use}"
+        )
+
+
+def check_parts(
+    chunker: Chunker,
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    **callables: object,
+) -> None:
+    """ConfigError for a chunker, embedder or cache that is not one (a policy name where
+    a chunker is due, a path where a cache is), an embedder whose ``model_id`` is not a
+    non-empty str or whose ``dimension`` is not a positive int, and each of
+    ``callables`` (``progress``, ``chunker_for``) that is neither None nor callable."""
+    _check_has(
+        chunker,
+        "chunker",
+        ("chunk", "policy_id", "hard_max_tokens"),
+        "a rechunk chunker, such as rechunk.policy_for(embedder, 'structured')",
+    )
+    _check_has(
+        embedder,
+        "embedder",
+        ("embed", "model_id", "dimension", "max_input_tokens"),
+        "a rechunk embedder, such as rechunk.integrations.onnx.OnnxEmbedder()",
+    )
+    if cache is not None:
+        _check_has(cache, "cache", ("get_many", "put_many"), "rechunk.SQLiteCache(path) or None")
+    model_id = embedder.model_id
+    if not isinstance(model_id, str) or not model_id.strip():
+        raise ConfigError(f"embedder.model_id must be a non-empty str, not {model_id!r}")
+    dimension = embedder.dimension
+    if type(dimension) is not int or dimension < 1:
+        raise ConfigError(
+            f"{model_id}: embedder.dimension must be a positive int, not {dimension!r}"
+        )
+    for name, value in callables.items():
+        if value is not None and not callable(value):
+            raise ConfigError(f"{name} must be a callable or None, not a {type(value).__name__}")
+
+
 def _check_documents(documents: Iterable[Document]) -> list[Document]:
     kind = type(documents).__name__
     wrong = InputError(f"sync takes an iterable of rechunk.Document, not {kind}")

@@ -18,13 +18,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rechunk.chunking.chunk import Chunk, Chunker
+from rechunk.chunkers.base import BaseChunker
+from rechunk.chunking.chunk import Chunk, Chunker, tiling_problem
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.ahead import ChunkAhead
-from rechunk.sync.inputs import _check_store, _chooser, check_inputs
+from rechunk.sync.inputs import _check_store, _chooser, check_flags, check_inputs, check_parts
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import (
@@ -140,10 +141,16 @@ def start(
     policy's are chunked here)."""
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
+    check_flags(prune=prune, dry_run=dry_run, check_stored=check_stored)
+    check_parts(chunker, embedder, cache, progress=progress, chunker_for=chunker_for)
+    if not isinstance(reuse_from, Sequence) or not all(
+        hasattr(source, "get_vectors") for source in reuse_from
+    ):
+        raise ConfigError("reuse_from takes a list of stores (collections to copy vectors from)")
     docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
     pick = _chooser(chunker, chunker_for, docs, raw_embedder)
-    if isinstance(keep, (str, bytes)):
-        raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
+    if isinstance(keep, (str, bytes)) or not isinstance(keep, Iterable):
+        raise InputError(f"keep takes an iterable of doc_ids, not a {type(keep).__name__}")
     kept = set(keep)
     if any(not isinstance(doc_id, str) for doc_id in kept):
         raise InputError("keep takes doc_ids (str)")
@@ -236,8 +243,17 @@ def chunk(run: _Run, doc: Document, chunks: list[Chunk] | None, i: int) -> list[
     documents, for progress."""
     if chunks is None:
         t0 = time.perf_counter()
-        chunks = run.pick(doc).chunk(doc.text)
+        chunker = run.pick(doc)
+        chunks = chunker.chunk(doc.text)
         run.report.seconds["chunk"] += time.perf_counter() - t0
+        if not isinstance(chunker, BaseChunker):  # rechunk's own are tested to the contract
+            problem = tiling_problem(doc.text, chunks, chunker.hard_max_tokens)
+            if problem is not None:
+                raise ConfigError(
+                    f"chunker {chunker.policy_id} broke the Chunker contract on document "
+                    f"{doc.doc_id!r}: {problem}. Nothing of that document was written (of "
+                    "this sync, only documents before it may have been)"
+                )
     run.tick("chunk", i, len(run.docs))
     return chunks
 
