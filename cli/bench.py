@@ -80,7 +80,12 @@ def execute(args: BenchArgs) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"{result['pairs']} revision pairs; R_c article-macro-averaged per language/band")
+        same = result["unchanged"]
+        left_out = f" ({same} with no edit, left out of the bands)" if same else ""
+        print(
+            f"{result['pairs']} revision pairs{left_out}; R_c article-macro-averaged per "
+            "language/band"
+        )
         print(format_table(result))
         if chart is not None:
             print(f"chart written to {chart}")

@@ -479,6 +479,21 @@ def test_bench_corpus_and_control(tmp_path: Path, capsys: pytest.CaptureFixture[
 
     result = run_bench([{"id": "a", "lang": "en", "old": "x", "new": "x"}], {"u": unstable})
     assert result["chunkers"]["u"]["control_max"] == 1.0  # the old text chunked again
+    # a pair with no edit is in no band (its R_c of 0 pulled the small edits' mean down)
+    assert result["unchanged"] == 1 and result["chunkers"]["u"]["cells"]["en/small"]["n"] == 0
+    # failures are counted in the table of their pair's language
+    from rechunk.chunking.bench import format_table
+
+    def fails_on_zh(text: str) -> list[Chunk]:
+        if "\u4e2d" in text:
+            raise ValueError("no")
+        return [Chunk(0, len(text), text, 1)]
+
+    table = format_table(run_bench([{"id": "e", "lang": "en", "old": "a b", "new": "a c"},
+                                    {"id": "z", "lang": "zh", "old": "\u4e2d", "new": "x"}],
+                                   {"f": fails_on_zh}))  # fmt: skip
+    en, zh = table.split("R_c, zh")
+    assert "failures" not in en and "failures: 1" in zh
     corpus = tmp_path / "c.jsonl"
     line = {"old": "a\u2028b", "new": "a\u2028c", "id": "p", "lang": "zh"}
     corpus.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -4,8 +4,10 @@ A corpus is a JSON-lines file with one revision pair per line: ``old`` and
 ``new`` (required), ``id`` and ``lang`` (optional strings; ids must differ;
 ``lang`` defaults to ``"?"``). The edit band is computed from the texts with
 :func:`edit_fraction`. R_c is article-macro-averaged: the mean of the per-pair
-values. The no-edit control chunks each old text a second time and takes R_c of
-that against the first: any chunker that is not deterministic shows above 0.
+values; a pair whose two texts are the same is no edit, and is left out of every band
+(counted as ``unchanged``; it is still chunked for the control). The no-edit control
+chunks each old text a second time and takes R_c of that against the first: any
+chunker that is not deterministic shows above 0.
 
 For source code, ``lang`` is the programming language (``python``, ``go``...), and a
 :class:`ByLanguage` chunker (the code policy) cuts each pair with its language's grammar.
@@ -97,7 +99,13 @@ def run_bench(
             fraction = edit_fraction(pair["old"], pair["new"])
         bands[pair["id"]] = edit_band(fraction)
     langs = sorted({str(p["lang"]) for p in pairs})
-    out: dict[str, Any] = {"pairs": len(pairs), "languages": langs, "chunkers": {}}
+    unchanged = {p["id"] for p in pairs if p["old"] == p["new"]}
+    out: dict[str, Any] = {
+        "pairs": len(pairs),
+        "unchanged": len(unchanged),
+        "languages": langs,
+        "chunkers": {},
+    }
     for name, chunker in chunkers.items():
         values: dict[str, float] = {}
         control = 0.0
@@ -117,10 +125,17 @@ def run_bench(
                 seconds += time.perf_counter() - t0
                 again = list(chunk(pair["old"]))  # the control: the same text, chunked again
             except Exception as exc:  # a failure is a result of the benchmark
-                failures.append({"id": str(pair["id"]), "error": f"{type(exc).__name__}: {exc}"})
+                failures.append(
+                {
+                    "id": str(pair["id"]),
+                    "lang": str(pair["lang"]),
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
                 continue
             nbytes += len(pair["old"].encode("utf-8")) + len(pair["new"].encode("utf-8"))
-            values[pair["id"]] = recompute_fraction(old, new)
+            if pair["id"] not in unchanged:
+                values[pair["id"]] = recompute_fraction(old, new)
             control = max(control, recompute_fraction(old, again))
             tokens.extend(c.tokens for c in new)
         cells: dict[str, dict[str, Any]] = {}
@@ -164,7 +179,8 @@ def format_table(result: Mapping[str, Any]) -> str:
                 cell = row["cells"][f"{lang}/{band}"]
                 value = cell["recompute_fraction"]
                 cells.append(f"{'-' if value is None else f'{value:.1%}'} (n={cell['n']})")
-            failures = f"  failures: {len(row['failures'])}" if row["failures"] else ""
+            failed = sum(1 for f in row["failures"] if f["lang"] == lang)
+            failures = f"  failures: {failed}" if failed else ""
             lines.append(
                 f"{name:<14}"
                 + "".join(f"{c:>14}" for c in cells)
