@@ -44,9 +44,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="miss rate and duplicate evidence of a collection on a fixed query set",
         description='Embed each query of QUERIES.jsonl (lines {"query", "doc_id", '
         'optionally "fragment"}), search the collection, and report the miss rate at k '
-        "(no top-k chunk of the doc_id, containing the fragment when given) and the share "
-        "of top-k chunks that repeat a higher-ranked one (same input, one text inside the "
-        "other, or half their word 5-grams shared), per policy; with --compare, for a "
+        "(no top-k chunk of the doc_id, containing the fragment's words when given) and "
+        "the share of top-k chunks that repeat a higher-ranked one (same input, one "
+        "text's words inside the other, or half their word 5-grams shared), per policy; "
+        "with --compare, for a "
         "second collection beside it. No query or text is printed without --show-text.",
     )
     p.add_argument("queries", metavar="QUERIES.jsonl", help="one JSON object per line")

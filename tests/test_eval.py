@@ -60,6 +60,20 @@ def test_duplicate_rule() -> None:
     assert duplicate_of(a, point(" ".join(words[:10] + other[:6])))  # 6 of 12 grams shared
     assert not duplicate_of(a, point(" ".join(words[:9] + other[:7])))  # 5 of 12
     assert not duplicate_of(a, point("something else entirely, five words or more"))
+    # as whole words: "x" is not repeated by "Fine text here." (it was, as a substring)
+    assert not duplicate_of(point("Fine text here."), point("x"))
+    assert duplicate_of(point("Fine text here."), point("text"))
+    assert duplicate_of(point("Fine text here."), point("here."))
+
+
+def test_a_fragment_is_found_as_whole_words() -> None:
+    from rechunk.live.evaluation import EvalQuery, _answers
+
+    chunk = point("We concatenate the parts; the cat sat.")
+    assert _answers(chunk, EvalQuery("q", "d", "the CAT  sat", 1))
+    assert _answers(chunk, EvalQuery("q", "d", "cat", 1))  # the word, not "concatenate"
+    assert not _answers(point("We concatenate the parts."), EvalQuery("q", "d", "cat", 1))
+    assert _answers(point("the parts; the"), EvalQuery("q", "d", "; the", 1))
 
 
 @given(st.text(min_size=1), st.text(min_size=1))

@@ -9,12 +9,15 @@ Definitions (fixed, so that two runs and two generations compare):
 
 - A query *hits* when one of its top ``k`` chunks belongs to the answer's ``doc_id``
   and, when the query gives a ``fragment``, that chunk's text contains the fragment
-  (both with whitespace runs collapsed to one space, case-folded). A fragment that a
+  (both with whitespace runs collapsed to one space, case-folded) as whole words: a
+  fragment that starts or ends with a letter or digit is not found inside a longer word
+  (``cat`` is not in ``concatenate``). A fragment that a
   chunk boundary cuts in two is found in no chunk: a miss, which is the point (the
   policy split the evidence). The miss rate is misses over queries.
 - A chunk in the top ``k`` is *duplicate evidence* when a chunk ranked above it in the
   same answer repeats it: the same input key, or one text (whitespace collapsed,
-  case-folded) containing the other, or heavy overlap: the word 5-grams (words are
+  case-folded) containing the other as whole words (as fragments are found), or heavy
+  overlap: the word 5-grams (words are
   ``\\w+`` runs, case-folded; a text of fewer than 5 words is one gram) that the two
   share are at least half of the smaller text's. The duplicate ratio is duplicate
   chunks over chunks returned.
@@ -113,6 +116,16 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def _holds(text: str, part: str) -> bool:
+    """Whether ``part`` lies in ``text`` as whole words: where ``part`` starts (ends)
+    with a word character, the character before (after) it in ``text`` is not one."""
+    if part not in text:
+        return False
+    head = r"(?<!\w)" if _WORD.match(part[0]) else ""
+    tail = r"(?!\w)" if _WORD.match(part[-1]) else ""
+    return re.search(head + re.escape(part) + tail, text) is not None
+
+
 def _grams(text: str) -> set[tuple[str, ...]]:
     words = _WORD.findall(text.casefold())
     if len(words) < GRAM:
@@ -128,7 +141,7 @@ def duplicate_of(a: StoredPoint, b: StoredPoint) -> bool:
     ta, tb = _collapse(a.payload.text).casefold(), _collapse(b.payload.text).casefold()
     if not ta or not tb:
         return False
-    if ta in tb or tb in ta:
+    if _holds(tb, ta) or _holds(ta, tb):
         return True
     ga, gb = _grams(ta), _grams(tb)
     if not ga or not gb:
@@ -230,7 +243,7 @@ def _answers(point: StoredPoint, query: EvalQuery) -> bool:
         return False
     if query.fragment is None:
         return True
-    return _collapse(query.fragment).casefold() in _collapse(point.payload.text).casefold()
+    return _holds(_collapse(point.payload.text).casefold(), _collapse(query.fragment).casefold())
 
 
 def evaluate(
