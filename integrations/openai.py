@@ -32,6 +32,7 @@ created on the first request.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import importlib.util
 import json
@@ -56,6 +57,7 @@ from rechunk.errors import (
     ConfigError,
     EmbeddingError,
     MissingDependencyError,
+    RechunkError,
     TransientError,
 )
 from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
@@ -200,6 +202,14 @@ def _hf_tokenizer(path: Path) -> Any:
 
 class _NoAnswer(Exception):
     """A request's deadline passed while a try still waited (internal)."""
+
+
+#: how often a request's wait looks whether its call was interrupted (seconds)
+_STOP_POLL = 0.2
+
+
+class _Stopped(Exception):
+    """The call that sent this request was interrupted: no further try (internal)."""
 
 
 @dataclass
@@ -476,7 +486,6 @@ class OpenAIEmbedder:
         self._pending: dict[str, npt.NDArray[np.float32]] = {}
         self._stats = RequestStats()
         self._noticed = -math.inf  # when a waiting line was last logged (monotonic)
-        self.sleep: Callable[[float], None] = time.sleep
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder({self.model!r}, base_url={self.base_url!r})"
@@ -577,9 +586,13 @@ class OpenAIEmbedder:
         ceiling = min(self.max_backoff, self.backoff * float(2**attempt))
         return float(ceiling * (0.5 + random.random() / 2))
 
-    def _request(self, texts: list[str], tokens: int) -> npt.NDArray[np.float32]:
+    def _request(
+        self, texts: list[str], tokens: int, stop: threading.Event | None = None
+    ) -> npt.NDArray[np.float32]:
         """One request, retried within ``deadline``; float32 ``(len(texts), dimension)`` in
-        input order."""
+        input order. Once ``stop`` is set (the calling thread was interrupted) no try
+        starts and a try's wait ends (:class:`_Stopped`)."""
+        stop = stop or threading.Event()
         openai = require("openai", "openai")
         client = self._get_client()
         options: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
@@ -597,7 +610,7 @@ class OpenAIEmbedder:
             timeout = min(self.timeout, left)
             try:
                 call = partial(client.embeddings.with_raw_response.create, **options)
-                raw = self._wait_for(partial(call, timeout=timeout), clock)
+                raw = self._wait_for(partial(call, timeout=timeout), clock, stop)
             except _NoAnswer as exc:
                 last = exc
                 break
@@ -629,7 +642,8 @@ class OpenAIEmbedder:
             if delay >= clock.left():  # the next try could not start in time
                 break
             self._add(retries=1)
-            self.sleep(delay)
+            if stop.wait(delay):
+                raise _Stopped()
         why = str(last) if isinstance(last, _NoAnswer) else f"last: {_one_line(last)}"
         raise EmbeddingUnavailableError(
             f"the embeddings API at {self._host} gave no usable answer within the deadline "
@@ -638,9 +652,10 @@ class OpenAIEmbedder:
             "with deadline= (openai:MODEL?deadline=SECONDS)"
         ) from last
 
-    def _wait_for(self, call: Callable[[], Any], clock: _Clock) -> Any:
-        """``call()`` on a helper thread, waited for until the deadline (_NoAnswer then),
-        logging a line each time the request's wait passes a notice mark.
+    def _wait_for(self, call: Callable[[], Any], clock: _Clock, stop: threading.Event) -> Any:
+        """``call()`` on a helper thread, waited for until the deadline (_NoAnswer then)
+        or until ``stop`` is set (_Stopped), logging a line each time the request's wait
+        passes a notice mark.
 
         The try's own timeout normally ends it first; the deadline also holds against
         a server that keeps a try alive by trickling bytes (each within the timeout).
@@ -658,12 +673,15 @@ class OpenAIEmbedder:
         threading.Thread(target=run, name="rechunk-embeddings-request", daemon=True).start()
         while True:
             now = time.monotonic()
+            if stop.is_set():
+                raise _Stopped()
             if now >= clock.next_notice and now < clock.give_up_at:
                 self._notice(now - clock.start)
                 clock.next_notice = clock.start + 2 * (clock.next_notice - clock.start)
             if now >= clock.give_up_at:
                 raise _NoAnswer("the last one unanswered")
-            done, _ = wait([box], timeout=min(clock.give_up_at, clock.next_notice) - now)
+            until = min(clock.give_up_at, clock.next_notice, now + _STOP_POLL) - now
+            done, _ = wait([box], timeout=until)
             if done:
                 return box.result()
 
@@ -852,22 +870,34 @@ class OpenAIEmbedder:
             return
         queue = list(reversed(batches))
         failure: BaseException | None = None
+        stop = threading.Event()
         with ThreadPoolExecutor(max_workers=self.max_in_flight) as pool:
             running: dict[Future[Any], list[str]] = {}
-            while queue or running:
-                while queue and failure is None and len(running) < self.max_in_flight:
-                    batch, tokens = queue.pop()
-                    running[pool.submit(self._request, batch, tokens)] = batch
-                if not running:
-                    break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    batch = running.pop(future)
-                    try:
-                        vectors = future.result()
-                    except BaseException as exc:
-                        failure = failure or exc
-                        continue
-                    self._keep(batch, vectors, done)
+            try:
+                while queue or running:
+                    while queue and failure is None and len(running) < self.max_in_flight:
+                        batch, tokens = queue.pop()
+                        running[pool.submit(self._request, batch, tokens, stop)] = batch
+                    if not running:
+                        break
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        batch = running.pop(future)
+                        try:
+                            vectors = future.result()
+                        except BaseException as exc:
+                            failure = failure or exc
+                            continue
+                        self._keep(batch, vectors, done)
+            except BaseException:
+                # interrupted (Ctrl-C, SIGTERM as KeyboardInterrupt): what was answered is
+                # kept, no try starts, and the requests in flight are given up on at once
+                # rather than waited for up to the deadline
+                stop.set()
+                for future, batch in running.items():
+                    if future.done() and not future.cancelled() and future.exception() is None:
+                        with contextlib.suppress(RechunkError):  # a bad answer is not kept
+                            self._keep(batch, future.result(), done)
+                raise
         if failure is not None:
             raise failure

@@ -10,6 +10,7 @@ import logging
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from rechunk.integrations.openai import (
 from rechunk.integrations.uri import open_embedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bad_embeddings_server import BadEmbeddingsServer, json_reply
+from bad_embeddings_server import BadEmbeddingsServer, json_reply, vectors_reply
 from fault_proxy import FaultProxy
 from infinity_server import InfinityServer, ensure_venv, running_infinity
 
@@ -231,6 +232,44 @@ def test_a_silent_server_fails_within_the_deadline_saying_it_waits(
     # four requests waiting alike say so together, not once each (8 lines)
     assert 1 <= len(lines) <= 3
     assert not [line for line in lines if PRIVATE in line or "quarterly" in line]
+
+
+def test_an_interrupt_stops_at_once_and_keeps_what_was_answered(folder: Path) -> None:
+    """Ctrl-C (KeyboardInterrupt) while requests wait: the answered ones are kept (cached),
+    no try starts after it, and the call ends at once, not when the requests in flight
+    reach their deadline (it waited 30 s and went on retrying a failing server)."""
+    import signal
+
+    pytest.importorskip("openai")
+
+    def reply(request: dict[str, Any]) -> tuple[int, str, bytes]:
+        if any("slow" in text for text in request["input"]):
+            time.sleep(3.0)  # a request still in flight when the interrupt comes
+            return 500, "application/json", b'{"error": {"message": "busy"}}'
+        return vectors_reply(request)
+
+    cache = rechunk.MemoryCache()
+    inputs = ["fast one", "slow two", "fast three", "slow four"]
+    with BadEmbeddingsServer(reply=reply) as server:
+        embedder = api(server.url, folder, batch_size=1, max_in_flight=4, deadline=60.0,
+                       cache=cache)  # fmt: skip
+        main = threading.main_thread().ident
+        assert main == threading.get_ident()  # a signal reaches the main thread
+        timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+        timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                embedder.embed(inputs)
+        finally:
+            timer.cancel()
+        assert time.monotonic() - started < 2.0  # not the slow requests' 3 s, nor retries
+        sent = len(server.requests)
+        time.sleep(3.5)  # the slow ones answer 500 now: nothing tries again
+        assert len(server.requests) == sent == 4
+    keys = {rechunk.input_key(embedder.model_id, t): t for t in inputs}
+    kept = cache.get_many(list(keys), embedder.model_id, embedder.dimension)
+    assert sorted(keys[k] for k in kept) == ["fast one", "fast three"]
 
 
 def test_a_trickling_server_is_bounded_by_the_deadline(folder: Path) -> None:
