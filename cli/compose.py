@@ -114,10 +114,13 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
         raise mismatch
     others = sorted(info.model_ids - {model_id}) if model_id is not None else []
     if others:
+        theirs, ours = others[0], str(model_id)
+        if theirs.split(";")[0] != ours.split(";")[0]:  # the names differ: they suffice
+            theirs, ours = theirs.split(";")[0], ours.split(";")[0]
         raise ConfigError(
-            f"collection {store.collection!r} was written by {others[0].split(';')[0]}, not "
-            f"{str(model_id).split(';')[0]}; pass the --model it was synced with "
-            "(or its --embedder; rechunk reindex --model changes it)"
+            f"collection {store.collection!r} was written by {theirs}, not {ours}; pass "
+            "the --model or --embedder it was synced with, with the same options "
+            "(dimension=, ...) (rechunk reindex --model changes it)"
         )
 
 

@@ -677,7 +677,23 @@ def test_another_model_is_a_reindex_and_query_refuses_it(
     assert main(["sync", "notes"]) == 0
     capsys.readouterr()
     assert main(["query", "alpha", "--model", str(other)]) == 2
-    assert "pass the --model it was synced with" in capsys.readouterr().err
+    assert "pass the --model or --embedder it was synced with" in capsys.readouterr().err
+    # two ids alike up to their options: the error shows where they differ (it cut both
+    # at the first ';' and showed the same text twice)
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.qdrant import QdrantStore
+    from rechunk.cli.compose import check_collection
+    from rechunk.integrations.onnx import OnnxEmbedder
+
+    written = OnnxEmbedder().model_id
+    client = QdrantClient(path=".rechunk/qdrant")
+    try:
+        with pytest.raises(ConfigError) as err:
+            check_collection(QdrantStore(client, "rechunk"), written.replace("max=256", "max=128"))
+    finally:
+        client.close()
+    assert f"written by {written}, not {written.replace('max=256', 'max=128')};" in str(err.value)
     assert main(["sync", "notes", "--model", str(other)]) == 2  # a usage error, as README says
     assert "reindex" in capsys.readouterr().err
     code, result = run_json(capsys, "reindex", "--policy", "structured", "--model", str(other))
