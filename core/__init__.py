@@ -37,6 +37,7 @@ from rechunk.chunking.policy import policy_for
 from rechunk.chunking.tokens import TokenCounter
 from rechunk.document import Document
 from rechunk.errors import (
+    BadVectorError,
     CacheError,
     ConfigError,
     EmbeddingError,
@@ -61,6 +62,7 @@ from rechunk.sync.store import VectorStore
 __version__ = "0.1.0"
 
 __all__ = [
+    "BadVectorError",
     "CDCChunker",
     "CacheError",
     "CacheStats",

@@ -713,7 +713,12 @@ class OpenAIEmbedder:
             ) from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if data is None:
-            if isinstance(answer, dict):
+            if isinstance(answer, dict) and "data" in answer:
+                said = _error_message(answer.get("error"))
+                what = "'data' that is null, not a list of embeddings" + (
+                    f", error: {said}" if said else ""
+                )
+            elif isinstance(answer, dict):
                 keys = ", ".join(_excerpt(str(k), 20) for k in list(answer)[:6]) or "none"
                 said = _error_message(answer.get("error"))
                 what = f"a JSON object without 'data' (keys: {keys})" + (
@@ -751,10 +756,10 @@ class OpenAIEmbedder:
                     f"an 'embedding' in item {position} that is not a list of numbers: "
                     f"{_what_is_not_a_number(item['embedding'])}"
                 )
-            if vector.shape != (self._dimension,) or not np.isfinite(vector).all():
+            if vector.shape != (self._dimension,):  # values (NaN, inf, zeros): check_vectors
                 raise self._bad_answer(
                     f"a vector of shape {vector.shape} in item {position} for model "
-                    f"{self.model}, expected ({self._dimension},) finite values"
+                    f"{self.model}, expected ({self._dimension},)"
                 )
             seen.add(index)
             out[index] = vector

@@ -322,6 +322,7 @@ WRONG_ANSWERS = {
         r"not JSON \(HTTP 200, 'application/json', 509 bytes: '\{not jsonx+'\.\.\.\)",
     ),
     "data nope": (json_reply({"data": "nope"}), r"'data' that is a string 'nope', not a list"),
+    "data null": (json_reply({"object": "list", "data": None}), r"'data' that is null, not a list"),
     "a list": (json_reply([1, 2]), r"JSON that is a list, not an object with a 'data' list"),
     "an error": (
         json_reply({"error": {"message": "model minilm is not loaded"}}),
@@ -376,6 +377,21 @@ def test_answers_that_are_not_embeddings_say_what_came(case: str, folder: Path) 
     assert text.startswith("the embeddings API at 127.0.0.1:") and "\n" not in text
     assert PRIVATE not in text and len(text) < 400
     assert embedder.stats.inputs == 0
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity"])
+def test_a_vector_that_is_not_finite_is_a_bad_vector_error(value: str, folder: Path) -> None:
+    """Values the server sent as NaN or Infinity (JSON extensions Python reads): the same
+    BadVectorError, naming the fault, as zeros or huge values; nothing kept."""
+    pytest.importorskip("openai")
+    values = value + ", 0.5" * 383
+    body = ('{"object": "list", "data": [{"index": 0, "embedding": [' + values + "]}]}").encode()
+    cache = rechunk.MemoryCache()
+    with BadEmbeddingsServer(reply=lambda request: (200, "application/json", body)) as server:
+        embedder = api(server.url, folder, cache=cache)
+        with pytest.raises(rechunk.BadVectorError, match="holds NaN or infinite values"):
+            embedder.embed(["hello"])
+    assert cache.stats().entries == 0
 
 
 def test_a_well_formed_answer_in_any_order(folder: Path) -> None:
