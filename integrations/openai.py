@@ -581,8 +581,8 @@ class OpenAIEmbedder:
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         asked = _retry_after(exc)
-        if asked is not None:
-            return min(asked, self.max_backoff)
+        if asked is not None:  # honoured as asked: a wait past the deadline gives up
+            return asked
         ceiling = min(self.max_backoff, self.backoff * float(2**attempt))
         return float(ceiling * (0.5 + random.random() / 2))
 
@@ -600,6 +600,7 @@ class OpenAIEmbedder:
             options["dimensions"] = self.dimensions
         clock = _Clock(time.monotonic(), self.deadline, self.notice_after)
         last: Exception | None = None
+        asked: float | None = None  # a wait the server asked for that the deadline cut
         tries = 0
         for attempt in range(self.max_retries + 1):
             left = clock.left()
@@ -640,11 +641,14 @@ class OpenAIEmbedder:
                 ) from last
             delay = self._delay(attempt, last)
             if delay >= clock.left():  # the next try could not start in time
+                asked = _retry_after(last)
                 break
             self._add(retries=1)
             if stop.wait(delay):
                 raise _Stopped()
         why = str(last) if isinstance(last, _NoAnswer) else f"last: {_one_line(last)}"
+        if asked is not None:
+            why += f"; it asked to wait {asked:g} s more"
         raise EmbeddingUnavailableError(
             f"the embeddings API at {self._host} gave no usable answer within the deadline "
             f"of {self.deadline:g} s ({tries} {'try' if tries == 1 else 'tries'}, {why}); "

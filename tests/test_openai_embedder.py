@@ -305,6 +305,16 @@ def test_tries_share_one_deadline(folder: Path) -> None:
         with pytest.raises(EmbeddingUnavailableError, match=r"1 try, last: RateLimitError"):
             embedder.embed(["hello"])
         assert time.monotonic() - started < 3.0 and len(server.requests) == 1
+    # a wait asked for beyond max_backoff is honoured, not cut to it (and retried early):
+    # past the deadline, it is given up at once and the error says what was asked
+    with BadEmbeddingsServer(
+        reply=lambda request: (429, "application/json", asked), headers={"retry-after": "3600"}
+    ) as server:
+        embedder = api(server.url, folder, deadline=120.0, max_backoff=60.0)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingUnavailableError, match=r"asked to wait 3600 s more"):
+            embedder.embed(["hello"])
+        assert time.monotonic() - started < 3.0 and len(server.requests) == 1
 
 
 def _body(text: bytes, content_type: str = "text/html") -> Any:
