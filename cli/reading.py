@@ -15,11 +15,15 @@ from rechunk.errors import ConfigError
 __all__ = ["files_elsewhere", "read_paths", "read_recorded"]
 
 
-def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions) -> Any:
-    """The documents under ``paths``, read as ``inputs`` say (a file of a folder synced
-    into the store and collection of ``options`` keeps its doc_id under that folder). A
-    file whose doc_id names another file of a folder synced before is refused (see
-    :func:`files_elsewhere`)."""
+def read_paths(
+    paths: Sequence[str], options: StoreOptions, inputs: InputOptions, *, complete: bool
+) -> Any:
+    """The documents under ``paths``, read as ``inputs`` say (a file or folder inside a
+    folder synced into the store and collection of ``options`` keeps its doc_id under
+    that folder). A file whose doc_id names another file of a folder synced before is
+    refused (see :func:`files_elsewhere`), unless the paths are ``complete`` (``--prune``,
+    a reindex): the collection then holds their documents only, and the other folders'
+    documents go."""
     from rechunk.sources.files import doc_id_clash, read_documents
 
     files = read_documents(
@@ -31,6 +35,8 @@ def read_paths(paths: Sequence[str], options: StoreOptions, inputs: InputOptions
         options=inputs.parse,
         include_generated=inputs.include_generated,
     )
+    if complete:
+        return files
     elsewhere = files_elsewhere(options, files.roots)
     for doc_id, path in files.paths.items():
         other = elsewhere(doc_id, path)

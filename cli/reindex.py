@@ -90,7 +90,7 @@ def execute(args: ReindexArgs) -> int:
     from rechunk.sync.generations import reindex
 
     if args.paths:
-        files = read_paths(args.paths, args, args)
+        files = read_paths(args.paths, args, args, complete=args.prune)
     else:
         from rechunk.sources.files import DEFAULT_GLOBS
 

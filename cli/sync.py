@@ -100,7 +100,7 @@ def execute(args: SyncArgs) -> int:
     from rechunk.cli.sources import Chooser, source_notes
     from rechunk.sync import SyncReport, sync
 
-    files = read_paths(args.paths, args, args)
+    files = read_paths(args.paths, args, args, complete=args.prune)
     failed: StaleCheckError | None = None
     if not files.documents:
         return _nothing_matched(args, files)

@@ -191,7 +191,7 @@ def execute(args: WatchArgs) -> int:
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
-    files = read_paths(args.paths, args, args)
+    files = read_paths(args.paths, args, args, complete=args.prune)
     embedder = compose.open_embedder(args)
     chooser = Chooser(embedder)
     # metrics are served before the store is opened: a port in use changes nothing
@@ -205,7 +205,7 @@ def execute(args: WatchArgs) -> int:
             compose.share_cache(embedder, cache)
             chunker = policy_for(embedder, compose.policy_kind(args.policy, opened.store))
             store = open_live(opened.store, chunker, embedder.dimension)
-            elsewhere = files_elsewhere(args, files.roots)
+            elsewhere = None if args.prune else files_elsewhere(args, files.roots)
             _watch(
                 args, files, store, embedder, chunker, chooser, cache, metrics, server, elsewhere
             )

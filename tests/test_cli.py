@@ -759,6 +759,59 @@ def test_a_folder_whose_files_would_replace_another_folders_is_refused(
     assert code == 0
 
 
+def test_a_subfolder_synced_alone_keeps_its_files_doc_ids(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sync notes`, an edit in notes/guides, then `sync notes/guides`: its files are the
+    documents they are under notes (guides/x.md). They were named x.md, a second
+    document beside the old revision, which queries still ranked first. Two PATHs, one
+    inside the other, name the inner one's files the same in either order."""
+    guides = notes / "guides"
+    guides.mkdir()
+    (guides / "backup.md").write_text("# Backup\n\nBackups run at 01:00.\n")
+    assert main(["sync", "notes"]) == 0
+    capsys.readouterr()
+    (guides / "backup.md").write_text("# Backup\n\nBackups run at 03:00.\n")
+    code, report = run_json(capsys, "sync", "notes/guides")
+    assert code == 0 and report["documents"]["changed"] == 1 and report["documents"]["new"] == 0
+    (guides / "backup.md").write_text("# Backup\n\nBackups run at 04:00.\n")
+    code, report = run_json(capsys, "sync", "notes/guides", "notes")
+    assert code == 0 and report["documents"]["changed"] == 1 and report["documents"]["new"] == 0
+    # a link to the subfolder is the subfolder
+    (notes.parent / "link").symlink_to(guides)
+    code, report = run_json(capsys, "sync", "link")
+    assert code == 0 and report["documents"] == {**report["documents"], "new": 0, "unchanged": 1}
+    code, status = run_json(capsys, "status")
+    assert status["documents"] == 6
+
+
+def test_a_release_link_switched_to_the_next_release_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`current -> v1` synced, then `current -> v2`: the same folder, named the same. The
+    manifest recorded v1 (the link resolved), and every later sync of current was
+    refused as a clash with v1, with --prune too, for as long as v1 existed."""
+    monkeypatch.chdir(tmp_path)
+    for release in ("v1", "v2"):
+        (tmp_path / release).mkdir()
+        for name in ("r1", "r2"):
+            (tmp_path / release / f"{name}.md").write_text(f"# {name}\n\nDoc {name} of {release}.\n")
+    (tmp_path / "current").symlink_to("v1")
+    assert main(["sync", "current"]) == 0
+    (tmp_path / "current").unlink()
+    (tmp_path / "current").symlink_to("v2")
+    capsys.readouterr()
+    code, report = run_json(capsys, "sync", "current")
+    assert code == 0 and report["documents"]["changed"] == 2
+    # --prune: the paths given are the whole collection, so another folder's doc_ids are
+    # no clash (its documents go)
+    (tmp_path / "v3").mkdir()
+    (tmp_path / "v3" / "r1.md").write_text("# r1\n\nDoc r1 of v3.\n")
+    assert main(["sync", "v3"]) == 2  # v3/r1.md would replace current/r1.md
+    code, report = run_json(capsys, "sync", "v3", "--prune")
+    assert code == 0 and report["documents"]["changed"] == 1 and report["documents"]["deleted"] == 1
+
+
 def test_emptied_and_directly_named_files(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sync", "notes"]) == 0
     capsys.readouterr()

@@ -9,6 +9,7 @@ as raw bytes or markup.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -256,6 +257,11 @@ def doc_id_clash(path: Path, other: Path, doc_id: str) -> str:
     )
 
 
+def _named(head: str, root: Path, path: Path) -> str:
+    """The doc_id of ``path`` under ``root``, whose files' doc_ids start with ``head``."""
+    return head + path.relative_to(root).as_posix()
+
+
 def read_documents(
     paths: Sequence[str | Path],
     globs: Sequence[str] = DEFAULT_GLOBS,
@@ -273,9 +279,14 @@ def read_documents(
     a type no parser reads is counted in ``unsupported`` by its suffix and not read. A
     file of records gives one document per record (doc_id ``path#id``).
 
-    ``doc_id`` is the file's path relative to the folder given (POSIX separators).
-    A file given directly is named relative to the first folder of ``within`` that
-    holds it (the folders synced before), else by its name. A file reached twice
+    ``doc_id`` is the file's path relative to the folder given (POSIX separators),
+    unless a folder of ``within`` (the folders synced before) or another folder of
+    ``paths`` holds that folder: its files are named relative to the outermost such
+    folder, as a sync of it names them (``docs/guides`` after ``docs``: ``guides/x.md``,
+    not a second document ``x.md``). A file given directly is named relative to the
+    outermost of those folders that holds it, else by its name. ``roots`` lists the
+    paths as given, made absolute (a symbolic link is not resolved: ``current`` switched
+    from ``v1`` to ``v2`` stays one root). A file reached twice
     (overlapping paths, a symbolic link to a file also found directly) is read once,
     under its first doc_id. A file that cannot be read, is not valid UTF-8, holds
     NUL bytes or has a name that is not valid UTF-8 is skipped with the reason, and
@@ -296,6 +307,8 @@ def read_documents(
     """
     pattern = globs_regex(globs)
     homes = [Path(folder).resolve() for folder in within]
+    homes += [Path(p).resolve() for p in paths if Path(p).is_dir()]
+    homes.sort(key=lambda home: len(home.parts))  # the outermost first
     out = FileSet()
     read: set[Path] = set()
     left_out: set[Path] = set()
@@ -303,20 +316,26 @@ def read_documents(
         root = Path(raw)
         if root.is_dir():
             found = _candidates(root, pattern, gitignore)
-            files = [(p, p.relative_to(root).as_posix()) for p in found.files]
+            resolved = root.resolve()
+            base = next((h for h in homes if resolved.is_relative_to(h)), resolved)
+            named = resolved.relative_to(base).as_posix()
+            head = "" if named == "." else named + "/"  # the doc_id prefix of root's files
+
+            name = functools.partial(_named, head, root)
+            files = [(p, name(p)) for p in found.files]
             for listed, entries in ((out.ignored, found.ignored), (out.links, found.links)):
                 for path, suffix in entries:
                     entry = path.parent.resolve() / path.name  # once, however often reached
                     if entry not in left_out:
                         left_out.add(entry)
-                        listed.append(_printable(path.relative_to(root).as_posix()) + suffix)
+                        listed.append(_printable(name(path)) + suffix)
             for link, why in found.broken:
                 entry = link.parent.resolve() / link.name
                 if entry not in left_out:
                     left_out.add(entry)
-                    out.skipped.append((_printable(link.relative_to(root).as_posix()), why))
+                    out.skipped.append((_printable(name(link)), why))
             for folder, why in found.unreadable:
-                prefix = "" if folder == root else f"{folder.relative_to(root).as_posix()}/"
+                prefix = head if folder == root else f"{name(folder)}/"
                 out.unlisted.append(prefix)
                 out.skipped.append((prefix or "./", f"cannot read folder {folder}: {why}"))
         elif root.is_file() or special_kind(root) is not None:
@@ -330,7 +349,7 @@ def read_documents(
             files = [(root, doc_id)]
         else:
             raise ConfigError(f"no such file or folder: {root}")
-        out.roots.append(str(root.resolve()))
+        out.roots.append(os.path.abspath(root))
         # real files before symbolic links to them, so that a file keeps its own name
         for path, doc_id in sorted(files, key=lambda item: item[0].is_symlink()):
             real = path.resolve()
