@@ -43,7 +43,7 @@ from rechunk._optional import require
 from rechunk.adapters._layout import Layout, check_layout
 from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
 
-__all__ = ["DEFAULT_STORE", "OpenStore", "open_store", "store_exists"]
+__all__ = ["DEFAULT_STORE", "OpenStore", "canonical_uri", "open_store", "store_exists"]
 
 DEFAULT_STORE = "qdrant:.rechunk/qdrant"
 SCHEMES = (
@@ -64,6 +64,22 @@ def _local(uri: str) -> tuple[Path, str] | None:
         if uri.startswith(scheme) and uri[len(scheme) :] and uri != "qdrant::memory:":
             return Path(uri[len(scheme) :]), marker
     return None
+
+
+def canonical_uri(uri: str) -> str:
+    """One spelling of the store ``uri`` names: an embedded store's folder made absolute
+    (``qdrant:./kb``, ``qdrant:kb/`` and ``qdrant:/home/me/kb`` from ``/home/me`` are one
+    store), a server's without a trailing ``/`` and with its scheme and host in lower case.
+    What the command line records about a store is keyed by it."""
+    local = _local(uri)
+    if local is not None:
+        scheme = uri[: len(uri) - len(uri.split(":", 1)[1])]
+        return scheme + os.path.realpath(local[0])
+    head, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    host, slash, path = rest.partition("/")
+    return f"{head.lower()}://{host.lower()}{slash}{path}".rstrip("/")
 
 
 def store_exists(uri: str) -> bool:

@@ -6,7 +6,12 @@ under a synced folder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,15 +28,64 @@ __all__ = [
 ]
 
 MANIFEST = STATE_DIR / "manifest.json"  # the roots each store and collection was synced from
+_LOCK = STATE_DIR / "manifest.lock"  # held while the manifest is read, changed and written
+
+
+class ManifestWarning(UserWarning):
+    """The manifest could not be read (set aside) or written (the sync itself stands)."""
 
 
 def read_manifest() -> dict[str, Any]:
-    """The manifest of earlier syncs (``{}`` when there is none or it is unreadable)."""
+    """The manifest of earlier syncs: ``{}`` when there is none, or when it is damaged,
+    after it is set aside (renamed ``manifest.json.damaged-<time>``, never deleted) with a
+    warning: rewritten as it was, it would have lost every other collection's folders."""
     try:
-        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = MANIFEST.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return {}
-    return manifest if isinstance(manifest, dict) else {}
+    except (OSError, ValueError) as exc:  # unreadable; UnicodeDecodeError is a ValueError
+        return _set_aside(f"cannot be read ({exc})")
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        return _set_aside(f"is not JSON ({exc})")
+    if not isinstance(manifest, dict):
+        return _set_aside("is not a JSON object")
+    return manifest
+
+
+def _set_aside(why: str) -> dict[str, Any]:
+    aside = MANIFEST.with_name(f"{MANIFEST.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        MANIFEST.replace(aside)
+        where = f"set aside as {aside}"
+    except OSError:
+        where = "left as it is"
+    warnings.warn(
+        f"{MANIFEST} {why}: {where}; the folders synced before are forgotten (`rechunk "
+        "reindex` without PATH and the doc_id checks know only what syncs record from now)",
+        ManifestWarning,
+        stacklevel=3,
+    )
+    return {}
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """Hold the manifest's lock (a file lock where the system has one), so that two
+    commands recording at once do not drop each other's entries."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    with open(_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class Source(NamedTuple):
@@ -46,7 +100,7 @@ class Source(NamedTuple):
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
     """The files and folders (with how they were read) synced into this store and collection."""
     try:
-        entry = manifest[_key(options)]
+        entry = _entry(manifest, options.store, options.collection)
         roots = entry["roots"]
         if isinstance(roots, list):  # the first format: the last sync's roots only
             return {str(root): Source(list(entry["globs"])) for root in roots}
@@ -69,34 +123,48 @@ def record_roots(
 
     Roots accumulate over syncs (the latest last); ``replace`` keeps only these,
     after a sync or reindex that made the collection hold exactly their documents. Each
-    root is recorded with how ``inputs`` read it.
+    root is recorded with how ``inputs`` read it. A manifest that cannot be written is a
+    warning: the sync it records has happened.
     """
-    manifest = read_manifest()
-    recorded = {} if replace else recorded_roots(manifest, options)
-    for root in roots:
-        recorded.pop(root, None)
-        recorded[root] = Source(list(inputs.glob), not inputs.no_ignore, inputs.include_generated)
-    manifest[_key(options)] = {"roots": {root: how._asdict() for root, how in recorded.items()}}
-    _write(manifest)
-
-
-def _write(manifest: dict[str, Any]) -> None:
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = MANIFEST.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    tmp.replace(MANIFEST)
+    with _recording() as manifest:
+        recorded = {} if replace else recorded_roots(manifest, options)
+        for root in roots:
+            recorded.pop(root, None)
+            recorded[root] = Source(
+                list(inputs.glob), not inputs.no_ignore, inputs.include_generated
+            )
+        entry = {"roots": {root: how._asdict() for root, how in recorded.items()}}
+        _put(manifest, options.store, options.collection, entry)
 
 
 def copy_roots(options: StoreOptions, collection: str) -> None:
     """Record for ``collection`` of the same store the roots (and how each is read) of the
     collection of ``options``: a generation that has no alias (Chroma) is named on later
     commands, and ``rechunk reindex`` without PATH reads its folders."""
-    manifest = read_manifest()
-    entry = manifest.get(_key(options))
-    if entry is None:
-        return
-    manifest[f"{options.store} {collection}"] = entry
-    _write(manifest)
+    with _recording() as manifest:
+        entry = _entry(manifest, options.store, options.collection)
+        if entry is not None:
+            _put(manifest, options.store, collection, entry)
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[dict[str, Any]]:
+    """The manifest to change, written back (atomically, under the lock) when the block
+    ends; a failure to write it is a :class:`ManifestWarning`."""
+    try:
+        with _locked():
+            manifest = read_manifest()
+            yield manifest
+            tmp = MANIFEST.with_name(f"{MANIFEST.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+            tmp.replace(MANIFEST)
+    except OSError as exc:
+        warnings.warn(
+            f"cannot record the folders synced in {MANIFEST}: {exc.strerror or exc}; the sync "
+            "itself is done (later commands will not know these folders)",
+            ManifestWarning,
+            stacklevel=3,
+        )
 
 
 def synced_folders(options: StoreOptions) -> list[str]:
@@ -105,6 +173,33 @@ def synced_folders(options: StoreOptions) -> list[str]:
     return [root for root in recorded_roots(read_manifest(), options) if Path(root).is_dir()]
 
 
-def _key(options: StoreOptions) -> str:
-    """A store and collection's entry in the manifest."""
-    return f"{options.store} {options.collection}"
+def _key(store: str, collection: str) -> str:
+    """A store and collection's entry in the manifest (the store's one spelling)."""
+    from rechunk.adapters.uri import canonical_uri
+
+    return f"{canonical_uri(store)} {collection}"
+
+
+def _spellings(manifest: dict[str, Any], store: str, collection: str) -> list[str]:
+    """The keys of a store and collection's entries: its own, and those an earlier
+    version wrote under the store URI as written (``qdrant:.rechunk/qdrant``)."""
+    key = _key(store, collection)
+    found = []
+    for written in manifest:
+        uri, _, named = written.rpartition(" ")
+        if written == key or (named == collection and uri and _key(uri, named) == key):
+            found.append(written)
+    return sorted(found, key=lambda written: written != key)  # its own first
+
+
+def _entry(manifest: dict[str, Any], store: str, collection: str) -> Any:
+    """The entry of a store and collection, or None."""
+    keys = _spellings(manifest, store, collection)
+    return manifest[keys[0]] if keys else None
+
+
+def _put(manifest: dict[str, Any], store: str, collection: str, entry: Any) -> None:
+    """Set the entry of a store and collection under its one key (other spellings go)."""
+    for written in _spellings(manifest, store, collection):
+        del manifest[written]
+    manifest[_key(store, collection)] = entry

@@ -405,19 +405,84 @@ def test_reindex_reads_roots_recorded_by_earlier_versions(
     notes: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Manifests written before .gitignore support map each root to its globs; those
-    written before --include-generated say nothing of generated files."""
+    written before --include-generated say nothing of generated files; those written
+    before store URIs had one spelling key the store as it was written."""
     assert main(["sync", "notes", "--glob", "alpha.md", "--glob", "beta.md"]) == 0
     manifest = Path(".rechunk") / "manifest.json"
     entry = json.loads(manifest.read_text())
     (key,) = entry
-    root = str(notes.resolve())
+    assert key == f"qdrant:{os.path.realpath('.rechunk/qdrant')} rechunk"
+    root = os.path.abspath(notes)
     how = {"globs": ["alpha.md", "beta.md"], "gitignore": True}
     assert entry[key]["roots"] == {root: {**how, "generated": False}}
-    for older in (["alpha.md", "beta.md"], how):
-        manifest.write_text(json.dumps({key: {"roots": {root: older}}}))
+    for older, written in ((["alpha.md", "beta.md"], key), (how, key),
+                           (how, "qdrant:./.rechunk/qdrant/ rechunk")):  # fmt: skip
+        manifest.write_text(json.dumps({written: {"roots": {root: older}}}))
         capsys.readouterr()
         code, result = run_json(capsys, "reindex", "--policy", "recursive")
         assert code == 0 and result["sync"]["documents"]["synced"] == 2
+    # the store spelled another way is the same store: its entry is found, and a sync
+    # records it under the one spelling
+    code, result = run_json(capsys, "reindex", "--policy", "structured", "--store",
+                            f"qdrant:{os.path.abspath('.rechunk/qdrant')}/")  # fmt: skip
+    assert code == 0 and result["sync"]["documents"]["synced"] == 2
+    assert main(["sync", "notes", "--glob", "alpha.md", "--store", "qdrant:.rechunk/qdrant/"]) == 0
+    assert list(json.loads(manifest.read_text())) == [key]
+
+
+def test_a_damaged_manifest_is_set_aside_not_overwritten(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated manifest was read as empty and rewritten with the one entry of the
+    sync, losing every other collection's folders in silence."""
+    assert main(["sync", "notes"]) == 0
+    manifest = Path(".rechunk") / "manifest.json"
+    damaged = manifest.read_text()[:-5]
+    manifest.write_text(damaged)
+    capsys.readouterr()
+    with pytest.warns(UserWarning, match="is not JSON .*set aside as"):
+        assert main(["sync", "notes"]) == 0
+    (aside,) = Path(".rechunk").glob("manifest.json.damaged-*")
+    assert aside.read_text() == damaged
+    assert json.loads(manifest.read_text())  # written anew
+
+
+def test_a_manifest_that_cannot_be_written_leaves_the_sync_done(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sync had published, then failed with exit 2 and no summary because the manifest
+    could not be written (cron as another user). It is a warning now."""
+    assert main(["sync", "notes"]) == 0
+    (notes / "alpha.md").write_text("# alpha\n\nAn edit.\n")
+    (Path(".rechunk") / f"manifest.json.{os.getpid()}.tmp").mkdir()  # cannot be written
+    capsys.readouterr()
+    with pytest.warns(UserWarning, match="cannot record the folders synced"):
+        code, report = run_json(capsys, "sync", "notes")
+    assert code == 0 and report["documents"]["changed"] == 1
+
+
+def test_manifest_writers_at_once_keep_each_others_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes recording folders at once: read, change and write under a lock, each
+    through its own temporary file (a shared one lost entries and raised
+    FileNotFoundError)."""
+    monkeypatch.chdir(tmp_path)
+    script = (
+        "import sys\n"
+        "from types import SimpleNamespace as N\n"
+        "from rechunk.cli.manifest import record_roots\n"
+        "for i in range(60):\n"
+        "    o = N(store='qdrant:.rechunk/qdrant', collection=f'{sys.argv[1]}{i}')\n"
+        "    inputs = N(glob=['*'], no_ignore=False, include_generated=False)\n"
+        "    record_roots(o, inputs, ['/r'], replace=False)\n"
+    )
+    writers = [subprocess.Popen([sys.executable, "-c", script, name], cwd=tmp_path,
+                                stderr=subprocess.PIPE, text=True) for name in "ab"]  # fmt: skip
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0, writer.stderr.read()  # type: ignore[union-attr]
+    entries = json.loads((tmp_path / ".rechunk" / "manifest.json").read_text())
+    assert len(entries) == 120
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
