@@ -6,6 +6,7 @@ own warnings print as one line."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -100,6 +101,18 @@ def _format_warning(default: Callable[..., str]) -> Callable[..., str]:
     return format_warning
 
 
+def _escape_unencodable() -> None:
+    """Print what the terminal's encoding cannot hold escaped (``caf\\xe9.md``): under
+    an ASCII or legacy locale a file's name failed the command (exit 3) half-way
+    through its output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            # a stream that cannot change now is left alone
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -110,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.glob = list(DEFAULT_GLOBS)
     signal.signal(signal.SIGTERM, _terminate)
+    _escape_unencodable()
     default_format = warnings.formatwarning
     warnings.formatwarning = _format_warning(default_format)
     try:

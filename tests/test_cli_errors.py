@@ -112,6 +112,20 @@ def test_names_with_control_characters_cannot_forge_lines(
     assert code == 1 and data["skipped_files"][0]["doc_id"] == forged
 
 
+def test_names_a_terminal_cannot_encode_are_escaped(notes: Path) -> None:
+    """Under an ASCII locale a file named café.md failed the sync (exit 3, a
+    UnicodeEncodeError) half-way through its summary."""
+    import subprocess
+
+    (notes / "café.md").write_text("# café\n\nA note with an accent in its name.\n")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    for args in (["sync", "notes", "--dry-run"], ["sync", "notes"], ["status"]):
+        done = subprocess.run([sys.executable, "-m", "rechunk.cli", *args], cwd=notes.parent,
+                              env=env, capture_output=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert (b"caf\\xe9.md" in done.stdout) == (args != ["sync", "notes"])
+
+
 def _no_delete_store(client: Any, name: str) -> Any:
     """A real Qdrant store whose deletes do nothing: the old revision stays (a fault)."""
     from rechunk.adapters.qdrant import QdrantStore
