@@ -21,10 +21,12 @@ from rechunk.errors import CacheError, ConfigError, StoreError
 __all__ = [
     "cache_and_store",
     "check_collection",
+    "follow_lender",
     "lenders",
     "open_cache",
     "open_embedder",
     "open_store",
+    "policy_kind",
     "share_cache",
     "size_advice",
     "written_in",
@@ -124,17 +126,49 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
         )
 
 
-def policy_kind(policy: str | None, store: Any) -> str:
+def policy_kind(policy: str | None, store: Any, lenders: Sequence[Any] = ()) -> str:
     """``--policy``, else the kind of policy the collection's live generation was built
-    with (a ``rechunk reindex --policy cdc`` left it on cdc: later syncs keep to it), else
-    the default."""
+    with (a ``rechunk reindex --policy cdc`` left it on cdc: later syncs keep to it), else,
+    for a collection not made yet, that of the first ``--reuse-from`` collection (a move
+    keeps its chunks, so it embeds nothing), else the default."""
     from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
     from rechunk.sync.generations import live_policy_kind
 
     if policy is not None:
         return policy
     live = live_policy_kind(store)
-    return live if live in POLICIES else DEFAULT_POLICY
+    if live in POLICIES:
+        return live
+    if lenders and store.collection_info() is None:
+        kind = live_policy_kind(lenders[0]) or _stored_policy_kind(lenders[0])
+        if kind in POLICIES:
+            return kind
+    return DEFAULT_POLICY
+
+
+def _stored_policy_kind(store: Any) -> str | None:
+    """The kind of policy of the first document of ``store`` chunked by one of the
+    policies ``--policy`` names (a code file's policy is picked by its language)."""
+    from rechunk.chunking.policy import POLICIES
+
+    doc_ids = sorted(store.doc_ids())
+    for start in range(0, len(doc_ids), 64):
+        for points in store.get_points_many(doc_ids[start : start + 64]).values():
+            kinds = {p.payload.policy.split("-")[0] for p in points} & set(POLICIES)
+            if kinds:
+                return kinds.pop()
+    return None
+
+
+def follow_lender(store: Any, lenders: Sequence[Any], layout: str | None) -> Any:
+    """``store``, in the layout of the first ``--reuse-from`` collection when its own
+    collection is not made yet and ``--layout`` was not given: a LlamaIndex collection
+    moved to another store stays readable by LlamaIndex."""
+    if not lenders or layout is not None or lenders[0].layout == store.layout:
+        return store
+    if store.collection_info() is not None:
+        return store
+    return type(store)(store.client, store.collection, lenders[0].layout)
 
 
 def open_embedder(options: ModelOptions) -> Any:

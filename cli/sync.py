@@ -112,8 +112,8 @@ def execute(args: SyncArgs) -> int:
         opened,
     ), compose.lenders(args, args.reuse_from, model_id) as lenders:
         compose.share_cache(embedder, cache)
-        store = opened.store
-        chunker = policy_for(embedder, compose.policy_kind(args.policy, store))
+        store = compose.follow_lender(opened.store, lenders, args.layout)
+        chunker = policy_for(embedder, compose.policy_kind(args.policy, store, lenders))
         if not args.dry_run:
             from rechunk.sync.generations import open_live
 

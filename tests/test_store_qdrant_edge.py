@@ -842,6 +842,38 @@ def test_moving_a_collection_to_qdrant_edge_embeds_nothing(
     assert [h["score"] for h in hits] == pytest.approx([h["score"] for h in theirs], abs=1e-3)
 
 
+@pytest.mark.parametrize("target", ["qdrant-edge:.rechunk/edge", "chroma:.rechunk/moved"])
+def test_a_move_keeps_the_sources_policy_and_layout(
+    workdir: HashEmbedder, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    """A collection on another policy (reindexed to recursive) and in LlamaIndex's layout,
+    moved with --reuse-from: the new collection takes both, so nothing is embedded and
+    LlamaIndex still reads it. It took the default policy (re-embedding 83-100%) and
+    LangChain's layout, with no word of either."""
+    from rechunk.adapters.uri import open_store
+    from rechunk.cli.compose import written_in
+
+    if target.startswith("chroma"):
+        pytest.importorskip("chromadb")
+    old = ("--store", "qdrant:.rechunk/qdrant", "--layout", "llamaindex")
+    assert run_json(capsys, "sync", "docs", *old)[0] == 0
+    code, reindexed = run_json(capsys, "reindex", "--policy", "recursive", *old)
+    assert code == 0 and reindexed["switched"]
+    policy = reindexed["sync"]["policy"]
+    code, moved = run_json(capsys, "sync", "docs", "--store", target, "--reuse-from", old[1],
+                           "--cache", "fresh.sqlite")  # fmt: skip
+    assert code == 0 and moved["inputs"]["embedded"] == 0 and moved["policy"] == policy
+    opened = open_store(target, "rechunk", layout="langchain", create=False)
+    try:
+        assert written_in(opened.store, "llamaindex") and not written_in(opened.store, "langchain")
+    finally:
+        opened.close()
+    # --policy and --layout given still decide
+    code, chosen = run_json(capsys, "sync", "docs", "--store", "qdrant-edge:.rechunk/other",
+                            "--reuse-from", old[1], "--policy", "structured", "--dry-run")  # fmt: skip
+    assert code == 0 and chosen["policy"].startswith("structured-")
+
+
 def test_reuse_from_a_store_of_another_model_is_refused(
     workdir: HashEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
