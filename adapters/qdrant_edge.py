@@ -191,7 +191,14 @@ def _take_lock(folder: Path) -> IO[str] | None:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         return None
-    handle = open(folder / _LOCK, "a+", encoding="utf-8")  # noqa: SIM115 (held while open)
+    try:
+        handle = open(folder / _LOCK, "a+", encoding="utf-8")  # noqa: SIM115 (held while open)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot open the Qdrant Edge folder {folder}: {exc.strerror or exc} (a store is "
+            "opened for writing, to lock it: a read-only copy cannot be opened; copy it to "
+            "a writable folder)"
+        ) from exc
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -237,7 +244,9 @@ def _read_marker(folder: Path) -> dict[str, str]:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise StoreError(f"cannot read {path}: {exc}") from exc
-    aliases = data.get("aliases") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise StoreError(f"{path} is not rechunk's Qdrant Edge file; is {folder} another store?")
+    aliases = data.get("aliases")
     if data.get("format") != _FORMAT or not isinstance(aliases, dict):
         raise StoreError(f"{path} is not rechunk's Qdrant Edge file; is {folder} another store?")
     if not all(type(k) is str and type(v) is str for k, v in aliases.items()):

@@ -47,7 +47,12 @@ __all__ = ["DEFAULT_STORE", "OpenStore", "canonical_uri", "open_store", "store_e
 
 DEFAULT_STORE = "qdrant:.rechunk/qdrant"
 SCHEMES = (
-    "qdrant:", "qdrant+http://", "qdrant+https://", "qdrant-edge:", "chroma:", "chroma+http://"
+    "qdrant:",
+    "qdrant+http://",
+    "qdrant+https://",
+    "qdrant-edge:",
+    "chroma:",
+    "chroma+http://",
 )
 #: How long a server may take to answer the first request before the CLI gives up (the
 #: clients themselves wait much longer, or, Chroma's, for ever).
@@ -56,6 +61,8 @@ PROBE_SECONDS = 10.0
 _MANIFEST = ".rechunk/manifest.json"
 #: The file an embedded store writes into its folder when it is first opened.
 _MARKERS = {"qdrant:": "meta.json", "qdrant-edge:": "edge.json", "chroma:": "chroma.sqlite3"}
+_KINDS = {"qdrant:": "an embedded Qdrant store", "qdrant-edge:": "a Qdrant Edge store",
+          "chroma:": "an embedded Chroma store"}  # fmt: skip
 
 
 def _local(uri: str) -> tuple[Path, str] | None:
@@ -97,6 +104,14 @@ def _folder(uri: str, create: bool) -> str:
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"store URI {uri!r} names {folder}, which is a file, not a folder")
     if not (folder / marker).is_file():
+        for scheme, other in _MARKERS.items():
+            if other != marker and (folder / other).is_file():
+                # read as nothing there, and a sync made a second store inside it
+                named = next(k for k in _MARKERS if uri.startswith(k))
+                raise ConfigError(
+                    f"{folder} holds {_KINDS[scheme]} ({other}), not {_KINDS[named]}: "
+                    f"open it as {scheme}{folder}"
+                )
         if not create:
             raise StoreError(f"no store at {folder} (nothing synced there yet)")
         try:

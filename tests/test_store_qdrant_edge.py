@@ -156,6 +156,24 @@ def test_a_folder_of_another_store_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "nothing").exists()
 
 
+@pytest.mark.parametrize("marker", ["[]", "null", '"x"', "{}"])
+def test_a_damaged_alias_file_is_a_store_error(tmp_path: Path, marker: str) -> None:
+    """edge.json holding JSON that is not an object was an AttributeError."""
+    edge_client(tmp_path / "e").close()
+    (tmp_path / "e" / "edge.json").write_text(marker)
+    with pytest.raises(StoreError, match="is not rechunk's Qdrant Edge file"):
+        edge_client(tmp_path / "e", create=False)
+
+
+def test_a_folder_that_cannot_be_locked_is_a_store_error(tmp_path: Path) -> None:
+    """A read-only copy (the lock file cannot be opened for writing) was a bare OSError."""
+    edge_client(tmp_path / "e").close()
+    (tmp_path / "e" / "edge.lock").unlink()
+    (tmp_path / "e" / "edge.lock").mkdir()  # opened for writing, it fails as read-only does
+    with pytest.raises(StoreError, match=r"cannot open the Qdrant Edge folder .*read-only copy"):
+        edge_client(tmp_path / "e", create=False)
+
+
 def test_the_extra_is_named_and_nothing_else_is_imported() -> None:
     """Without qdrant-edge-py the store and its URI name the extra; the store imports
     neither qdrant-client nor a framework."""
@@ -840,6 +858,23 @@ def test_moving_a_collection_to_qdrant_edge_embeds_nothing(
     code, theirs = run_json(capsys, "query", "reuse", "the", "cache", "-k", "2", "--store", old)
     assert [(h["doc_id"], h["start"]) for h in hits] == [(h["doc_id"], h["start"]) for h in theirs]
     assert [h["score"] for h in hits] == pytest.approx([h["score"] for h in theirs], abs=1e-3)
+
+
+def test_a_store_folder_opened_as_another_kind_is_refused(
+    workdir: HashEmbedder, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Qdrant Edge folder given as qdrant: or chroma: read as 'no store at', and a sync
+    built a second store inside it."""
+    from rechunk.cli import main
+
+    assert run_json(capsys, "sync", "docs", *EDGE)[0] == 0
+    folder = Path(EDGE[1].removeprefix("qdrant-edge:"))
+    before = sorted(folder.rglob("*"))
+    for args in (["status", "--store", f"qdrant:{folder}"], ["sync", "docs", "--store",
+                 f"chroma:{folder}"], ["sync", "docs", "--store", f"qdrant:./{folder}/"]):  # fmt: skip
+        assert main(args) == 2
+        assert "holds a Qdrant Edge store (edge.json)" in capsys.readouterr().err
+    assert sorted(folder.rglob("*")) == before
 
 
 @pytest.mark.parametrize("target", ["qdrant-edge:.rechunk/edge", "chroma:.rechunk/moved"])
