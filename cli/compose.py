@@ -48,9 +48,7 @@ def open_store(options: StoreOptions, *, create: bool = True, dry_run: bool = Fa
 
 
 @contextlib.contextmanager
-def lenders(
-    options: StoreOptions, reuse_from: Sequence[str], model_id: str
-) -> Iterator[list[Any]]:
+def lenders(options: StoreOptions, reuse_from: Sequence[str], model_id: str) -> Iterator[list[Any]]:
     """The collections of ``--reuse-from``, each opened read-only on ``--collection`` (in
     the layout it was written in): a sync copies their vectors by input key, so that a
     collection moved to another store embeds nothing again. Closed on the way out."""
@@ -63,7 +61,12 @@ def lenders(
             if uri == options.store:
                 raise ConfigError(f"--reuse-from {uri} is the --store itself")
             layout = options.layout or "langchain"
-            source = stores.open_store(uri, options.collection, layout=layout, create=False)
+            try:
+                source = stores.open_store(uri, options.collection, layout=layout, create=False)
+            except StoreError as exc:
+                if stores.store_exists(uri):  # there, but failing: the store's error
+                    raise
+                raise ConfigError(f"--reuse-from {uri}: {exc}") from exc
             opened.append(source)
             lender = source.store
             other = "llamaindex" if layout == "langchain" else "langchain"
@@ -243,4 +246,3 @@ def cache_and_store(
         opened.close()
         if cache is not None:
             cache.close()
-

@@ -66,9 +66,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "gone or empty, or outside PATH); a file that exists but could not be read, or lies "
         "in a folder that could not be listed, keeps its documents",
     )
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the plan; embed and write nothing"
-    )
+    p.add_argument("--dry-run", action="store_true", help="print the plan; embed and write nothing")
     p.add_argument(
         "--check-stored",
         action="store_true",
@@ -107,10 +105,14 @@ def execute(args: SyncArgs) -> int:
     embedder = compose.open_embedder(args)
     chooser = Chooser(embedder)
     model_id = embedder.model_id
-    with compose.cache_and_store(args, args.cache, dry_run=args.dry_run, model_id=model_id) as (
-        cache,
-        opened,
-    ), compose.lenders(args, args.reuse_from, model_id) as lenders:
+    # the collections lending vectors first: one that cannot lend creates nothing
+    with (
+        compose.lenders(args, args.reuse_from, model_id) as lenders,
+        compose.cache_and_store(args, args.cache, dry_run=args.dry_run, model_id=model_id) as (
+            cache,
+            opened,
+        ),
+    ):
         compose.share_cache(embedder, cache)
         store = compose.follow_lender(opened.store, lenders, args.layout)
         chunker = policy_for(embedder, compose.policy_kind(args.policy, store, lenders))

@@ -920,8 +920,9 @@ def test_reuse_from_a_store_of_another_model_is_refused(
     err = capsys.readouterr().err
     assert "--reuse-from qdrant:.rechunk/qdrant: collection 'rechunk' there holds" in err
     assert "not vectors of hash/another" in err
-    assert main(["sync", "docs", *EDGE, "--reuse-from", "qdrant:nowhere"]) == 3
-    assert "no store at nowhere" in capsys.readouterr().err
+    assert main(["sync", "docs", *EDGE, "--reuse-from", "qdrant:nowhere"]) == 2
+    assert "--reuse-from qdrant:nowhere: no store at nowhere" in capsys.readouterr().err
+    assert not Path(EDGE[1].removeprefix("qdrant-edge:")).exists()  # a failed move made none
     assert main(["sync", "docs", *EDGE, "--reuse-from", EDGE[1]]) == 2
     assert "is the --store itself" in capsys.readouterr().err
 
