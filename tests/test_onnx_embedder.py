@@ -177,6 +177,19 @@ def test_a_local_folder_gets_its_own_export_key(tmp_path: Path, exported: Path) 
     assert not copy.exported
 
 
+@needs_export
+def test_a_model_with_a_short_window_exports(tmp_path: Path) -> None:
+    """A 128-token model (many MiniLM variants): the export's long check probe (216
+    tokens) was refused as over the window, so onnx: failed where st: worked."""
+    folder = _folder_copy(tmp_path)
+    config = folder / "sentence_bert_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "max_seq_length": 128}))
+    path = export_onnx(folder, cache_dir=tmp_path / "cache")
+    embedder = OnnxEmbedder(folder, cache_dir=tmp_path / "cache", export="never")
+    assert embedder.max_input_tokens == 128 and path.exists()
+    assert embedder.embed(["a short note"]).shape == (1, 384)
+
+
 @pytest.mark.slow
 @needs_export
 def test_switching_backend_re_embeds_nothing(onnx_minilm: OnnxEmbedder, minilm: Any) -> None:
