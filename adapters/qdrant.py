@@ -12,6 +12,7 @@ import contextlib
 import gc
 import itertools
 import os
+import shlex
 import sqlite3
 import threading
 import warnings
@@ -956,12 +957,15 @@ class QdrantStore(StoreBase["QdrantClient"]):
         if points <= EMBEDDED_POINTS_ADVICE:
             return None
         folder = (getattr(self._client, "init_options", None) or {}).get("path") or "DIR"
+        source = shlex.quote(f"qdrant:{folder}")
+        collection = "" if self._collection == "rechunk" else f" --collection {self._collection}"
         return (
             f"embedded Qdrant holds {points:,} points (more than {EMBEDDED_POINTS_ADVICE:,}): "
             "every process that opens the folder loads them all into memory first; move the "
             "collection to a Qdrant server (--store qdrant+http://HOST:6333) or a Chroma server, "
-            "or to Qdrant Edge in this process, which opens it without loading it (sync with "
-            f"--store qdrant-edge:DIR --reuse-from qdrant:{folder}: nothing is embedded again)"
+            "or to Qdrant Edge, embedded as this store is but opened without loading it "
+            f"(rechunk sync PATH --store qdrant-edge:DIR --reuse-from {source}{collection}: "
+            "nothing is embedded again)"
         )
 
     def _index(self) -> _LocalIndex | None:

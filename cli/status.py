@@ -112,7 +112,7 @@ def execute(args: StatusArgs) -> int:
     if fresh is not None:
         _print_freshness(fresh)
     for warning in status["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"rechunk: warning: {warning}", file=sys.stderr)
     return _status_exit(status)
 
 

@@ -450,3 +450,6 @@ def test_qdrant_local_mode_warning_becomes_rechunks_advice(
         "server (--store qdrant+http://HOST:6333) or a Chroma server"
     ), err
     assert "--store qdrant-edge:DIR --reuse-from qdrant:" in err[0], err
+    assert main(["status"]) == 0  # the same advice, with the prefix every warning has
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rechunk: warning: embedded Qdrant holds 2 points"), line
