@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -340,3 +341,49 @@ def test_text_and_rst_paragraph_insert_leaves_other_blocks_alone(
         after = _block_texts(fmt, "\n\n".join([*paragraphs[:at], inserted, *paragraphs[at:]]))
         after.remove(inserted)
         assert after == before
+
+
+@st.composite
+def _parsed_and_spans(draw: st.DrawFn) -> tuple[Any, list[tuple[int, int]]]:
+    """A parsed text of headings and paragraphs on pages (some blocks empty), and spans."""
+    from rechunk.sources.base import Block, Parsed
+
+    blocks, parts, at = [], [], 0
+    for kind, level, size, page in draw(st.lists(st.tuples(
+            st.sampled_from(["heading", "paragraph"]), st.integers(1, 3), st.integers(0, 6),
+            st.integers(1, 4)), max_size=12)):  # fmt: skip
+        text = "#" * level + " " + "t" * size if kind == "heading" and size else "p" * size
+        parts.append(text + "\n")
+        blocks.append(Block(kind, at, at + len(text), level if kind == "heading" else 0,
+                            {"page": page}))  # fmt: skip
+        at += len(text) + 1
+    parsed = Parsed("".join(parts), tuple(blocks), "test", "test/1")
+    spans = draw(st.lists(st.tuples(st.integers(0, at), st.integers(0, at)), max_size=8))
+    return parsed, [(min(a, b), max(a, b)) for a, b in spans]
+
+
+@given(_parsed_and_spans())
+def test_the_indexed_locator_finds_what_a_scan_of_every_block_finds(case: Any) -> None:
+    """Locator bisects its blocks (a scan from the start for every chunk was quadratic in a
+    long document); what it finds is what a plain scan finds."""
+    from rechunk.sources.base import Locator
+
+    parsed, spans = case
+    locator = Locator(parsed)
+    for start, end in spans:
+        path: list[tuple[int, str]] = []
+        pages: list[int] = []
+        for block in parsed.blocks:
+            if block.start <= start and block.kind == "heading":
+                while path and path[-1][0] >= block.level:
+                    path.pop()
+                path.append((block.level, parsed.text[block.start:block.end].lstrip("#").strip()))
+            overlaps = block.end > start or block.start == block.end == start
+            if overlaps and block.start < end:
+                pages.append(block.locator["page"])
+        expected: dict[str, Any] = {}
+        if path:
+            expected["section"] = [title for _, title in path]
+        if pages:
+            expected["pages"] = [min(pages), max(pages)]
+        assert locator(start, end) == expected

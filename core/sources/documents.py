@@ -19,7 +19,7 @@ from typing import Any
 
 from rechunk.document import Document, flat_problem
 from rechunk.errors import ConfigError, InputError
-from rechunk.sources.base import Parsed, ParseError, locate
+from rechunk.sources.base import Locator, Parsed, ParseError
 from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parse_bytes, parser_for
 from rechunk.sources.scripts import script_language
 
@@ -210,9 +210,7 @@ def documents_from_file(
             return []
         language = code_language(path, text)
         name = (
-            language
-            or OTHER_CODE_SUFFIXES.get(path.suffix.lower())
-            or script_language(path, text)
+            language or OTHER_CODE_SUFFIXES.get(path.suffix.lower()) or script_language(path, text)
         )
         metadata: dict[str, Any] = {"format": CODE, "parser": "code/1", **read}
         if name:
@@ -229,6 +227,4 @@ def documents_from_file(
 def _document(doc_id: str, kind: str, parsed: Parsed) -> Document:
     metadata = {**_flat(parsed.metadata), "format": kind, "parser": parsed.version}
     name = doc_id if parsed.part is None else f"{doc_id}#{parsed.part}"
-    return Document(
-        name, parsed.text, metadata=metadata, locator=functools.partial(locate, parsed)
-    )
+    return Document(name, parsed.text, metadata=metadata, locator=Locator(parsed))
