@@ -157,7 +157,7 @@ def _stored_policy_kind(store: Any) -> str | None:
     doc_ids = sorted(store.doc_ids())
     for start in range(0, len(doc_ids), 64):
         for points in store.get_points_many(doc_ids[start : start + 64]).values():
-            kinds = {p.payload.policy.split("-")[0] for p in points} & set(POLICIES)
+            kinds: set[str] = {p.payload.policy.split("-")[0] for p in points} & set(POLICIES)
             if kinds:
                 return kinds.pop()
     return None
