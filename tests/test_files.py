@@ -243,3 +243,25 @@ def test_links_to_folders_are_reported_once(tmp_path: Path) -> None:
     files = read_documents([tmp_path / "docs", tmp_path / "docs"], ["*.md"])
     assert ids(files) == ["a.md"] and files.links == ["more/"]
     assert files.ignored == ["x.draft.md"]
+
+
+def test_a_file_removed_after_its_folder_was_listed_is_gone_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temporary file deleted between the listing and the read was 'skipped: cannot
+    read ... No such file' (exit 1 on a busy share, and kept under --prune)."""
+    import rechunk.sources.files as files
+
+    (tmp_path / "keep.md").write_text("# keep\n\nStays.\n")
+    (tmp_path / "flicker.md").write_text("# flicker\n\nGone before it is read.\n")
+    real = files.read_bytes
+
+    def removed_first(path: Path, limit: int = -1) -> bytes:
+        if path.name == "flicker.md" and path.exists():
+            path.unlink()  # the file goes after the folder was listed
+        return real(path, limit)
+
+    monkeypatch.setattr(files, "read_bytes", removed_first)
+    found = read_documents([tmp_path])
+    assert [d.doc_id for d in found.documents] == ["keep.md"]
+    assert found.skipped == [] and "flicker.md" not in found.paths

@@ -257,6 +257,16 @@ def doc_id_clash(path: Path, other: Path, doc_id: str) -> str:
     )
 
 
+def _gone(exc: InputError, out: FileSet, doc_id: str) -> bool:
+    """Whether ``exc`` says the file was removed after its folder was listed (a temporary
+    file, a save by rename): then it is as if never found, not a file that cannot be
+    read (skipped, exit 1, its documents kept under --prune)."""
+    if not isinstance(exc.__cause__, FileNotFoundError):
+        return False
+    out.paths.pop(doc_id, None)
+    return True
+
+
 def _named(head: str, root: Path, path: Path) -> str:
     """The doc_id of ``path`` under ``root``, whose files' doc_ids start with ``head``."""
     return head + path.relative_to(root).as_posix()
@@ -370,6 +380,8 @@ def read_documents(
                 if read_as is None and not path.suffix:  # a script, by its first line
                     read_as = kind_of(path, fmt, head=read_bytes(path, HEAD_BYTES))
             except InputError as exc:
+                if _gone(exc, out, doc_id):
+                    continue
                 out.skipped.append((_printable(doc_id), str(exc)))
                 continue
             if read_as is None:
@@ -384,6 +396,8 @@ def read_documents(
                         continue
                 parsed = documents_from_file(path, doc_id, read_as, options, data=data)
             except InputError as exc:  # a ParseError's reason: the row names the file
+                if _gone(exc, out, doc_id):
+                    continue
                 why = exc.reason if isinstance(exc, ParseError) else str(exc)
                 out.skipped.append((_printable(doc_id), why))
                 continue
