@@ -37,11 +37,28 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         "--encoding",
         default=None,
         metavar="NAME",
+        action=_Once,
         help="text files (text, Markdown, RST, AsciiDoc, Org, LaTeX, CSV, code; an HTML page "
         "that declares no charset) that are not UTF-8 are read in this encoding (cp1252, "
         "latin-1, shift_jis, utf-16, ...); a byte-order mark or valid UTF-8 decides first "
-        "(default: such files are skipped with the reason)",
+        "(default: such files are skipped with the reason). It applies to every such file "
+        "read: sync files saved in another encoding on their own, each with its own",
     )
+
+
+class _Once(argparse.Action):
+    """An option that takes one value: given twice, the first was dropped in silence."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+        option_string: str | None = None,
+    ) -> None:  # fmt: skip
+        if getattr(namespace, self.dest) is not None:
+            parser.error(
+                f"{option_string} given twice: it takes one value, for every file it "
+                "applies to (sync files that need another on their own)"
+            )
+        setattr(namespace, self.dest, values)
 
 
 def parse_options(args: argparse.Namespace) -> ParseOptions:

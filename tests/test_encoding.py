@@ -353,3 +353,18 @@ def test_the_llamaindex_reader_takes_an_encoding_simpledirectoryreader_cannot_pa
     texts = {Path(d.metadata["file_path"]).name: d.text for d in docs}
     assert "Die Kühlung im Serverraum" in texts["uebergabe.md"]
     assert "Passwörter" in texts["hinweise.txt"]
+
+
+def test_encoding_given_twice_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The first --encoding was dropped in silence, and the second applied to every file."""
+    from rechunk.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("plain\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["sync", "d", "--encoding", "cp1252", "--encoding", "utf-16-le"])
+    assert exit_.value.code == 2
+    assert "--encoding given twice" in capsys.readouterr().err
+    assert not (tmp_path / ".rechunk").exists()

@@ -134,8 +134,9 @@ def decode_text_as(
         failures[codec] = why
     if len(failures) == 1 and (unmarked := _utf16_unmarked(data)) is not None:
         raise ParseError(
-            f"looks like UTF-16 without a byte-order mark: name it (--encoding {unmarked}; "
-            f"encoding={unmarked!r} in Python) to read it"
+            f"looks like UTF-16 without a byte-order mark: sync it alone with --encoding "
+            f"{unmarked} (encoding={unmarked!r} in Python; the option applies to every file "
+            "read that is not UTF-8)"
         )
     if all(why == _NUL for why in failures.values()):
         raise ParseError(_BINARY)
