@@ -805,6 +805,11 @@ def test_files_removed_while_no_watcher_ran_are_deleted_at_the_next_start(
     report = start(root)
     assert report.deleted == 2 and report.retrievable >= 2
     assert store.doc_ids() == {"a.md", "c-renamed.md", "d.md", "x.md", "api:note"}
+    # the summary's chunks that stay are the other documents' (and the emptied file's),
+    # not those of the files gone, just deleted
+    others = store.get_points_many(["x.md", "api:note", "d.md"])
+    assert report.sync is not None
+    assert report.sync.chunks_not_given == sum(len(points) for points in others.values())
     assert read_freshness(path)["unretrievable"] == 0
     # a first start with no state of its folders deletes nothing it did not see
     (root / "a.md").unlink()

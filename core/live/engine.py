@@ -452,7 +452,9 @@ class Watcher:
             if docs or not self.prune:
                 result = self._sync(docs, prune=self.prune, keep=keep, report=report)
             if gone:
-                self._delete(gone, report)
+                deleted = self._delete(gone, report)
+                if result is not None:  # they were counted as chunks that stay
+                    result.chunks_not_given = max(0, result.chunks_not_given - deleted)
         except _Retry as failure:
             raise failure.cause from None
         if result is not None:
@@ -1007,12 +1009,14 @@ class Watcher:
         found: dict[str, list[StoredPoint]] = self.store.get_points_many(ids)
         return found
 
-    def _delete(self, doc_ids: set[str], report: BatchReport) -> None:
+    def _delete(self, doc_ids: set[str], report: BatchReport) -> int:
         """Delete every point of ``doc_ids`` (a probe vector of each is kept first, to
-        check afterwards that nothing of it is returned any more)."""
+        check afterwards that nothing of it is returned any more); how many were deleted."""
         t0 = time.monotonic()
+        deleted = 0
 
         def run() -> None:
+            nonlocal deleted
             points = self._points(doc_ids)
             ids = [p.id for pts in points.values() for p in pts]
             if ids:
@@ -1020,6 +1024,7 @@ class Watcher:
                     self.store.delete(ids)
             self._probe_vectors({d: pts[0].payload.input_key for d, pts in points.items() if pts})
             report.deleted += sum(1 for pts in points.values() if pts)
+            deleted = len(ids)
 
         self._guarded(run)
         now = time.time()
@@ -1038,6 +1043,7 @@ class Watcher:
                     status="deleted",
                 )
         report.seconds["delete"] = time.monotonic() - t0
+        return deleted
 
     def _probe_vectors(self, keys: Mapping[str, str]) -> None:
         """Remember, per deleted document, the vector of one of its points."""
