@@ -170,12 +170,17 @@ def _holder(text: str) -> str:
     except (ValueError, KeyError, TypeError):
         return "another process (it left no pid)"
     if pid == os.getpid():
-        return f"this process ({pid}), through another client: close that one first"
+        return f"this process ({pid}), through another client"
     command = held.get("command")
     return f"process {pid}" + (f" ({command})" if isinstance(command, str) and command else "")
 
 
 def _in_use(folder: Path, holder: str) -> StoreUnavailableError:
+    if holder.startswith("this process"):
+        return StoreUnavailableError(
+            f"store is in use: the Qdrant Edge folder {folder} is open in {holder}; one "
+            "client at a time opens it: close that one first, or share it"
+        )
     return StoreUnavailableError(
         f"store is in use by another process: the Qdrant Edge folder {folder} is open in "
         f"{holder}; one process at a time opens it: wait for that one to end"

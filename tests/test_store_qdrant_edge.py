@@ -556,8 +556,11 @@ def test_a_killed_writer_frees_the_folder_and_loses_nothing_it_wrote(
 
 def test_one_process_opens_a_folder_once(folder: Path) -> None:
     first = edge_client(folder)
-    with pytest.raises(StoreUnavailableError, match=r"this process \(\d+\), through another"):
+    with pytest.raises(StoreUnavailableError, match=r"this process \(\d+\), through another") as err:
         edge_client(folder)
+    # one advice, not "close that one first" and "wait for that one to end" at once
+    assert "close that one first" in str(err.value) and "another process" not in str(err.value)
+    assert "wait for" not in str(err.value)
     first.close()
     first.close()  # idempotent
     with pytest.raises(StoreError, match="was closed"):
