@@ -492,8 +492,9 @@ def _normalise(rows: npt.NDArray[np.float32]) -> None:
     after a reopen a vector that was not of unit length came back scaled (in ``get_vectors``
     and in search scores); rows of (almost) zero length are left as they are, as Qdrant
     does."""
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    np.divide(rows, norms, out=rows, where=norms > _EPSILON)
+    with np.errstate(over="ignore", invalid="ignore"):  # a stored vector beyond float32's
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)  # range: the vector checks judge it
+        np.divide(rows, norms, out=rows, where=norms > _EPSILON)
 
 
 def _vector_of(record: models.Record, name: str | None) -> npt.NDArray[np.float32] | None:

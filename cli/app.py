@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -101,6 +102,28 @@ def _format_warning(default: Callable[..., str]) -> Callable[..., str]:
     return format_warning
 
 
+class _LogLines(logging.Handler):
+    """rechunk's log warnings as the command's other warnings: ``rechunk: warning: ...``
+    on one line of the standard error as it is when each is written (Python's last-resort
+    handler printed them bare)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = printable(one_line(Exception(record.getMessage())))
+        except Exception:  # a bad format string: logging's own report
+            self.handleError(record)
+            return
+        if not text.startswith("rechunk:"):
+            text = f"rechunk: {record.levelname.lower()}: {text}"
+        print(text, file=sys.stderr, flush=True)
+
+
+def _log_lines() -> None:
+    logger = logging.getLogger("rechunk")
+    if not any(isinstance(handler, _LogLines) for handler in logger.handlers):
+        logger.addHandler(_LogLines(logging.WARNING))
+
+
 def _escape_unencodable() -> None:
     """Print what the terminal's encoding cannot hold escaped (``caf\\xe9.md``): under
     an ASCII or legacy locale a file's name failed the command (exit 3) half-way
@@ -124,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.glob = list(DEFAULT_GLOBS)
     signal.signal(signal.SIGTERM, _terminate)
     _escape_unencodable()
+    _log_lines()
     default_format = warnings.formatwarning
     warnings.formatwarning = _format_warning(default_format)
     try:

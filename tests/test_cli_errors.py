@@ -453,3 +453,21 @@ def test_qdrant_local_mode_warning_becomes_rechunks_advice(
     assert main(["status"]) == 0  # the same advice, with the prefix every warning has
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("rechunk: warning: embedded Qdrant holds 2 points"), line
+
+
+def test_log_warnings_print_as_the_commands_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sync's logged notices ('N stored point(s) ... are written again') printed bare,
+    through Python's last-resort handler; they carry the prefix every warning has."""
+    import logging
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["status"]) == 3  # any command sets the lines up
+    capsys.readouterr()
+    logging.getLogger("rechunk.sync").warning("%d stored point(s) are written again", 2)
+    logging.getLogger("rechunk.integrations.openai").warning("rechunk: waiting for x: 10 s")
+    assert capsys.readouterr().err.splitlines() == [
+        "rechunk: warning: 2 stored point(s) are written again",
+        "rechunk: waiting for x: 10 s",
+    ]
