@@ -137,6 +137,7 @@ _OPENAI_OPTIONS = {
     "dimension": "dimension",
     "dimensions": "dimensions",
     "deadline": "deadline",
+    "identity": "identity",
 }
 
 
@@ -161,6 +162,11 @@ def _openai(spec: str, embed_url: str | None) -> Any:
             continue
         if key == "deadline":
             options["deadline"] = _seconds(value, key, spec)
+            continue
+        if key == "identity":  # one model behind several URLs: one model_id
+            if not value.strip():
+                raise ConfigError(f"option identity of openai:{spec} must name the model")
+            options["identity"] = value
             continue
         if not value.isdigit() or int(value) <= 0:
             raise ConfigError(f"option {key} of openai:{spec} must be a positive integer")

@@ -157,8 +157,13 @@ def test_uri_options(folder: Path) -> None:
     tok = folder / "tokenizer.json"
     custom = open_embedder(f"openai:m?tokenizer={tok}&window=128&dimension=16", embed_url=url)
     assert (custom.max_input_tokens, custom.dimension) == (128, 16)
+    # one model behind two URLs, named once: the identity the Python API offers
+    named = [open_embedder(f"openai:minilm?tokenizer={folder}&identity=team/minilm-v1",
+                           embed_url=where) for where in (url, "http://localhost:9")]  # fmt: skip
+    assert [e.model_id for e in named] == ["team/minilm-v1", "team/minilm-v1"]
     for bad, match in (
         ("openai:", "model name"),
+        ("openai:m?identity=", "must name the model"),
         ("openai:m?colour=red", "unknown option"),
         (f"openai:m?tokenizer={tok}&window=x&dimension=4", "positive integer"),
         ("bert:x", "unknown embedder URI"),
