@@ -118,16 +118,20 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
             f"(payload only), {c['deleted']} deleted",
         )
     )
+    embedded = "to embed" if report.dry_run else "embedded"  # a dry run embeds nothing
     rows.append(
         (
             "inputs",
-            f"{i['embedded']} embedded, {i['from_cache']} from cache, "
+            f"{i['embedded']} {embedded}, {i['from_cache']} from cache, "
             f"{i['from_store']} from the collection",
         )
     )
     share = report.tokens_embedded / report.tokens_total if report.tokens_total else 0.0
     rows.append(
-        ("tokens", f"{report.tokens_embedded:,} embedded of {report.tokens_total:,} ({share:.1%})")
+        (
+            "tokens",
+            f"{report.tokens_embedded:,} {embedded} of {report.tokens_total:,} ({share:.1%})",
+        )
     )
     if d["changed"]:
         rows.append(

@@ -66,6 +66,10 @@ def test_dry_run_prune_and_skipped_files(workdir: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     code, plan = run_json(capsys, "sync", "docs", "--dry-run")
     assert code == 0 and plan["dry_run"] and plan["chunks"]["added"] > 0
+    assert main(["sync", "docs", "--dry-run"]) == 0  # nothing embedded, and it says so
+    text = capsys.readouterr().out
+    assert f"inputs        {plan['inputs']['embedded']} to embed," in text
+    assert " embedded," not in text and "to embed of" in text
     assert not (workdir / ".rechunk" / "qdrant").exists() or not any(
         (workdir / ".rechunk" / "qdrant").iterdir()
     )
