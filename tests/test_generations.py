@@ -77,6 +77,23 @@ def test_sync_refuses_a_policy_change_on_an_alias(qdrant: Any, minilm: Any,
         open_live(qdrant, policy_for(minilm, "cdc"), minilm.dimension)
 
 
+def test_an_empty_generation_of_another_size_is_made_again(qdrant: Any, minilm: Any,
+                                                            documents: list[Document]) -> None:
+    """A first sync with an 8-dimensional model, killed after making its generation: a
+    sync with MiniLM was refused ('holds 8-dimensional vectors') for ever. Empty, it is
+    made again at the new size; one that holds points is still refused."""
+    chunker = policy_for(minilm)
+    open_live(qdrant, chunker, 8)
+    live = open_live(qdrant, chunker, minilm.dimension)
+    assert live.collection_info().dimension == minilm.dimension
+    assert qdrant.aliases() == {"docs": generation_name("docs", chunker.policy_id)}
+    report = sync(documents, live, chunker=chunker, embedder=minilm)
+    assert report.stale_check == "passed"
+    with pytest.raises(StoreError, match="dimensional"):
+        open_live(qdrant, chunker, 8)  # it holds points now: never dropped
+    assert qdrant.collection_info().points == report.chunks["added"]
+
+
 def test_failed_reindex_leaves_the_live_generation(qdrant: Any, minilm: Any,
                                                    documents: list[Document]) -> None:
     cache = MemoryCache()

@@ -134,6 +134,8 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
                 f"built with (--policy {live.split('-')[0]}), or run `rechunk reindex "
                 f"--policy {chunker.policy_id.split('-')[0]}` to switch policies"
             )
+        if live is not None and _renew_if_empty(store.with_collection(aliases[name]), dimension):
+            store.switch_alias(aliases[name])  # a store may drop a collection's aliases with it
         store.ensure_collection(dimension)
         return store
     if store.collection_info() is not None:
@@ -143,6 +145,18 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     generation.ensure_collection(dimension)
     store.switch_alias(generation.collection)
     return store
+
+
+def _renew_if_empty(generation: Any, dimension: int) -> bool:
+    """Make a generation of rechunk's that holds no point at all, and vectors of another
+    size, again with ``dimension`` (True when it did): a first sync interrupted after
+    making it left it empty, and a sync with a model of another size could never fill it."""
+    info = generation.collection_info()
+    if info is None or info.points or info.dimension in (0, dimension):
+        return False
+    generation.drop_collection()
+    generation.ensure_collection(dimension)
+    return True
 
 
 @dataclass
