@@ -265,3 +265,14 @@ def test_a_file_removed_after_its_folder_was_listed_is_gone_not_skipped(
     found = read_documents([tmp_path])
     assert [d.doc_id for d in found.documents] == ["keep.md"]
     assert found.skipped == [] and "flicker.md" not in found.paths
+
+
+def test_a_record_and_a_file_of_one_doc_id_name_both_files(tmp_path: Path) -> None:
+    """A record 'a.md' of x.jsonl and a file named 'x.jsonl#a.md': the sync stopped with
+    'doc_id ... appears more than once in one sync', naming neither file."""
+    from rechunk.sources.registry import ParseOptions
+
+    (tmp_path / "x.jsonl").write_text('{"id": "a.md", "text": "A record."}\n')
+    (tmp_path / "x.jsonl#a.md").write_text("# A file\n\nNamed like the record.\n")
+    with pytest.raises(ConfigError, match=r"two files map to the same doc_id 'x\.jsonl#a\.md'"):
+        read_documents([tmp_path], options=ParseOptions(id_field="id"))
