@@ -121,6 +121,47 @@ class Running:
         assert not self.thread.is_alive()
 
 
+class CliWatcher:
+    """`rechunk watch ARGS --json` run in ``cwd`` by a subprocess: its JSON lines as they
+    come. Leaving the block kills it if :meth:`stop` did not end it."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "rechunk.cli", "watch", *args, "--json"],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()
+        out = self.process.stdout
+        threading.Thread(target=lambda: [self.lines.put(x) for x in out], daemon=True).start()  # type: ignore[union-attr]
+
+    def next_json(self, kind: str, timeout: float = 40.0) -> dict[str, Any]:
+        """The next line of ``kind`` (``initial``, ``batch``, ``metrics``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                data: dict[str, Any] = json.loads(self.lines.get(timeout=0.5))
+            except queue.Empty:
+                assert self.process.poll() is None, self.process.stderr.read()  # type: ignore[union-attr]
+                continue
+            if data.get("kind") == kind:
+                return data
+        raise AssertionError(f"no {kind} line")
+
+    def stop(self) -> int:
+        """SIGTERM: the batch finishes and the watcher exits; its exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=20)
+
+    def __enter__(self) -> CliWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
 def revisions(store: Any) -> dict[str, set[str]]:
     points = store.get_points_many(sorted(store.doc_ids()))
     return {doc: {p.payload.revision for p in pts} for doc, pts in points.items()}
@@ -408,42 +449,24 @@ def test_a_file_that_would_take_another_folders_doc_id_is_left_out(
 def test_cli_watch_leaves_out_a_file_another_synced_folder_holds(tmp_path: Path) -> None:
     """`rechunk sync a`, then `rechunk watch b`: a README.md made in b would replace a's
     README.md (both are doc_id README.md), as `rechunk sync b` refuses to."""
-    write_docs(tmp_path / "a", ["README"])
-    write_docs(tmp_path / "b", ["other"])
-    run_cli = [sys.executable, "-m", "rechunk.cli"]
-    first = subprocess.run([*run_cli, "sync", "a"], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=120)  # fmt: skip
-    assert first.returncode == 0, first.stderr
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([*run_cli, "watch", "b", "--json", "--settle", "0.05"],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=env)  # fmt: skip
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()  # type: ignore[union-attr]
-    try:
-        seen: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 60
-        while not any(line.get("failed") for line in seen):
-            assert time.monotonic() < deadline, seen
-            try:
-                seen.append(json.loads(lines.get(timeout=0.5)))
-            except queue.Empty:
-                assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-                continue
-            if seen[-1].get("kind") == "initial":
-                (tmp_path / "b" / "README.md").write_text(doc_text("README", 3), encoding="utf-8")
-        kind, text = next(line for line in seen if line.get("failed"))["errors"][0]
-        assert kind == "ConfigError" and "would replace" in text
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     from qdrant_client import QdrantClient
 
     from rechunk.reuse.identity import text_revision
 
+    write_docs(tmp_path / "a", ["README"])
+    write_docs(tmp_path / "b", ["other"])
+    first = subprocess.run([sys.executable, "-m", "rechunk.cli", "sync", "a"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    with CliWatcher(tmp_path, "b", "--settle", "0.05") as watcher:
+        watcher.next_json("initial")
+        (tmp_path / "b" / "README.md").write_text(doc_text("README", 3), encoding="utf-8")
+        batch = watcher.next_json("batch")
+        while not batch["failed"]:
+            batch = watcher.next_json("batch")
+        kind, text = batch["errors"][0]
+        assert kind == "ConfigError" and "would replace" in text
+        assert watcher.stop() == 0
     client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
     try:
         points, _ = client.scroll("rechunk", limit=100, with_payload=True)
@@ -706,41 +729,15 @@ def test_a_metrics_port_that_cannot_be_served_changes_nothing(
 
 def test_cli_watch_sigterm_finishes_and_exits_0(tmp_path: Path) -> None:
     write_docs(tmp_path / "docs", ["a", "b"])
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rechunk.cli", "watch", "docs", "--json", "--settle", "0.05",
-         "--metrics-port", "0"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()  # type: ignore[union-attr]
-
-    def next_json(kind: str) -> dict[str, Any]:
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            try:
-                data = json.loads(lines.get(timeout=0.5))
-            except queue.Empty:
-                assert process.poll() is None, process.stderr.read()  # type: ignore[union-attr]
-                continue
-            if data.get("kind") == kind:
-                return data
-        raise AssertionError(f"no {kind} line")
-
-    try:
-        assert next_json("initial")["published"] == 2
-        port = next_json("metrics")["port"]
+    with CliWatcher(tmp_path, "docs", "--settle", "0.05", "--metrics-port", "0") as watcher:
+        assert watcher.next_json("initial")["published"] == 2
+        port = watcher.next_json("metrics")["port"]
         (tmp_path / "docs" / "a.md").write_text(doc_text("a", 1), encoding="utf-8")
-        batch = next_json("batch")
+        batch = watcher.next_json("batch")
         assert batch["published"] == 1 and batch["retrievable"] == 1
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
             assert b"rechunk_documents_published_total" in answer.read()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        assert watcher.stop() == 0
     status = subprocess.run([sys.executable, "-m", "rechunk.cli", "status", "--json"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
     data = json.loads(status.stdout)
