@@ -126,12 +126,12 @@ def run_bench(
                 again = list(chunk(pair["old"]))  # the control: the same text, chunked again
             except Exception as exc:  # a failure is a result of the benchmark
                 failures.append(
-                {
-                    "id": str(pair["id"]),
-                    "lang": str(pair["lang"]),
-                    "error": f"{type(exc).__name__}: {exc}",
-                }
-            )
+                    {
+                        "id": str(pair["id"]),
+                        "lang": str(pair["lang"]),
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }
+                )
                 continue
             nbytes += len(pair["old"].encode("utf-8")) + len(pair["new"].encode("utf-8"))
             if pair["id"] not in unchanged:
