@@ -35,32 +35,35 @@ class ManifestWarning(UserWarning):
     """The manifest could not be read (set aside) or written (the sync itself stands)."""
 
 
-def read_manifest() -> dict[str, Any]:
+def read_manifest(*, set_aside: bool = False) -> dict[str, Any]:
     """The manifest of earlier syncs: ``{}`` when there is none, or when it is damaged,
-    after it is set aside (renamed ``manifest.json.damaged-<time>``, never deleted) with a
-    warning: rewritten as it was, it would have lost every other collection's folders."""
+    with a warning; ``set_aside`` (before it is written again) renames a damaged one
+    ``manifest.json.damaged-<time>`` (never deleted): rewritten as it was, it would have
+    lost every other collection's folders. Read-only commands leave it as it is."""
     try:
         text = MANIFEST.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:  # unreadable; UnicodeDecodeError is a ValueError
-        return _set_aside(f"cannot be read ({exc})")
+        return _damaged(f"cannot be read ({exc})", set_aside)
     try:
         manifest = json.loads(text)
     except ValueError as exc:
-        return _set_aside(f"is not JSON ({exc})")
+        return _damaged(f"is not JSON ({exc})", set_aside)
     if not isinstance(manifest, dict):
-        return _set_aside("is not a JSON object")
+        return _damaged("is not a JSON object", set_aside)
     return manifest
 
 
-def _set_aside(why: str) -> dict[str, Any]:
-    aside = MANIFEST.with_name(f"{MANIFEST.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    try:
-        MANIFEST.replace(aside)
-        where = f"set aside as {aside}"
-    except OSError:
-        where = "left as it is"
+def _damaged(why: str, set_aside: bool) -> dict[str, Any]:
+    where = "left as it is until a sync records folders"
+    if set_aside:
+        aside = MANIFEST.with_name(f"{MANIFEST.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        try:
+            MANIFEST.replace(aside)
+            where = f"set aside as {aside}"
+        except OSError:
+            where = "left as it is"
     warnings.warn(
         f"{MANIFEST} {why}: {where}; the folders synced before are forgotten (`rechunk "
         "reindex` without PATH and the doc_id checks know only what syncs record from now)",
@@ -153,7 +156,7 @@ def _recording() -> Iterator[dict[str, Any]]:
     ends; a failure to write it is a :class:`ManifestWarning`."""
     try:
         with _locked():
-            manifest = read_manifest()
+            manifest = read_manifest(set_aside=True)
             yield manifest
             tmp = MANIFEST.with_name(f"{MANIFEST.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")

@@ -444,6 +444,9 @@ def test_a_damaged_manifest_is_set_aside_not_overwritten(
     damaged = manifest.read_text()[:-5]
     manifest.write_text(damaged)
     capsys.readouterr()
+    with pytest.warns(UserWarning, match="is not JSON .*left as it is"):
+        assert main(["sync", "notes", "--dry-run"]) == 0  # a dry run changes nothing
+    assert manifest.read_text() == damaged
     with pytest.warns(UserWarning, match="is not JSON .*set aside as"):
         assert main(["sync", "notes"]) == 0
     (aside,) = Path(".rechunk").glob("manifest.json.damaged-*")

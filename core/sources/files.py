@@ -331,7 +331,6 @@ def read_documents(
             base = next((h for h in homes if resolved.is_relative_to(h)), resolved)
             named = resolved.relative_to(base).as_posix()
             head = "" if named == "." else named + "/"  # the doc_id prefix of root's files
-
             name = functools.partial(_named, head, root)
             files = [(p, name(p)) for p in found.files]
             for listed, entries in ((out.ignored, found.ignored), (out.links, found.links)):
