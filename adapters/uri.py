@@ -73,6 +73,11 @@ def _local(uri: str) -> tuple[Path, str] | None:
     return None
 
 
+def _scheme(uri: str) -> str:
+    """The scheme of an embedded store's URI (``qdrant-edge:``)."""
+    return next(scheme for scheme in _MARKERS if uri.startswith(scheme))
+
+
 def canonical_uri(uri: str) -> str:
     """One spelling of the store ``uri`` names: an embedded store's folder made absolute
     (``qdrant:./kb``, ``qdrant:kb/`` and ``qdrant:/home/me/kb`` from ``/home/me`` are one
@@ -80,8 +85,7 @@ def canonical_uri(uri: str) -> str:
     What the command line records about a store is keyed by it."""
     local = _local(uri)
     if local is not None:
-        scheme = uri[: len(uri) - len(uri.split(":", 1)[1])]
-        return scheme + os.path.realpath(local[0])
+        return _scheme(uri) + os.path.realpath(local[0])
     head, sep, rest = uri.partition("://")
     if not sep:
         return uri
@@ -107,9 +111,8 @@ def _folder(uri: str, create: bool) -> str:
         for scheme, other in _MARKERS.items():
             if other != marker and (folder / other).is_file():
                 # read as nothing there, and a sync made a second store inside it
-                named = next(k for k in _MARKERS if uri.startswith(k))
                 raise ConfigError(
-                    f"{folder} holds {_KINDS[scheme]} ({other}), not {_KINDS[named]}: "
+                    f"{folder} holds {_KINDS[scheme]} ({other}), not {_KINDS[_scheme(uri)]}: "
                     f"open it as {scheme}{folder}"
                 )
         if not create:
