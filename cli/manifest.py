@@ -101,9 +101,20 @@ class Source(NamedTuple):
 
 
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
-    """The files and folders (with how they were read) synced into this store and collection."""
+    """The files and folders (with how they were read) synced into this store and
+    collection, under every spelling of the store an earlier version recorded apart
+    (``qdrant:kb`` and ``qdrant:./kb/``: one store, their folders merged)."""
+    found: dict[str, Source] = {}
+    for key in _spellings(manifest, options.store, options.collection):
+        for root, how in _roots(manifest[key]).items():  # its own spelling's last: the latest
+            found.pop(root, None)
+            found[root] = how
+    return found
+
+
+def _roots(entry: Any) -> dict[str, Source]:
+    """The roots of one entry, in any format a version wrote ({} for one not understood)."""
     try:
-        entry = _entry(manifest, options.store, options.collection)
         roots = entry["roots"]
         if isinstance(roots, list):  # the first format: the last sync's roots only
             return {str(root): Source(list(entry["globs"])) for root in roots}
@@ -145,8 +156,9 @@ def copy_roots(options: StoreOptions, collection: str) -> None:
     collection of ``options``: a generation that has no alias (Chroma) is named on later
     commands, and ``rechunk reindex`` without PATH reads its folders."""
     with _recording() as manifest:
-        entry = _entry(manifest, options.store, options.collection)
-        if entry is not None:
+        roots = recorded_roots(manifest, options)
+        if roots:
+            entry = {"roots": {root: how._asdict() for root, how in roots.items()}}
             _put(manifest, options.store, collection, entry)
 
 
@@ -192,13 +204,7 @@ def _spellings(manifest: dict[str, Any], store: str, collection: str) -> list[st
         uri, _, named = written.rpartition(" ")
         if written == key or (named == collection and uri and _key(uri, named) == key):
             found.append(written)
-    return sorted(found, key=lambda written: written != key)  # its own first
-
-
-def _entry(manifest: dict[str, Any], store: str, collection: str) -> Any:
-    """The entry of a store and collection, or None."""
-    keys = _spellings(manifest, store, collection)
-    return manifest[keys[0]] if keys else None
+    return sorted(found, key=lambda written: written == key)  # its own last
 
 
 def _put(manifest: dict[str, Any], store: str, collection: str, entry: Any) -> None:

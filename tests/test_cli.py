@@ -434,6 +434,36 @@ def test_reindex_reads_roots_recorded_by_earlier_versions(
     assert list(json.loads(manifest.read_text())) == [key]
 
 
+def test_folders_recorded_under_two_spellings_of_a_store_are_merged(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An earlier version kept one manifest entry per spelling of the store: the first
+    write after the upgrade kept one entry's folders and dropped the other's, and the
+    doc_id check no longer knew that folder (a file of the first then replaced its
+    document in silence)."""
+    other = notes.parent / "other"
+    other.mkdir()
+    (other / "zeta.md").write_text("# zeta\n\nA note only this folder has.\n")
+    assert main(["sync", "notes"]) == 0
+    assert main(["sync", "other"]) == 0
+    manifest = Path(".rechunk") / "manifest.json"
+    ((key, entry),) = json.loads(manifest.read_text()).items()
+    notes_root, other_root = os.path.abspath(notes), os.path.abspath(other)
+    how = entry["roots"][notes_root]
+    manifest.write_text(json.dumps({  # as an earlier version wrote them
+        "qdrant:.rechunk/qdrant rechunk": {"roots": {notes_root: how}},
+        "qdrant:./.rechunk/qdrant/ rechunk": {"roots": {other_root: how}},
+    }))  # fmt: skip
+    capsys.readouterr()
+    assert main(["sync", "notes"]) == 0
+    assert json.loads(manifest.read_text()) == {
+        key: {"roots": {other_root: how, notes_root: how}}
+    }
+    (notes / "zeta.md").write_text("# Not zeta\n\nWould replace the other folder's.\n")
+    assert main(["sync", "notes"]) == 2
+    assert "would replace" in capsys.readouterr().err
+
+
 def test_a_damaged_manifest_is_set_aside_not_overwritten(
     notes: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -816,6 +846,7 @@ def test_a_folder_whose_files_would_replace_another_folders_is_refused(
     assert main(["sync", "other"]) == 2
     err = capsys.readouterr().err
     assert "would replace" in err and "notes/alpha.md" in err and "--collection" in err
+    assert "--prune" in err  # the way out when the other folder is to go
     assert main(["sync", "notes", "other"]) == 2  # as before: two files, one doc_id
     capsys.readouterr()
     code, status = run_json(capsys, "status")
