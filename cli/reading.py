@@ -42,10 +42,8 @@ def read_paths(
         other = elsewhere(doc_id, path)
         if other is not None:
             raise ConfigError(
-                f"{doc_id_clash(path, other, doc_id)}. Sync the folder that holds both (its "
-                "files are named from there), or each folder into its own --collection; or, "
-                "if the collection should hold only the folders given now (the other one "
-                "replaced, a release link switched), sync them with --prune"
+                f"{doc_id_clash(path, other, doc_id)}. Sync the folder that holds both, give "
+                "each its own --collection, or keep only the folders given now with --prune"
             )
     return files
 

@@ -253,7 +253,7 @@ def doc_id_clash(path: Path, other: Path, doc_id: str) -> str:
     has in the collection (two folders' ``README.md``)."""
     return (
         f"{printable(str(path))} would replace {printable(str(other))}: both are doc_id "
-        f"{printable(doc_id)!r} in this collection, and a doc_id names one file"
+        f"{printable(doc_id)!r} in this collection"
     )
 
 
