@@ -211,51 +211,22 @@ class ModelFolder:
 
     @cached_property
     def weights_identity(self) -> str:
-        """The part of :attr:`model_id` that names the files: the packaged model's
-        distribution and version, else a hash of every file of the folder and of its
-        modules' folders that shapes the vectors (weights, configurations, tokenizer
-        and vocabulary files)."""
         if self._packaged_version is not None:
             return f"{_DEFAULT_DISTRIBUTION}=={self._packaged_version}"
-        # v2: v1 hashed the weights and tokenizer.json / vocab.txt only, so a config.json
-        # or tokenizer_config.json edited in place (layers, lower-casing) kept the id
-        return self._digest("rechunk/st-weights/v2", _SHAPING_SUFFIXES, _NOT_HASHED)
-
-    @cached_property
-    def graph_identity(self) -> str:
-        """What an exported graph depends on beside the transformer's ``config.json``: the
-        weights (and, as first recorded, ``tokenizer.json`` / ``vocab.txt``). An ONNX export
-        keyed by it outlives the change of :attr:`weights_identity`, so an install without
-        torch keeps running the graph it exported before."""
-        if self._packaged_version is not None:
-            return self.weights_identity
-        return self._digest(
-            "rechunk/st-weights/v1", (), frozenset(), ("tokenizer.json", "vocab.txt")
-        )
-
-    def _digest(
-        self,
-        domain: str,
-        suffixes: tuple[str, ...],
-        left_out: frozenset[str],
-        names: tuple[str, ...] = (),
-    ) -> str:
-        """``sha256:`` and a hash of the name and content of the weights files and of the
-        files with one of ``suffixes`` (or one of ``names``), but ``left_out``, in the
-        folder and its modules' folders."""
         fields: list[str] = []
         folders = sorted({folder for _, folder in self.modules} | {self._folder})
         for folder in folders:
             if not folder.is_dir():
                 continue
             for path in sorted(folder.iterdir()):
-                chosen = path.suffix in _WEIGHT_SUFFIXES or path.suffix in suffixes
-                chosen = (chosen or path.name in names) and path.name not in left_out
-                if chosen and path.is_file():
+                shapes = path.suffix in _WEIGHT_SUFFIXES or path.suffix in _SHAPING_SUFFIXES
+                if shapes and path.name not in _NOT_HASHED and path.is_file():
                     fields += [path.relative_to(self._folder).as_posix(), _file_sha256(path)]
         if not any(name.endswith(_WEIGHT_SUFFIXES) for name in fields[::2]):
             raise ConfigError(f"no weights file found in model folder {self._folder}")
-        digest: str = hash_fields(domain, fields)
+        # v2: v1 hashed the weights and tokenizer.json / vocab.txt only, so a config.json
+        # or tokenizer_config.json edited in place (layers, lower-casing) kept the id
+        digest: str = hash_fields("rechunk/st-weights/v2", fields)
         return "sha256:" + digest
 
     @cached_property

@@ -171,7 +171,7 @@ def _export_key(folder: ModelFolder) -> str:
     """The cache key of a folder's export: weights identity, model config and recipe."""
     transformer = folder.module_folder("Transformer") or folder.folder
     config = transformer / "config.json"
-    fields = [EXPORT_RECIPE, folder.graph_identity, str(OPSET)]
+    fields = [EXPORT_RECIPE, folder.weights_identity, str(OPSET)]
     fields.append(_file_sha256(config) if config.is_file() else "no-config")
     digest: str = hash_fields("rechunk/onnx-key/v1", fields)
     return digest[:32]

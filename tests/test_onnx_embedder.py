@@ -177,25 +177,6 @@ def test_a_local_folder_gets_its_own_export_key(tmp_path: Path, exported: Path) 
     assert not copy.exported
 
 
-def test_an_export_outlives_a_change_of_the_model_id_recipe(tmp_path: Path) -> None:
-    """The model_id of a folder hashes its configuration files too (since st-weights/v2);
-    the graph's cache key does not follow: tokenization runs outside the graph, and an
-    install without torch could not export the graph again. config.json, which shapes
-    the graph, still changes the key."""
-    from rechunk.integrations._st_folder import ModelFolder
-    from rechunk.integrations.onnx import _export_key
-
-    folder = _folder_copy(tmp_path)
-    model_id, key = ModelFolder(folder).model_id, _export_key(ModelFolder(folder))
-    casing = folder / "tokenizer_config.json"
-    casing.write_text(json.dumps({**json.loads(casing.read_text()), "do_lower_case": False}))
-    assert ModelFolder(folder).model_id != model_id
-    assert _export_key(ModelFolder(folder)) == key
-    config = folder / "config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()), "num_hidden_layers": 5}))
-    assert _export_key(ModelFolder(folder)) != key
-
-
 @needs_export
 def test_a_model_with_a_short_window_exports(tmp_path: Path) -> None:
     """A 128-token model (many MiniLM variants): the export's long check probe (216
