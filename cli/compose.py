@@ -11,6 +11,7 @@ or benchmark can replace one in one place.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -122,11 +123,27 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
         theirs, ours = others[0], str(model_id)
         if theirs.split(";")[0] != ours.split(";")[0]:  # the names differ: they suffice
             theirs, ours = theirs.split(";")[0], ours.split(";")[0]
+        if theirs.split("@")[0] == ours.split("@")[0] and "@sha256:" in ours:
+            theirs, ours = _short_hash(theirs), _short_hash(ours)
+            advice = (  # one local folder, by name: its files differ, or their recipe did
+                "a local model folder is known by a hash of its weights, configuration and "
+                "tokenizer files: it was edited, or synced by an earlier rechunk that hashed "
+                "fewer. To rebuild the collection with it: rechunk reindex --policy KIND "
+                "--model PATH (KIND as rechunk status shows)"
+            )
+        else:
+            advice = (
+                "pass the --model or --embedder it was synced with, with the same options "
+                "(dimension=, ...) (rechunk reindex --model changes it)"
+            )
         raise ConfigError(
-            f"collection {store.collection!r} was written by {theirs}, not {ours}; pass "
-            "the --model or --embedder it was synced with, with the same options "
-            "(dimension=, ...) (rechunk reindex --model changes it)"
+            f"collection {store.collection!r} was written by {theirs}, not {ours}; {advice}"
         )
+
+
+def _short_hash(model_id: str) -> str:
+    """``model_id`` with its sha256 cut to 12 hex digits, enough to tell two apart."""
+    return re.sub(r"(sha256:[0-9a-f]{12})[0-9a-f]+", r"\1", model_id)
 
 
 def policy_kind(policy: str | None, store: Any, lenders: Sequence[Any] = ()) -> str:

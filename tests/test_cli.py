@@ -808,6 +808,30 @@ def test_another_model_is_a_reindex_and_query_refuses_it(
     assert main(["query", "alpha"]) == 2  # now the default model is the other one
 
 
+def test_a_local_model_folder_edited_in_place_says_how_to_rebuild(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same folder, a file of it rewritten (or hashed by a newer recipe): another
+    model, and the refusal says why and how to rebuild, where it told the user to pass
+    the --model they had passed."""
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    model = notes.parent / "m"
+    shutil.copytree(SentenceTransformerEmbedder().folder, model, copy_function=os.symlink)
+    assert main(["sync", "notes", "--model", str(model)]) == 0
+    tokens = model / "special_tokens_map.json"
+    text = json.loads(tokens.read_text())
+    tokens.unlink()
+    tokens.write_text(json.dumps(text, indent=2))  # the same content, other bytes
+    capsys.readouterr()
+    assert main(["sync", "notes", "--model", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert "a local model folder is known by a hash" in err
+    assert "rechunk reindex --policy KIND --model PATH" in err
+    code, result = run_json(capsys, "reindex", "--policy", "structured", "--model", str(model))
+    assert code == 0 and result["switched"]
+
+
 def test_read_only_commands_create_nothing(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = sorted(notes.parent.rglob("*"))
     for args in (["status", "--store", "qdrant:notes"], ["status", "--store", "chroma:notes"],
