@@ -148,7 +148,8 @@ def _short_hash(model_id: str) -> str:
 
 def policy_kind(policy: str | None, store: Any, lenders: Sequence[Any] = ()) -> str:
     """``--policy``, else the kind of policy the collection's live generation was built
-    with (a ``rechunk reindex --policy cdc`` left it on cdc: later syncs keep to it), else,
+    with (a ``rechunk reindex --policy cdc`` left it on cdc: later syncs keep to it; on
+    Chroma, the generation the collection's name names), else,
     for a collection not made yet, that of the first ``--reuse-from`` collection (a move
     keeps its chunks, so it embeds nothing), else the default."""
     from rechunk.chunking.policy import DEFAULT_POLICY, POLICIES
@@ -156,7 +157,7 @@ def policy_kind(policy: str | None, store: Any, lenders: Sequence[Any] = ()) -> 
 
     if policy is not None:
         return policy
-    live = live_policy_kind(store)
+    live = live_policy_kind(store) or _named_kind(store.collection)
     if live in POLICIES:
         return live
     if lenders and store.collection_info() is None:
@@ -164,6 +165,14 @@ def policy_kind(policy: str | None, store: Any, lenders: Sequence[Any] = ()) -> 
         if kind in POLICIES:
             return kind
     return DEFAULT_POLICY
+
+
+def _named_kind(collection: str) -> str | None:
+    """The kind of policy a generation's name says it was built with
+    (``rechunk__fixed-3e9342360fb2``: fixed): a Chroma generation, which no alias names,
+    is synced by its name, and a sync of it without --policy took the default."""
+    _, sep, generation = collection.partition("__")
+    return generation.split("-")[0] if sep else None
 
 
 def _stored_policy_kind(store: Any) -> str | None:

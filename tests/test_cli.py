@@ -655,6 +655,12 @@ def test_reindex_on_chroma_says_what_to_switch(notes: Path,
     # the generation it names is one later commands can reindex without PATH: its folders
     # were recorded under its name
     generation = out.split("--collection ")[1].split()[0]
+    # a sync of the generation it names keeps its policy (it took the default, and cut
+    # every document again)
+    code, again = run_json(capsys, "sync", "notes", "--store", "chroma:st", "--collection",
+                           generation)  # fmt: skip
+    assert code == 0 and again["policy"].startswith("fixed-")
+    assert again["documents"]["unchanged"] == 5 and again["inputs"]["embedded"] == 0
     assert main(["reindex", "--policy", "cdc", "--store", "chroma:st",
                  "--collection", generation]) == 0  # fmt: skip
 
