@@ -192,8 +192,8 @@ def engine_options(p: argparse.ArgumentParser, ray_does: str) -> None:
         "--ray-address",
         metavar="ADDRESS",
         default=None,
-        help="with --engine ray: the head node, HOST:PORT or auto (default: a new local "
-        "Ray instance)",
+        help="with --engine ray: the head node, HOST:PORT or auto (default: the cluster "
+        "`ray start` runs on this machine, else a new local Ray instance)",
     )
 
 

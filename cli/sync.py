@@ -105,6 +105,11 @@ def execute(args: SyncArgs) -> int:
     embedder = compose.open_embedder(args)
     chooser = Chooser(embedder)
     model_id = embedder.model_id
+    engine: Any = sync
+    if args.engine == "ray":  # the same sync on a Ray cluster; its store checked first
+        from rechunk.integrations.ray import engine_for_cli
+
+        engine = engine_for_cli(args)
     # the collections lending vectors first: one that cannot lend creates nothing
     with (
         compose.lenders(args, args.reuse_from, model_id) as lenders,
@@ -136,11 +141,6 @@ def execute(args: SyncArgs) -> int:
                     tasks[stage] = bar.add_task(stage, total=total)
                 bar.update(tasks[stage], completed=done, total=total)
 
-            engine: Any = sync
-            if args.engine == "ray":  # the same sync on a Ray cluster
-                from rechunk.integrations.ray import engine_for_cli
-
-                engine = engine_for_cli(args, store)
             try:
                 report = engine(
                     files.documents,

@@ -45,6 +45,7 @@ import contextlib
 import hashlib
 import math
 import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from rechunk._optional import require
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.errors import ConfigError, InputError, RechunkError, StoreError
+from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.sync import (
     DOC_BATCH,
@@ -580,6 +581,7 @@ def connect(address: str | None = None) -> Any:
     ray = _ray()
     if ray.is_initialized():
         return ray
+    _probe(address)
     try:
         ray.init(
             address=address,
@@ -597,10 +599,35 @@ def connect(address: str | None = None) -> Any:
     return ray
 
 
+#: how long the head node's port may take to accept a connection (seconds)
+PROBE_SECONDS = 5.0
+
+
+def _probe(address: str | None) -> None:
+    """StoreUnavailableError when ``address`` (``HOST:PORT``, or ``ray://HOST:PORT``)
+    accepts no connection: ``ray.init`` retries a cluster that is down for ever."""
+    if not address or address == "auto" or address == "local":
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # not HOST:PORT: Ray says what it makes of it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+    except OSError as exc:
+        from rechunk.errors import StoreUnavailableError
+
+        raise StoreUnavailableError(
+            f"cannot reach the Ray cluster at {address} ({exc.strerror or exc}); start it "
+            "with `ray start --head` or pass its --ray-address"
+        ) from exc
+
+
 def _unwrap(exc: BaseException) -> BaseException:
-    """rechunk's own error inside a Ray task error, else the error."""
+    """The error a task raised (rechunk's own, or the user's embedder's) out of the Ray
+    task error that carries it, else the error: it passes through as a plain sync's
+    would, not behind Ray's task banner."""
     cause = getattr(exc, "cause", None)
-    return cause if isinstance(cause, RechunkError) else exc
+    return cause if isinstance(cause, BaseException) else exc
 
 
 def _partition_of(doc_id: str, parts: int) -> int:
@@ -738,17 +765,20 @@ def sync(
 
     opener = _Spec(store, collection, layout, embedder, embed_url, raw.model_id, raw.dimension,
                    order, False, False)  # fmt: skip
-    driver_store, close_store = opener.open_store()
+    # kept for the next call, as workers keep theirs: a service calling sync() in a loop
+    # opened a client each time, and a Chroma client's close() keeps its socket
+    driver_store, close_store = opener.open_store(keep=True)
     try:
         for doc in docs:
             driver_store.check_metadata(doc.doc_id, doc.metadata or {})
         lock = None if dry_run else _method(driver_store, "writer_lock")
         with lock() if lock is not None else contextlib.nullcontext():
             info = _check_store(driver_store, raw, dry_run)
-            if info is None:
-                raise StoreError(
-                    f"collection {driver_store.collection!r} does not exist; call "
-                    "store.ensure_collection(embedder.dimension) first"
+            if info is None:  # only a dry run gets here with no collection
+                raise ConfigError(
+                    f"collection {driver_store.collection!r} does not exist yet: the ray "
+                    "engine plans against the collection there; plan the first sync with "
+                    "the local engine (rechunk.sync, --engine local): its plan is the same"
                 )
             spec = _Spec(store, driver_store.collection if isinstance(store, str) else None,
                          layout, embedder, embed_url, raw.model_id, raw.dimension, order,
@@ -1186,11 +1216,11 @@ def engine(
     return run
 
 
-def engine_for_cli(args: Any, store: Any = None) -> Callable[..., RaySyncReport]:
+def engine_for_cli(args: Any) -> Callable[..., RaySyncReport]:
     """``--engine ray`` of ``rechunk sync`` and ``rechunk reindex``: :func:`engine` on the
     cluster at ``--ray-address`` and the server of ``--store``, each embedding actor
-    making the embedder of ``--embedder`` / ``--model`` / ``--embed-url`` once. (``store``
-    is not used: the sync writes the collection of the store it is given.)"""
+    making the embedder of ``--embedder`` / ``--model`` / ``--embed-url`` once. Made
+    before the store is opened: an embedded ``--store`` is refused with nothing created."""
     import functools
 
     from rechunk.integrations.uri import open_embedder

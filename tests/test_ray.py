@@ -167,6 +167,61 @@ def _ray_sync(
     )
 
 
+def test_a_cluster_that_is_down_is_store_unavailable_at_once() -> None:
+    """Nothing listens at the address: ray.init retried for ever (the CLI hung until
+    killed, and ignored SIGTERM); the address is probed first."""
+    import socket
+    import subprocess
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    code = (
+        "from rechunk.errors import StoreUnavailableError\n"
+        "from rechunk.integrations.ray import connect\n"
+        "try:\n"
+        f"    connect('127.0.0.1:{port}')\n"
+        "except StoreUnavailableError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert f"refused: cannot reach the Ray cluster at 127.0.0.1:{port}" in done.stdout, done
+
+
+def test_an_embedded_store_is_refused_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--engine ray with qdrant:DIR exited 2 after making the store and its generation."""
+    from rechunk.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("# a\n\nA note.\n")
+    for store in ("qdrant:q", "chroma:c"):
+        assert main(["sync", "d", "--engine", "ray", "--store", store]) == 2
+        assert "needs a store server" in capsys.readouterr().err
+    assert not (tmp_path / "q").exists() and not (tmp_path / "c").exists()
+
+
+def test_a_task_error_passes_through_as_the_task_raised_it() -> None:
+    """A user's embedder's own error came back as Ray's task error, its message behind the
+    task banner; rechunk's own errors were already unwrapped."""
+
+    class QuotaError(Exception):
+        pass
+
+    class TaskError(Exception):  # what a Ray task error carries: the error as ``cause``
+        def __init__(self, cause: BaseException) -> None:
+            super().__init__("ray::_stage() ...")
+            self.cause = cause
+
+    quota = QuotaError("quota exceeded")
+    assert rray._unwrap(TaskError(quota)) is quota
+    plain = ValueError("no cause")
+    assert rray._unwrap(plain) is plain
+
+
 def test_every_node_of_the_cluster_is_on_loopback(cluster: str) -> None:
     nodes = [n for n in ray.nodes() if n["Alive"]]
     assert len(nodes) == 2
@@ -198,6 +253,12 @@ def test_the_cluster_sync_equals_the_local_sync_then_reuses_everything(
 
     again = _ray_sync(chroma, "ray-eq", docs)  # a second run: nothing to embed or write
     assert again.inputs["embedded"] == again.engine["inputs_sent"] == 0
+    # the driver keeps its store for the next call (a client a call leaked a socket)
+    assert (_uri(chroma), "ray-eq", "langchain") in rray._OPENED
+    # a dry run of a collection not made yet says to plan it locally
+    with pytest.raises(rechunk.ConfigError, match=r"does not exist yet.*local engine"):
+        rray.sync(docs, _uri(chroma), collection="ray-new", chunker=CHUNKER,
+                  embedder=HashEmbedder, workers=2, dry_run=True)  # fmt: skip
     assert again.documents["unchanged"] == len(docs)
     assert again.chunks["kept"] == points and again.chunks["added"] == 0
 
