@@ -138,6 +138,11 @@ class ModelFolder:
         return self._folder
 
     @property
+    def packaged(self) -> bool:
+        """Whether this is the packaged all-MiniLM-L6-v2 (not a local folder)."""
+        return self._packaged_version is not None
+
+    @property
     def name(self) -> str:
         """``all-MiniLM-L6-v2`` for the packaged model, else the folder's name."""
         return self._name

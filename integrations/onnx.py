@@ -168,10 +168,14 @@ def _check_exportable(folder: ModelFolder) -> None:
 
 
 def _export_key(folder: ModelFolder) -> str:
-    """The cache key of a folder's export: weights identity, model config and recipe."""
+    """The cache key of a folder's export: the model (the packaged one's weights identity;
+    a local folder's whole model_id, so that two copies of one model under two names do
+    not each find the other's export, fail its check and export again), model config
+    and recipe."""
     transformer = folder.module_folder("Transformer") or folder.folder
     config = transformer / "config.json"
-    fields = [EXPORT_RECIPE, folder.weights_identity, str(OPSET)]
+    model = folder.weights_identity if folder.packaged else folder.model_id
+    fields = [EXPORT_RECIPE, model, str(OPSET)]
     fields.append(_file_sha256(config) if config.is_file() else "no-config")
     digest: str = hash_fields("rechunk/onnx-key/v1", fields)
     return digest[:32]

@@ -170,11 +170,18 @@ def test_unsupported_modules_are_refused_up_front(tmp_path: Path) -> None:
 
 
 def test_a_local_folder_gets_its_own_export_key(tmp_path: Path, exported: Path) -> None:
+    from rechunk.integrations._st_folder import ModelFolder
+    from rechunk.integrations.onnx import _export_key
+
     folder = _folder_copy(tmp_path)
     copy = OnnxEmbedder(folder, cache_dir=tmp_path / "cache", export="never")
     assert copy.model_id.startswith("st/v1:minilm-copy@sha256:")  # weights hashed, not named
     assert exported_onnx(folder, cache_dir=tmp_path / "cache") is None
     assert not copy.exported
+    # the same files under another name: another model_id, so another export (they shared
+    # one, and each failed the other's check and exported it again)
+    renamed = folder.rename(tmp_path / "minilm-renamed")
+    assert _export_key(ModelFolder(renamed)) != _export_key(ModelFolder(_folder_copy(tmp_path)))
 
 
 @needs_export
