@@ -1013,10 +1013,8 @@ class Watcher:
         """Delete every point of ``doc_ids`` (a probe vector of each is kept first, to
         check afterwards that nothing of it is returned any more); how many were deleted."""
         t0 = time.monotonic()
-        deleted = 0
 
-        def run() -> None:
-            nonlocal deleted
+        def run() -> int:
             points = self._points(doc_ids)
             ids = [p.id for pts in points.values() for p in pts]
             if ids:
@@ -1024,9 +1022,9 @@ class Watcher:
                     self.store.delete(ids)
             self._probe_vectors({d: pts[0].payload.input_key for d, pts in points.items() if pts})
             report.deleted += sum(1 for pts in points.values() if pts)
-            deleted = len(ids)
+            return len(ids)
 
-        self._guarded(run)
+        deleted: int = self._guarded(run)
         now = time.time()
         for doc_id in doc_ids:
             self.freshness.published(doc_id, now)
