@@ -846,6 +846,8 @@ class Watcher:
         """Leave out of the batch each file read that would take a doc_id another file
         holds: one of another watched folder (not gone in this batch), or of a folder
         synced into the collection and not watched here (``elsewhere``)."""
+        if all(d.doc_id in self._files.get(key, ()) for key, docs in read.items() for d in docs):
+            return  # files that keep their doc_ids (an edit): no map of every file's ids
         owner = {
             doc_id: key for key, ids in self._files.items() if key not in gone for doc_id in ids
         }
