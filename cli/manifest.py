@@ -11,7 +11,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -182,10 +182,11 @@ def _recording() -> Iterator[dict[str, Any]]:
         )
 
 
-def synced_folders(options: StoreOptions) -> list[str]:
-    """The folders synced into this store and collection before: a file named directly
-    keeps the doc_id it has under one of them."""
-    return [root for root in recorded_roots(read_manifest(), options) if Path(root).is_dir()]
+def synced_folders(recorded: Mapping[str, Source]) -> list[str]:
+    """The folders of the roots ``recorded`` for a store and collection (see
+    :func:`recorded_roots`): a file or folder named directly keeps the doc_ids its files
+    have under one of them."""
+    return [root for root in recorded if Path(root).is_dir()]
 
 
 def _key(store: str, collection: str) -> str:

@@ -4,11 +4,11 @@ each read as it was synced."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rechunk.cli.manifest import read_manifest, recorded_roots, synced_folders
+from rechunk.cli.manifest import Source, read_manifest, recorded_roots, synced_folders
 from rechunk.cli.options import InputOptions, StoreOptions
 from rechunk.errors import ConfigError
 
@@ -16,20 +16,28 @@ __all__ = ["files_elsewhere", "read_paths", "read_recorded"]
 
 
 def read_paths(
-    paths: Sequence[str], options: StoreOptions, inputs: InputOptions, *, complete: bool
+    paths: Sequence[str],
+    options: StoreOptions,
+    inputs: InputOptions,
+    *,
+    complete: bool,
+    recorded: Mapping[str, Source] | None = None,
 ) -> Any:
     """The documents under ``paths``, read as ``inputs`` say (a file or folder inside a
     folder synced into the store and collection of ``options`` keeps its doc_id under
     that folder). A file whose doc_id names another file of a folder synced before is
     refused (see :func:`files_elsewhere`), unless the paths are ``complete`` (``--prune``,
     a reindex): the collection then holds their documents only, and the other folders'
-    documents go."""
+    documents go. ``recorded``: the folders the manifest records for the store and
+    collection, when the caller read them already (else they are read here, once)."""
     from rechunk.sources.files import doc_id_clash, read_documents
 
+    if recorded is None:
+        recorded = recorded_roots(read_manifest(), options)
     files = read_documents(
         paths,
         inputs.glob,
-        within=synced_folders(options),
+        within=synced_folders(recorded),
         gitignore=not inputs.no_ignore,
         fmt=inputs.format,
         options=inputs.parse,
@@ -37,7 +45,7 @@ def read_paths(
     )
     if complete:
         return files
-    elsewhere = files_elsewhere(options, files.roots)
+    elsewhere = files_elsewhere(recorded, files.roots)
     for doc_id, path in files.paths.items():
         other = elsewhere(doc_id, path)
         if other is not None:
@@ -49,17 +57,16 @@ def read_paths(
 
 
 def files_elsewhere(
-    options: StoreOptions, roots: Sequence[str]
+    recorded: Mapping[str, Source], roots: Sequence[str]
 ) -> Callable[[str, Path], Path | None]:
     """``(doc_id, path) -> the file other than path that holds doc_id`` in a folder
-    synced into the store and collection of ``options`` before, other than ``roots``
+    ``recorded`` for the store and collection (synced into it before), other than ``roots``
     (a folder synced again names its files as before: only the others can clash), else
     None. ``A/README.md`` synced, then ``B/README.md``: both are ``README.md``, and a
     sync of B would replace A's document with B's without a word, as a sync of both
     folders at once refuses to."""
     from rechunk.sources.files import globs_regex
 
-    recorded = recorded_roots(read_manifest(), options)
     folders = [
         (Path(root), globs_regex(how.globs).fullmatch)
         for root, how in recorded.items()

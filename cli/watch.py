@@ -177,6 +177,7 @@ def execute(args: WatchArgs) -> int:
     from rechunk._optional import require
     from rechunk.chunking.policy import policy_for
     from rechunk.cli import compose
+    from rechunk.cli.manifest import read_manifest, recorded_roots
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import files_elsewhere, read_paths
     from rechunk.cli.sources import Chooser
@@ -191,7 +192,8 @@ def execute(args: WatchArgs) -> int:
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
-    files = read_paths(args.paths, args, args, complete=args.prune)
+    recorded = recorded_roots(read_manifest(), args)  # read once, for both uses below
+    files = read_paths(args.paths, args, args, complete=args.prune, recorded=recorded)
     embedder = compose.open_embedder(args)
     chooser = Chooser(embedder)
     # metrics are served before the store is opened: a port in use changes nothing
@@ -205,7 +207,7 @@ def execute(args: WatchArgs) -> int:
             compose.share_cache(embedder, cache)
             chunker = policy_for(embedder, compose.policy_kind(args.policy, opened.store))
             store = open_live(opened.store, chunker, embedder.dimension)
-            elsewhere = None if args.prune else files_elsewhere(args, files.roots)
+            elsewhere = None if args.prune else files_elsewhere(recorded, files.roots)
             _watch(
                 args, files, store, embedder, chunker, chooser, cache, metrics, server, elsewhere
             )
