@@ -83,6 +83,14 @@ _PATH_ERRORS = (
 )
 
 
+def _stderr_line(level: str, message: str) -> str:
+    """``message`` as rechunk's one line of its ``level`` (``rechunk: warning: ...``):
+    names escaped, cut at its first line break; a message that names rechunk already
+    (``rechunk: waiting for ...``) keeps its own start."""
+    text = printable(one_line(Exception(message)))
+    return text if text.startswith("rechunk:") else f"rechunk: {level}: {text}"
+
+
 def _format_warning(default: Callable[..., str]) -> Callable[..., str]:
     """rechunk's own warnings (a cache set aside, a graph re-exported) as one line,
     ``rechunk: warning: ...``, as the command prints its other warnings; others as Python
@@ -96,7 +104,7 @@ def _format_warning(default: Callable[..., str]) -> Callable[..., str]:
         line: str | None = None,
     ) -> str:
         if category.__module__.startswith("rechunk."):
-            return f"rechunk: warning: {printable(one_line(Exception(str(message))))}\n"
+            return _stderr_line("warning", str(message)) + "\n"
         return default(message, category, filename, lineno, line)
 
     return format_warning
@@ -109,13 +117,11 @@ class _LogLines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = printable(one_line(Exception(record.getMessage())))
+            message = record.getMessage()
         except Exception:  # a bad format string: logging's own report
             self.handleError(record)
             return
-        if not text.startswith("rechunk:"):
-            text = f"rechunk: {record.levelname.lower()}: {text}"
-        print(text, file=sys.stderr, flush=True)
+        print(_stderr_line(record.levelname.lower(), message), file=sys.stderr, flush=True)
 
 
 def _log_lines() -> None:
