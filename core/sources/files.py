@@ -321,7 +321,7 @@ def read_documents(
     homes.sort(key=lambda home: len(home.parts))  # the outermost first
     out = FileSet()
     read: set[Path] = set()
-    records: dict[str, Path] = {}  # the doc_ids of records (file#id), and their file
+    parsed_from: dict[str, Path] = {}  # each document read so far -> its file
     left_out: set[Path] = set()
     for raw in paths:
         root = Path(raw)
@@ -404,11 +404,11 @@ def read_documents(
             if not parsed:
                 out.empty.append(doc_id)
             for doc in parsed:  # a record's doc_id (data.jsonl#a.md) may name a file too
-                holder = records.get(doc.doc_id) or out.paths.get(doc.doc_id)
+                holder = parsed_from.get(doc.doc_id) or out.paths.get(doc.doc_id)
                 if holder is not None and holder != path:
                     raise ConfigError(
                         f"two files map to the same doc_id {doc.doc_id!r}: {holder} and {path}"
                     )
-                records.setdefault(doc.doc_id, path)
+                parsed_from.setdefault(doc.doc_id, path)
             out.documents.extend(parsed)
     return out
