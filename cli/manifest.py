@@ -147,8 +147,7 @@ def record_roots(
             recorded[root] = Source(
                 list(inputs.glob), not inputs.no_ignore, inputs.include_generated
             )
-        entry = {"roots": {root: how._asdict() for root, how in recorded.items()}}
-        _put(manifest, options.store, options.collection, entry)
+        _put(manifest, options.store, options.collection, recorded)
 
 
 def copy_roots(options: StoreOptions, collection: str) -> None:
@@ -158,8 +157,7 @@ def copy_roots(options: StoreOptions, collection: str) -> None:
     with _recording() as manifest:
         roots = recorded_roots(manifest, options)
         if roots:
-            entry = {"roots": {root: how._asdict() for root, how in roots.items()}}
-            _put(manifest, options.store, collection, entry)
+            _put(manifest, options.store, collection, roots)
 
 
 @contextlib.contextmanager
@@ -208,8 +206,12 @@ def _spellings(manifest: dict[str, Any], store: str, collection: str) -> list[st
     return sorted(found, key=lambda written: written == key)  # its own last
 
 
-def _put(manifest: dict[str, Any], store: str, collection: str, entry: Any) -> None:
-    """Set the entry of a store and collection under its one key (other spellings go)."""
+def _put(
+    manifest: dict[str, Any], store: str, collection: str, roots: Mapping[str, Source]
+) -> None:
+    """Record ``roots`` as a store and collection's under its one key (other spellings
+    go)."""
     for written in _spellings(manifest, store, collection):
         del manifest[written]
+    entry = {"roots": {root: how._asdict() for root, how in roots.items()}}
     manifest[_key(store, collection)] = entry
