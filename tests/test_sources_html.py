@@ -370,3 +370,23 @@ def test_parse_file_reads_html(tmp_path: Path) -> None:
     path.write_bytes(THEMED.encode())
     (doc,) = parse_file(path)
     assert doc.parser == "html" and doc.version.startswith("html/1 selectolax ")
+
+
+def test_spaces_between_words_are_kept_in_every_script() -> None:
+    """A space the page has stays, in Korean (which spaces its words) and between Chinese
+    or Japanese characters alike; only a line break inside Chinese or Japanese is no
+    space."""
+    doc = parse(
+        page(
+            "<p>배포 전에 바뀐 문단을\n  확인합니다.</p>"
+            "<p>第2章 手順</p>"
+            "<p>大阪 名古屋 の 二か所で 試します。</p>"
+            "<p>改动之后\n    只重新计算附近的文本。</p>"
+        )
+    )
+    assert [text for kind, _, text in blocks(doc) if kind == "paragraph"] == [
+        "배포 전에 바뀐 문단을 확인합니다.",
+        "第2章 手順",
+        "大阪 名古屋 の 二か所で 試します。",
+        "改动之后只重新计算附近的文本。",
+    ]

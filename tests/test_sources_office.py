@@ -806,3 +806,30 @@ def test_docx_a_cell_spanning_billions_of_columns_spans_word_s_widest_table() ->
     tc_pr.append(parse_xml(f'<w:gridSpan {nsdecls("w")} w:val="2000000000"/>'))
     (line,) = [row for row in parse("docx", saved(document)).text.splitlines() if "Owl" in row]
     assert line.count("|") <= 64 + 1 and "Heron" in line
+
+
+@pytest.mark.parametrize(
+    ("text", "cleaned"),
+    [
+        ("바뀐 문단만\n다시  계산합니다", "바뀐 문단만 다시 계산합니다"),
+        ("第3章 まとめ", "第3章 まとめ"),
+        ("只重新计算\n  附近的文本", "只重新计算附近的文本"),
+        ("改动 之后\n", "改动 之后"),
+        ("words\nand\tmore ", "words and more"),
+        ("数据\nbase", "数据 base"),
+    ],
+)
+def test_clean_inline_drops_only_line_breaks_inside_chinese_or_japanese(
+    text: str, cleaned: str
+) -> None:
+    assert clean_inline(text) == cleaned
+
+
+def test_docx_keeps_the_spaces_of_korean_and_of_spaced_chinese() -> None:
+    document = docx.Document()
+    paragraphs = ["변경되지 않은 문단은 다시 임베딩하지 않습니다.", "第4章 概要", "用户 张三 已 删除"]
+    for text in paragraphs:
+        document.add_paragraph(text)
+    parsed = parse("docx", saved(document))
+    assert [text for kind, _, text in kinds(parsed) if kind == "paragraph"] == paragraphs
+

@@ -22,11 +22,11 @@ documents are typeset rather than about one renderer:
    line (one the next line's first word would have fitted on) ends it. A paragraph
    continues across a page or column break when the page's last line is full and does
    not end a sentence (or is justified flush).
-7. Joins: a line-end hyphen after a letter, before a lower-case letter, is a soft one
-   when the document's hyphenation says so (the hyphen character a typesetter puts
-   only at line ends, or the word spelled whole elsewhere); lines of CJK text join
-   without a space; a word broken without a hyphen (long code) joins when the document
-   spells it whole.
+7. Joins: a line-end hyphen after a letter, before a lower-case letter, is a soft one when
+   the document's hyphenation says so (the hyphen character a typesetter puts only at line
+   ends, or the word spelled whole elsewhere); lines of Chinese or Japanese text join
+   without a space (Korean lines with one: Korean spaces its words); a word broken without
+   a hyphen (long code) joins when the document spells it whole.
 
 Levels, depths and edges come from fixed scales and the whole document, never from
 ranking what one revision happens to contain: an edit that adds a heading of a new
@@ -41,6 +41,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from rechunk.sources.base import UNSPACED
 
 __all__ = ["Glyph", "LayoutBlock", "Page", "layout", "page_lines"]
 
@@ -587,10 +589,10 @@ def _columns(runs: list[_Run], depth: int = 0) -> list[list[_Run]]:
 _BULLET = re.compile(r"([•◦▪▫‣⁃●○■□►▸∙·\-–—*+])\s+(?=\S)")
 _NUMBER = re.compile(r"(\(?(\d{1,3}|[a-zA-Z]|[ivxlcdm]{1,5})[.)])\s+(?=\S)")
 _SENTENCE_END = re.compile(r"[.!?。！？…:;：；][\"'”’)\]）」』]*$")
-_CJK_CHAR = re.compile(
-    "[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-)
+# a character a line may break after or before with no space between (Chinese, Japanese)
+_CJK_CHAR = re.compile(f"[{UNSPACED}]")
+# ... and East Asian text whose Latin words are names and identifiers (Korean's too)
+_EAST_ASIAN = re.compile(f"[{UNSPACED}\uac00-\ud7af]")
 _HYPHENS = "-\u2010\u00ad"
 _LATIN = "0-9A-Za-z_\u00c0-\u024f"
 _WORD = re.compile(f"[{_LATIN}]+(?:-[{_LATIN}]+)*")
@@ -675,7 +677,7 @@ def _stats(lines: list[_Line]) -> _Stats:
     for line in lines:
         text = line.text.rstrip()
         letters += sum(map(str.isalpha, text))
-        cjk += len(_CJK_CHAR.findall(text))
+        cjk += len(_EAST_ASIAN.findall(text))
         for char in "\u2010\u00ad":
             inside[char] += text[:-1].count(char)
         if text and text[-1] in "\u2010\u00ad":
@@ -760,6 +762,8 @@ def _join(a: str, b: str, stats: _Stats) -> str:
     if hyphenated is not None:
         return hyphenated
     if a[-1] in "—/" and a[-2:-1].strip():  # a dash or slash set close: no space was there
+        return a + b
+    if _CJK_CHAR.match(a[-1]) and _CJK_CHAR.match(b[0]):  # a line of Chinese or Japanese
         return a + b
     left = _WORD_END.search(a)
     right = _WORD_START.match(b)
@@ -928,12 +932,7 @@ def _breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
         or abs((a.x0 + a.x1) - (b.x0 + b.x1)) <= 2 * tolerance
         or b.x0 > a.x0
     )
-    return (
-        a.page != b.page
-        or a.group != b.group
-        or a.base - b.base > 1.6 * a.size
-        or not aligned
-    )
+    return a.page != b.page or a.group != b.group or a.base - b.base > 1.6 * a.size or not aligned
 
 
 def _start(line: _Line, stats: _Stats) -> _Open:

@@ -112,17 +112,22 @@ class Parser(Protocol):
 _SPACE = re.compile(r"\s+")
 # a paragraph that starts like Markdown structure would be read as structure: escape it
 _LOOKS_STRUCTURAL = re.compile(r"(?:#{1,6}(?:\s|$)|>|\||[-*+]\s|\d{1,9}[.)]\s|```|~~~)")
-_CJK = (
+#: the characters of scripts written without spaces between words, where a line may break
+#: between any two characters (Chinese and Japanese: Han, kana, bopomofo, CJK punctuation,
+#: full-width forms). Not Hangul: Korean puts spaces between words.
+UNSPACED = (
     "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+    "\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 )
-_CJK_GAP = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+# a line break (with the spaces around it) between two such characters
+_UNSPACED_BREAK = re.compile(f"(?<=[{UNSPACED}])[^\\S\n]*\n\\s*(?=[{UNSPACED}])")
 
 
 def clean_inline(text: str) -> str:
     """One line of running text: whitespace runs become one space, none at the ends, and
-    no space left between two CJK characters (a line break inside Chinese is no space)."""
-    return _CJK_GAP.sub("", _SPACE.sub(" ", text).strip())
+    a line break between two Chinese or Japanese characters becomes nothing (a line
+    break inside Chinese is no space). Spaces the text has are kept in every script."""
+    return _SPACE.sub(" ", _UNSPACED_BREAK.sub("", text)).strip()
 
 
 class TextBuilder:
