@@ -40,6 +40,7 @@ import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -228,14 +229,53 @@ class _Clock:
         return self.give_up_at - time.monotonic()
 
 
-def _one_line(exc: BaseException | None) -> str:
+#: said where a server's own words are left out of an error
+LEFT_OUT = "the server's message is left out, as it may quote the input (--debug shows it)"
+# what an error's type, code or param may be to be named: an identifier, not a sentence
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+class ServerSaid(Exception):
+    """What a server answered, kept out of rechunk's error lines because it may quote the
+    input; chained to the error, so ``--debug``'s traceback shows it."""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ServerSaid:
+        """The body of the answer that raised ``exc`` (an HTTP status error), chained to it."""
+        response = getattr(exc, "response", None)
+        said = cls(_excerpt(getattr(response, "text", "") or ""))
+        said.__cause__ = exc
+        return said
+
+
+def _described(exc: BaseException | None) -> str:
+    """One line about a failed try that quotes none of the server's words: its HTTP status
+    and error codes, or the kind of connection failure."""
     if exc is None:
         return "none"
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
+    status = getattr(exc, "status_code", None)
+    if status is not None:
+        return f"HTTP {status}{_codes(exc)}"
+    if isinstance(exc, _NoAnswer):
+        return str(exc)
+    return type(exc).__name__
+
+
+def _codes(error: Any) -> str:
+    """``", type T, code C"``: the identifier fields of an OpenAI-style error (an exception's
+    attributes or the ``error`` object of an answer), which name a fault without quoting."""
+    get = error.get if isinstance(error, dict) else lambda key: getattr(error, key, None)
+    named = []
+    for key in ("type", "code", "param"):
+        value = get(key)
+        if isinstance(value, str) and _IDENTIFIER.fullmatch(value):
+            named.append(f"{key} {value}")
+    return "".join(f", {part}" for part in named)
 
 
 def _excerpt(value: str | bytes, limit: int = _EXCERPT) -> str:
-    """At most ``limit`` characters of a server's answer, quoted on one line."""
+    """At most ``limit`` characters of a server's answer, quoted on one line (for a
+    header or a key; a server's text goes into :class:`ServerSaid`)."""
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
@@ -248,15 +288,8 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, (int, float)):
         return "a number"
     if isinstance(value, str):
-        return f"a string {_excerpt(value, 24)}"
+        return f"a string of {len(value):,} characters"
     return "a list" if isinstance(value, list) else "an object"
-
-
-def _error_message(error: Any) -> str | None:
-    """The message of an ``error`` member, as servers put it in their answers."""
-    if isinstance(error, dict):
-        error = error.get("message")
-    return _excerpt(error) if isinstance(error, str) else None
 
 
 def _numbers(value: Any) -> npt.NDArray[np.float32] | None:
@@ -621,14 +654,14 @@ class OpenAIEmbedder:
                 if status not in _RETRY_STATUS and status < 500:
                     raise EmbeddingError(
                         f"the embeddings API at {self._host} refused the request "
-                        f"(HTTP {status}): {exc}"
-                    ) from exc
+                        f"({_described(exc)}); {LEFT_OUT}"
+                    ) from ServerSaid.of(exc)
                 last = exc
             except openai.APIConnectionError as exc:  # timeouts and dropped connections
                 last = exc
             except openai.OpenAIError as exc:  # an answer the client cannot read, ...
                 raise EmbeddingError(
-                    f"the embeddings API at {self._host} failed: {type(exc).__name__}: {exc}"
+                    f"the embeddings API at {self._host} failed: {type(exc).__name__}; {LEFT_OUT}"
                 ) from exc
             else:
                 self._add(requests=1)
@@ -636,9 +669,9 @@ class OpenAIEmbedder:
             if attempt == self.max_retries:
                 raise EmbeddingUnavailableError(
                     f"the embeddings API at {self._host} still failed after "
-                    f"{self.max_retries + 1} tries: {_one_line(last)}; what succeeded is "
-                    "kept, run again to send the rest"
-                ) from last
+                    f"{self.max_retries + 1} tries (last: {_described(last)}); what succeeded "
+                    "is kept, run again to send the rest"
+                ) from (ServerSaid.of(last) if hasattr(last, "response") else last)
             delay = self._delay(attempt, last)
             if delay >= clock.left():  # the next try could not start in time
                 asked = _retry_after(last)
@@ -646,7 +679,7 @@ class OpenAIEmbedder:
             self._add(retries=1)
             if stop.wait(delay):
                 raise _Stopped()
-        why = str(last) if isinstance(last, _NoAnswer) else f"last: {_one_line(last)}"
+        why = str(last) if isinstance(last, _NoAnswer) else f"last: {_described(last)}"
         if asked is not None:
             why += f"; it asked to wait {asked:g} s more"
         raise EmbeddingUnavailableError(
@@ -712,24 +745,22 @@ class OpenAIEmbedder:
             kind = raw.headers.get("content-type") or "no content-type"
             raise self._bad_answer(
                 f"a body that is not JSON (HTTP {raw.status_code}, {_excerpt(kind)}, "
-                f"{len(body)} bytes: {_excerpt(body)}); check that the URL serves an "
-                "OpenAI-compatible /embeddings"
-            ) from None
+                f"{len(body):,} bytes); check that the URL serves an OpenAI-compatible "
+                f"/embeddings; {LEFT_OUT}"
+            ) from ServerSaid(_excerpt(body))
         data = answer.get("data") if isinstance(answer, dict) else None
         if data is None:
             if isinstance(answer, dict) and "data" in answer:
-                said = _error_message(answer.get("error"))
-                what = "'data' that is null, not a list of embeddings" + (
-                    f", error: {said}" if said else ""
-                )
+                what = "'data' that is null, not a list of embeddings"
             elif isinstance(answer, dict):
                 keys = ", ".join(_excerpt(str(k), 20) for k in list(answer)[:6]) or "none"
-                said = _error_message(answer.get("error"))
-                what = f"a JSON object without 'data' (keys: {keys})" + (
-                    f", error: {said}" if said else ""
-                )
+                what = f"a JSON object without 'data' (keys: {keys})"
             else:
                 what = f"JSON that is {_json_kind(answer)}, not an object with a 'data' list"
+            error = answer.get("error") if isinstance(answer, dict) else None
+            if error is not None:
+                what += f", an error{_codes(error)}; {LEFT_OUT}"
+                raise self._bad_answer(what) from ServerSaid(_excerpt(json.dumps(error)))
             raise self._bad_answer(what)
         if not isinstance(data, list):
             raise self._bad_answer(f"'data' that is {_json_kind(data)}, not a list of embeddings")

@@ -307,7 +307,7 @@ def test_tries_share_one_deadline(folder: Path) -> None:
     ) as server:
         embedder = api(server.url, folder, deadline=5.0)
         started = time.monotonic()
-        with pytest.raises(EmbeddingUnavailableError, match=r"1 try, last: RateLimitError"):
+        with pytest.raises(EmbeddingUnavailableError, match=r"1 try, last: HTTP 429"):
             embedder.embed(["hello"])
         assert time.monotonic() - started < 3.0 and len(server.requests) == 1
     # a wait asked for beyond max_backoff is honoured, not cut to it (and retried early):
@@ -329,19 +329,29 @@ def _body(text: bytes, content_type: str = "text/html") -> Any:
 WRONG_ANSWERS = {
     "html": (
         _body(b"<html><body>502 Bad Gateway</body></html>"),
-        r"answered a body that is not JSON \(HTTP 200, 'text/html', 41 bytes: "
-        r"'<html><body>502 Bad Gateway</body></html>'\)",
+        r"answered a body that is not JSON \(HTTP 200, 'text/html', 41 bytes\); check that "
+        r"the URL serves an OpenAI-compatible /embeddings; the server's message is left out",
     ),
     "garbage json": (
         _body(b"{not json" + b"x" * 500, "application/json"),
-        r"not JSON \(HTTP 200, 'application/json', 509 bytes: '\{not jsonx+'\.\.\.\)",
+        r"not JSON \(HTTP 200, 'application/json', 509 bytes\)",
     ),
-    "data nope": (json_reply({"data": "nope"}), r"'data' that is a string 'nope', not a list"),
+    "data nope": (json_reply({"data": "nope"}), r"'data' that is a string of 4 characters, not a list"),
     "data null": (json_reply({"object": "list", "data": None}), r"'data' that is null, not a list"),
     "a list": (json_reply([1, 2]), r"JSON that is a list, not an object with a 'data' list"),
     "an error": (
-        json_reply({"error": {"message": "model minilm is not loaded"}}),
-        r"a JSON object without 'data' \(keys: 'error'\), error: 'model minilm is not loaded'",
+        json_reply(
+            {
+                "error": {
+                    "message": "model minilm is not loaded",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            }
+        ),
+        r"a JSON object without 'data' \(keys: 'error'\), an error, type invalid_request_error, "
+        r"code model_not_found; the server's message is left out, as it may quote the input "
+        r"\(--debug shows it\)",
     ),
     "no embeddings": (
         json_reply({"data": [{"object": "embedding", "index": i} for i in range(2)]}),
@@ -350,11 +360,11 @@ WRONG_ANSWERS = {
     "items not objects": (json_reply({"data": [1, 2]}), r"item 0 of 'data' that is a number"),
     "base64": (
         json_reply({"data": [{"index": i, "embedding": "AACAPwAAAEA="} for i in range(2)]}),
-        r"an 'embedding' in item 0 that is not a list of numbers: a string 'AACAPwAAAEA='",
+        r"an 'embedding' in item 0 that is not a list of numbers: a string of 12 characters",
     ),
     "numbers as strings": (
         json_reply({"data": [{"index": i, "embedding": ["0.5"] * 384} for i in range(2)]}),
-        r"not a list of numbers: its item 0 is a string '0\.5'",
+        r"not a list of numbers: its item 0 is a string of 3 characters",
     ),
     "nulls": (
         json_reply({"data": [{"index": i, "embedding": [0.5] * 383 + [None]} for i in range(2)]}),
@@ -392,6 +402,50 @@ def test_answers_that_are_not_embeddings_say_what_came(case: str, folder: Path) 
     assert text.startswith("the embeddings API at 127.0.0.1:") and "\n" not in text
     assert PRIVATE not in text and len(text) < 400
     assert embedder.stats.inputs == 0
+
+
+def _echo(status: int, content_type: str, shape: str) -> Any:
+    """A server whose answer quotes the first input, as some proxies and servers do."""
+    return lambda request: (
+        status,
+        content_type,
+        shape.replace("INPUT", request["input"][0]).encode("utf-8"),
+    )
+
+
+ECHOES = {
+    "400 error object": _echo(
+        400,
+        "application/json",
+        '{"error": {"message": "Invalid input: \'INPUT\'", "type": "invalid_request_error"}}',
+    ),
+    "401 plain text": _echo(401, "text/plain", "bad key for INPUT"),
+    "500 retried": _echo(500, "application/json", '{"error": {"message": "failed on INPUT"}}'),
+    "200 html": _echo(200, "text/html", "<html>proxy error for INPUT</html>"),
+    "200 error object": _echo(200, "application/json", '{"error": "cannot embed INPUT"}'),
+}
+
+
+@pytest.mark.parametrize("case", list(ECHOES))
+def test_a_server_quoting_the_input_is_not_quoted(case: str, folder: Path) -> None:
+    """rechunk's error names the HTTP status and the error's codes, never the server's
+    own words, which may quote the input; the words stay in the chained cause, which only
+    ``--debug``'s traceback prints."""
+    with BadEmbeddingsServer(reply=ECHOES[case]) as server:
+        embedder = api(server.url, folder, max_retries=1, backoff=0.0)
+        with pytest.raises(EmbeddingError) as err:
+            embedder.embed([PRIVATE])
+    text = str(err.value)
+    assert PRIVATE not in text and "\n" not in text, text
+    assert "the server's message is left out" in text or "HTTP 500" in text
+    if case.startswith("400"):
+        assert "(HTTP 400, type invalid_request_error)" in text
+    causes = []
+    cause: BaseException | None = err.value
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__
+    assert any(PRIVATE in c for c in causes)
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity"])
