@@ -620,6 +620,23 @@ def test_xlsx_corrupt_and_empty_are_parse_errors() -> None:
         parse("xlsx", saved(openpyxl.Workbook()))
 
 
+def test_xlsx_a_cell_that_cannot_be_read_is_not_quoted_in_the_reason() -> None:
+    """A numeric cell holding text (as some writers other than Excel store it): openpyxl's
+    error quotes the cell; the skip reason names only the error's type."""
+    book = openpyxl.Workbook()
+    book.active["A1"] = 1.5
+    base = zipfile.ZipFile(io.BytesIO(saved(book)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as rewritten:
+        for item in base.infolist():
+            data = base.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                data = data.replace(b"<v>1.5</v>", b"<v>private salary note</v>")
+            rewritten.writestr(item, data)
+    with pytest.raises(ParseError, match=r"corrupt: a sheet cannot be read \(ValueError\)$"):
+        parse("xlsx", out.getvalue())
+
+
 @pytest.mark.parametrize(
     ("value", "fmt", "shown"),
     [

@@ -10,6 +10,7 @@ headers and footers, never read) and ``meta.xml`` the title.
 
 from __future__ import annotations
 
+import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ _CODE_STYLES = frozenset(
     {"Preformatted Text", "Source Code", "Source Text", "Code", "HTML Preformatted"}
 )
 _QUOTE_STYLES = frozenset({"Quotations", "Quote", "Block Text"})
+# a media type as a package's mimetype part names one (anything else is not quoted: text)
+_MIME_TYPE = re.compile(r"[\w.+-]{1,60}/[\w.+-]{1,100}")
 MAX_REPEAT = 64  # repeated rows, cells or spaces of a text table written out (no bomb)
 
 
@@ -294,7 +297,8 @@ def open_odf(data: bytes, kind: str, legacy: str, suffix: str) -> Package:
     with open_package(data, "an OpenDocument package") as zf:
         mimetype = (read_part(zf, "mimetype") or b"").decode("ascii", "replace").strip()
         if mimetype not in mimetypes:
-            raise ParseError(f"not an OpenDocument {kind}: its mimetype is {mimetype!r}")
+            named = repr(mimetype) if _MIME_TYPE.fullmatch(mimetype) else "not a media type"
+            raise ParseError(f"not an OpenDocument {kind}: its mimetype is {named}")
         if _encrypted(zf):
             raise ParseError(
                 "encrypted: the file is password-protected; save it without a password"

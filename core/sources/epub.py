@@ -107,7 +107,7 @@ class EpubParser:
                 )
             package = xml_part(zf, rootfile)
             if package is None:
-                raise ParseError(f"corrupt: the package document {rootfile} is missing")
+                raise ParseError("corrupt: the package document container.xml names is missing")
             base = posixpath.dirname(rootfile)
             for number, path in enumerate(_spine(package, base), 1):
                 raw = read_part(zf, path)

@@ -334,9 +334,8 @@ class XlsxParser:
                 io.BytesIO(data), read_only=True, data_only=True, keep_links=False
             )
         except failures as exc:
-            raise ParseError(
-                f"corrupt: not an XLSX workbook ({type(exc).__name__}: {exc})"
-            ) from None
+            # the type only: a library's message may quote a cell or a part of the file
+            raise ParseError(f"corrupt: not an XLSX workbook ({type(exc).__name__})") from None
         out = TextBuilder()
         try:
             for sheet in book.worksheets:
@@ -355,9 +354,9 @@ class XlsxParser:
                     out.heading(sheet.title, 1, sheet=sheet.title)
                     write_rows(out, rows, first_is_header=False, sheet=sheet.title)
         except failures as exc:
-            raise ParseError(
-                f"corrupt: a sheet cannot be read ({type(exc).__name__}: {exc})"
-            ) from None
+            # the type only: openpyxl's message quotes the cell ("could not convert string
+            # to float: '...'")
+            raise ParseError(f"corrupt: a sheet cannot be read ({type(exc).__name__})") from None
         finally:
             book.close()
         if out.empty:
