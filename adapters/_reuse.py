@@ -176,7 +176,33 @@ _OPERATIONAL: Final = frozenset(
 _SECRET_NAME: Final = re.compile(
     r"key|token|secret|passw|credential|auth|cookie|signature|session", re.I
 )
+#: Field names of HTTP headers and query parameters: transport, and where keys travel.
+_TRANSPORT_NAME: Final = re.compile(r"header|query", re.I)
 _BARE: Final = re.compile(r"[\w./:@+-]*")
+
+
+def _without_secrets(value: object) -> object:
+    """``value`` with the dict keys that name secrets left out, at any depth, and every
+    URL string cut before its query (``?api_key=...``); ``None`` for a URL with
+    credentials (``user:pass@host``)."""
+    if isinstance(value, str):
+        if "://" not in value:
+            return value
+        if "@" in value.split("://", 1)[1].split("/", 1)[0]:
+            return None
+        return value.split("?", 1)[0].split("#", 1)[0]
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in value.items():
+            if isinstance(key, str) and _SECRET_NAME.search(key):
+                continue
+            clean = _without_secrets(item)
+            if clean is not None or item is None:
+                kept[key] = clean
+        return kept
+    if isinstance(value, (list, tuple)):
+        return [clean for item in value if (clean := _without_secrets(item)) is not None]
+    return value
 
 
 def _identity_value(value: object, nested: bool) -> str | None:
@@ -186,13 +212,15 @@ def _identity_value(value: object, nested: bool) -> str | None:
     finite ``float`` and ``bool`` always; lists and dicts of those only when
     ``nested`` (declared pydantic fields, never an object's run-time state);
     secrets (``SecretStr``), ``None``, clients and other objects never. A URL
-    with credentials (``user:pass@host``) stays out.
+    with credentials (``user:pass@host``) stays out, a URL's query is cut off, and
+    a dict's keys that name secrets are left out at any depth.
     """
     if value is None or type(value).__name__.startswith("Secret"):
         return None
+    value = _without_secrets(value)
+    if value is None:
+        return None
     if isinstance(value, str):
-        if "://" in value and "@" in value.split("://", 1)[1].split("/", 1)[0]:
-            return None
         return value if _BARE.fullmatch(value) else json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
         return json.dumps(value)
@@ -211,9 +239,11 @@ def derive_identity(underlying: object, framework: str) -> str:
     configuration is the object's pydantic fields (LangChain and LlamaIndex
     models are pydantic models), else its public attributes holding scalars.
     Left out: names starting with ``_``; names that hold secrets (``*key*``,
-    ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...)
-    and ``SecretStr`` values; settings that never change the vectors (batch
-    sizes, workers, retries, timeouts, callbacks, progress bars); ``None``;
+    ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...),
+    such keys inside dict values, a URL's query string, HTTP headers and query
+    parameters (``*header*``, ``*query*``) and ``SecretStr`` values; settings that
+    never change the vectors (batch sizes, workers, retries, timeouts, callbacks,
+    progress bars); ``None``;
     clients and other objects. Two objects of one class with the same
     configuration share the identity; anything else that changes the vectors
     (weights fine-tuned in place, a prompt held in a client) is invisible here:
@@ -229,7 +259,12 @@ def derive_identity(underlying: object, framework: str) -> str:
         nested = False
     parts = []
     for name, value in sorted(items):
-        if name.startswith("_") or name in _OPERATIONAL or _SECRET_NAME.search(name):
+        if (
+            name.startswith("_")
+            or name in _OPERATIONAL
+            or _SECRET_NAME.search(name)
+            or _TRANSPORT_NAME.search(name)
+        ):
             continue
         text = _identity_value(value, nested)
         if text is not None:

@@ -85,3 +85,28 @@ def test_the_derived_identity_needs_no_model_id() -> None:
     assert CachedEmbeddings(DeterministicFakeEmbedding(size=8), rechunk.MemoryCache()).model_id != (
         cached.model_id
     )
+
+
+def test_the_derived_identity_keeps_no_secret_in_headers_queries_or_urls() -> None:
+    """langchain_community's own classes, configured as users configure them: a bearer
+    token in ``headers``, a key in ``default_query`` and in the URL's query. None reaches
+    the model id, which the cache and every chunk's metadata store."""
+    community = pytest.importorskip("langchain_community.embeddings")
+    ollama = community.OllamaEmbeddings(
+        model="nomic-embed-text",
+        base_url="http://127.0.0.1:11434/?api_key=URL-SECRET",
+        headers={"Authorization": "Bearer HEADER-SECRET"},
+    )
+    model_id = CachedEmbeddings(ollama, rechunk.MemoryCache()).model_id
+    assert "SECRET" not in model_id, model_id
+    assert "model=nomic-embed-text" in model_id and "base_url=http://127.0.0.1:11434/" in model_id
+    openai = community.OpenAIEmbeddings(
+        model="text-embedding-3-small",
+        openai_api_key="sk-KEY-SECRET",
+        default_headers={"X-Trace": "TRACE-SECRET"},
+        default_query={"api-key": "QUERY-SECRET"},
+        model_kwargs={"user": "u1", "extra": {"token": "NESTED-SECRET"}},
+    )
+    model_id = CachedEmbeddings(openai, rechunk.MemoryCache()).model_id
+    assert "SECRET" not in model_id, model_id
+    assert "text-embedding-3-small" in model_id and '"user": "u1"' in model_id
