@@ -276,3 +276,19 @@ def test_a_record_and_a_file_of_one_doc_id_name_both_files(tmp_path: Path) -> No
     (tmp_path / "x.jsonl#a.md").write_text("# A file\n\nNamed like the record.\n")
     with pytest.raises(ConfigError, match=r"two files map to the same doc_id 'x\.jsonl#a\.md'"):
         read_documents([tmp_path], options=ParseOptions(id_field="id"))
+
+
+def test_a_link_under_a_readable_name_to_a_file_no_parser_reads_is_read(tmp_path: Path) -> None:
+    """``README.md -> README``: the target has no suffix a parser reads, the link has; the
+    file is read once, through the link, and the target is counted unsupported."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "README").write_text("# Project\n\nHow it is built.\n")
+    (tmp_path / "proj" / "README.md").symlink_to("README")
+    found = read_documents([tmp_path / "proj"])
+    assert [d.doc_id for d in found.documents] == ["README.md"]
+    assert found.unsupported[""] == 1
+    # a file found directly and through a link, both readable: read once, under its own name
+    (tmp_path / "proj" / "guide.md").write_text("# Guide\n\nSteps.\n")
+    (tmp_path / "proj" / "guide.txt").symlink_to("guide.md")
+    found = read_documents([tmp_path / "proj"])
+    assert sorted(d.doc_id for d in found.documents) == ["README.md", "guide.md"]

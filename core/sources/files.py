@@ -298,7 +298,7 @@ def read_documents(
     paths as given, made absolute (a symbolic link is not resolved: ``current`` switched
     from ``v1`` to ``v2`` stays one root). A file reached twice
     (overlapping paths, a symbolic link to a file also found directly) is read once,
-    under its first doc_id. A file that cannot be read, is not valid UTF-8, holds
+    under its first doc_id a parser reads. A file that cannot be read, is not valid UTF-8, holds
     NUL bytes or has a name that is not valid UTF-8 is skipped with the reason, and
     so is a folder that cannot be listed; an empty or blank file is listed in
     ``empty``; hidden files and folders are ignored, and so is what the ``.gitignore``
@@ -370,9 +370,9 @@ def read_documents(
                     f"two files map to the same doc_id {doc_id!r}: {out.paths[doc_id]} and {path}"
                 )
             out.paths[doc_id] = path
-            read.add(real)
             tool_written = None if include_generated else generated_by_name(path)
             if tool_written is not None:
+                read.add(real)
                 out.generated.append((_printable(doc_id), tool_written))
                 continue
             try:
@@ -380,13 +380,17 @@ def read_documents(
                 if read_as is None and not path.suffix:  # a script, by its first line
                     read_as = kind_of(path, fmt, head=read_bytes(path, HEAD_BYTES))
             except InputError as exc:
+                read.add(real)
                 if _gone(exc, out, doc_id):
                     continue
                 out.skipped.append((_printable(doc_id), str(exc)))
                 continue
             if read_as is None:
+                # not marked read: a link to this file under a name a parser reads
+                # (README.md -> README) is read
                 out.unsupported[path.suffix.lower()] += 1
                 continue
+            read.add(real)
             try:
                 data = read_bytes(path)
                 if not include_generated and read_as == CODE:
