@@ -448,12 +448,23 @@ class OpenAIEmbedder:
         self.model = model
         url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
         parts = urlsplit(url)
+        if "@" in parts.netloc:  # named without what is before the @: it may be a password
+            raise ConfigError(
+                f"base URL {parts.scheme}://***@{parts.netloc.rsplit('@', 1)[1]} holds "
+                f"credentials: give the key in ${api_key_env} instead"
+            )
         try:
             port = parts.port
         except ValueError as exc:
             raise ConfigError(f"base URL {url!r} is not a valid URL: {exc}") from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"base URL {url!r} must be an http:// or https:// URL with a host")
+        if parts.query or parts.fragment:
+            raise ConfigError(
+                f"base URL {parts.scheme}://{parts.netloc}{parts.path} has a query or fragment "
+                "(?... or #...): the client adds /embeddings to the URL's path, so give the "
+                f"path alone, and a key in ${api_key_env}"
+            )
         self.base_url = url.rstrip("/")
         self._host = parts.hostname + (f":{port}" if port else "")
         self._api_key_env = api_key_env
@@ -607,8 +618,13 @@ class OpenAIEmbedder:
             if self._client is None:
                 openai = require("openai", "openai")
                 key = os.environ.get(self._api_key_env) or "none"  # a local server needs none
+                # redirects are not followed: the inputs would go to an address nobody gave
                 self._client = openai.OpenAI(
-                    api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+                    api_key=key,
+                    base_url=self.base_url,
+                    max_retries=0,
+                    timeout=self.timeout,
+                    http_client=openai.DefaultHttpxClient(follow_redirects=False),
                 )
             return self._client
 
@@ -651,6 +667,12 @@ class OpenAIEmbedder:
             except openai.APIStatusError as exc:
                 self._add(requests=1)
                 status = int(getattr(exc, "status_code", 0) or 0)
+                if 300 <= status < 400:
+                    raise EmbeddingError(
+                        f"the embeddings API at {self._host} redirected the request (HTTP "
+                        f"{status}); rechunk does not follow redirects, which would send the "
+                        "inputs to an address not given: give the final URL as the base URL"
+                    ) from ServerSaid.of(exc)
                 if status not in _RETRY_STATUS and status < 500:
                     raise EmbeddingError(
                         f"the embeddings API at {self._host} refused the request "

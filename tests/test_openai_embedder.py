@@ -676,3 +676,31 @@ def test_missing_openai_names_the_extra(monkeypatch: pytest.MonkeyPatch, folder:
     )
     with pytest.raises(MissingDependencyError, match=r"rechunk\[openai\]"):
         OpenAIEmbedder("minilm", base_url="http://127.0.0.1:9", tokenizer=folder)
+
+
+def test_a_redirect_is_not_followed(folder: Path) -> None:
+    """A 307 to another address: nothing is sent there (the inputs would leave for an
+    address nobody gave), and the error says to give the final URL."""
+    with BadEmbeddingsServer() as elsewhere:
+        moved = lambda request: (307, "text/plain", b"")  # noqa: E731
+        location = {"Location": f"{elsewhere.url}/embeddings"}
+        with BadEmbeddingsServer(reply=moved, headers=location) as server:
+            embedder = api(server.url, folder)
+            with pytest.raises(EmbeddingError, match=r"redirected the request \(HTTP 307\)"):
+                embedder.embed([PRIVATE])
+        assert elsewhere.requests == []
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://user:hunter2@127.0.0.1:9/v1", r"http://\*\*\*@127\.0\.0\.1:9 holds credentials"),
+        ("http://127.0.0.1:9/v1?api_key=hunter2", "has a query or fragment"),
+    ],
+)
+def test_a_base_url_with_credentials_or_a_query_is_refused(
+    url: str, said: str, folder: Path
+) -> None:
+    with pytest.raises(ConfigError, match=said) as err:
+        api(url, folder)
+    assert "hunter2" not in str(err.value)
