@@ -13,6 +13,7 @@ from rechunk.cli.measure import CHUNKER_NAMES, CODE_CHUNKER, make_chunker
 from rechunk.cli.options import Parsed, debug_option
 from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
 from rechunk.errors import ConfigError
+from rechunk.sources.files import printable
 
 __all__ = ["BenchArgs", "add_parser", "execute", "run"]
 
@@ -86,7 +87,7 @@ def execute(args: BenchArgs) -> int:
             f"{result['pairs']} revision pairs{left_out}; R_c article-macro-averaged per "
             "language/band"
         )
-        print(format_table(result))
+        print(format_table(result, printable))
         if chart is not None:
             print(f"chart written to {chart}")
     failed = any(row["failures"] for row in result["chunkers"].values())

@@ -83,6 +83,21 @@ def test_printable_escapes_what_a_terminal_acts_on() -> None:
     assert printable("rtl\u202eevil\u2028") == "rtl\\u202eevil\\u2028"
     assert printable("caf\udce9") == "caf\\udce9"  # an undecodable byte of a file name
     assert printable("plain été 中文 ok") == "plain été 中文 ok"
+    # invisible characters that make two names look alike; joiners that scripts use stay
+    assert printable("报告\u200b.md \ufeffa\u2060b\u200e") == "报告\\u200b.md \\ufeffa\\u2060b\\u200e"
+    assert printable("می\u200cخواهم 👩\u200d💻") == "می\u200cخواهم 👩\u200d💻"
+
+
+def test_bench_language_names_cannot_forge_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "pairs.jsonl"
+    pair = {"id": "a", "lang": "en\x1b[2J\nR_c, FORGED", "old": "One line.", "new": "Two lines."}
+    corpus.write_text(json.dumps(pair) + "\n")
+    assert main(["bench", str(corpus), "--chunker", "fixed"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "R_c, en\\x1b[2J\\x0aR_c, FORGED" in out
+    assert not any(line.startswith("R_c, FORGED") for line in out.splitlines())
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="control characters in file names")

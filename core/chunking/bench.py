@@ -163,12 +163,13 @@ def run_bench(
     return out
 
 
-def format_table(result: Mapping[str, Any]) -> str:
-    """Plain-text tables, one per language: a row per chunker, a column per edit band."""
+def format_table(result: Mapping[str, Any], shown: Callable[[str], str] = str) -> str:
+    """Plain-text tables, one per language: a row per chunker, a column per edit band.
+    ``shown`` makes a corpus's language names printable (the CLI escapes controls)."""
     columns = (*BANDS, "all")
     lines: list[str] = []
     for lang in result["languages"]:
-        title = "no language given" if lang == "?" else lang
+        title = "no language given" if lang == "?" else shown(lang)
         lines += [
             f"R_c, {title}",
             f"{'chunker':<14}" + "".join(f"{c:>14}" for c in columns) + f"{'control':>9}",
