@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rechunk.cli.options import STATE_DIR, InputOptions, StoreOptions
+from rechunk.cli.options import STATE_DIR, InputOptions, StoreOptions, make_state_dir
 
 __all__ = [
     "MANIFEST",
@@ -77,7 +77,7 @@ def _damaged(why: str, set_aside: bool) -> dict[str, Any]:
 def _locked() -> Iterator[None]:
     """Hold the manifest's lock (a file lock where the system has one), so that two
     commands recording at once do not drop each other's entries."""
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    make_state_dir()
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not on POSIX
@@ -170,6 +170,8 @@ def _recording() -> Iterator[dict[str, Any]]:
             yield manifest
             tmp = MANIFEST.with_name(f"{MANIFEST.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+            with contextlib.suppress(FileNotFoundError):  # keep the mode its owner gave it
+                os.chmod(tmp, MANIFEST.stat().st_mode & 0o7777)
             tmp.replace(MANIFEST)
     except OSError as exc:
         warnings.warn(

@@ -30,6 +30,7 @@ __all__ = [
     "StoreOptions",
     "debug_option",
     "input_options",
+    "make_state_dir",
     "model_option",
     "policy_option",
     "store_options",
@@ -37,6 +38,14 @@ __all__ = [
 
 STATE_DIR = Path(".rechunk")
 DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
+
+
+def make_state_dir() -> None:
+    """Make the working folder when it is not there, readable by its owner only: its
+    embedded stores and cache hold the documents' text and vectors."""
+    STATE_DIR.mkdir(mode=0o700, exist_ok=True)
+
+
 DEFAULT_COLLECTION = "rechunk"
 
 P = TypeVar("P", bound="Parsed")

@@ -959,3 +959,20 @@ def test_emptied_and_directly_named_files(notes: Path, capsys: pytest.CaptureFix
     assert code == 0 and pruned["documents"]["deleted"] == 1
     code, status = run_json(capsys, "status")
     assert status["documents"] == 4
+
+
+def test_the_working_folder_is_its_owners_and_the_manifest_keeps_its_mode(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``.rechunk/`` holds the documents' text (the embedded store) and vectors: made
+    readable by its owner only; a manifest its owner restricted stays restricted."""
+    assert main(["sync", "docs", "--dry-run"]) == 0
+    assert not (workdir / ".rechunk").exists()  # a dry run writes nothing
+    assert main(["sync", "docs"]) == 0
+    assert (workdir / ".rechunk").stat().st_mode & 0o777 == 0o700
+    manifest = workdir / ".rechunk" / "manifest.json"
+    manifest.chmod(0o600)
+    (workdir / "docs" / "extra.md").write_text("# Extra\n\nOne more note.\n")
+    assert main(["sync", "docs"]) == 0
+    assert manifest.stat().st_mode & 0o777 == 0o600
+    capsys.readouterr()
