@@ -25,6 +25,7 @@ from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes
 from rechunk.errors import ConfigError
 from rechunk.sources.files import printable
+from rechunk.sync.stages import records_of
 
 __all__ = ["ReindexArgs", "add_parser", "execute", "run"]
 
@@ -112,7 +113,10 @@ def execute(args: ReindexArgs) -> int:
     with compose.cache_and_store(args, args.cache) as (cache, opened):
         compose.share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
-            missing = sorted(opened.store.doc_ids() - {doc.doc_id for doc in files.documents})
+            # a record removed from a file read whole is not missing: it is gone
+            removed = records_of(files.record_files)
+            given = {doc.doc_id for doc in files.documents}
+            missing = sorted(d for d in opened.store.doc_ids() - given if not removed(d))
             if missing:
                 raise ConfigError(
                     f"{len(missing)} document(s) of the live collection are not among the files "

@@ -155,6 +155,7 @@ def execute(args: SyncArgs) -> int:
                     chunker_for=chooser,
                     check_stored=args.check_stored,
                     reuse_from=lenders,
+                    complete_files=files.record_files,
                 )
             except StaleCheckError as exc:  # written, but not exact: report, then exit 3
                 if not isinstance(exc.report, SyncReport):

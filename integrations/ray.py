@@ -70,7 +70,7 @@ from rechunk.sync.inputs import _check_documents, _check_store, _chooser
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import changed_totals
-from rechunk.sync.stages import _gone
+from rechunk.sync.stages import _gone, doc_id_set, records_of
 from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
 from rechunk.sync.vectors import _bad_stored
 from rechunk.sync.verifying import _check_published, stale_verdict
@@ -677,6 +677,7 @@ def sync(
     check_stored: bool = False,
     chunker_for: Callable[[Document], Chunker | None] | None = None,
     reuse_from: Sequence[VectorStore] = (),
+    complete_files: Iterable[str] = (),
     address: str | None = None,
     workers: int = 2,
     num_gpus: float = 0.0,
@@ -705,8 +706,9 @@ def sync(
     the driver: inputs it holds are not embedded, and what the actors embed is put in it.
     ``address``: the head node (``HOST:PORT`` or ``auto``; default: the cluster this
     process joined, else a new local one). ``cpus``: what each task and actor asks for.
-    ``chunker_for``, ``order``, ``prune``, ``keep``, ``dry_run``, ``check_stored`` and
-    ``reuse_from`` mean what they mean for :func:`rechunk.sync` (the collections of
+    ``chunker_for``, ``order``, ``prune``, ``keep``, ``dry_run``, ``check_stored``,
+    ``complete_files`` and ``reuse_from`` mean what they mean for :func:`rechunk.sync`
+    (the collections of
     ``reuse_from`` are read by the driver, for the inputs neither the collection nor the
     cache holds: a reindex's live generation lends its vectors this way).
     ``progress(stage, done, total)`` is called as partitions are planned and committed.
@@ -732,9 +734,8 @@ def sync(
             raise ConfigError("give the collection to sync into (collection=...)")
     elif not callable(store):
         raise ConfigError("store must be a server URI or a callable that opens the store")
-    if isinstance(keep, (str, bytes)):
-        raise InputError(f"keep takes an iterable of doc_ids, not one {type(keep).__name__}")
-    kept = set(keep)
+    kept = doc_id_set(keep, "keep")
+    whole = doc_id_set(complete_files, "complete_files")
     raw = _embedder_from(embedder, embed_url)
     ray = connect(address)
     listed: list[Document | tuple[str, str, str | None]]
@@ -789,13 +790,14 @@ def sync(
                 ray, spec, raw, docs, paths, chunker, pick, chunker_for, cache, info.points,
                 parse_options=parse_options, dry_run=dry_run, check_stored=check_stored,
                 reuse_from=reuse_from,
-                held=prune and _offers(driver_store, "all_ids", "doc_ids_of"),
+                held=(prune or bool(whole)) and _offers(driver_store, "all_ids", "doc_ids_of"),
                 workers=workers, num_gpus=num_gpus, cpus=cpus,
                 docs_per_task=docs_per_task, progress=progress,
             )  # fmt: skip
             report.collection = driver_store.collection
-            if prune:
-                _prune(report, driver_store, doc_ids | kept, dry_run)
+            if prune or whole:
+                scope = None if prune else records_of(whole)
+                _prune(report, driver_store, doc_ids | kept, dry_run, scope)
             report.engine.pop("_held", None)
     finally:
         close_store()
@@ -889,7 +891,10 @@ def _run(
     plan_task = stage_task.options(num_returns=2)
     tally = ray.remote(num_cpus=0)(_Tally).remote()
     actor_class = ray.remote(
-        num_cpus=cpus, num_gpus=num_gpus, max_restarts=RETRIES, max_task_retries=RETRIES,
+        num_cpus=cpus,
+        num_gpus=num_gpus,
+        max_restarts=RETRIES,
+        max_task_retries=RETRIES,
         max_concurrency=ACTOR_CALLS,
     )(_Embedding)
     actors: list[Any] = []
@@ -1145,17 +1150,26 @@ def _count(
         changed.append(rep)
 
 
-def _prune(report: RaySyncReport, store: VectorStore, given: set[str], dry_run: bool) -> None:
-    """Delete the documents the collection holds beyond ``given`` (as :func:`rechunk.sync`
-    prunes: on the driver, under the writer lock, after every commit)."""
+def _prune(
+    report: RaySyncReport,
+    store: VectorStore,
+    given: set[str],
+    dry_run: bool,
+    scope: Callable[[str], bool] | None = None,
+) -> None:
+    """Delete the documents the collection holds beyond ``given`` (of those, the ones
+    ``scope`` takes: the records of files read whole), as :func:`rechunk.sync` prunes: on
+    the driver, under the writer lock, after every commit."""
     held: set[str] = report.engine.pop("_held", set())
     t0 = time.perf_counter()
-    for points_of in _gone(store, given, held):
+    for points_of in _gone(store, given, held, scope):
         delete = [pid for point_ids in points_of.values() for pid in point_ids]
         for doc_id, point_ids in points_of.items():
             report.per_document.append(DocumentReport(doc_id, "deleted", deleted=len(point_ids)))
             report.documents["deleted"] += 1
             report.chunks["deleted"] += len(point_ids)
+            if scope is not None:
+                report.chunks_not_given -= len(point_ids)
         if not dry_run and delete:
             store.delete(delete)
     report.seconds["publish"] += time.perf_counter() - t0

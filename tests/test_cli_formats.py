@@ -441,3 +441,47 @@ def test_query_says_where_each_hit_lies(kb: Path, capsys: pytest.CaptureFixture[
     assert f"cart.py, lines {first}-{last}" in out or f"cart.py, line {first}" in out
     assert "manual.pdf, p. 1 [" in out and "faq.jsonl#q1, line 2, record q1 [" in out
     assert "notes.md, How a sync publishes changes > " in out  # the heading path
+
+
+@pytest.mark.parametrize("store", ["qdrant:store", "chroma:store"])
+def test_a_record_removed_from_a_file_synced_again_is_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    """The file was given whole, so a record gone from it is gone from the collection, as
+    a watcher deletes it: without --prune, and without touching other documents."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "note.md").write_text("# Note\n\nA note beside the records.\n")
+    records = [
+        {"id": "reset", "q": "How is a password reset?", "a": "With the link on the login page."},
+        {"id": "close", "q": "How is an account closed?", "a": "Support closes it within a week."},
+        {"id": "refund", "q": "Are refunds given?", "a": "Within fourteen days of a purchase."},
+    ]
+    faq = tmp_path / "kb" / "faq.jsonl"
+    faq.write_text("".join(json.dumps(r) + "\n" for r in records))
+    elsewhere = tmp_path / "other.md"
+    elsewhere.write_text("# Other\n\nA file synced on its own.\n")
+    args = ["--store", store, "--id-field", "id"]
+    assert main(["sync", "kb", *args]) == 0
+    assert main(["sync", str(elsewhere), *args]) == 0
+    faq.write_text("".join(json.dumps(r) + "\n" for r in records[1:]))
+    capsys.readouterr()
+    code, report = run_json(capsys, "sync", "kb", *args, "--dry-run")
+    assert code == 0 and report["documents"]["deleted"] == 1
+    code, report = run_json(capsys, "sync", "kb", *args)
+    assert code == 0 and report["documents"]["deleted"] == 1
+    assert [d["doc_id"] for d in report["per_document"] if d["status"] == "deleted"] == [
+        "faq.jsonl#reset"
+    ]
+    assert main(["status", *args[:2]]) == 0
+    held = capsys.readouterr().out
+    assert "faq.jsonl#reset" not in held and "faq.jsonl#close" in held
+    assert "other.md" in held and "note.md" in held  # not given, not a record: kept
+    # a reindex reads the folder: a record removed since is not "missing" from it
+    faq.write_text(json.dumps(records[2]) + "\n")
+    assert main(["reindex", "--policy", "recursive", *args, "--json"]) == 0
+    capsys.readouterr()
+    if store.startswith("qdrant"):  # its alias follows the new generation (Chroma has none)
+        assert main(["status", *args[:2]]) == 0
+        held = capsys.readouterr().out
+        assert "faq.jsonl#close" not in held and "faq.jsonl#refund" in held

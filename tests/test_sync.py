@@ -403,6 +403,9 @@ def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunke
                                    embedder=minilm, progress="x")),  # type: ignore[arg-type]
         (InputError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
                                   embedder=minilm, keep=None)),  # type: ignore[arg-type]
+        # one file's name is not a set of files: its characters would have been
+        (InputError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
+                                  embedder=minilm, complete_files="faq.jsonl")),
         (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
                                    embedder=_Renamed(minilm, dimension="384"))),
         (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,

@@ -115,6 +115,9 @@ class FileSet:
     matching files of each suffix no parser reads (``""``: no suffix); they are not read.
     ``generated``: ``(doc_id, reason)`` of the lockfiles, minified files and code marked
     generated that were left out (see :mod:`rechunk.sources.generated`).
+    ``record_files``: the doc_ids of the files of records read whole (JSON, JSONL:
+    their documents are ``file#id``), whose other records a sync deletes
+    (``rechunk.sync(complete_files=...)``).
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -128,6 +131,7 @@ class FileSet:
     generated: list[tuple[str, str]] = field(default_factory=list)
     #: the file each doc_id was read from (a record file's doc_ids share its path's)
     paths: dict[str, Path] = field(default_factory=dict)
+    record_files: set[str] = field(default_factory=set)
 
     def covers(self, doc_id: str) -> bool:
         """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
@@ -413,6 +417,8 @@ def read_documents(
                 continue
             if not parsed:
                 out.empty.append(doc_id)
+            elif any(doc.doc_id != doc_id for doc in parsed):
+                out.record_files.add(doc_id)
             for doc in parsed:  # a record's doc_id (data.jsonl#a.md) may name a file too
                 holder = parsed_from.get(doc.doc_id) or out.paths.get(doc.doc_id)
                 if holder is not None and holder != path:

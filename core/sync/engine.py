@@ -31,6 +31,7 @@ def sync(
     progress: Progress | None = None,
     check_stored: bool = False,
     chunker_for: Callable[[Document], Chunker | None] | None = None,
+    complete_files: Iterable[str] = (),
 ) -> SyncReport:
     """Bring ``store`` to exactly the given revisions of ``documents``.
 
@@ -45,7 +46,11 @@ def sync(
     With ``prune=True`` the documents are taken as the complete set, and
     documents in the store but not among them (nor in ``keep``: say, files that
     exist but could not be read this time) are deleted; without it, nothing
-    outside the given doc_ids is touched; ``prune=True`` with no documents is an
+    outside the given doc_ids is touched, except the records of ``complete_files``:
+    files of records (JSON, JSONL: doc_id ``file#id``) read whole, whose stored
+    records that were not given (removed from the file) are deleted, prune or not
+    (finding them reads every doc_id of the collection, as a prune does);
+    ``prune=True`` with no documents is an
     InputError (an empty folder or a spent generator must not empty the
     collection). Every document's metadata is checked against the store
     (:meth:`VectorStore.check_metadata`) before anything is written.
@@ -108,6 +113,7 @@ def sync(
             progress=progress,
             check_stored=check_stored,
             chunker_for=chunker_for,
+            complete_files=complete_files,
         )
 
 
@@ -155,6 +161,7 @@ def _sync(
     progress: Progress | None = None,
     check_stored: bool = False,
     chunker_for: Callable[[Document], Chunker | None] | None = None,
+    complete_files: Iterable[str] = (),
 ) -> SyncReport:
     """:func:`sync` itself, with the writer lock (if any) held: ``locked`` says it is, so
     that no other rechunk writer changes the collection until this sync ends. It runs the
@@ -176,6 +183,7 @@ def _sync(
         progress=progress,
         check_stored=check_stored,
         chunker_for=chunker_for,
+        complete_files=complete_files,
     )
     try:
         reads = [stages.read(run, run.batches[0], send=False)] if run.batches else []

@@ -86,6 +86,7 @@ class _Run:
     dry_run: bool
     prune: bool
     keep: set[str]  # doc_ids a prune keeps
+    complete_files: set[str]  # files whose records were all given (see rechunk.sync)
     check_stored: bool
     sources: list[VectorStore]  # where a vector is looked up: the collection, reuse_from
     neighbours: bool  # the store keeps each point's PREVIOUS / NEXT ids
@@ -133,6 +134,7 @@ def start(
     progress: Progress | None,
     check_stored: bool,
     chunker_for: Callable[[Document], Chunker | None] | None,
+    complete_files: Iterable[str] = (),
 ) -> _Run:
     """Check what the sync was given (:func:`~rechunk.sync.inputs.check_inputs`, ``keep``,
     ``order``, then the collection) and open the run. With more than one batch, a helper
@@ -149,11 +151,8 @@ def start(
         raise ConfigError("reuse_from takes a list of stores (collections to copy vectors from)")
     docs, raw_embedder, cache = check_inputs(documents, store, chunker, embedder, cache)
     pick = _chooser(chunker, chunker_for, docs, raw_embedder)
-    if isinstance(keep, (str, bytes)) or not isinstance(keep, Iterable):
-        raise InputError(f"keep takes an iterable of doc_ids, not a {type(keep).__name__}")
-    kept = set(keep)
-    if any(not isinstance(doc_id, str) for doc_id in kept):
-        raise InputError("keep takes doc_ids (str)")
+    kept = doc_id_set(keep, "keep")
+    whole = doc_id_set(complete_files, "complete_files")
     if prune and not docs:
         raise InputError(
             "prune=True with no documents would delete every document of the collection "
@@ -179,10 +178,11 @@ def start(
         dry_run=dry_run,
         prune=prune,
         keep=kept,
+        complete_files=whole,
         check_stored=check_stored,
         sources=[*([] if info is None else [store]), *reuse_from],
         neighbours=_keeps(store),
-        keep_held=prune and _offers(store, *_LISTS_IDS),
+        keep_held=(prune or bool(whole)) and _offers(store, *_LISTS_IDS),
         progress=progress,
         published=_Published(store, PUBLISHED_BYTES, PUBLISHED_IDS),
         ahead=ChunkAhead(chunker) if len(groups) > 1 else None,
@@ -390,14 +390,16 @@ def verify(run: _Run, published: list[_Plan], vectors: dict[str, Vector]) -> Non
 
 def prune(run: _Run) -> None:
     """With ``prune=True``, delete the documents the collection holds beyond the given
-    ones and ``keep`` (:func:`_gone`): the reads that find them count as ``plan``, the
-    deletes as ``publish``; a dry run only counts them."""
-    if not run.prune or run.info is None:
+    ones and ``keep`` (:func:`_gone`); without it, the records of ``complete_files`` that
+    were not given. The reads that find them count as ``plan``, the deletes as
+    ``publish``; a dry run only counts them."""
+    if run.info is None or not (run.prune or run.complete_files):
         return
     report, seconds = run.report, run.report.seconds
     given = {doc.doc_id for doc in run.docs} | run.keep
+    scope = None if run.prune else records_of(run.complete_files)
     t0 = time.perf_counter()  # reads that find what to delete: plan
-    for points_of in _gone(run.store, given, run.held):
+    for points_of in _gone(run.store, given, run.held, scope):
         seconds["plan"] += time.perf_counter() - t0
         delete = [pid for point_ids in points_of.values() for pid in point_ids]
         for doc_id, point_ids in points_of.items():
@@ -405,6 +407,8 @@ def prune(run: _Run) -> None:
             report.per_document.append(DocumentReport(doc_id, "deleted", deleted=n))
             report.documents["deleted"] += 1
             report.chunks["deleted"] += n
+            if scope is not None:  # counted among the chunks not given
+                report.chunks_not_given -= n
         if not run.dry_run and delete:
             t0 = time.perf_counter()
             run.store.delete(delete)
@@ -439,8 +443,34 @@ _INPUT_COUNTER = {"cache": "from_cache", "store": "from_store", "embed": "embedd
 _LISTS_IDS = ("all_ids", "doc_ids_of")
 
 
-def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[str, list[str]]]:
-    """The documents the collection holds beyond ``given``, each with its points' ids, at
+def doc_id_set(doc_ids: Iterable[str], name: str) -> set[str]:
+    """``doc_ids`` as a set, or an :class:`InputError` naming the argument ``name``."""
+    if isinstance(doc_ids, (str, bytes)) or not isinstance(doc_ids, Iterable):
+        raise InputError(f"{name} takes an iterable of doc_ids, not a {type(doc_ids).__name__}")
+    out = set(doc_ids)
+    if any(not isinstance(doc_id, str) for doc_id in out):
+        raise InputError(f"{name} takes doc_ids (str)")
+    return out
+
+
+def records_of(files: set[str]) -> Callable[[str], bool]:
+    """Whether a doc_id is a record of one of ``files`` (``file#id``; the id may hold a
+    ``#`` too)."""
+
+    def of(doc_id: str) -> bool:
+        return any(char == "#" and doc_id[:i] in files for i, char in enumerate(doc_id))
+
+    return of
+
+
+def _gone(
+    store: VectorStore,
+    given: set[str],
+    held: set[str],
+    scope: Callable[[str], bool] | None = None,
+) -> Iterator[dict[str, list[str]]]:
+    """The documents the collection holds beyond ``given`` (of those, the ones ``scope``
+    takes, when given), each with its points' ids, at
     most :data:`DOC_BATCH` documents at a time. A store that can list its ids and read
     doc_ids by id (``all_ids`` and ``doc_ids_of``: Chroma, where every record's
     metadata costs over ten times its id to read) is asked for its ids, and for the
@@ -453,11 +483,12 @@ def _gone(store: VectorStore, given: set[str], held: set[str]) -> Iterator[dict[
         for page in all_ids():
             others = [pid for pid in page if pid not in held]
             for pid, doc_id in (doc_ids_of(others) if others else {}).items():
-                if doc_id not in given:
+                if doc_id not in given and (scope is None or scope(doc_id)):
                     found.setdefault(doc_id, []).append(pid)
         for batch in batches(sorted(found), DOC_BATCH):
             yield {doc_id: found[doc_id] for doc_id in batch}
         return
-    for batch in batches(sorted(store.doc_ids() - given), DOC_BATCH):
+    gone = store.doc_ids() - given
+    for batch in batches(sorted(d for d in gone if scope is None or scope(d)), DOC_BATCH):
         points_of = store.get_points_many(batch)
         yield {doc_id: [p.id for p in points_of[doc_id]] for doc_id in batch}
