@@ -76,13 +76,18 @@ class RechunkLoader(BaseLoader):
         for path in self.paths:
             fmt = self.format or format_for(path)
             for parsed in parse_file(path, fmt, self.options):
-                source = str(path) if parsed.part is None else f"{path}#{parsed.part}"
+                # ``source`` is the file, as LangChain's loaders (JSONLoader's too) give it:
+                # index()'s cleanup deletes by source, so a record removed from the file
+                # goes when the file is indexed again; the record is ``record`` and the id
                 metadata: dict[str, Any] = {
-                    "source": source,
+                    "source": str(path),
                     "format": fmt,
                     "parser": parsed.version,
                     **parsed.metadata,
                 }
+                if parsed.part is not None:
+                    metadata["record"] = parsed.part
                 if fmt == "pdf" and "pages" in parsed.metadata:
                     metadata["total_pages"] = parsed.metadata["pages"]  # PyPDFLoader's key
-                yield Document(page_content=parsed.text, metadata=metadata, id=source)
+                doc_id = str(path) if parsed.part is None else f"{path}#{parsed.part}"
+                yield Document(page_content=parsed.text, metadata=metadata, id=doc_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,14 +47,44 @@ def test_langchain_loader_gives_the_text_sync_chunks(folder: Path) -> None:
     assert "Home | Blog" not in page.page_content and "Site footer" not in page.page_content
     assert page.metadata["source"] == str(folder / "notes.html")
     assert page.metadata["format"] == "html" and page.metadata["title"] == "Release notes"
-    assert [r.metadata["source"] for r in records] == [
-        f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"
-    ]
+    # the file is the source (as JSONLoader gives it); the record is its own key and the id
+    assert [r.metadata["source"] for r in records] == [str(folder / "faq.jsonl")] * 2
+    assert [r.metadata["record"] for r in records] == ["a", "b"]
+    assert [r.id for r in records] == [f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"]
     chunks = RechunkTextSplitter().split_documents(loaded)
     assert chunks and all(c.metadata["source"] for c in chunks)
     with pytest.raises(ParseError):
         (folder / "bad.pdf").write_bytes(b"not a pdf")
         RechunkLoader(folder / "bad.pdf").load()
+
+
+def test_a_record_removed_from_a_file_leaves_an_index_with_incremental_cleanup(
+    folder: Path,
+) -> None:
+    """LangChain's index() deletes by source: with the file as every record's source, a
+    record removed from the file is deleted when the file is indexed again."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.indexing import InMemoryRecordManager, index
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from rechunk.adapters.langchain import RechunkTextSplitter
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    records = InMemoryRecordManager("faq")
+    records.create_schema()
+    splitter = RechunkTextSplitter()
+
+    def indexed() -> dict[str, Any]:
+        docs = splitter.split_documents(RechunkLoader(folder / "faq.jsonl", id_field="id").load())
+        return index(docs, records, store, cleanup="incremental", source_id_key="source")
+
+    assert indexed()["num_added"] == 2
+    faq = folder / "faq.jsonl"
+    faq.write_text(faq.read_text().splitlines()[1] + "\n")
+    indexed()
+    assert [entry["metadata"]["record"] for entry in store.store.values()] == ["b"]
 
 
 def test_llamaindex_reader_in_simple_directory_reader(folder: Path) -> None:
