@@ -130,3 +130,17 @@ def test_langchain_loader_names_a_pdfs_pages_as_pypdfloader_does(tmp_path: Path)
     assert doc.metadata["total_pages"] == doc.metadata["pages"] == 2
     assert doc.metadata["title"] == "Manual"
     assert doc.metadata["format"] == "pdf" and doc.metadata["parser"].startswith("pdf/")
+
+
+def test_a_loader_asked_for_code_says_what_reads_code(tmp_path: Path) -> None:
+    """Source code is no parser's format: the loaders say what reads and splits it, in the
+    Python API's words (not the command line's --format)."""
+    pytest.importorskip("langchain_core")
+    from rechunk import ConfigError
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    path = tmp_path / "shop.py"
+    path.write_text("def total(items):\n    return sum(items)\n")
+    with pytest.raises(ConfigError, match=r"from_language") as err:
+        RechunkLoader(path, format="code").load()
+    assert "--format" not in str(err.value)

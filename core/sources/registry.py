@@ -97,7 +97,16 @@ def parser_for(fmt: str) -> Parser:
     parser = _LOADED.get(fmt)
     if parser is None:
         if fmt not in FORMATS:
-            raise ConfigError(f"--format {fmt!r}: not a format (one of {', '.join(FORMATS)})")
+            hint = (
+                "; source code is read as it is (LangChain's TextLoader, LlamaIndex's "
+                "SimpleDirectoryReader) and split by the code policy "
+                "(RechunkTextSplitter.from_language, RechunkNodeParser(policy='code'))"
+                if fmt == "code"
+                else ""
+            )
+            raise ConfigError(
+                f"format {fmt!r} is not one a parser reads (one of {', '.join(FORMATS)}){hint}"
+            )
         module, _, cls = FORMATS[fmt][0].partition(":")
         parser = getattr(importlib.import_module(module), cls)()
         _LOADED[fmt] = parser
