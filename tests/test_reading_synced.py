@@ -1,0 +1,102 @@
+"""An application reads a collection `rechunk sync` filled, with the frameworks' own vector
+store classes and rechunk's query embeddings (`RechunkEmbeddings` for LangChain,
+`RechunkEmbedding` for LlamaIndex): the same model, so the same hits as `rechunk query`
+(real CLI, real embedded Qdrant, the packaged model)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rechunk import ConfigError, InputError
+from rechunk.cli import main
+
+DOCS = Path(__file__).resolve().parents[1] / "examples" / "docs"
+QUERY = "what does a sync re-embed after an edit"
+
+
+def top_doc_of_rechunk_query(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    assert main(["query", QUERY, "-k", "1", *args]) == 0
+    first = capsys.readouterr().out.splitlines()[0]  # "1. guide.md [0:120] score 0.61"
+    return first.split(" ", 1)[1].split(" [", 1)[0].split(",", 1)[0]
+
+
+@pytest.fixture()
+def synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(DOCS, tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_langchain_reads_a_synced_collection_with_the_same_model(
+    synced: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("langchain_qdrant")
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.langchain_embeddings import RechunkEmbeddings
+
+    assert main(["sync", "docs"]) == 0
+    want = top_doc_of_rechunk_query(capsys)
+    embeddings = RechunkEmbeddings()
+    assert main(["status"]) == 0
+    assert embeddings.model_id in capsys.readouterr().out  # the model the points record
+    client = QdrantClient(path=str(synced / ".rechunk" / "qdrant"))
+    try:
+        store = QdrantVectorStore(client=client, collection_name="rechunk", embedding=embeddings)
+        (hit,) = store.similarity_search(QUERY, k=1)
+        assert hit.metadata["doc_id"] == want
+    finally:
+        client.close()
+
+
+def test_llamaindex_reads_a_synced_collection_with_the_same_model(
+    synced: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("llama_index.vector_stores.qdrant")
+    from llama_index.core import VectorStoreIndex
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+
+    assert main(["sync", "docs", "--layout", "llamaindex"]) == 0
+    want = top_doc_of_rechunk_query(capsys, "--layout", "llamaindex")
+    client = QdrantClient(path=str(synced / ".rechunk" / "qdrant"))
+    try:
+        index = VectorStoreIndex.from_vector_store(
+            QdrantVectorStore(client=client, collection_name="rechunk"),
+            embed_model=RechunkEmbedding(),
+        )
+        (hit,) = index.as_retriever(similarity_top_k=1).retrieve(QUERY)
+        assert hit.node.metadata["doc_id"] == want
+    finally:
+        client.close()
+
+
+def test_both_give_the_vectors_rechunk_embeds_and_refuse_what_is_not_a_model() -> None:
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from rechunk.adapters.langchain_embeddings import RechunkEmbeddings
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+    from rechunk.integrations.uri import open_embedder
+
+    model = open_embedder()
+    texts = ["A paragraph about syncs.", "Another about stores."]
+    want = model.embed(texts)
+    lc, li = RechunkEmbeddings(model), RechunkEmbedding(model)
+    assert np.allclose(lc.embed_documents(texts), want, atol=1e-6)
+    assert np.allclose(li.get_text_embedding_batch(texts), want, atol=1e-6)
+    assert np.allclose(lc.embed_query(texts[0]), li.get_query_embedding(texts[0]), atol=1e-6)
+    assert li.model_name == lc.model_id == model.model_id
+    with pytest.raises(ConfigError, match="rechunk Embedder, an embedder URI"):
+        RechunkEmbeddings(object())
+    with pytest.raises(ConfigError, match="unknown embedder URI"):
+        RechunkEmbedding("minilm")
+    with pytest.raises(InputError):
+        lc.embed_documents("one str")
