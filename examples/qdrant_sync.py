@@ -30,15 +30,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 warnings.filterwarnings("ignore", message="Payload indexes have no effect")
 
-from langchain_core.embeddings import Embeddings  # noqa: E402
 from langchain_qdrant import QdrantVectorStore as LangChainQdrant  # noqa: E402
 from llama_index.core import VectorStoreIndex  # noqa: E402
-from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
-from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
 from llama_index.vector_stores.qdrant import QdrantVectorStore as LlamaIndexQdrant  # noqa: E402
 from qdrant_client import QdrantClient  # noqa: E402
 
 import rechunk  # noqa: E402
+from rechunk.adapters.langchain_embeddings import RechunkEmbeddings  # noqa: E402
+from rechunk.adapters.llamaindex_embedding import RechunkEmbedding  # noqa: E402
 from rechunk.adapters.qdrant import QdrantStore, local_client  # noqa: E402
 from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder  # noqa: E402
 
@@ -48,38 +47,6 @@ REVISIONS = [
 ]
 DOC_ID = "chunking-guide.md"
 QUERY = "Why does a heading help every chunking policy?"
-
-
-class LangChainMiniLM(Embeddings):
-    """all-MiniLM-L6-v2 as a LangChain Embeddings (queries only in this script)."""
-
-    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
-        self.embedder = embedder
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.embedder.embed(texts).tolist()  # type: ignore[no-any-return]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
-
-class LlamaIndexMiniLM(BaseEmbedding):
-    """all-MiniLM-L6-v2 as a LlamaIndex BaseEmbedding (queries only in this script)."""
-
-    _embedder: SentenceTransformerEmbedder = PrivateAttr()
-
-    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
-        super().__init__(model_name="sentence-transformers/all-MiniLM-L6-v2")
-        self._embedder = embedder
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._embedder.embed([text])[0].tolist()  # type: ignore[no-any-return]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._get_text_embedding(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_text_embedding(query)
 
 
 def sync_revisions(
@@ -106,7 +73,7 @@ def sync_revisions(
         )
 
 
-def read_with_langchain(client: QdrantClient, collection: str, model: LangChainMiniLM) -> str:
+def read_with_langchain(client: QdrantClient, collection: str, model: RechunkEmbeddings) -> str:
     """The first line and position of LangChain's top hit, or why it could not read."""
     try:
         store = LangChainQdrant(client=client, collection_name=collection, embedding=model)
@@ -120,7 +87,7 @@ def read_with_langchain(client: QdrantClient, collection: str, model: LangChainM
     )
 
 
-def read_with_llamaindex(client: QdrantClient, collection: str, model: LlamaIndexMiniLM) -> str:
+def read_with_llamaindex(client: QdrantClient, collection: str, model: RechunkEmbedding) -> str:
     """The first line and position of LlamaIndex's top hit, or why it could not read."""
     try:
         store = LlamaIndexQdrant(client=client, collection_name=collection)
@@ -147,8 +114,9 @@ def main() -> None:
             store.ensure_collection(model.dimension)
             print(f"rechunk.sync into collection {store.collection!r} (layout={layout!r})")
             sync_revisions(store, embedder, chunker)
-        langchain_model = LangChainMiniLM(model)
-        llamaindex_model = LlamaIndexMiniLM(model)
+        # the queries' model: the one the points were synced with
+        langchain_model = RechunkEmbeddings(model)
+        llamaindex_model = RechunkEmbedding(model)
         print(f"query {QUERY!r}")
         print("  LangChain QdrantVectorStore on guide-langchain:")
         print(f"    {read_with_langchain(client, 'guide-langchain', langchain_model)}")
