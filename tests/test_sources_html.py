@@ -390,3 +390,17 @@ def test_spaces_between_words_are_kept_in_every_script() -> None:
         "大阪 名古屋 の 二か所で 試します。",
         "改动之后只重新计算附近的文本。",
     ]
+
+
+def test_ruby_readings_are_left_out() -> None:
+    """Japanese furigana (``<rt>``) and the brackets around it (``<rp>``): the text is the
+    base characters, not the characters and their readings run together."""
+    doc = parse(
+        page(
+            "<p><ruby>障害<rp>(</rp><rt>しょうがい</rt><rp>)</rp></ruby>が"
+            "<ruby>発生<rt>はっせい</rt></ruby>したら当番に連絡します。</p>"
+        )
+    )
+    assert [text for kind, _, text in blocks(doc) if kind == "paragraph"] == [
+        "障害が発生したら当番に連絡します。"
+    ]

@@ -80,6 +80,9 @@ class HtmlRules:
         {
             "nav", "header", "footer", "aside", "script", "style", "noscript", "template",
             "svg", "button", "input", "select", "textarea", "iframe",
+            # a ruby annotation's reading (furigana above 漢字) and the brackets shown
+            # where ruby is not: the text is the base characters, as the page reads
+            "rt", "rp",
         }
     )  # fmt: skip
     drop_roles: frozenset[str] = frozenset(
