@@ -663,6 +663,15 @@ def test_reindex_on_chroma_says_what_to_switch(notes: Path,
     assert again["documents"]["unchanged"] == 5 and again["inputs"]["embedded"] == 0
     assert main(["reindex", "--policy", "cdc", "--store", "chroma:st",
                  "--collection", generation]) == 0  # fmt: skip
+    # the cron line that still syncs the old name is told where readers went
+    from rechunk.sync.generations import NewerGenerationWarning
+
+    said = f"built from it \\('{generation}'\\).*\\(--collection {generation}\\)"
+    with pytest.warns(NewerGenerationWarning, match=said):
+        assert main(["sync", "notes", "--store", "chroma:st"]) == 0
+    # the generation's own sync: its nested generation is named the same way
+    with pytest.warns(NewerGenerationWarning, match=f"--collection {generation}__cdc-"):
+        assert main(["sync", "notes", "--store", "chroma:st", "--collection", generation]) == 0
 
 
 def test_reports_carry_no_document_text(workdir: Path, capsys: pytest.CaptureFixture[str],

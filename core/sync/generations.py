@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -29,6 +30,7 @@ from rechunk.sync.store import VectorStore
 
 __all__ = [
     "GenerationalStore",
+    "NewerGenerationWarning",
     "ReindexReport",
     "generation_name",
     "generations",
@@ -121,6 +123,9 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     name = store.collection
     if aliases is None:
         store.ensure_collection(dimension)
+        newer = generations(store)
+        if newer:
+            warnings.warn(NewerGenerationWarning(name, newer), stacklevel=2)
         return store
     if name in aliases:
         expected = generation_name(name, chunker.policy_id)
@@ -145,6 +150,19 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     generation.ensure_collection(dimension)
     store.switch_alias(generation.collection)
     return store
+
+
+class NewerGenerationWarning(UserWarning):
+    """A sync writes a collection of a store with no aliases (Chroma) that ``reindex``
+    built generations from: an application switched to one of them does not see it."""
+
+    def __init__(self, name: str, newer: list[str]) -> None:
+        super().__init__(
+            f"collection {name!r} has generations `rechunk reindex` built from it "
+            f"({', '.join(repr(n) for n in newer)}); with no aliases here, an application "
+            "switched to one does not see this sync: sync that generation "
+            f"(--collection {newer[-1]}), or drop the ones no one reads"
+        )
 
 
 def _renew_if_empty(generation: Any, dimension: int) -> bool:
