@@ -42,7 +42,7 @@ class RechunkEmbeddings(Embeddings):
     def model_id(self) -> str:
         return str(self.embedder.model_id)
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:  # type: ignore[override]
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_texts(self.embedder, texts)
 
     def embed_query(self, text: str) -> list[float]:

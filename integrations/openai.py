@@ -264,10 +264,9 @@ def _described(exc: BaseException | None) -> str:
 def _codes(error: Any) -> str:
     """``", type T, code C"``: the identifier fields of an OpenAI-style error (an exception's
     attributes or the ``error`` object of an answer), which name a fault without quoting."""
-    get = error.get if isinstance(error, dict) else lambda key: getattr(error, key, None)
     named = []
     for key in ("type", "code", "param"):
-        value = get(key)
+        value = error.get(key) if isinstance(error, dict) else getattr(error, key, None)
         if isinstance(value, str) and _IDENTIFIER.fullmatch(value):
             named.append(f"{key} {value}")
     return "".join(f", {part}" for part in named)

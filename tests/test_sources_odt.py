@@ -205,7 +205,7 @@ def test_what_is_not_an_opendocument_text_is_a_parse_error() -> None:
     with pytest.raises(ParseError, match="not an OpenDocument text"):
         parse(sheet)
     said = _rewritten(guide(), {"mimetype": b"a private note, not a media type"})
-    with pytest.raises(ParseError, match="its mimetype is not a media type$"):
+    with pytest.raises(ParseError, match=r"its mimetype is not a media type$"):
         parse(said)
     # a password-protected package: its manifest gives content.xml encryption data
     ns = "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"
