@@ -8,9 +8,12 @@ Both adapters accept what LangChain's ``TextSplitter`` and LlamaIndex's
   It is a maximum, as in the frameworks: the chunker's hard maximum, and its
   target sizes are derived from it (:func:`sizes_for`).
 * ``chunk_overlap``: each chunk after the first also carries up to this many
-  units of the text before it, whole words only (:func:`pieces`). The chunker
-  cuts cores of ``chunk_size - chunk_overlap`` so that a core with its overlap
-  stays within ``chunk_size``.
+  units of the text before it, whole words only (:func:`pieces`): a word is a run
+  without whitespace, so unspaced Chinese, Japanese or Thai gets an overlap only
+  where such a run before the chunk is short enough (a heading's last word, a short
+  line, a sentence the chunker cut off a run). The chunker cuts cores of
+  ``chunk_size - chunk_overlap`` so that a core with its overlap stays within
+  ``chunk_size``; a core the overlap would repeat whole joins the next chunk instead.
 * Without ``chunk_size`` and without rechunk sizes, a tokenizer whose model
   window is known (:func:`window_for`) gets the sizes :func:`rechunk.chunking.policy.policy_for`
   gives that model; a size above the window is refused.
@@ -475,8 +478,9 @@ class Piece:
     """One framework chunk: ``text == source[start:end]``; ``tokens`` counts ``text``.
 
     ``core_start`` is where the chunker's own span starts (after the overlap);
-    ``tile_start`` / ``tile_end`` is the chunker's span itself (the spans of all
-    chunks tile the text: the ``start`` / ``end`` that ``rechunk.sync`` stores).
+    ``tile_start`` / ``tile_end`` is the chunker's span itself, or two adjacent spans
+    when a short one joined the next (see :func:`pieces`); the spans of all chunks
+    tile the text: the ``start`` / ``end`` that ``rechunk.sync`` stores.
     """
 
     start: int
@@ -518,7 +522,10 @@ def pieces(
     chunk over ``chunk_size`` it could have split.
     With ``sizing.overlap``, every piece after the first starts earlier, at the
     first of the last words of the preceding text whose text holds at most
-    ``overlap`` units and keeps the piece within ``sizing.limit``.
+    ``overlap`` units and keeps the piece within ``sizing.limit``. A piece never
+    lies wholly inside the next: when the overlap would take all of it, the two are
+    one piece (its ``tile_start`` the earlier one's, so the tiles still tile the
+    text).
     The text of a piece is always ``text[start:end]``, never normalised.
     """
     counter = getattr(sizing.chunker, "token_counter", None)
@@ -575,36 +582,82 @@ def _halves(text: str, chunk: Chunk) -> list[Chunk]:
 def _overlapped(
     text: str, out: list[Piece], spans: list[tuple[int, int]], sizing: Sizing
 ) -> list[Piece]:
+    """``out`` with each piece's overlap (see :func:`pieces`); ``spans`` are the chunker's
+    spans without their edge whitespace.
+
+    A piece whose overlap would take all of the piece before it (a short core, such as
+    a sentence's tail, next to a chunk that has room for it) takes that piece in: the
+    two become one chunk when it fits within ``sizing.limit``, else the overlap stops
+    short of the earlier piece's first word. Emitting both would give a chunk wholly
+    inside the next, which LangChain's splitters never return (they close a chunk only
+    when the next text does not fit) and which costs an embedding for nothing.
+    """
     counter = sizing.counter
     assert counter is not None
     result: list[Piece] = []
-    for i, piece in enumerate(out):
-        if i == 0:
-            result.append(piece)
-            continue
-        words = [(m.start(), m.end()) for m in _WORD.finditer(text, spans[i - 1][0], spans[i][0])]
-        counts = counter.count_many([text[s:e] for s, e in words])
-        budget = min(sizing.overlap, sizing.limit - piece.tokens)
-        taken, total = len(words), 0
-        for k in range(len(words) - 1, -1, -1):
-            if total + counts[k] > budget:
+    cores: list[tuple[int, int]] = []  # the chunker's text of each piece in ``result``
+    for piece, core in zip(out, spans):
+        while result:
+            lapped = _lapped(text, piece, cores[-1][0], core[0], sizing)
+            before = result[-1]
+            if lapped.start > _trimmed(text, before.start, before.end)[0]:
+                piece = lapped
                 break
-            total += counts[k]
-            taken = k
-        # the sum leaves out the whitespace between the words (which a length function
-        # counts) and the counter need not be additive: count the real texts, and drop
-        # words of the overlap until both fit
-        while taken < len(words):
-            start = min(words[taken][0], piece.start)
-            lap, count = counter.count_many(
-                [text[words[taken][0] : words[-1][1]], text[start : piece.end]]
+            # keep the whitespace keep_separator gave the earlier piece
+            start = min(before.start, lapped.start)
+            count = lapped.tokens
+            if start < lapped.start:
+                count = counter.count_many([text[start : lapped.end]])[0]
+            if count > sizing.limit:
+                # the whitespace before the earlier piece does not fit: overlap its words
+                # after the first only
+                first = _WORD.search(text, cores[-1][0], core[0])
+                lo = first.end() if first is not None else core[0]
+                piece = _lapped(text, piece, lo, core[0], sizing)
+                break
+            result.pop()
+            piece = Piece(
+                start,
+                lapped.end,
+                text[start : lapped.end],
+                count,
+                before.core_start,
+                before.tile_start,
+                piece.tile_end,
             )
-            if lap <= sizing.overlap and count <= sizing.limit:
-                piece = replace(piece, start=start, text=text[start : piece.end], tokens=count)
-                break
-            taken += 1
+            core = (cores.pop()[0], core[1])
         result.append(piece)
+        cores.append(core)
     return result
+
+
+def _lapped(text: str, piece: Piece, lo: int, hi: int, sizing: Sizing) -> Piece:
+    """``piece`` starting at the first of the last words of ``text[lo:hi]`` whose text
+    holds at most ``sizing.overlap`` units and keeps the piece within ``sizing.limit``
+    (``piece`` itself when no word fits)."""
+    counter = sizing.counter
+    assert counter is not None
+    words = [(m.start(), m.end()) for m in _WORD.finditer(text, lo, hi)]
+    counts = counter.count_many([text[s:e] for s, e in words])
+    budget = min(sizing.overlap, sizing.limit - piece.tokens)
+    taken, total = len(words), 0
+    for k in range(len(words) - 1, -1, -1):
+        if total + counts[k] > budget:
+            break
+        total += counts[k]
+        taken = k
+    # the sum leaves out the whitespace between the words (which a length function
+    # counts) and the counter need not be additive: count the real texts, and drop
+    # words of the overlap until both fit
+    while taken < len(words):
+        start = min(words[taken][0], piece.start)
+        lap, count = counter.count_many(
+            [text[words[taken][0] : words[-1][1]], text[start : piece.end]]
+        )
+        if lap <= sizing.overlap and count <= sizing.limit:
+            return replace(piece, start=start, text=text[start : piece.end], tokens=count)
+        taken += 1
+    return piece
 
 
 def chunk_named(chunker: Chunker, text: str, where: str) -> list[Chunk]:

@@ -42,7 +42,8 @@ query`` and ``status`` read both); ``occurrence`` is this path's own (ids need i
 ``ordinal``         the chunk's position among the chunks of its source (in one call)
 ``start``/``end``   the chunk's span as rechunk's chunker cut it (the spans tile the text,
                     whitespace between chunks included, overlap left out): the values
-                    ``rechunk.sync`` stores for the same chunk
+                    ``rechunk.sync`` stores for the same chunk (with ``chunk_overlap``, a
+                    short span the overlap would repeat whole is joined to the next one)
 ``tokens``          content tokens of ``page_content`` under the chunker's tokenizer
 ``occurrence``      how many earlier chunks of the same source (in one call) share this
                     input key
@@ -247,7 +248,9 @@ class RechunkTextSplitter(TextSplitter):
       (all-MiniLM-L6-v2 by default: structured 138/198 tokens, never above 254).
       A size above a known window is a :class:`~rechunk.ConfigError`.
     * ``chunk_overlap`` (default 0): every chunk after the first also starts with
-      up to this many units of the text before it (whole words). Overlap makes
+      up to this many units of the text before it (whole words: a run without
+      whitespace is one word, so unspaced Chinese mostly gets none), and no chunk
+      lies wholly inside the next, as in LangChain. Overlap makes
       an edit near a boundary change two chunks' inputs; see the README for its
       measured cost.
     * ``add_start_index`` (default True): write ``start_index``/``end_index``.

@@ -171,6 +171,157 @@ def test_len_counts_every_character_of_a_chunk_and_its_overlap(
         assert len(lap) <= overlap
 
 
+def _handbook(topics: list[str]) -> str:
+    """A Chinese handbook like the one the overlap bug was found on: each chapter's first
+    paragraph is a little longer than a chunk's core at ``chunk_size=200,
+    chunk_overlap=40``, so its last sentence (30 characters) is cut off on its own."""
+    chapters = []
+    for n, topic in enumerate(topics, 1):
+        chapters.append(
+            f"## 第{n}章 {topic}\n\n"
+            f"本章说明{topic}的日常流程，适用于所有生产环境的服务器。每周一上午十点，值班工程师需要"
+            f"检查{topic}相关的告警记录，并把结果写入共享表格。如果发现异常，请先在工作群里通知负责人，"
+            f"再按照第{n}节的步骤处理。所有操作都必须留下记录，包括执行人、时间、命令和结果，以便日后审计。"
+            f"对于{topic}配置的任何修改，都要先在测试环境验证至少二十四小时。\n\n"
+            f"第{n}章的常见问题包括：磁盘空间不足、进程意外退出、证书过期以及配置文件格式错误。"
+            "遇到磁盘空间不足时，可以先清理七天以前的临时文件，然后再观察使用率是否下降。"
+            "如果问题在三十分钟内没有解决，请升级给二线支持团队，并附上完整的排查过程。"
+            "我们鼓励大家在事后写一份简短的复盘报告，说明原因、影响范围和改进措施。"
+        )
+    return "# 运维手册\n\n" + "\n\n".join(chapters) + "\n"
+
+
+#: (text, chunk_size, chunk_overlap) on which a chunk used to lie wholly inside the next:
+#: a short core (a sentence's tail; a chunk shorter than the overlap) was emitted, then
+#: the next chunk's overlap took all of it
+_SHORT_CORES = {
+    "zh": (_handbook(["备份", "监控", "发布", "权限", "日志", "容量", "网络", "安全"]), 200, 40),
+    "en": (
+        "\n\n".join(
+            f"Short one {n}. " + "A longer sentence about backups and restores follows. " * 3
+            for n in range(6)
+        ),
+        120,
+        60,
+    ),
+}
+
+
+def _chars(text: str) -> list[str]:
+    """A LlamaIndex tokenizer whose tokens are characters (``chunk_size`` counts like ``len``)."""
+    return list(text)
+
+
+def _framework_chunks(
+    framework: str,
+    text: str,
+    size: int,
+    overlap: int,
+    policy: str = "structured",
+    keep: Any = ("end", True),
+) -> list[tuple[int, int, int, int]]:
+    """``(start, end, tile start, tile end)`` of each chunk the framework adapter returns,
+    with the size counted in characters; checks that each chunk's text is its slice."""
+    if framework == "langchain":
+        splitter = RechunkTextSplitter(
+            policy,
+            chunk_size=size,
+            chunk_overlap=overlap,
+            length_function=len,
+            keep_separator=keep[0],
+            strip_whitespace=keep[1],
+        )
+        docs = splitter.create_documents([text], [{"source": "t"}])
+        found = [(d.page_content, d.metadata) for d in docs]
+        spans = [(m["start_index"], m["end_index"]) for _, m in found]
+    else:
+        parser = RechunkNodeParser(
+            policy, chunk_size=size, chunk_overlap=overlap, tokenizer=_chars, embed_metadata=False
+        )
+        nodes = parser.get_nodes_from_documents([LlamaDocument(text=text, id_="t")])
+        found = [(n.text, n.metadata) for n in nodes]
+        spans = [(n.start_char_idx, n.end_char_idx) for n in nodes]
+    assert all(text[s:e] == chunk for (s, e), (chunk, _) in zip(spans, found))
+    return [(s, e, m["start"], m["end"]) for (s, e), (_, m) in zip(spans, found)]
+
+
+def _check_overlap_contract(
+    text: str, chunks: list[tuple[int, int, int, int]], size: int, overlap: int
+) -> None:
+    """What LangChain's splitters keep: a chunk is at most ``size`` long, shares at most
+    ``overlap`` characters with the next (whitespace at the seam aside), and no chunk lies
+    wholly inside a neighbour; the chunker's spans (``start``/``end``) still tile the text."""
+    spans = [(s, e) for s, e, _, _ in chunks]
+    assert all(e - s <= size for s, e in spans)
+    for (s1, e1), (s2, e2) in zip(spans, spans[1:]):
+        assert not (s2 <= s1 and e1 <= e2), f"{(s1, e1)} lies inside the next chunk {(s2, e2)}"
+        assert not (s1 <= s2 and e2 <= e1), f"{(s2, e2)} lies inside the chunk before {(s1, e1)}"
+        assert len(text[s2:e1].strip()) <= overlap
+    tiles = [(a, b) for _, _, a, b in chunks]
+    assert tiles[0][0] == 0 and tiles[-1][1] == len(text)
+    assert all(b1 == a2 for (_, b1), (a2, _) in zip(tiles, tiles[1:]))
+
+
+@pytest.mark.parametrize("framework", ["langchain", "llamaindex"])
+@pytest.mark.parametrize("sample", sorted(_SHORT_CORES))
+def test_a_short_chunk_is_not_repeated_whole_in_the_next(framework: str, sample: str) -> None:
+    """The overlap never takes all of the chunk before: the short chunk and the next one are
+    one chunk (they fit in ``chunk_size`` together), as in LangChain, whose splitter closes
+    a chunk only when the next text does not fit."""
+    text, size, overlap = _SHORT_CORES[sample]
+    chunks = _framework_chunks(framework, text, size, overlap)
+    _check_overlap_contract(text, chunks, size, overlap)
+    if sample == "zh":
+        # no chunk is added by the overlap: eight 30-character tails were
+        assert len(chunks) == len(_framework_chunks(framework, text, size, 0))
+    # the stock splitter on the same input keeps the same contract
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    stock = RecursiveCharacterTextSplitter(
+        chunk_size=size, chunk_overlap=overlap, length_function=len, add_start_index=True
+    ).create_documents([text])
+    starts = [d.metadata["start_index"] for d in stock]
+    stock_spans = [(s, s + len(d.page_content)) for s, d in zip(starts, stock)]
+    assert not any(b[0] <= a[0] and a[1] <= b[1] for a, b in zip(stock_spans, stock_spans[1:]))
+
+
+_CJK_RUNS = st.text("备份监控发布。，", min_size=1, max_size=40)
+_LATIN_WORDS = st.text("abcxyz.,", min_size=1, max_size=12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    words=st.lists(
+        st.tuples(st.one_of(_LATIN_WORDS, _CJK_RUNS), _LINE_BREAKS),
+        min_size=1,
+        max_size=60,
+    ),
+    size=st.integers(20, 160),
+    overlap_share=st.sampled_from([0.1, 0.3, 0.6, 0.9]),
+    policy=st.sampled_from(["structured", "recursive", "fixed"]),
+    keep=st.sampled_from([("end", True), ("end", False), (True, False), (False, False)]),
+    framework=st.sampled_from(["langchain", "llamaindex"]),
+)
+def test_no_chunk_lies_inside_a_neighbour_whatever_the_overlap(
+    words: list[tuple[str, str]],
+    size: int,
+    overlap_share: float,
+    policy: str,
+    keep: Any,
+    framework: str,
+) -> None:
+    """Short chunks (a chunk shorter than the overlap, a sentence cut off an unspaced
+    Chinese run) next to chunks with room to spare: the overlap contract holds in both
+    frameworks, wherever ``keep_separator`` puts the whitespace."""
+    text = "".join(w + sep for w, sep in words)
+    overlap = min(size - 1, int(size * overlap_share))
+    if framework == "llamaindex":
+        keep = ("end", True)  # SentenceSplitter strips; it has no keep_separator
+    chunks = _framework_chunks(framework, text, size, overlap, policy, keep)
+    if chunks:
+        _check_overlap_contract(text, chunks, size, overlap)
+
+
 def test_add_start_index_false_leaves_the_offsets_out() -> None:
     docs = RechunkTextSplitter(add_start_index=False).create_documents([GUIDE], [{"source": "g"}])
     assert docs and not any("start_index" in d.metadata or "end_index" in d.metadata for d in docs)
