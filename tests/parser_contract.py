@@ -61,9 +61,14 @@ def check_parsed(doc: Parsed) -> None:
         else:
             assert block.level == 0
         json.dumps(dict(block.locator))  # JSON values a reader can cite
+        json.dumps([dict(where) for _, where in block.pieces])
         last = block.end
     json.dumps(dict(doc.metadata))
     assert doc.part is None or isinstance(doc.part, str)
+
+
+def _pieces(block: Any) -> list[Any]:
+    return [[at, dict(where)] for at, where in block.pieces]
 
 
 def fingerprint(docs: list[Parsed]) -> list[Any]:
@@ -71,7 +76,9 @@ def fingerprint(docs: list[Parsed]) -> list[Any]:
     return [
         {
             "text": hashlib.sha256(d.text.encode("utf-8")).hexdigest(),
-            "blocks": [[b.kind, b.start, b.end, b.level, dict(b.locator)] for b in d.blocks],
+            "blocks": [
+                [b.kind, b.start, b.end, b.level, dict(b.locator), _pieces(b)] for b in d.blocks
+            ],
             "parser": d.parser,
             "version": d.version,
             "part": d.part,

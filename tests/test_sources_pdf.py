@@ -411,6 +411,39 @@ def test_hyphens_at_line_and_page_ends() -> None:
         assert "Typeset Test Document" not in doc.text and "- 2 -" not in doc.text
 
 
+def test_a_span_of_a_paragraph_across_page_breaks_cites_the_pages_its_text_is_on() -> None:
+    """A paragraph goes on over two page breaks: the block cites its first and last page,
+    and a span of it cites the pages of the lines it covers: one that starts after a
+    break is not on the page before (a chunk of page 2's text was cited "pp. 1-2"), one
+    across a break is on both."""
+    lead = wrap(paragraphs_from(31, 1, sentences=5)[0])
+    long = wrap(" ".join(paragraphs_from(32, 6, sentences=5)))
+    tail = [wrap(p) for p in paragraphs_from(33, 4)]
+    per_page = len(lead) + 4  # `long` starts 4 lines above page 1's foot
+    assert len(long) > 4 + per_page + 2  # and ends on page 3 or later
+    doc = parse(typeset([lead, long, *tail], per_page=per_page))
+    assert block_texts(doc) == [" ".join(lines) for lines in (lead, long, *tail)]
+    block = [b for b in doc.blocks if b.kind == "paragraph"][1]
+    # each line of `long`: its span in the text and the page it is set on
+    lines, at = [], block.start
+    for number, line in enumerate(long):
+        assert doc.text[at : at + len(line)] == line
+        lines.append((at, at + len(line), (len(lead) + number) // per_page + 1))
+        at += len(line) + 1
+    assert [page for _, _, page in lines[:5]] == [1, 1, 1, 1, 2]
+    last_page = lines[-1][2]
+    assert last_page >= 3 and block.locator == {"page": [1, last_page]}
+    for i, (start, _, first) in enumerate(lines):
+        for _, end, last in lines[i:]:
+            assert locate(doc, start, end)["pages"] == [first, last], (start, end)
+            # from inside the first line to inside the last (a chunk cut mid-line)
+            assert locate(doc, start + 2, end - 2)["pages"] == [first, last], (start, end)
+    # the whole block, and a span from the paragraph before it into its page 2
+    assert locate(doc, block.start, block.end)["pages"] == [1, last_page]
+    assert locate(doc, doc.blocks[0].start, lines[4][1])["pages"] == [1, 2]
+    assert locate(doc, lines[-1][0], len(doc.text))["pages"] == [last_page, doc.metadata["pages"]]
+
+
 def test_chinese_in_a_cid_font_without_spaces() -> None:
     """reportlab's built-in CID font (STSong-Light): PDFium reads it, and lines of Chinese
     join without a space."""

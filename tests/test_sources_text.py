@@ -387,3 +387,46 @@ def test_the_indexed_locator_finds_what_a_scan_of_every_block_finds(case: Any) -
         if pages:
             expected["pages"] = [min(pages), max(pages)]
         assert locator(start, end) == expected
+
+
+@pytest.mark.parametrize("kind", ["heading", "paragraph", "list_item", "quote", "code"])
+def test_the_builder_carries_a_blocks_pieces_over_cleaning_and_markup(kind: str) -> None:
+    """A block's pieces (where each page's part of a paragraph joined across pages starts)
+    are offsets into the text a parser gives; the builder moves each over the whitespace
+    it collapses or drops and the markup it adds, so a piece starts at its own first
+    character and a span cites only the pieces it covers. A piece with no character
+    left is dropped."""
+    from rechunk.sources.base import Locator, TextBuilder
+
+    raw = "  # one  two\n three 中文\n中文 four \t five  "
+    offsets = [0, raw.index("three"), raw.index("中文", raw.index("\n中")), raw.index("five")]
+    offsets.append(len(raw) - 1)  # in the trailing whitespace: nothing of it is left
+    pieces = [(at, {"page": page}) for page, at in enumerate(offsets, 1)]
+    builder = TextBuilder()
+    builder.paragraph("Before.", page=1)
+    getattr(builder, kind)(raw, page=[1, 5], pieces=pieces)
+    builder.paragraph("After.", page=5)
+    doc = builder.build("test", "test/1")
+    block = doc.blocks[1]
+    assert block.kind == kind and block.locator == {"page": [1, 5]}
+    starts = [at for at, _ in block.pieces]
+    assert starts[0] == block.start and len(starts) == 4
+    for at, word in zip(starts[1:], ("three", "中文", "five")):
+        assert doc.text.startswith(word, at)
+    locate = Locator(doc)
+    for i, at in enumerate(starts):
+        assert locate(at, block.end)["pages"] == [i + 1, 4]
+        if i:
+            assert locate(at, at)["pages"] == [i + 1, i + 1]  # a point: the piece it opens
+            assert locate(block.start, at)["pages"] == [1, i]
+            assert locate(doc.blocks[0].start, at + 1)["pages"] == [1, i + 1]
+    assert locate(starts[2], doc.blocks[2].end)["pages"] == [3, 5]
+
+
+def test_a_blocks_pieces_cut_its_span_in_order() -> None:
+    from rechunk.sources.base import Block
+
+    Block("paragraph", 2, 9, pieces=((2, {"page": 1}), (5, {"page": 2})))
+    for cut in ([(3, 1)], [(2, 1), (9, 2)], [(2, 1), (6, 2), (6, 3)], [(2, 1), (6, 2), (4, 3)]):
+        with pytest.raises(ValueError, match="pieces"):
+            Block("paragraph", 2, 9, pieces=tuple((at, {"page": p}) for at, p in cut))

@@ -83,6 +83,10 @@ class LayoutBlock:
     level: int = 0  # a heading's level; a list item's depth
     ordered: int | None = None  # an ordered list item's number
     rows: list[list[str]] = field(default_factory=list)  # a table's cells
+    # (offset into text, page) where each page after the first starts in a paragraph,
+    # list item or code block that goes on across a page break: a citation of part of
+    # the block names the pages that part is on
+    page_starts: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -820,8 +824,8 @@ def _full(a: _Line, b: _Line) -> bool:
     return a.x1 + space + b.first_word > a.right + 0.5
 
 
-def _code_text(lines: list[_Line]) -> str:
-    """Monospaced lines with their indentation and inner spacing kept."""
+def _code_lines(lines: list[_Line]) -> list[str]:
+    """Monospaced lines with their indentation and inner spacing kept, one per line."""
     widths = sorted(
         g.x1 - g.x0 for line in lines for run in line.runs for g in run.glyphs if g.x1 > g.x0
     )
@@ -842,7 +846,7 @@ def _code_text(lines: list[_Line]) -> str:
                 chars.append(glyph.char)
                 previous = glyph
         out.append("".join(chars).rstrip())
-    return "\n".join(out)
+    return out
 
 
 @dataclass
@@ -855,6 +859,7 @@ class _Open:
     ordered: int | None = None
     text_x: float = 0.0  # where a list item's text (after its marker) starts
     text: str = ""
+    page_starts: list[tuple[int, int]] = field(default_factory=list)  # (offset in text, page)
 
 
 def _text_breaks(a: _Line, b: _Line, block: _Open, stats: _Stats) -> bool:
@@ -952,24 +957,34 @@ def _start(line: _Line, stats: _Stats) -> _Open:
 
 
 def _emit(block: _Open, stats: _Stats) -> LayoutBlock:
-    block.text = block.text.replace("\u00ad", "")  # a soft hyphen inside a line is invisible
+    # a soft hyphen inside a line is invisible (the page starts move back over those before)
+    starts = [(at - block.text.count("\u00ad", 0, at), page) for at, page in block.page_starts]
+    block.text = block.text.replace("\u00ad", "")
     pages = (block.lines[0].page, block.lines[-1].page)
     if block.kind == "table":
         cells = block.lines[0].cells or []
         rows = [[_cell_text(cell, stats) for cell in row] for row in cells]
         return LayoutBlock("table", "", pages, rows=rows)
     if block.kind == "code":
-        return LayoutBlock("code", _code_text(block.lines), pages)
+        code = _code_lines(block.lines)
+        at = 0
+        for number, (line, text) in enumerate(zip(block.lines, code)):
+            if number and line.page != block.lines[number - 1].page:
+                starts.append((at, line.page))
+            at += len(text) + 1
+        return LayoutBlock("code", "\n".join(code), pages, page_starts=starts)
     if block.kind == "heading":
-        return LayoutBlock("heading", block.text, pages, level=block.level)
+        return LayoutBlock("heading", block.text, pages, level=block.level, page_starts=starts)
     if block.kind == "list_item":
         # nesting from how far the item's text is set in, two ems a level: ranking the
         # indents a document happens to use would renumber its lists when an edit adds
         # a list at a new indent
         offset = block.text_x - block.lines[0].left
         depth = min(max(round(offset / (2 * stats.body)) - 1, 0), 5)
-        return LayoutBlock("list_item", block.text, pages, level=depth, ordered=block.ordered)
-    return LayoutBlock("paragraph", block.text, pages)
+        return LayoutBlock(
+            "list_item", block.text, pages, level=depth, ordered=block.ordered, page_starts=starts
+        )
+    return LayoutBlock("paragraph", block.text, pages, page_starts=starts)
 
 
 def _frames(lines: list[_Line], stats: _Stats) -> None:
@@ -1176,6 +1191,8 @@ def layout(pages: Iterable[Page]) -> list[LayoutBlock]:
             block.lines.append(b)
             if block.kind != "code":
                 block.text = _join(block.text, b.text, stats)
+                if b.page != a.page:  # the joined text ends with b's, from its first character
+                    block.page_starts.append((len(block.text) - len(b.text.lstrip()), b.page))
     opened.append(block)
     _headings(opened, stats)
     return _merge_tables([_emit(block, stats) for block in opened])

@@ -49,6 +49,13 @@ class Block:
     block is in the source, in JSON values a reader can cite: ``{"page": 3}`` (1-based),
     ``{"slide": 2}``, ``{"sheet": "Q3", "row": 14}``, ``{"cell": 5}``, ``{"line": 40}``;
     a block that spans several pages (or lines) gives ``[first, last]`` instead of one int.
+
+    ``pieces`` says where inside such a block its locator changes: ``(offset, locator)``
+    pairs in text order, the first at ``start``, each piece's locator holding from its
+    offset to the next piece's (``{"page": 1}`` up to the page break, ``{"page": 2}``
+    after it). A span of the block then cites what its own characters lie on: a chunk
+    that starts after the break in a paragraph joined across it is on page 2 only. Empty
+    when the whole block has one locator.
     """
 
     kind: str
@@ -56,12 +63,22 @@ class Block:
     end: int
     level: int = 0
     locator: Mapping[str, Any] = field(default_factory=dict)
+    pieces: tuple[tuple[int, Mapping[str, Any]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in BLOCK_KINDS:
             raise ValueError(f"block kind {self.kind!r} is not one of {BLOCK_KINDS}")
         if not 0 <= self.start <= self.end:
             raise ValueError(f"block span [{self.start}, {self.end}) is not a span")
+        offsets = [offset for offset, _ in self.pieces]
+        if offsets and (
+            offsets[0] != self.start
+            or offsets[-1] >= self.end
+            or any(a >= b for a, b in zip(offsets, offsets[1:]))
+        ):
+            raise ValueError(
+                f"block pieces {offsets} do not cut the span [{self.start}, {self.end}) in order"
+            )
 
 
 @dataclass(frozen=True)
@@ -130,12 +147,20 @@ def clean_inline(text: str) -> str:
     return _SPACE.sub(" ", _UNSPACED_BREAK.sub("", text)).strip()
 
 
+_VISIBLE = re.compile(r"\S")
+
+
 class TextBuilder:
     """Writes the Markdown-shaped text of a parsed document and records its blocks.
 
     Blocks are separated by a blank line; consecutive list items and table rows by one
     line break. Inline text is cleaned with :func:`clean_inline`; a block that is empty
     after cleaning is dropped, so an empty element never yields an empty block.
+
+    ``pieces`` (headings, paragraphs, list items, quotes, code) are ``(offset, locator)``
+    pairs with offsets into the ``text`` given, where its locator changes (a paragraph
+    joined across a page break: where each page's part starts); the builder carries them
+    through the cleaning and the block's markup into :attr:`Block.pieces`.
     """
 
     def __init__(self) -> None:
@@ -144,7 +169,15 @@ class TextBuilder:
         self._blocks: list[Block] = []
         self._last_kind: str | None = None
 
-    def _add(self, kind: str, body: str, level: int, locator: Mapping[str, Any]) -> None:
+    def _add(
+        self,
+        kind: str,
+        body: str,
+        level: int,
+        locator: Mapping[str, Any],
+        pieces: Sequence[tuple[int, Mapping[str, Any]]] = (),
+    ) -> None:
+        """Append a block; ``pieces``' offsets are into ``body``."""
         if self._parts:
             joined = kind in ("list_item",) and self._last_kind == kind
             sep = "\n" if joined else "\n\n"
@@ -153,29 +186,79 @@ class TextBuilder:
         start = self._length
         self._parts.append(body)
         self._length += len(body)
-        self._blocks.append(Block(kind, start, self._length, level, dict(locator)))
+        cut: list[tuple[int, Mapping[str, Any]]] = []
+        for index, (offset, where) in enumerate(pieces):
+            at = start if index == 0 else min(start + offset, self._length)
+            if cut and at <= cut[-1][0]:
+                cut.pop()  # the piece before holds no character
+            if at < self._length:
+                cut.append((at, dict(where)))
+        block = Block(kind, start, self._length, level, dict(locator), tuple(cut))
+        self._blocks.append(block)
         self._last_kind = kind
 
-    def heading(self, text: str, level: int = 1, **locator: Any) -> None:
+    @staticmethod
+    def _pieces(
+        raw: str, clean: str, prefix: str, pieces: Sequence[tuple[int, Mapping[str, Any]]]
+    ) -> list[tuple[int, Mapping[str, Any]]]:
+        """``pieces``, offsets into ``raw`` in order, as offsets into ``prefix + clean``,
+        where ``clean`` is ``raw`` with whitespace collapsed, dropped or stripped and
+        nothing else (what :func:`clean_inline` and ``strip`` do): a piece starts at the
+        character of ``clean`` after as many visible ones as ``raw`` has before it. A
+        piece after the first with no character left in ``clean`` is dropped."""
+        if not pieces:
+            return []
+        visible = [match.start() for match in _VISIBLE.finditer(clean)]
+        cut = []
+        seen = last = 0  # the visible characters of raw[:last]
+        for index, (offset, where) in enumerate(pieces):
+            offset = max(offset, last)
+            seen += len(_VISIBLE.findall(raw, last, offset))
+            last = offset
+            at = visible[seen] if seen < len(visible) else len(clean)
+            if index == 0 or at < len(clean):
+                cut.append((len(prefix) + at, where))
+        return cut
+
+    def heading(
+        self,
+        text: str,
+        level: int = 1,
+        *,
+        pieces: Sequence[tuple[int, Mapping[str, Any]]] = (),
+        **locator: Any,
+    ) -> None:
         body = clean_inline(text)
         if body:
             level = min(max(level, 1), 6)
-            self._add("heading", "#" * level + " " + body, level, locator)
+            prefix = "#" * level + " "
+            cut = self._pieces(text, body, prefix, pieces)
+            self._add("heading", prefix + body, level, locator, cut)
 
-    def paragraph(self, text: str, **locator: Any) -> None:
+    def paragraph(
+        self, text: str, *, pieces: Sequence[tuple[int, Mapping[str, Any]]] = (), **locator: Any
+    ) -> None:
         body = clean_inline(text)
         if body:
-            if _LOOKS_STRUCTURAL.match(body):
-                body = "\\" + body
-            self._add("paragraph", body, 0, locator)
+            prefix = "\\" if _LOOKS_STRUCTURAL.match(body) else ""
+            cut = self._pieces(text, body, prefix, pieces)
+            self._add("paragraph", prefix + body, 0, locator, cut)
 
     def list_item(
-        self, text: str, depth: int = 0, ordered: int | None = None, **locator: Any
+        self,
+        text: str,
+        depth: int = 0,
+        ordered: int | None = None,
+        *,
+        pieces: Sequence[tuple[int, Mapping[str, Any]]] = (),
+        **locator: Any,
     ) -> None:
         body = clean_inline(text)
         if body:
             marker = f"{ordered}." if ordered is not None else "-"
-            self._add("list_item", "  " * max(depth, 0) + marker + " " + body, 0, locator)
+            prefix = "  " * max(depth, 0) + marker + " "
+            cut = self._pieces(text, body, prefix, pieces)
+            self._add("list_item", prefix + body, 0, locator, cut)
 
     def table(self, rows: Iterable[Sequence[str]], **locator: Any) -> None:
         lines = []
@@ -186,16 +269,28 @@ class TextBuilder:
         if lines:
             self._add("table", "\n".join(lines), 0, locator)
 
-    def code(self, text: str, language: str = "", **locator: Any) -> None:
+    def code(
+        self,
+        text: str,
+        language: str = "",
+        *,
+        pieces: Sequence[tuple[int, Mapping[str, Any]]] = (),
+        **locator: Any,
+    ) -> None:
         body = text.strip("\n")
         if body.strip():
             fence = "````" if "```" in body else "```"
-            self._add("code", f"{fence}{language}\n{body}\n{fence}", 0, locator)
+            prefix = f"{fence}{language}\n"
+            cut = self._pieces(text, body, prefix, pieces)
+            self._add("code", f"{prefix}{body}\n{fence}", 0, locator, cut)
 
-    def quote(self, text: str, **locator: Any) -> None:
+    def quote(
+        self, text: str, *, pieces: Sequence[tuple[int, Mapping[str, Any]]] = (), **locator: Any
+    ) -> None:
         body = clean_inline(text)
         if body:
-            self._add("quote", "> " + body, 0, locator)
+            cut = self._pieces(text, body, "> ", pieces)
+            self._add("quote", "> " + body, 0, locator, cut)
 
     @property
     def empty(self) -> bool:
@@ -244,7 +339,8 @@ def locate(parsed: Parsed, start: int, end: int) -> dict[str, Any]:
 
     ``section``: the heading path in force at ``start`` (when the text has headings);
     ``pages`` / ``slides`` / ``lines`` / ``cells`` / ``rows`` / ``chapters``:
-    ``[first, last]`` over the blocks the span overlaps; other locator keys (a sheet, a
+    ``[first, last]`` over the blocks the span overlaps (over the pieces it overlaps of a
+    block cut into :attr:`Block.pieces`); other locator keys (a sheet, a
     record) from the first block it overlaps; ``record`` is the part's id for a document
     from a file of records. For many spans of one document use :class:`Locator`, which
     finds each in time logarithmic in its blocks.
@@ -288,7 +384,7 @@ class Locator:
                 continue
             if block.start >= end:
                 break
-            for key, value in block.locator.items():
+            for key, value in self._where(block, start, end).items():
                 name = _RANGED.get(key)
                 if name:  # an int, or [first, last] for a block that spans several
                     values = value if isinstance(value, (list, tuple)) else [value]
@@ -300,3 +396,32 @@ class Locator:
         if parsed.part is not None:
             found["record"] = parsed.part
         return found
+
+    @staticmethod
+    def _where(block: Block, start: int, end: int) -> Mapping[str, Any]:
+        """The locator of ``block`` for the span's characters in it: the block's own, or,
+        for a block cut into pieces, the pieces the span overlaps merged over it (a
+        chunk that starts after a page break inside a paragraph is not on the page
+        before)."""
+        if not block.pieces:
+            return block.locator
+        merged: dict[str, Any] = {}
+        ranges: dict[str, list[Any]] = {}
+        bounds = [offset for offset, _ in block.pieces[1:]] + [block.end]
+        for (offset, where), stop in zip(block.pieces, bounds):
+            if stop <= start:
+                continue  # pieces are never empty
+            if offset >= end and not offset == end == start:  # a point cites the piece it opens
+                break
+            for key, value in where.items():
+                if key in _RANGED:
+                    ranges.setdefault(key, []).extend(
+                        value if isinstance(value, (list, tuple)) else [value]
+                    )
+                else:
+                    merged.setdefault(key, value)
+        for key, value in block.locator.items():
+            merged.setdefault(key, value)
+        for key, values in ranges.items():
+            merged[key] = [min(values), max(values)]
+        return merged or block.locator

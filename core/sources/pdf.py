@@ -270,16 +270,23 @@ class PdfParser:
         for block in blocks:
             first, last = block.pages
             page: int | list[int] = first if first == last else [first, last]
+            # a block across a page break: where each page's part starts, so that a chunk
+            # of it cites the pages its own text is on (one that starts after the break
+            # is not on the page before)
+            pieces: list[tuple[int, dict[str, Any]]] = []
+            if block.page_starts:
+                pieces = [(0, {"page": first})]
+                pieces += [(at, {"page": number}) for at, number in block.page_starts]
             if block.kind == "heading":
-                builder.heading(block.text, block.level, page=page)
+                builder.heading(block.text, block.level, page=page, pieces=pieces)
             elif block.kind == "list_item":
-                builder.list_item(block.text, block.level, block.ordered, page=page)
+                builder.list_item(block.text, block.level, block.ordered, page=page, pieces=pieces)
             elif block.kind == "code":
-                builder.code(block.text, page=page)
+                builder.code(block.text, page=page, pieces=pieces)
             elif block.kind == "table":
                 builder.table(block.rows, page=page)
             else:
-                builder.paragraph(block.text, page=page)
+                builder.paragraph(block.text, page=page, pieces=pieces)
         if builder.empty:
             raise ParseError("no text layer (a scanned PDF? rechunk does no OCR)")
         return [builder.build(self.name, self.version(), metadata=metadata)]
