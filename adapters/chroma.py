@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import numpy as np
 
@@ -109,6 +109,8 @@ LOCK_SECONDS = 60.0
 LOCK_WAIT_SECONDS = 900.0
 
 log = logging.getLogger("rechunk.chroma")
+
+_T = TypeVar("_T")
 
 
 def http_client(
@@ -278,6 +280,32 @@ class ChromaStore(StoreBase["ClientAPI"]):
             f"call ensure_collection(dimension) first"
         )
 
+    def _read(self, collection: Collection, read: Callable[..., _T], /, **kwargs: Any) -> _T:
+        """``read(**kwargs)``, a read of ``collection``; once more after
+        :func:`_reopen_embedded` when it failed because this process's embedded Chroma kept
+        a stale view of the collection's folder.
+
+        chromadb's embedded engine (1.5) that counted or read a collection while it held
+        no vector cannot read vectors or search it after another process wrote the first
+        ones ("Error creating hnsw segment reader: Nothing found on disk"), not even
+        through a new ``get_collection``, until the process writes to it itself: a
+        ``rechunk sync`` that waited for the writer lock of a new collection failed, and
+        so did every batch of a watcher started on an empty one. Counts and metadata read
+        fine, so only the reads that carry vectors (or search) come here; the common path
+        costs a ``try``.
+        """
+        try:
+            return read(**kwargs)
+        except Exception as exc:
+            if not _stale_reader(exc) or not _reopen_embedded(collection):
+                raise
+        log.info(
+            "reopened the embedded Chroma folder of collection %r: it was written by another "
+            "process after this one saw the collection empty",
+            self._collection,
+        )
+        return read(**kwargs)
+
     # -- collection ------------------------------------------------------------------------
 
     def _open(self) -> Collection | None:
@@ -314,7 +342,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
             space = index.get("space") or metadata.get("hnsw:space") or "l2"
             dimension = metadata.get(DIMENSION_KEY)
             if type(dimension) is not int or dimension < 1:
-                sample = collection.get(limit=1, include=["embeddings"])
+                sample = self._read(collection, collection.get, limit=1, include=["embeddings"])
                 embeddings = sample.get("embeddings")
                 dimension = len(embeddings[0]) if embeddings is not None and len(embeddings) else 0
         distance = _FROM_CHROMA.get(str(space))
@@ -432,7 +460,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         size = size or max(self._batch_size, _READ_PAGE)
         limit, offset = first or size, 0
         while True:
-            page = collection.get(limit=limit, offset=offset, **kwargs)
+            page = self._read(collection, collection.get, limit=limit, offset=offset, **kwargs)
             yield page
             count = len(page["ids"])
             if count < limit:
@@ -526,7 +554,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
         found: dict[str, npt.NDArray[np.float32]] = {}
         with self._errors("read vectors from"):
             for chunk in batches(ids, self._max_batch()):
-                page: Any = collection.get(ids=list(chunk), include=["embeddings", "metadatas"])
+                page: Any = self._read(
+                    collection, collection.get, ids=list(chunk), include=["embeddings", "metadatas"]
+                )
                 for index, (point_id, metadata) in enumerate(zip(page["ids"], page["metadatas"])):
                     key = key_of[point_id]
                     held = metadata or {}
@@ -635,7 +665,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
         """The ``n`` nearest records of each query, superseded or not, closest first, with
         ``None`` for a record another tool wrote."""
         with self._errors("search"):
-            result = collection.query(
+            result = self._read(
+                collection,
+                collection.query,
                 query_embeddings=[q.tolist() for q in queries],
                 n_results=n,
                 include=["metadatas", "documents", "distances"],
@@ -765,7 +797,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 database=collection.database,
             )
             return
-        stored: Any = collection.get(ids=ids, include=["embeddings"])
+        stored: Any = self._read(collection, collection.get, ids=ids, include=["embeddings"])
         by_id = dict(zip(stored["ids"], stored["embeddings"]))
         collection.update(
             ids=ids,
@@ -1068,6 +1100,45 @@ def _process_state(pid: int) -> str | None:
         return None
     state = answer.stdout.strip()
     return state[:1] if answer.returncode == 0 and state else None
+
+
+#: Serialises :func:`_reopen_embedded`: threads that hit the stale view at once reopen
+#: the engine one after the other, not over each other.
+_REOPENING = threading.Lock()
+
+
+def _stale_reader(exc: Exception) -> bool:
+    """Whether ``exc`` is the failure of chromadb's embedded engine to read the vectors of
+    a collection it first saw empty and another process wrote since (see
+    :meth:`ChromaStore._read`)."""
+    return type(exc).__name__ == "InternalError" and "Nothing found on disk" in str(exc)
+
+
+def _reopen_embedded(collection: Collection) -> bool:
+    """Start this process's embedded Chroma engine of ``collection``'s folder afresh (it then
+    reads the folder as a new ``PersistentClient`` in a new process would); False, and
+    nothing done, for any other client (a server's, an in-memory one's).
+
+    The engine is replaced in place, inside the one ``RustBindingsAPI`` that chromadb shares
+    between every client of that folder in the process, so they all see the fresh engine
+    and no other folder is touched. chromadb's own remedy,
+    ``SharedSystemClient.clear_system_cache()``, forgets the engines of every folder and
+    leaves existing clients on the stale one (and their ``close()`` would then stop the
+    new one). What the old engine wrote is on disk already (a write returns once Chroma's
+    log holds it); a request running on it finishes on it, and it is dropped after.
+    """
+    try:
+        from chromadb.api.rust import RustBindingsAPI
+    except ImportError:  # pragma: no cover - a chromadb without its Rust engine
+        return False
+    server = getattr(collection, "_client", None)
+    if not isinstance(server, RustBindingsAPI):
+        return False
+    if not server.get_settings().is_persistent:
+        return False  # an in-memory engine started afresh would be empty
+    with _REOPENING:
+        server.start()  # new bindings over the same folder, assigned in one step
+    return True
 
 
 def _bad_name(exc: Exception) -> bool:

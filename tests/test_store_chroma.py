@@ -5,8 +5,10 @@ with LangChain's ``Chroma`` and LlamaIndex's ``ChromaVectorStore``."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -528,3 +530,142 @@ def test_a_server_that_stops_answering_is_unavailable_not_a_hang(
                 store.collection_info()
         finally:
             running.process.send_signal(signal.SIGCONT)
+
+
+# -- another process writes the first vectors of a collection this one saw empty ------------
+
+FIRST_WRITER = """
+import sys
+import chromadb
+from chromadb.config import Settings
+from store_contract import DIM, payload, unit
+from rechunk.adapters.chroma import ChromaStore
+from rechunk.sync.store import PointWrite
+
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
+store = ChromaStore(client, "docs")
+store.ensure_collection(DIM)
+with store.writer_lock():
+    store.write([PointWrite(f"00000000-0000-4000-8000-00000000000{i}", payload(i), unit(i))
+                 for i in range(3)])
+"""
+
+
+def test_reads_vectors_another_process_wrote_after_this_one_saw_the_collection_empty(
+    tmp_path: Path,
+) -> None:
+    """chromadb's embedded engine that counted a collection while it was empty fails to read
+    vectors after another process wrote the first ones ("Nothing found on disk"), even
+    through a new get_collection. The store reopens the folder's engine once and reads
+    them; the other collection of the folder and the raw client keep working."""
+    folder = str(tmp_path / "chroma")
+    client = chromadb.PersistentClient(path=folder, settings=Settings(anonymized_telemetry=False))
+    neighbour = ChromaStore(client, "neighbour")
+    fill(neighbour, {"n": 1})
+    store = ChromaStore(client, "docs")
+    assert store.ensure_collection(DIM).points == 0  # seen empty by this process
+    tests = str(Path(__file__).resolve().parent)
+    subprocess.run([sys.executable, "-c", FIRST_WRITER, folder], check=True, timeout=120,
+                   env={**os.environ, "PYTHONPATH": tests})  # fmt: skip
+    assert store.collection_info() is not None and store.collection_info().points == 3  # type: ignore[union-attr]
+    keys = [payload(i).input_key for i in range(3)]
+    found = store.get_vectors(keys, MODEL)
+    assert sorted(found) == sorted(keys)
+    for i, key in enumerate(keys):
+        assert np.allclose(found[key], unit(i), atol=1e-6)
+    (best, score), *_ = store.search(unit(1), k=3)
+    assert best.payload.input_key == keys[1] and score == pytest.approx(1.0, abs=1e-5)
+    # one engine per folder and process: every client of the folder reads the fresh one
+    raw = client.get_collection("docs", embedding_function=None)
+    assert len(raw.get(include=["embeddings"])["ids"]) == 3
+    assert len(neighbour.get_vectors([payload(0).input_key], MODEL)) == 1
+
+
+def test_only_an_embedded_folder_is_reopened(server: Any) -> None:
+    """A server's collection and an in-memory one are never reopened (started afresh, an
+    in-memory engine would be empty): their errors reach the caller as they are."""
+    ephemeral = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    for client in (ephemeral, server):
+        store = ChromaStore(client, collection_name())
+        fill(store, {"n": 1})
+        collection = client.get_collection(store.collection, embedding_function=None)
+        assert chroma_adapter._reopen_embedded(collection) is False
+        assert store.collection_info().points == 3  # type: ignore[union-attr]
+
+
+def test_a_sync_that_waited_for_the_first_writer_of_a_new_collection_syncs(
+    tmp_path: Path,
+) -> None:
+    """Two overlapping ``rechunk sync`` runs on a new embedded Chroma folder (cron): the
+    second opens the collection while it is empty, waits for the writer lock while the
+    first writes the first vectors, then syncs its edit (its new inputs looked up among
+    the stored vectors: the read that failed, exit 3, "Nothing found on disk")."""
+    import queue
+    import threading
+
+    from bad_embeddings_server import BadEmbeddingsServer, vectors_reply
+    from cli_helpers import guide_paragraphs
+
+    from rechunk.integrations._st_folder import ModelFolder
+
+    gate = threading.Event()
+
+    def gated(request: dict[str, Any]) -> Any:  # the first sync waits here, holding the lock
+        gate.wait(120)
+        return vectors_reply(request)
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    paragraphs = guide_paragraphs()
+    for i in range(3):
+        (kb / f"b{i}.md").write_text("\n\n".join(paragraphs[i:]), encoding="utf-8")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with BadEmbeddingsServer(reply=gated, hold_seconds=120) as embeddings:
+        command = [
+            sys.executable, "-m", "rechunk.cli", "sync", "kb", "--store", "chroma:cdb",
+            "--embedder", f"openai:minilm?tokenizer={ModelFolder().folder}",
+            "--embed-url", embeddings.url, "--json",
+        ]  # fmt: skip
+        first = subprocess.Popen(command, cwd=tmp_path, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        second = None
+        try:
+            deadline = time.monotonic() + 60
+            while not embeddings.requests:  # the first is embedding: it holds the lock
+                assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+                time.sleep(0.05)
+            for i in range(3):  # the files change before the second run
+                (kb / f"b{i}.md").write_text(
+                    "\n\n".join([f"Edited paragraph {i} of this revision.", *paragraphs[i:]]),
+                    encoding="utf-8",
+                )
+            second = subprocess.Popen(command, cwd=tmp_path, env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+            errors: queue.Queue[str] = queue.Queue()
+            err = second.stderr
+            threading.Thread(target=lambda: [errors.put(x) for x in err], daemon=True).start()  # type: ignore[union-attr]
+            said: list[str] = []
+            while not any("waiting for the writer lock" in line for line in said):
+                said.append(errors.get(timeout=60))
+            gate.set()
+            _, err1 = first.communicate(timeout=120)
+            second.wait(timeout=120)
+            out2 = second.stdout.read()  # type: ignore[union-attr]
+        finally:
+            gate.set()
+            for process in (first, second):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
+    time.sleep(0.5)  # the reader thread drains the rest of stderr
+    said.extend(errors.queue)
+    assert first.returncode == 0, err1
+    assert second.returncode == 0, "".join(said)
+    report = json.loads(out2)
+    assert report["documents"]["changed"] == 3 and report["stale_check"] == "passed", report
+    status = subprocess.run(
+        [sys.executable, "-m", "rechunk.cli", "status", "--store", "chroma:cdb", "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    data = json.loads(status.stdout)
+    assert data["documents"] == 3 and data["stale_check"] == "passed", data

@@ -870,3 +870,33 @@ def test_cyclic_garbage_left_between_batches_is_collected(tmp_path: Path, embedd
             (root / "alpha.md").write_text(doc_text("alpha", version), encoding="utf-8")
             assert run.next().retrievable == 1
         assert sum(r() is not None for r in refs) == 0
+
+
+def test_a_watcher_started_on_an_empty_embedded_chroma_syncs_after_another_writer(
+    tmp_path: Path,
+) -> None:
+    """`rechunk watch kb --store chroma:cdb` started while the collection is empty; a
+    `rechunk sync` of another folder (another process) then writes the first points; a
+    file saved in kb/ is published by the next batch. chromadb's embedded engine of the
+    watcher had failed every read of vectors since ("Nothing found on disk"), so every
+    batch failed until the watcher was restarted."""
+    pytest.importorskip("chromadb")
+    (tmp_path / "kb").mkdir()
+    write_docs(tmp_path / "other", ["elsewhere"])
+    with CliWatcher(tmp_path, "kb", "--store", "chroma:cdb", "--settle", "0.05") as watcher:
+        assert watcher.next_json("initial")["published"] == 0
+        other = subprocess.run(
+            [sys.executable, "-m", "rechunk.cli", "sync", "other", "--store", "chroma:cdb"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        (tmp_path / "kb" / "saved.md").write_text(doc_text("saved"), encoding="utf-8")
+        batch = watcher.next_json("batch")
+        assert batch["published"] == 1 and not batch["errors"], batch
+        assert watcher.stop() == 0
+    status = subprocess.run(
+        [sys.executable, "-m", "rechunk.cli", "status", "--store", "chroma:cdb", "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    data = json.loads(status.stdout)
+    assert data["documents"] == 2 and data["stale_check"] == "passed", data
