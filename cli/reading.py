@@ -120,6 +120,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
         out.unsupported.update(files.unsupported)
         out.generated += files.generated
         out.record_files |= files.record_files
+        out.inline_data += files.inline_data
     out.documents = list(documents.values())
     out.skipped = [(doc_id, why) for doc_id, why in skipped.items() if doc_id not in documents]
     return out

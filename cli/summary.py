@@ -36,14 +36,16 @@ def file_fields(files: Any) -> dict[str, Any]:
         "links_not_followed": files.links,
         "unsupported_files": dict(sorted(files.unsupported.items())),
         "generated_files": [{"doc_id": d, "reason": r} for d, r in files.generated],
+        "inline_data": [{"doc_id": d, "bytes": n} for d, n in files.inline_data],
     }
 
 
 def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
-    .rechunkignore excluded, generated files (by reason), and links to folders not
-    followed; then the encodings documents were read in that are not UTF-8."""
+    .rechunkignore excluded, generated files (by reason), links to folders not followed
+    and documents holding large data: URIs; then the encodings documents were read in
+    that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -74,6 +76,14 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     rows.extend(
         ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
         for link in files.links
+    )
+    rows.extend(
+        (
+            "inline data",
+            f"{doc_id}: {size / 1024:,.0f} KB of base64 data: URIs, embedded as text (a "
+            "pasted picture costs many tokens and finds nothing: link the file instead)",
+        )
+        for doc_id, size in files.inline_data
     )
     read_as = encodings(files)
     if read_as:

@@ -485,3 +485,19 @@ def test_a_record_removed_from_a_file_synced_again_is_deleted(
         assert main(["status", *args[:2]]) == 0
         held = capsys.readouterr().out
         assert "faq.jsonl#close" not in held and "faq.jsonl#refund" in held
+
+
+def test_a_pasted_picture_is_named_in_the_summary_and_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import base64
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    picture = base64.b64encode(bytes(range(256)) * 24).decode()
+    (tmp_path / "kb" / "flow.md").write_text(f"# Flow\n\n![f](data:image/png;base64,{picture})\n")
+    code, report = run_json(capsys, "sync", "kb", "--dry-run")
+    assert code == 0 and report["inline_data"] == [{"doc_id": "flow.md", "bytes": len(picture)}]
+    assert main(["sync", "kb", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "inline data   flow.md: 8 KB of base64 data: URIs, embedded as text" in out

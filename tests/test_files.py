@@ -292,3 +292,23 @@ def test_a_link_under_a_readable_name_to_a_file_no_parser_reads_is_read(tmp_path
     (tmp_path / "proj" / "guide.txt").symlink_to("guide.md")
     found = read_documents([tmp_path / "proj"])
     assert sorted(d.doc_id for d in found.documents) == ["README.md", "guide.md"]
+
+
+def test_a_picture_pasted_as_a_data_uri_is_named(tmp_path: Path) -> None:
+    """A Markdown note with a picture pasted in as base64 is read as written (its text is
+    the file's), and named with the size of its data: URIs, which a sync embeds as text;
+    a short inline icon and a note without one are not named."""
+    import base64
+
+    (tmp_path / "kb").mkdir()
+    picture = base64.b64encode(bytes(range(256)) * 40).decode()  # 10 KB of bytes
+    (tmp_path / "kb" / "flow.md").write_text(
+        f"# Flow\n\n![the flow](data:image/png;base64,{picture})\n\nAfter it.\n"
+    )
+    icon = base64.b64encode(b"tiny").decode()
+    (tmp_path / "kb" / "icon.md").write_text(f"# Icon\n\n![i](data:image/gif;base64,{icon})\n")
+    (tmp_path / "kb" / "plain.md").write_text("# Plain\n\nNo picture here.\n")
+    found = read_documents([tmp_path / "kb"])
+    assert found.inline_data == [("flow.md", len(picture))]
+    flow = next(d for d in found.documents if d.doc_id == "flow.md")
+    assert picture in flow.text

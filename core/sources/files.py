@@ -115,6 +115,9 @@ class FileSet:
     matching files of each suffix no parser reads (``""``: no suffix); they are not read.
     ``generated``: ``(doc_id, reason)`` of the lockfiles, minified files and code marked
     generated that were left out (see :mod:`rechunk.sources.generated`).
+    ``inline_data``: ``(doc_id, bytes)`` of the documents whose text holds base64
+    ``data:`` URIs of :data:`INLINE_DATA_NOTE` bytes or more (a picture pasted into a
+    Markdown note): read and embedded as text, which costs many tokens and finds nothing.
     ``record_files``: the doc_ids of the files of records read whole (JSON, JSONL:
     their documents are ``file#id``), whose other records a sync deletes
     (``rechunk.sync(complete_files=...)``).
@@ -132,6 +135,7 @@ class FileSet:
     #: the file each doc_id was read from (a record file's doc_ids share its path's)
     paths: dict[str, Path] = field(default_factory=dict)
     record_files: set[str] = field(default_factory=set)
+    inline_data: list[tuple[str, int]] = field(default_factory=list)
 
     def covers(self, doc_id: str) -> bool:
         """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
@@ -227,6 +231,20 @@ def _broken_link(path: Path) -> str:
     if kind is not None:
         return f"not a regular file (a symbolic link to a {kind})"
     return "a symbolic link to something that is not a file"
+
+
+#: the bytes of base64 ``data:`` URIs from which a document is named in ``inline_data``
+INLINE_DATA_NOTE = 4096
+_DATA_URI = re.compile(
+    r"data:[\w.+-]{1,80}/[\w.+-]{1,80}(?:;[\w.+=-]{1,80})*;base64,([A-Za-z0-9+/=]+)"
+)
+
+
+def inline_data_bytes(text: str) -> int:
+    """The characters of base64 ``data:`` URIs in ``text`` (0 without any)."""
+    if "base64," not in text:
+        return 0
+    return sum(len(m.group(1)) for m in _DATA_URI.finditer(text))
 
 
 def _printable(doc_id: str) -> str:
@@ -419,6 +437,10 @@ def read_documents(
                 out.empty.append(doc_id)
             elif any(doc.doc_id != doc_id for doc in parsed):
                 out.record_files.add(doc_id)
+            for doc in parsed:
+                inline = inline_data_bytes(doc.text)
+                if inline >= INLINE_DATA_NOTE:
+                    out.inline_data.append((_printable(doc.doc_id), inline))
             for doc in parsed:  # a record's doc_id (data.jsonl#a.md) may name a file too
                 holder = parsed_from.get(doc.doc_id) or out.paths.get(doc.doc_id)
                 if holder is not None and holder != path:
