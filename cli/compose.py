@@ -28,6 +28,7 @@ __all__ = [
     "open_embedder",
     "open_store",
     "policy_kind",
+    "read_as_written",
     "share_cache",
     "size_advice",
     "written_in",
@@ -95,6 +96,22 @@ def written_in(store: Any, layout: str) -> bool:
     except StoreError:
         return False
     return info is not None and bool(info.model_ids)
+
+
+def read_as_written(store: Any, layout: str | None, model_id: str | None = None) -> Any:
+    """The store to read its collection with: ``store`` itself, checked as
+    :func:`check_collection` checks it; or, with no ``--layout`` given (``layout`` None),
+    the same collection in the layout it was written in."""
+    try:
+        check_collection(store, model_id)
+        return store
+    except ConfigError:
+        other = "llamaindex" if store.layout == "langchain" else "langchain"
+        if layout is not None or not written_in(store, other):
+            raise
+    written = type(store)(store.client, store.collection, other)
+    check_collection(written, model_id)
+    return written
 
 
 def check_collection(store: Any, model_id: str | None = None) -> None:

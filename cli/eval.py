@@ -79,10 +79,10 @@ def _measure(
 
     opened = compose.open_store(StoreOptions(args.store, collection, args.layout), create=False)
     try:
-        compose.check_collection(opened.store, model_id)
-        if opened.store.collection_info() is None:
+        store = compose.read_as_written(opened.store, args.layout, model_id)
+        if store.collection_info() is None:
             raise StoreError(f"collection {collection!r} does not exist (nothing synced yet)")
-        return evaluate(queries, opened.store, vectors, k=args.k)
+        return evaluate(queries, store, vectors, k=args.k)
     finally:
         opened.close()
 

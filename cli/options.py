@@ -133,7 +133,7 @@ def store_options(p: argparse.ArgumentParser) -> None:
         choices=["langchain", "llamaindex"],
         default=None,
         help="payload layout, readable by that framework's own vector store (default "
-        "langchain; status reads a collection in the layout it was written in)",
+        "langchain; status, query and eval read a collection in the layout it was written in)",
     )
 
 

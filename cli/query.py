@@ -76,12 +76,12 @@ def execute(args: QueryArgs) -> int:
         )
     opened = compose.open_store(args, create=False)
     try:
-        compose.check_collection(opened.store, embedder.model_id)
-        info = opened.store.collection_info()
+        store = compose.read_as_written(opened.store, args.layout, embedder.model_id)
+        info = store.collection_info()
         if info is None:
             raise StoreError(f"collection {args.collection!r} does not exist (nothing synced yet)")
         vector = embedder.embed([text])[0]
-        hits = opened.store.search(vector, max(1, min(args.k, info.points)))
+        hits = store.search(vector, max(1, min(args.k, info.points)))
     finally:
         opened.close()
     rows = [
@@ -119,9 +119,7 @@ def citation(row: dict[str, Any]) -> str:
         if key in _RANGES and isinstance(value, list) and len(value) == 2:
             first, last = value
             plural = "pp." if key == "pages" else f"{_RANGES[key]}s"
-            parts.append(
-                f"{_RANGES[key]} {first}" if first == last else f"{plural} {first}-{last}"
-            )
+            parts.append(f"{_RANGES[key]} {first}" if first == last else f"{plural} {first}-{last}")
         elif key == "section" and isinstance(value, list):
             parts.append(" > ".join(str(v) for v in value)[:80])
         elif key in ("sheet", "record"):

@@ -12,7 +12,7 @@ from typing import Any
 from rechunk.cli import compose
 from rechunk.cli.options import StoreOptions, debug_option, store_options
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, print_json
-from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
+from rechunk.errors import StoreError, StoreUnavailableError
 from rechunk.sources.files import printable
 
 __all__ = ["StatusArgs", "add_parser", "collection_status", "execute", "run"]
@@ -59,14 +59,7 @@ def execute(args: StatusArgs) -> int:
         _print_freshness(fresh)
         raise
     try:
-        store = opened.store
-        try:
-            compose.check_collection(store)
-        except ConfigError:  # the other layout: without --layout, status follows the collection
-            other = "llamaindex" if store.layout == "langchain" else "langchain"
-            if args.layout is not None or not compose.written_in(store, other):
-                raise
-            store = type(store)(store.client, store.collection, other)
+        store = compose.read_as_written(opened.store, args.layout)
         status = collection_status(store)
     finally:
         opened.close()
@@ -175,9 +168,7 @@ def collection_status(store: Any) -> dict[str, Any]:
             indexed.add(doc_id)
     # index() keeps the record it first wrote for a chunk it skips, revision and all, so a
     # document it wrote after an edit holds chunks of several revisions, as it should
-    stale = {
-        doc: revs for doc, revs in revisions.items() if len(revs) > 1 and doc not in indexed
-    }
+    stale = {doc: revs for doc, revs in revisions.items() if len(revs) > 1 and doc not in indexed}
     status: dict[str, Any] = {
         "collection": info.name,
         "dimension": info.dimension,

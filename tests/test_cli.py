@@ -271,14 +271,23 @@ def test_query_and_status_limits(workdir: Path, capsys: pytest.CaptureFixture[st
     assert "1 not written by rechunk" in capsys.readouterr().out
 
 
-def test_status_reads_a_collection_in_the_layout_it_was_written_in(
-    workdir: Path, capsys: pytest.CaptureFixture[str]
+def test_readers_read_a_collection_in_the_layout_it_was_written_in(
+    workdir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """status, query and eval without --layout follow the collection (the default is
+    langchain); a --layout given that is not the collection's is refused (see
+    test_layout_switch_is_refused)."""
     assert main(["sync", "docs", "--layout", "llamaindex"]) == 0
     capsys.readouterr()
-    code, status = run_json(capsys, "status")  # no --layout: the default is langchain
+    code, status = run_json(capsys, "status")
     assert code == 0 and status["documents"] == len(list(DOCS.glob("*.md")))
     assert status["other_points"] == 0 and status["stale_check"] == "passed"
+    code, hits = run_json(capsys, "query", "what a sync does after a crash", "-k", "2")
+    assert code == 0 and len(hits) == 2 and hits[0]["doc_id"].endswith(".md")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query": "a crash", "doc_id": hits[0]["doc_id"]}) + "\n")
+    code, evaluated = run_json(capsys, "eval", str(queries), "-k", "3")
+    assert code == 0 and evaluated
 
 
 def test_sync_in_the_llamaindex_layout_links_previous_and_next(workdir: Path) -> None:
