@@ -81,8 +81,11 @@ def execute(args: StatusArgs) -> int:
         print(
             f"{name}: " + ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
         )
-    for doc_id, revs in status["revisions"].items():
+    revisions = list(status["revisions"].items())
+    for doc_id, revs in revisions[:_LISTED]:
         print(f"  {printable(doc_id)}: revision {', '.join(printable(r[:12]) for r in revs)}")
+    if len(revisions) > _LISTED:
+        print(f"  ... and {len(revisions) - _LISTED:,} more documents (--json lists every one)")
     if "aliases" in status:
         pairs = ", ".join(f"{a} -> {c}" for a, c in status["aliases"].items())
         print(printable("aliases: " + (pairs or "none")))
@@ -109,7 +112,7 @@ def execute(args: StatusArgs) -> int:
     return _status_exit(status)
 
 
-#: pending revisions listed one per line (the rest counted)
+#: documents and pending revisions listed one per line (the rest counted)
 _LISTED = 20
 
 

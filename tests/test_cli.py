@@ -994,3 +994,20 @@ def test_the_working_folder_is_its_owners_and_the_manifest_keeps_its_mode(
     assert main(["sync", "docs"]) == 0
     assert manifest.stat().st_mode & 0o777 == 0o600
     capsys.readouterr()
+
+
+def test_status_lists_the_first_documents_and_counts_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "many").mkdir()
+    for k in range(25):
+        (tmp_path / "many" / f"note-{k:02d}.md").write_text(f"# Note {k}\n\nBody of note {k}.\n")
+    assert main(["sync", "many"]) == 0
+    capsys.readouterr()
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert sum(": revision " in line for line in out.splitlines()) == 20
+    assert "  ... and 5 more documents (--json lists every one)" in out
+    code, status = run_json(capsys, "status")
+    assert code == 0 and len(status["revisions"]) == 25
