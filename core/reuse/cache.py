@@ -505,6 +505,10 @@ def _failure(exc: BaseException) -> str | None:
     """``"damaged"``, ``"unwritable"`` or None (another failure: busy, locked, a bug)."""
     if isinstance(exc, UnicodeError):  # text where a damaged page had bytes
         return "damaged"
+    if isinstance(exc, sqlite3.DatabaseError) and not exc.args:
+        # Python 3.10 raises a bare DatabaseError when SQLite's own message cannot be
+        # decoded: it quotes a name from a damaged schema page (3.11 raises UnicodeError)
+        return "damaged"
     code = str(getattr(exc, "sqlite_errorname", "") or "")
     text = str(exc).lower()
     if code.startswith(_DAMAGE_CODES) or any(part in text for part in _DAMAGE_TEXT):
@@ -718,24 +722,29 @@ class SQLiteCache:
                 f"{self.path} is not a rechunk cache (not an SQLite database); left untouched",
             )
 
-    def _sqlite_failure(self, exc: BaseException, doing: str) -> CacheError:
-        """The error for an SQLite failure while ``doing``: :class:`_Damaged`,
-        :class:`_Unwritable`, or a plain :class:`CacheError` (busy, locked, ...)."""
+    def _sqlite_failure(
+        self, exc: BaseException, doing: str, *, read_only: bool = False
+    ) -> CacheError:
+        """The error for an SQLite failure while ``doing`` (on a connection opened
+        ``read_only``): :class:`_Damaged`, :class:`_Unwritable`, or a plain
+        :class:`CacheError` (busy, locked, ...)."""
         kind = _failure(exc)
         code = getattr(exc, "sqlite_errorname", "SQLITE_READONLY")
         if (
             kind == "unwritable"
             and code == "SQLITE_READONLY"  # not a subcode (moved, recovery, cannot lock)
             and "readonly" in str(exc).lower()
+            and not read_only  # a read-only connection is refused a hot journal's rollback
             and self._writes_file
             and _writable(self.path)
         ):
             kind = "damaged"  # the file may be written: its own header says it may not
-        message = f"cannot {doing} cache {self.path}: {exc}"
+        said = str(exc) or f"{type(exc).__name__} whose message is not valid UTF-8"
+        message = f"cannot {doing} cache {self.path}: {said}"
         if kind == "damaged":
-            return _Damaged(str(exc), f"{message}; left untouched")
+            return _Damaged(said, f"{message}; left untouched")
         if kind == "unwritable":
-            return _Unwritable(str(exc), message)
+            return _Unwritable(said, message)
         return CacheError(message)
 
     def _connect(self, *, create: bool = False, read_only: bool = False) -> sqlite3.Connection:
@@ -754,7 +763,7 @@ class SQLiteCache:
             if not read_only:
                 conn.execute("PRAGMA synchronous = NORMAL")
         except (sqlite3.Error, UnicodeError) as exc:  # UnicodeError: a damaged schema page
-            raise self._sqlite_failure(exc, "open") from exc
+            raise self._sqlite_failure(exc, "open", read_only=read_only) from exc
         return conn
 
     def _prepare(self, conn: sqlite3.Connection, check_only: bool = False) -> None:
@@ -800,8 +809,7 @@ class SQLiteCache:
                 self._set_wal(conn)
             self._check_truncation(conn)
         except (sqlite3.Error, UnicodeError) as exc:  # damaged bytes, or text
-            raise self._sqlite_failure(exc, "read") from exc
-
+            raise self._sqlite_failure(exc, "read", read_only=check_only) from exc
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Schema 1 -> 2 in one write transaction (another process may have done it first):
