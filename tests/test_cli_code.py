@@ -4,6 +4,9 @@ the prose policies, with each pair's language (a file's suffix, or a pair's ``la
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,25 @@ def test_bench_takes_code_pairs_by_language(
     corpus.write_text(json.dumps({"id": "pl", "lang": "perl", "old": OLD, "new": NEW}) + "\n")
     assert main(["bench", str(corpus), "--chunker", "code", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["chunkers"]["code"]["failures"][0]["id"] == "pl"
+
+
+def test_without_the_code_extra_a_folder_with_code_still_syncs(tmp_path: Path) -> None:
+    """A docs folder holding one Sphinx conf.py, on an install without tree-sitter: the
+    Python file goes to the recursive policy with its lines cited, and the summary says
+    why; the sync does not stop (it did, at the first code chunk's location)."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Guide\n\nSome text about the guide.\n")
+    (tmp_path / "docs" / "conf.py").write_text("project = 'guide'\n\nextensions = []\n")
+    script = (
+        "import sys; sys.modules['tree_sitter'] = None\n"
+        "from rechunk.cli import main\n"
+        "raise SystemExit(main(['sync', 'docs', '--json']))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["documents"]["new"] == 2
+    assert report["no_grammar"]["python"]["reason"].startswith("tree-sitter is not installed")

@@ -38,7 +38,14 @@ from rechunk.chunking.chunk import NORMALIZATION_VERSION
 from rechunk.errors import ConfigError, MissingDependencyError
 from rechunk.reuse.identity import hash_fields
 
-__all__ = ["LANGUAGES", "CodeChunker", "code_chunker_for", "language_for"]
+__all__ = [
+    "LANGUAGES",
+    "CodeChunker",
+    "code_chunker_for",
+    "language_for",
+    "row_starts",
+    "span_lines",
+]
 
 U64 = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
@@ -629,20 +636,33 @@ class CodeChunker(BaseChunker):
         language = self.language
 
         def where(start: int, end: int) -> dict[str, Any]:
-            piece = text[start:end]
-            stripped = piece.lstrip()
-            first = start + len(piece) - len(stripped)
-            last = start + len(piece.rstrip()) - 1
-            if not stripped:
-                first = last = start
+            lines, first = span_lines(text, starts, start, end)
             out: dict[str, Any] = {"language": language}
             symbol = _innermost(definitions, first)
             if symbol is not None:
                 out["symbol"] = symbol
-            out["lines"] = [bisect.bisect_right(starts, first), bisect.bisect_right(starts, last)]
+            out["lines"] = lines
             return out
 
         return where
+
+
+def row_starts(text: str) -> list[int]:
+    """The character offset where each line of ``text`` starts."""
+    return [0, *(m.end() for m in re.finditer("\n", text))]
+
+
+def span_lines(text: str, starts: list[int], start: int, end: int) -> tuple[list[int], int]:
+    """``([first, last], offset)``: the 1-based lines of the first and last non-whitespace
+    characters of ``text[start:end]`` (``starts``: :func:`row_starts` of ``text``), and
+    the offset of that first character (``start`` for a span of whitespace)."""
+    piece = text[start:end]
+    stripped = piece.lstrip()
+    first = start + len(piece) - len(stripped)
+    last = start + len(piece.rstrip()) - 1
+    if not stripped:
+        first = last = start
+    return [bisect.bisect_right(starts, first), bisect.bisect_right(starts, last)], first
 
 
 def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, int, int, str]]:

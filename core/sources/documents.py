@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rechunk.document import Document, flat_problem
-from rechunk.errors import ConfigError, InputError
+from rechunk.errors import ConfigError, InputError, MissingDependencyError
 from rechunk.sources.base import Locator, Parsed, ParseError
 from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parse_bytes, parser_for
 from rechunk.sources.scripts import script_language
@@ -156,17 +156,28 @@ def _code_chunker(language: str) -> Any:
     return CodeChunker(language)
 
 
-def _code_locator(text: str, language: str) -> Callable[[int, int], Mapping[str, Any]]:
-    """Where a span of a code file is (language, symbol, lines), parsed on first use."""
+def _code_locator(text: str, language: str | None) -> Callable[[int, int], Mapping[str, Any]]:
+    """Where a span of a code file is (symbol, lines), parsed on first use; the lines
+    alone for a language with no grammar here, or without the ``code`` extra (whose
+    files the recursive policy chunks: the sync goes on and says so)."""
+    from rechunk.chunkers.code import row_starts, span_lines
+
     where: list[Callable[[int, int], dict[str, Any]]] = []
+
+    def lines_only(start: int, end: int) -> dict[str, Any]:
+        return {"lines": span_lines(text, starts, start, end)[0]}
 
     def locator(start: int, end: int) -> Mapping[str, Any]:
         if not where:
-            where.append(_code_chunker(language).locator(text))
+            try:
+                where.append(_code_chunker(language).locator(text) if language else lines_only)
+            except MissingDependencyError:
+                where.append(lines_only)
         found = dict(where[0](start, end))
         found.pop("language", None)  # in the document's metadata already
         return found
 
+    starts = row_starts(text)
     return locator
 
 
@@ -215,8 +226,7 @@ def documents_from_file(
         metadata: dict[str, Any] = {"format": CODE, "parser": "code/1", **read}
         if name:
             metadata["language"] = name
-        locator = _code_locator(text, language) if language else None
-        return [Document(doc_id, text, metadata=metadata, locator=locator)]
+        return [Document(doc_id, text, metadata=metadata, locator=_code_locator(text, language))]
     try:
         parsed_all = parse_bytes(parser_for(kind), data, options)
     except ParseError as exc:
