@@ -99,3 +99,26 @@ def test_without_the_code_extra_a_folder_with_code_still_syncs(tmp_path: Path) -
     report = json.loads(run.stdout)
     assert report["documents"]["new"] == 2
     assert report["no_grammar"]["python"]["reason"].startswith("tree-sitter is not installed")
+
+
+def test_a_file_whose_parser_is_not_installed_is_skipped_not_the_sync(tmp_path: Path) -> None:
+    """An HTML page on an install without the formats extra: skipped with the extra named
+    (exit 1), and the Markdown beside it synced."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Guide\n\nSome text about the guide.\n")
+    (tmp_path / "docs" / "page.html").write_text("<html><body><p>A page.</p></body></html>")
+    script = (
+        "import sys; sys.modules['selectolax'] = None\n"
+        "from rechunk.cli import main\n"
+        "raise SystemExit(main(['sync', 'docs', '--json']))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["documents"]["new"] == 1
+    (skipped,) = report["skipped_files"]
+    assert skipped["doc_id"] == "page.html" and "rechunk[formats]" in skipped["reason"]
+

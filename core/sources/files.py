@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rechunk.document import Document
-from rechunk.errors import ConfigError, InputError
+from rechunk.errors import ConfigError, InputError, MissingDependencyError
 from rechunk.sources.base import ParseError
 from rechunk.sources.documents import CODE, documents_from_file, kind_of
 from rechunk.sources.encoding import check_encoding, decode_text
@@ -432,6 +432,9 @@ def read_documents(
                     continue
                 why = exc.reason if isinstance(exc, ParseError) else str(exc)
                 out.skipped.append((_printable(doc_id), why))
+                continue
+            except MissingDependencyError as exc:  # its parser's extra: the rest are read
+                out.skipped.append((_printable(doc_id), str(exc)))
                 continue
             if not parsed:
                 out.empty.append(doc_id)
