@@ -470,8 +470,8 @@ def _gone(
     scope: Callable[[str], bool] | None = None,
 ) -> Iterator[dict[str, list[str]]]:
     """The documents the collection holds beyond ``given`` (of those, the ones ``scope``
-    takes, when given), each with its points' ids, at
-    most :data:`DOC_BATCH` documents at a time. A store that can list its ids and read
+    takes, when given), each with its points' ids, at most :data:`DOC_BATCH` documents
+    at a time. A store that can list its ids and read
     doc_ids by id (``all_ids`` and ``doc_ids_of``: Chroma, where every record's
     metadata costs over ten times its id to read) is asked for its ids, and for the
     doc_ids of those not ``held`` (the points of the given documents, which the sync
