@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import warnings
 from typing import Any
 
 from rechunk.errors import ConfigError, MissingDependencyError
@@ -100,6 +101,13 @@ def default_embedder(model: str | None = None) -> Any:
         else:
             if not has_torch or embedder.exported or onnx_export_possible():
                 return embedder
+            warnings.warn(
+                "the model runs on torch, not ONNX Runtime (slower): its ONNX graph is not "
+                "exported here and the exporter is not installed; install the 'st' extra "
+                "once (pip install 'rechunk[st]'), or copy an exported graph into "
+                "~/.cache/rechunk/onnx",
+                stacklevel=2,
+            )
     if has_torch:
         return _torch(folder)
     raise MissingDependencyError("onnxruntime", "onnx")

@@ -57,6 +57,22 @@ def test_a_folder_onnx_cannot_run_falls_back_to_torch(tmp_path: Path) -> None:
         open_embedder(f"onnx:{folder}")
 
 
+def test_without_the_exporter_the_default_says_it_runs_on_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install with onnxruntime and torch but not the onnx exporter (the ``onnx`` extra
+    alone pulls torch through the packaged model), and no graph exported yet: the model
+    runs on torch, and says so, with what to install."""
+    import rechunk.integrations.onnx as onnx_backend
+    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+
+    monkeypatch.setenv("RECHUNK_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(onnx_backend, "onnx_export_possible", lambda: False)
+    with pytest.warns(UserWarning, match=r"runs on torch, not ONNX Runtime.*rechunk\[st\]"):
+        chosen = default_embedder()
+    assert isinstance(chosen, SentenceTransformerEmbedder)
+
+
 def test_bad_local_uris_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="never downloads"):
         open_embedder("onnx:BAAI/bge-small-en")
