@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,46 +80,43 @@ def test_bench_takes_code_pairs_by_language(
     assert json.loads(capsys.readouterr().out)["chunkers"]["code"]["failures"][0]["id"] == "pl"
 
 
-def test_without_the_code_extra_a_folder_with_code_still_syncs(tmp_path: Path) -> None:
-    """A docs folder holding one Sphinx conf.py, on an install without tree-sitter: the
-    Python file goes to the recursive policy with its lines cited, and the summary says
-    why; the sync does not stop (it did, at the first code chunk's location)."""
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text("# Guide\n\nSome text about the guide.\n")
-    (tmp_path / "docs" / "conf.py").write_text("project = 'guide'\n\nextensions = []\n")
+def sync_without(module: str, folder: Path, other: tuple[str, str]) -> tuple[int, Any]:
+    """``rechunk sync docs --json`` in ``folder``, in a process where ``module`` cannot be
+    imported (an install without its extra), on a docs folder of one Markdown guide and
+    ``other`` (name, text): the exit code and the report."""
+    (folder / "docs").mkdir()
+    (folder / "docs" / "index.md").write_text("# Guide\n\nSome text about the guide.\n")
+    (folder / "docs" / other[0]).write_text(other[1])
     script = (
-        "import sys; sys.modules['tree_sitter'] = None\n"
+        f"import sys; sys.modules[{module!r}] = None\n"
         "from rechunk.cli import main\n"
         "raise SystemExit(main(['sync', 'docs', '--json']))\n"
     )
     run = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+        [sys.executable, "-c", script], cwd=folder, capture_output=True, text=True,
         timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    report = json.loads(run.stdout)
-    assert report["documents"]["new"] == 2
+    assert run.stdout, run.stderr[-2000:]
+    return run.returncode, json.loads(run.stdout)
+
+
+def test_without_the_code_extra_a_folder_with_code_still_syncs(tmp_path: Path) -> None:
+    """A docs folder holding one Sphinx conf.py, on an install without tree-sitter: the
+    Python file goes to the recursive policy with its lines cited, and the summary says
+    why; the sync does not stop (it did, at the first code chunk's location)."""
+    code, report = sync_without(
+        "tree_sitter", tmp_path, ("conf.py", "project = 'guide'\n\nextensions = []\n")
+    )
+    assert code == 0 and report["documents"]["new"] == 2
     assert report["no_grammar"]["python"]["reason"].startswith("tree-sitter is not installed")
 
 
 def test_a_file_whose_parser_is_not_installed_is_skipped_not_the_sync(tmp_path: Path) -> None:
     """An HTML page on an install without the formats extra: skipped with the extra named
     (exit 1), and the Markdown beside it synced."""
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text("# Guide\n\nSome text about the guide.\n")
-    (tmp_path / "docs" / "page.html").write_text("<html><body><p>A page.</p></body></html>")
-    script = (
-        "import sys; sys.modules['selectolax'] = None\n"
-        "from rechunk.cli import main\n"
-        "raise SystemExit(main(['sync', 'docs', '--json']))\n"
+    code, report = sync_without(
+        "selectolax", tmp_path, ("page.html", "<html><body><p>A page.</p></body></html>")
     )
-    run = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )  # fmt: skip
-    assert run.returncode == 1, run.stderr[-2000:]
-    report = json.loads(run.stdout)
-    assert report["documents"]["new"] == 1
+    assert code == 1 and report["documents"]["new"] == 1
     (skipped,) = report["skipped_files"]
     assert skipped["doc_id"] == "page.html" and "rechunk[formats]" in skipped["reason"]
-
