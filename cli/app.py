@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from rechunk.cli import bench, eval, measure, query, reindex, status, sync, watch
-from rechunk.cli.options import make_state_dir
 from rechunk.cli.output import EXIT_BACKEND, EXIT_USAGE, one_line, report_error
 from rechunk.errors import (
     CacheError,
@@ -143,10 +142,6 @@ def _escape_unencodable() -> None:
                 reconfigure(errors="backslashreplace")
 
 
-#: the commands that write the working folder (.rechunk/)
-_WRITERS = frozenset({"sync", "watch", "reindex"})
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
@@ -156,8 +151,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rechunk.sources.files import DEFAULT_GLOBS
 
         args.glob = list(DEFAULT_GLOBS)
-    if args.command in _WRITERS and not getattr(args, "dry_run", False):
-        make_state_dir()  # before a store or cache would make it with the umask's mode
     signal.signal(signal.SIGTERM, _terminate)
     _escape_unencodable()
     _log_lines()

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rechunk.cli.options import ModelOptions, StoreOptions
+from rechunk.cli.options import STATE_DIR, ModelOptions, StoreOptions, make_state_dir
 from rechunk.errors import CacheError, ConfigError, StoreError
 
 __all__ = [
@@ -264,6 +264,8 @@ def cache_and_store(
     """
     path = Path(cache_path)
     created = [p for p in (path.parent, path) if not p.exists()]
+    if not dry_run and path.parent.absolute() == STATE_DIR.absolute():
+        make_state_dir()  # the working folder, its owner's only (it holds the store's text)
     cache = open_cache(cache_path, dry_run=dry_run)
     try:
         opened = open_store(options, create=not dry_run, dry_run=dry_run)
