@@ -34,6 +34,7 @@ from decimal import Decimal
 from enum import Enum
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -176,25 +177,40 @@ _OPERATIONAL: Final = frozenset(
 _SECRET_NAME: Final = re.compile(
     r"key|token|secret|passw|credential|auth|cookie|signature|session", re.I
 )
-#: Field names of HTTP headers and query parameters: transport, and where keys travel.
-_TRANSPORT_NAME: Final = re.compile(r"header|query", re.I)
+#: Query parameters that carry keys without saying so (Azure's SAS ``sig``, Azure
+#: Functions' ``code``), besides those :data:`_SECRET_NAME` names.
+_SECRET_PARAMETER: Final = re.compile(r"sig|code", re.I)
+#: A value that is an HTTP credential by its form (an ``Authorization`` header's value).
+_CREDENTIAL: Final = re.compile(r"(?:Bearer|Basic|Token|Digest)\s+\S", re.I)
 _BARE: Final = re.compile(r"[\w./:@+-]*")
 
 
+def _secret(name: str, parameter: bool = False) -> bool:
+    return bool(_SECRET_NAME.search(name) or (parameter and _SECRET_PARAMETER.fullmatch(name)))
+
+
 def _without_secrets(value: object) -> object:
-    """``value`` with the dict keys that name secrets left out, at any depth, and every
-    URL string cut before its query (``?api_key=...``); ``None`` for a URL with
-    credentials (``user:pass@host``)."""
+    """``value`` with the dict keys that name secrets left out, at any depth, and a URL
+    string's query parameters that name secrets (``?api_key=...``); ``None`` for a URL
+    with credentials (``user:pass@host``). What is kept still tells two models apart:
+    a header or parameter that picks a model stays in the identity."""
     if isinstance(value, str):
+        if _CREDENTIAL.match(value):  # "Bearer sk-...", whatever key holds it
+            return None
         if "://" not in value:
             return value
         if "@" in value.split("://", 1)[1].split("/", 1)[0]:
             return None
-        return value.split("?", 1)[0].split("#", 1)[0]
+        parts = urlsplit(value)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        kept = [(k, v) for k, v in query if not _secret(k, parameter=True)]
+        if len(kept) == len(query):
+            return value
+        return urlunsplit(parts._replace(query=urlencode(kept)))
     if isinstance(value, dict):
         kept = {}
         for key, item in value.items():
-            if isinstance(key, str) and _SECRET_NAME.search(key):
+            if isinstance(key, str) and _secret(key):
                 continue
             clean = _without_secrets(item)
             if clean is not None or item is None:
@@ -212,8 +228,8 @@ def _identity_value(value: object, nested: bool) -> str | None:
     finite ``float`` and ``bool`` always; lists and dicts of those only when
     ``nested`` (declared pydantic fields, never an object's run-time state);
     secrets (``SecretStr``), ``None``, clients and other objects never. A URL
-    with credentials (``user:pass@host``) stays out, a URL's query is cut off, and
-    a dict's keys that name secrets are left out at any depth.
+    with credentials (``user:pass@host``) stays out, a URL's query parameters and a
+    dict's keys that name secrets are left out (at any depth).
     """
     if value is None or type(value).__name__.startswith("Secret"):
         return None
@@ -240,8 +256,9 @@ def derive_identity(underlying: object, framework: str) -> str:
     models are pydantic models), else its public attributes holding scalars.
     Left out: names starting with ``_``; names that hold secrets (``*key*``,
     ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...),
-    such keys inside dict values, a URL's query string, HTTP headers and query
-    parameters (``*header*``, ``*query*``) and ``SecretStr`` values; settings that
+    such keys inside dict values (an ``Authorization`` header) and such parameters of
+    a URL's query (``api_key``, and ``sig`` and ``code``), and ``SecretStr`` values;
+    settings that
     never change the vectors (batch sizes, workers, retries, timeouts, callbacks,
     progress bars); ``None``;
     clients and other objects. Two objects of one class with the same
@@ -259,12 +276,7 @@ def derive_identity(underlying: object, framework: str) -> str:
         nested = False
     parts = []
     for name, value in sorted(items):
-        if (
-            name.startswith("_")
-            or name in _OPERATIONAL
-            or _SECRET_NAME.search(name)
-            or _TRANSPORT_NAME.search(name)
-        ):
+        if name.startswith("_") or name in _OPERATIONAL or _SECRET_NAME.search(name):
             continue
         text = _identity_value(value, nested)
         if text is not None:
