@@ -181,7 +181,8 @@ _SECRET_NAME: Final = re.compile(
 #: Functions' ``code``), besides those :data:`_SECRET_NAME` names.
 _SECRET_PARAMETER: Final = re.compile(r"sig|code", re.I)
 #: A value that is an HTTP credential by its form (an ``Authorization`` header's value).
-_CREDENTIAL: Final = re.compile(r"(?:Bearer|Basic|Token|Digest)\s+\S", re.I)
+#: (the whole value one scheme and one token: a prompt that starts "Token ..." is text)
+_CREDENTIAL: Final = re.compile(r"(?:Bearer|Basic|Token|Digest) +[\w.~+/=-]+", re.I)
 _BARE: Final = re.compile(r"[\w./:@+-]*")
 
 
@@ -195,7 +196,7 @@ def _without_secrets(value: object) -> object:
     with credentials (``user:pass@host``). What is kept still tells two models apart:
     a header or parameter that picks a model stays in the identity."""
     if isinstance(value, str):
-        if _CREDENTIAL.match(value):  # "Bearer sk-...", whatever key holds it
+        if _CREDENTIAL.fullmatch(value):  # "Bearer sk-...", whatever key holds it
             return None
         if "://" not in value:
             return value
