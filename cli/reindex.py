@@ -25,7 +25,7 @@ from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes
 from rechunk.errors import ConfigError
 from rechunk.sources.files import printable
-from rechunk.sync.stages import records_of
+from rechunk.sync.stages import are_records, records_of
 
 __all__ = ["ReindexArgs", "add_parser", "execute", "run"]
 
@@ -113,10 +113,13 @@ def execute(args: ReindexArgs) -> int:
     with compose.cache_and_store(args, args.cache) as (cache, opened):
         compose.share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
-            # a record removed from a file read whole is not missing: it is gone
+            # a record removed from a file read whole is not missing: it is gone (a
+            # record by its stored points; a skipped file's records are missing)
             removed = records_of(files.record_files)
-            given = {doc.doc_id for doc in files.documents}
-            missing = sorted(d for d in opened.store.doc_ids() - given if not removed(d))
+            gone = opened.store.doc_ids() - {doc.doc_id for doc in files.documents}
+            maybe = [d for d in gone if removed(d) and not files.covers(d)]
+            stored = opened.store.get_points_many(maybe) if maybe else {}
+            missing = sorted(gone - {d for d in maybe if are_records(stored[d])})
             if missing:
                 raise ConfigError(
                     f"{len(missing)} document(s) of the live collection are not among the files "

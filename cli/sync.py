@@ -129,7 +129,8 @@ def execute(args: SyncArgs) -> int:
         # that could not be listed) keep their documents; an empty file's are pruned like
         # a deleted one's. The stored ids are read only then: a read of every doc_id.
         keep: set[str] = set()
-        if args.prune and files.skipped and store.collection_info() is not None:
+        pruning = args.prune or files.record_files  # records of files read whole go too
+        if pruning and files.skipped and store.collection_info() is not None:
             keep = {doc_id for doc_id in store.doc_ids() if files.covers(doc_id)}
         with progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}

@@ -797,7 +797,9 @@ def sync(
             report.collection = driver_store.collection
             if prune or whole:
                 scope = None if prune else records_of(whole)
-                _prune(report, driver_store, doc_ids | kept, dry_run, scope)
+                # the documents the workers parsed from files= are given too
+                planned = {rep.doc_id for rep in report.per_document}
+                _prune(report, driver_store, doc_ids | kept | planned, dry_run, scope)
             report.engine.pop("_held", None)
     finally:
         close_store()

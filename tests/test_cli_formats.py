@@ -461,11 +461,23 @@ def test_a_record_removed_from_a_file_synced_again_is_deleted(
     faq.write_text("".join(json.dumps(r) + "\n" for r in records))
     elsewhere = tmp_path / "other.md"
     elsewhere.write_text("# Other\n\nA file synced on its own.\n")
+    # a file whose name looks like a record of faq.jsonl: a document of its own
+    lookalike = tmp_path / "kb" / "faq.jsonl#notes.md"
+    lookalike.write_text("# Notes\n\nNot a record of the FAQ.\n")
     args = ["--store", store, "--id-field", "id"]
     assert main(["sync", "kb", *args]) == 0
     assert main(["sync", str(elsewhere), *args]) == 0
     faq.write_text("".join(json.dumps(r) + "\n" for r in records[1:]))
     capsys.readouterr()
+    # the FAQ alone, then the folder with the look-alike unreadable: it stays both times
+    code, report = run_json(capsys, "sync", str(faq), *args, "--dry-run")
+    deleted = [d["doc_id"] for d in report["per_document"] if d["status"] == "deleted"]
+    assert code == 0 and deleted == ["faq.jsonl#reset"]
+    lookalike.write_bytes(b"caf\xe9 not UTF-8\n")
+    code, report = run_json(capsys, "sync", "kb", *args, "--dry-run")
+    deleted = [d["doc_id"] for d in report["per_document"] if d["status"] == "deleted"]
+    assert code == 1 and deleted == ["faq.jsonl#reset"]
+    lookalike.write_text("# Notes\n\nNot a record of the FAQ.\n")
     code, report = run_json(capsys, "sync", "kb", *args, "--dry-run")
     assert code == 0 and report["documents"]["deleted"] == 1
     code, report = run_json(capsys, "sync", "kb", *args)

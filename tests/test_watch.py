@@ -900,3 +900,24 @@ def test_a_watcher_started_on_an_empty_embedded_chroma_syncs_after_another_write
     )  # fmt: skip
     data = json.loads(status.stdout)
     assert data["documents"] == 2 and data["stale_check"] == "passed", data
+
+
+def test_a_record_removed_while_no_watcher_ran_goes_at_the_restart(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """A JSONL file's record removed between two watchers: the second's initial sync reads
+    the file whole, so the record goes (later batches compare against the file map the
+    initial sync made, so it would have stayed for good)."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    faq = root / "faq.jsonl"
+    faq.write_text("".join(json.dumps({"q": f"question {k}", "a": f"answer {k}"}) + "\n"
+                           for k in range(3)))  # fmt: skip
+    store = qdrant_store(embedder, chunker)
+    first = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    first.initial_sync()
+    assert store.doc_ids() == {"faq.jsonl#1", "faq.jsonl#2", "faq.jsonl#3"}
+    faq.write_text("".join(faq.read_text().splitlines(keepends=True)[:2]))
+    second = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    second.initial_sync()
+    assert store.doc_ids() == {"faq.jsonl#1", "faq.jsonl#2"}

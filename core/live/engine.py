@@ -445,12 +445,19 @@ class Watcher:
         for doc_id in gone:
             self.freshness.accept(doc_id, None, wall, self._source_type(None, doc_id))
         keep: set[str] = set()
-        if self.prune and files.skipped and self.store.collection_info() is not None:
+        pruning = self.prune or files.record_files  # records removed while no watcher ran
+        if pruning and files.skipped and self.store.collection_info() is not None:
             keep = {doc_id for doc_id in self.store.doc_ids() if files.covers(doc_id)}
         result = None
         try:
             if docs or not self.prune:
-                result = self._sync(docs, prune=self.prune, keep=keep, report=report)
+                result = self._sync(
+                    docs,
+                    prune=self.prune,
+                    keep=keep,
+                    report=report,
+                    complete_files=files.record_files,
+                )
             if gone:
                 deleted = self._delete(gone, report)
                 if result is not None:  # they were counted as chunks that stay
@@ -912,9 +919,11 @@ class Watcher:
         prune: bool,
         keep: Iterable[str],
         report: BatchReport,
+        complete_files: Iterable[str] = (),
     ) -> SyncReport | None:
         """One sync; a failure that may pass raises :class:`_Retry`. Documents a sync
-        refuses (bad input) are synced one by one, and those refused reported failed."""
+        refuses (bad input) are synced one by one, and those refused reported failed.
+        ``complete_files``: see :func:`rechunk.sync` (the initial sync's record files)."""
         t0 = time.monotonic()
         result: SyncReport | None
         try:
@@ -928,6 +937,7 @@ class Watcher:
                     prune=prune,
                     keep=keep,
                     chunker_for=self.chunker_for,
+                    complete_files=complete_files,
                 )
             )
         except (InputError, ConfigError) as exc:

@@ -454,13 +454,20 @@ def doc_id_set(doc_ids: Iterable[str], name: str) -> set[str]:
 
 
 def records_of(files: set[str]) -> Callable[[str], bool]:
-    """Whether a doc_id is a record of one of ``files`` (``file#id``; the id may hold a
-    ``#`` too)."""
+    """Whether a doc_id may be a record of one of ``files`` (``file#id``; the id may hold
+    a ``#`` too). A file's own doc_id can look the same (``data.jsonl#notes.md``): the
+    prune checks the stored points too (see :func:`_gone`)."""
 
     def of(doc_id: str) -> bool:
         return any(char == "#" and doc_id[:i] in files for i, char in enumerate(doc_id))
 
     return of
+
+
+def are_records(points: Sequence[StoredPoint]) -> bool:
+    """Whether a document's stored points are a record's (they carry the ``record``
+    locator a file of records gives each of its documents)."""
+    return bool(points) and all("record" in p.payload.metadata for p in points)
 
 
 def _gone(
@@ -469,9 +476,10 @@ def _gone(
     held: set[str],
     scope: Callable[[str], bool] | None = None,
 ) -> Iterator[dict[str, list[str]]]:
-    """The documents the collection holds beyond ``given`` (of those, the ones ``scope``
-    takes, when given), each with its points' ids, at most :data:`DOC_BATCH` documents
-    at a time. A store that can list its ids and read
+    """The documents the collection holds beyond ``given`` (of those, the records
+    ``scope`` takes, when given: their stored points say they are records), each with
+    its points' ids, at most :data:`DOC_BATCH` documents at a time. A store that can
+    list its ids and read
     doc_ids by id (``all_ids`` and ``doc_ids_of``: Chroma, where every record's
     metadata costs over ten times its id to read) is asked for its ids, and for the
     doc_ids of those not ``held`` (the points of the given documents, which the sync
@@ -486,9 +494,14 @@ def _gone(
                 if doc_id not in given and (scope is None or scope(doc_id)):
                     found.setdefault(doc_id, []).append(pid)
         for batch in batches(sorted(found), DOC_BATCH):
+            if scope is not None:
+                stored = store.get_points_many(batch)
+                batch = [doc_id for doc_id in batch if are_records(stored[doc_id])]
             yield {doc_id: found[doc_id] for doc_id in batch}
         return
     gone = store.doc_ids() - given
     for batch in batches(sorted(d for d in gone if scope is None or scope(d)), DOC_BATCH):
         points_of = store.get_points_many(batch)
+        if scope is not None:
+            batch = [doc_id for doc_id in batch if are_records(points_of[doc_id])]
         yield {doc_id: [p.id for p in points_of[doc_id]] for doc_id in batch}
