@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
 import json
 import math
 import re
@@ -177,48 +178,61 @@ _OPERATIONAL: Final = frozenset(
 _SECRET_NAME: Final = re.compile(
     r"key|token|secret|passw|credential|auth|cookie|signature|session", re.I
 )
-#: Query parameters that carry keys without saying so (Azure's SAS ``sig``, Azure
-#: Functions' ``code``), besides those :data:`_SECRET_NAME` names.
-_SECRET_PARAMETER: Final = re.compile(r"sig|code", re.I)
-#: A value that is an HTTP credential by its form (an ``Authorization`` header's value).
-#: (the whole value one scheme and one token: a prompt that starts "Token ..." is text)
+#: The words of a key or query parameter name that say it holds a secret (whole words:
+#: ``tokenizer_kwargs`` is no token); ``sig`` and ``code`` only in a URL's query (Azure's
+#: SAS signature, Azure Functions' key).
+_SECRET_WORDS: Final = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials",
+     "auth", "authorization", "cookie", "signature", "session"}
+)  # fmt: skip
+_SECRET_PARAMETERS: Final = frozenset({"sig", "code"})
+_NAME_WORDS: Final = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+#: A value that is an HTTP credential by its form (an ``Authorization`` header's value):
+#: the whole value one scheme and one token (a prompt that starts "Token ..." is text)
 _CREDENTIAL: Final = re.compile(r"(?:Bearer|Basic|Token|Digest) +[\w.~+/=-]+", re.I)
 _BARE: Final = re.compile(r"[\w./:@+-]*")
 
 
 def _secret(name: str, parameter: bool = False) -> bool:
-    return bool(_SECRET_NAME.search(name) or (parameter and _SECRET_PARAMETER.fullmatch(name)))
+    """Whether a dict key or a URL query parameter named ``name`` holds a secret."""
+    words = {word.lower() for word in _NAME_WORDS.split(name) if word}
+    return bool(words & _SECRET_WORDS or (parameter and words & _SECRET_PARAMETERS))
+
+
+def _digest(value: object) -> str:
+    """A secret as it enters an identity: a one-way digest, so that two settings that
+    differ (two keys that pick two deployments) still give two identities, and the
+    secret itself is written nowhere."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _without_secrets(value: object) -> object:
-    """``value`` with the dict keys that name secrets left out, at any depth, and a URL
-    string's query parameters that name secrets (``?api_key=...``); ``None`` for a URL
-    with credentials (``user:pass@host``). What is kept still tells two models apart:
-    a header or parameter that picks a model stays in the identity."""
+    """``value`` with every secret in it as a :func:`_digest`: the values of dict keys
+    that name secrets (at any depth), of a URL's query parameters that do
+    (``?api_key=...``) and of credential form (``Bearer ...``); a URL with credentials
+    (``user:pass@host``) is None (it stays out). Nothing is dropped, so what told two
+    models apart still does."""
     if isinstance(value, str):
-        if _CREDENTIAL.fullmatch(value):  # "Bearer sk-...", whatever key holds it
-            return None
+        if _CREDENTIAL.fullmatch(value):
+            return _digest(value)
         if "://" not in value:
             return value
         if "@" in value.split("://", 1)[1].split("/", 1)[0]:
             return None
         parts = urlsplit(value)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        kept = [(k, v) for k, v in query if not _secret(k, parameter=True)]
-        if len(kept) == len(query):
+        if not any(_secret(k, parameter=True) for k, _ in query):
             return value
-        return urlunsplit(parts._replace(query=urlencode(kept)))
+        hidden = [(k, _digest(v) if _secret(k, parameter=True) else v) for k, v in query]
+        return urlunsplit(parts._replace(query=urlencode(hidden)))
     if isinstance(value, dict):
-        kept = {}
-        for key, item in value.items():
-            if isinstance(key, str) and _secret(key):
-                continue
-            clean = _without_secrets(item)
-            if clean is not None or item is None:
-                kept[key] = clean
-        return kept
+        return {
+            key: _digest(item) if isinstance(key, str) and _secret(key) else _without_secrets(item)
+            for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [clean for item in value if (clean := _without_secrets(item)) is not None]
+        return [_without_secrets(item) for item in value]
     return value
 
 
@@ -229,8 +243,8 @@ def _identity_value(value: object, nested: bool) -> str | None:
     finite ``float`` and ``bool`` always; lists and dicts of those only when
     ``nested`` (declared pydantic fields, never an object's run-time state);
     secrets (``SecretStr``), ``None``, clients and other objects never. A URL
-    with credentials (``user:pass@host``) stays out, a URL's query parameters and a
-    dict's keys that name secrets are left out (at any depth).
+    with credentials (``user:pass@host``) stays out; the secrets inside a value (see
+    :func:`_without_secrets`) enter as digests.
     """
     if value is None or type(value).__name__.startswith("Secret"):
         return None
@@ -257,8 +271,8 @@ def derive_identity(underlying: object, framework: str) -> str:
     models are pydantic models), else its public attributes holding scalars.
     Left out: names starting with ``_``; names that hold secrets (``*key*``,
     ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...),
-    such keys inside dict values (an ``Authorization`` header) and such parameters of
-    a URL's query (``api_key``, and ``sig`` and ``code``), and ``SecretStr`` values;
+    and ``SecretStr`` values (secrets inside a dict or a URL, an ``Authorization``
+    header or ``?api_key=``, enter as one-way digests: see :func:`_without_secrets`);
     settings that
     never change the vectors (batch sizes, workers, retries, timeouts, callbacks,
     progress bars); ``None``;
