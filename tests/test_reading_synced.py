@@ -100,3 +100,23 @@ def test_both_give_the_vectors_rechunk_embeds_and_refuse_what_is_not_a_model() -
         RechunkEmbedding("minilm")
     with pytest.raises(InputError):
         lc.embed_documents("one str")
+
+
+def test_the_llamaindex_embedding_travels_to_worker_processes() -> None:
+    """IngestionPipeline workers get a pickled copy: one made from a URI (or the default)
+    opens the same model again; one made from an Embedder object refuses to embed with
+    another model, and says what to give instead. from_dict round-trips."""
+    import pickle
+
+    pytest.importorskip("llama_index.core")
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+    from rechunk.integrations.uri import open_embedder
+
+    made = RechunkEmbedding()
+    copy = pickle.loads(pickle.dumps(made))
+    assert copy.model_name == made.model_name
+    assert np.allclose(copy.get_query_embedding("a query"), made.get_query_embedding("a query"))
+    assert RechunkEmbedding.from_dict(made.to_dict()).model_name == made.model_name
+    held = pickle.loads(pickle.dumps(RechunkEmbedding(open_embedder())))
+    with pytest.raises(ConfigError, match="make it from an embedder URI"):
+        held.get_query_embedding("a query")
