@@ -279,6 +279,15 @@ def _excerpt(value: str | bytes, limit: int = _EXCERPT) -> str:
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
+def _key_names(answer: dict[Any, Any]) -> str:
+    """The member names of a server's JSON object, those that are identifiers (a server
+    could key an answer by the input: the rest are only counted)."""
+    names = [str(k) for k in answer]
+    shown = [repr(n) for n in names if _IDENTIFIER.fullmatch(n)][:6]
+    others = len(names) - len(shown)
+    return ", ".join(shown + ([f"{others} other(s)"] if others else [])) or "none"
+
+
 def _json_kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -452,18 +461,19 @@ class OpenAIEmbedder:
                 f"base URL {parts.scheme}://***@{parts.netloc.rsplit('@', 1)[1]} holds "
                 f"credentials: give the key in ${api_key_env} instead"
             )
+        shown = f"{parts.scheme}://{parts.netloc}{parts.path}"  # never its query: a key?
+        if parts.query or parts.fragment:
+            raise ConfigError(
+                f"base URL {shown} has a query or fragment (?... or #...): the client adds "
+                "/embeddings to the URL's path, so give the path alone, and a key in "
+                f"${api_key_env}"
+            )
         try:
             port = parts.port
         except ValueError as exc:
-            raise ConfigError(f"base URL {url!r} is not a valid URL: {exc}") from exc
+            raise ConfigError(f"base URL {shown!r} is not a valid URL: {exc}") from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"base URL {url!r} must be an http:// or https:// URL with a host")
-        if parts.query or parts.fragment:
-            raise ConfigError(
-                f"base URL {parts.scheme}://{parts.netloc}{parts.path} has a query or fragment "
-                "(?... or #...): the client adds /embeddings to the URL's path, so give the "
-                f"path alone, and a key in ${api_key_env}"
-            )
+            raise ConfigError(f"base URL {shown!r} must be an http:// or https:// URL with a host")
         self.base_url = url.rstrip("/")
         self._host = parts.hostname + (f":{port}" if port else "")
         self._api_key_env = api_key_env
@@ -774,7 +784,7 @@ class OpenAIEmbedder:
             if isinstance(answer, dict) and "data" in answer:
                 what = "'data' that is null, not a list of embeddings"
             elif isinstance(answer, dict):
-                keys = ", ".join(_excerpt(str(k), 20) for k in list(answer)[:6]) or "none"
+                keys = _key_names(answer)
                 what = f"a JSON object without 'data' (keys: {keys})"
             else:
                 what = f"JSON that is {_json_kind(answer)}, not an object with a 'data' list"
@@ -796,14 +806,15 @@ class OpenAIEmbedder:
                     "with an 'embedding'"
                 )
             if "embedding" not in item:
-                keys = ", ".join(_excerpt(str(k), 20) for k in list(item)[:6]) or "none"
+                keys = _key_names(item)
                 raise self._bad_answer(
                     f"item {position} of 'data' without an 'embedding' (keys: {keys})"
                 )
             index = item.get("index", position)
             if type(index) is not int or not 0 <= index < n or index in seen:
                 raise self._bad_answer(
-                    f"a bad index {json.dumps(index)[:20]} in item {position} (not an int "
+                    f"a bad index {index if type(index) is int else _json_kind(index)} in "
+                    f"item {position} (not an int "
                     f"from 0 to {n - 1}, or given twice)"
                 )
             vector = _numbers(item["embedding"])

@@ -423,6 +423,10 @@ ECHOES = {
     "500 retried": _echo(500, "application/json", '{"error": {"message": "failed on INPUT"}}'),
     "200 html": _echo(200, "text/html", "<html>proxy error for INPUT</html>"),
     "200 error object": _echo(200, "application/json", '{"error": "cannot embed INPUT"}'),
+    "200 keyed by the input": _echo(200, "application/json", '{"INPUT": [0.5]}'),
+    "200 index of the input": _echo(
+        200, "application/json", '{"data": [{"index": "INPUT", "embedding": [0.5]}]}'
+    ),
 }
 
 
@@ -437,7 +441,8 @@ def test_a_server_quoting_the_input_is_not_quoted(case: str, folder: Path) -> No
             embedder.embed([PRIVATE])
     text = str(err.value)
     assert PRIVATE not in text and "\n" not in text, text
-    assert "the server's message is left out" in text or "HTTP 500" in text
+    if case.startswith(("4", "500", "200 html", "200 error")):
+        assert "the server's message is left out" in text or "HTTP 500" in text
     if case.startswith("400"):
         assert "(HTTP 400, type invalid_request_error)" in text
     causes = []
@@ -445,7 +450,8 @@ def test_a_server_quoting_the_input_is_not_quoted(case: str, folder: Path) -> No
     while cause is not None:
         causes.append(str(cause))
         cause = cause.__cause__
-    assert any(PRIVATE in c for c in causes)
+    if "left out" in text:
+        assert any(PRIVATE in c for c in causes)
 
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity"])
@@ -696,6 +702,8 @@ def test_a_redirect_is_not_followed(folder: Path) -> None:
     [
         ("http://user:hunter2@127.0.0.1:9/v1", r"http://\*\*\*@127\.0\.0\.1:9 holds credentials"),
         ("http://127.0.0.1:9/v1?api_key=hunter2", "has a query or fragment"),
+        ("http://127.0.0.1:99999/v1?api_key=hunter2", "has a query or fragment"),
+        ("htp://host/v1?api_key=hunter2", "has a query or fragment"),
     ],
 )
 def test_a_base_url_with_credentials_or_a_query_is_refused(
