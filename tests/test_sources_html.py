@@ -382,6 +382,8 @@ def test_spaces_between_words_are_kept_in_every_script() -> None:
             "<p>第2章 手順</p>"
             "<p>大阪 名古屋 の 二か所で 試します。</p>"
             "<p>改动之后\n    只重新计算附近的文本。</p>"
+            "<p>床前明月光，<br>疑是地上霜。</p>"
+            "<p>first line<br>second line</p>"
         )
     )
     assert [text for kind, _, text in blocks(doc) if kind == "paragraph"] == [
@@ -389,6 +391,8 @@ def test_spaces_between_words_are_kept_in_every_script() -> None:
         "第2章 手順",
         "大阪 名古屋 の 二か所で 試します。",
         "改动之后只重新计算附近的文本。",
+        "床前明月光，疑是地上霜。",
+        "first line second line",
     ]
 
 

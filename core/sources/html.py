@@ -200,7 +200,7 @@ def _inline_text(node: Any) -> str:
         if tag == _TEXT:
             parts.append(item.text_content or "")
         elif tag == "br":
-            parts.append(" ")
+            parts.append("\n")  # a line break: none between Chinese characters
         elif tag != _COMMENT:
             if tag not in _INLINE:
                 parts.append(" ")
@@ -415,7 +415,7 @@ class _Writer:
             if tag == _COMMENT:
                 continue
             if tag == "br":
-                self.buffer.append(" ")
+                self.buffer.append("\n")  # a line break: none between Chinese characters
             elif tag in _INLINE:
                 stack.extend(reversed(_children(item)))
             elif tag in _HEADINGS:
