@@ -86,6 +86,8 @@ def test_printable_escapes_what_a_terminal_acts_on() -> None:
     # invisible characters that make two names look alike; joiners that scripts use stay
     assert printable("报告\u200b.md \ufeffa\u2060b\u200e") == "报告\\u200b.md \\ufeffa\\u2060b\\u200e"
     assert printable("می\u200cخواهم 👩\u200d💻") == "می\u200cخواهم 👩\u200d💻"
+    # every other invisible format character too (Arabic letter mark, soft hyphen, tags)
+    assert printable("r\u061c.md s\u00adh x\U000e0001y") == "r\\u061c.md s\\xadh x\\U000e0001y"
 
 
 def test_bench_language_names_cannot_forge_lines(

@@ -308,7 +308,9 @@ def test_a_picture_pasted_as_a_data_uri_is_named(tmp_path: Path) -> None:
     icon = base64.b64encode(b"tiny").decode()
     (tmp_path / "kb" / "icon.md").write_text(f"# Icon\n\n![i](data:image/gif;base64,{icon})\n")
     (tmp_path / "kb" / "plain.md").write_text("# Plain\n\nNo picture here.\n")
+    wrapped = "\n".join(picture[i : i + 76] for i in range(0, len(picture), 76))
+    (tmp_path / "kb" / "wrapped.md").write_text(f"![w](data:image/PNG;BASE64,{wrapped})\n")
     found = read_documents([tmp_path / "kb"])
-    assert found.inline_data == [("flow.md", len(picture))]
+    assert sorted(found.inline_data) == [("flow.md", len(picture)), ("wrapped.md", len(picture))]
     flow = next(d for d in found.documents if d.doc_id == "flow.md")
     assert picture in flow.text

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import stat
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -235,16 +236,18 @@ def _broken_link(path: Path) -> str:
 
 #: the bytes of base64 ``data:`` URIs from which a document is named in ``inline_data``
 INLINE_DATA_NOTE = 4096
+# (``;base64`` in any case, as MIME allows; the payload may be wrapped over lines)
 _DATA_URI = re.compile(
-    r"data:[\w.+-]{1,80}/[\w.+-]{1,80}(?:;[\w.+=-]{1,80})*;base64,([A-Za-z0-9+/=]+)"
+    r"data:[\w.+-]{1,80}/[\w.+-]{1,80}(?:;[\w.+=-]{1,80})*;base64,([A-Za-z0-9+/=\s]+)",
+    re.IGNORECASE,
 )
 
 
 def inline_data_bytes(text: str) -> int:
-    """The characters of base64 ``data:`` URIs in ``text`` (0 without any)."""
-    if "base64," not in text:
+    """The base64 characters of the ``data:`` URIs in ``text`` (0 without any)."""
+    if "base64," not in text.lower():
         return 0
-    return sum(len(m.group(1)) for m in _DATA_URI.finditer(text))
+    return sum(len("".join(m.group(1).split())) for m in _DATA_URI.finditer(text))
 
 
 def _printable(doc_id: str) -> str:
@@ -264,16 +267,33 @@ _CONTROLS = re.compile(
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _escape_char(match.group())
 
 
 def printable(text: str) -> str:
     """``text`` safe to print on one terminal line: control characters (a newline, ESC),
-    separators and bidirectional overrides as ``\\xNN`` / ``\\uNNNN``, and anything that
-    is not valid UTF-8 (a lone surrogate from an undecodable file name) backslash-escaped.
-    What is printed of a file name can then neither start a new line nor move the cursor."""
-    return _CONTROLS.sub(_escape, _printable(text))
+    separators, bidirectional overrides and every other invisible format character
+    (Unicode's ``Cf``, but the joiners scripts spell with) as ``\\xNN`` / ``\\uNNNN``,
+    and anything that is not valid UTF-8 (a lone surrogate from an undecodable file name)
+    backslash-escaped. What is printed of a file name can then neither start a new line
+    nor move the cursor, nor look like another name."""
+    out = _CONTROLS.sub(_escape, _printable(text))
+    if out.isascii():
+        return out
+    return "".join(
+        _escape_char(char) if unicodedata.category(char) == "Cf" and char not in _JOINERS else char
+        for char in out
+    )
+
+
+_JOINERS = frozenset("\u200c\u200d")  # zero-width non-joiner and joiner: scripts spell with them
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def doc_id_clash(path: Path, other: Path, doc_id: str) -> str:
