@@ -174,10 +174,6 @@ _OPERATIONAL: Final = frozenset(
      "max_retries", "retries", "timeout", "request_timeout", "show_progress",
      "show_progress_bar", "verbose", "embeddings_cache", "rate_limiter"}
 )  # fmt: skip
-#: Field names that hold secrets (matched anywhere in the name, case-insensitively).
-_SECRET_NAME: Final = re.compile(
-    r"key|token|secret|passw|credential|auth|cookie|signature|session", re.I
-)
 #: The words of a key or query parameter name that say it holds a secret (whole words:
 #: ``tokenizer_kwargs`` is no token); ``sig`` and ``code`` only in a URL's query (Azure's
 #: SAS signature, Azure Functions' key).
@@ -269,15 +265,16 @@ def derive_identity(underlying: object, framework: str) -> str:
     ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The
     configuration is the object's pydantic fields (LangChain and LlamaIndex
     models are pydantic models), else its public attributes holding scalars.
-    Left out: names starting with ``_``; names that hold secrets (``*key*``,
-    ``*token*``, ``*secret*``, ``*password*``, ``*credential*``, ``*auth*``, ...),
-    and ``SecretStr`` values (secrets inside a dict or a URL, an ``Authorization``
-    header or ``?api_key=``, enter as one-way digests: see :func:`_without_secrets`);
-    settings that
-    never change the vectors (batch sizes, workers, retries, timeouts, callbacks,
-    progress bars); ``None``;
-    clients and other objects. Two objects of one class with the same
-    configuration share the identity; anything else that changes the vectors
+    A secret enters as a one-way digest (:func:`_digest`), so that it is written
+    nowhere while two settings that pick two models still give two identities: the
+    value of a setting named for a secret (``api_key``, ``token``, ``password``, ... as
+    whole words), and inside a dict or a URL (an ``Authorization`` header,
+    ``?api_key=``: see :func:`_without_secrets`). Left out: names starting with ``_``;
+    ``SecretStr`` values (a key held as one: the model cannot depend on it alone);
+    settings that never change the vectors (batch sizes, workers, retries, timeouts,
+    callbacks, progress bars); ``None``; clients and other objects. Two objects of one
+    class with the same configuration share the identity; anything else that changes
+    the vectors
     (weights fine-tuned in place, a prompt held in a client) is invisible here:
     pass ``model_id`` then.
     """
@@ -291,11 +288,13 @@ def derive_identity(underlying: object, framework: str) -> str:
         nested = False
     parts = []
     for name, value in sorted(items):
-        if name.startswith("_") or name in _OPERATIONAL or _SECRET_NAME.search(name):
+        if name.startswith("_") or name in _OPERATIONAL:
             continue
         text = _identity_value(value, nested)
         if text is not None:
-            parts.append(f"{name}={text}")
+            # a plain value under a secret's name (a key that may pick a deployment) as a
+            # digest; a SecretStr stays out (its model cannot depend on it alone)
+            parts.append(f"{name}={_digest(value) if _secret(name) else text}")
     return f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
 
 

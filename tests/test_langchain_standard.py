@@ -125,3 +125,10 @@ def test_the_derived_identity_keeps_no_secret_in_headers_queries_or_urls() -> No
     # model's vectors reused for another's
     others = [openai("b"), openai("a", key="b"), openai("a", lower=False)]
     assert len({model_id, *map(identity, others)}) == 4
+    # a plain (not SecretStr) key at the top level: a digest too, never the key itself,
+    # and a key that picks the deployment still tells two apart
+    class KeyedEmbeddings(DeterministicFakeEmbedding):
+        api_key: str = ""
+
+    ids = {identity(KeyedEmbeddings(size=4, api_key=f"PLAIN-SECRET-{k}")) for k in "ab"}
+    assert len(ids) == 2 and not any("PLAIN-SECRET" in i for i in ids)
