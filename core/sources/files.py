@@ -256,14 +256,10 @@ def _printable(doc_id: str) -> str:
 
 
 #: Characters a terminal acts on rather than shows: C0 and C1 controls, DEL, the line and
-#: paragraph separators and the bidirectional overrides (which reorder what follows); and
-#: the invisible ones that would make two names look alike (a zero-width space, the
-#: direction marks, the word joiner and invisible operators, a byte order mark). The
-#: zero-width joiner and non-joiner stay: scripts and emoji spell with them.
-_CONTROLS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u2069\ufeff]"
-)
+#: paragraph separators. The invisible format characters (bidirectional overrides, which
+#: reorder what follows; a zero-width space or a byte order mark, which make two names
+#: look alike) are Unicode's ``Cf``, escaped by :func:`printable` by their category.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _escape(match: re.Match[str]) -> str:
