@@ -125,13 +125,9 @@ def execute(args: SyncArgs) -> int:
             from rechunk.sync.generations import open_live
 
             store = open_live(store, chunker, embedder.dimension)
-        # with --prune, files that exist but were not read (unreadable, or in a folder
-        # that could not be listed) keep their documents; an empty file's are pruned like
-        # a deleted one's. The stored ids are read only then: a read of every doc_id.
-        keep: set[str] = set()
-        pruning = args.prune or files.record_files  # records of files read whole go too
-        if pruning and files.skipped and store.collection_info() is not None:
-            keep = {doc_id for doc_id in store.doc_ids() if files.covers(doc_id)}
+        # files that exist but were not read (unreadable, or in a folder that could not
+        # be listed) keep their documents; an empty file's are pruned like a deleted one's
+        keep = files.kept_in(store, args.prune)
         with progress_bar(_interactive(args)) as bar:
             tasks: dict[str, Any] = {}
 

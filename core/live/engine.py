@@ -444,10 +444,7 @@ class Watcher:
                 )
         for doc_id in gone:
             self.freshness.accept(doc_id, None, wall, self._source_type(None, doc_id))
-        keep: set[str] = set()
-        pruning = self.prune or files.record_files  # records removed while no watcher ran
-        if pruning and files.skipped and self.store.collection_info() is not None:
-            keep = {doc_id for doc_id in self.store.doc_ids() if files.covers(doc_id)}
+        keep = files.kept_in(self.store, self.prune)
         result = None
         try:
             if docs or not self.prune:

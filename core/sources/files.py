@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError, MissingDependencyError
@@ -137,6 +138,16 @@ class FileSet:
     paths: dict[str, Path] = field(default_factory=dict)
     record_files: set[str] = field(default_factory=set)
     inline_data: list[tuple[str, int]] = field(default_factory=list)
+
+    def kept_in(self, store: Any, prune: bool) -> set[str]:
+        """The doc_ids of ``store`` a sync that deletes (``prune``, or the records removed
+        from :attr:`record_files`) must keep: those of files that exist but were not
+        read (:meth:`covers`). The stored ids are read only then: a read of every one."""
+        if not (prune or self.record_files) or not self.skipped:
+            return set()
+        if store.collection_info() is None:
+            return set()
+        return {doc_id for doc_id in store.doc_ids() if self.covers(doc_id)}
 
     def covers(self, doc_id: str) -> bool:
         """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
