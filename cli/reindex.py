@@ -25,7 +25,7 @@ from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes
 from rechunk.errors import ConfigError
 from rechunk.sources.files import printable
-from rechunk.sync.stages import are_records, records_of
+from rechunk.sync.stages import records_among, records_of
 
 __all__ = ["ReindexArgs", "add_parser", "execute", "run"]
 
@@ -118,8 +118,7 @@ def execute(args: ReindexArgs) -> int:
             removed = records_of(files.record_files)
             gone = opened.store.doc_ids() - {doc.doc_id for doc in files.documents}
             maybe = [d for d in gone if removed(d) and not files.covers(d)]
-            stored = opened.store.get_points_many(maybe) if maybe else {}
-            missing = sorted(gone - {d for d in maybe if are_records(stored[d])})
+            missing = sorted(gone - records_among(opened.store, maybe))
             if missing:
                 raise ConfigError(
                     f"{len(missing)} document(s) of the live collection are not among the files "

@@ -464,6 +464,12 @@ def records_of(files: set[str]) -> Callable[[str], bool]:
     return of
 
 
+def records_among(store: VectorStore, doc_ids: Sequence[str]) -> set[str]:
+    """The ``doc_ids`` whose stored points are a record's (see :func:`are_records`)."""
+    stored = store.get_points_many(list(doc_ids)) if doc_ids else {}
+    return {doc_id for doc_id in doc_ids if are_records(stored[doc_id])}
+
+
 def are_records(points: Sequence[StoredPoint]) -> bool:
     """Whether a document's stored points are a record's (they carry the ``record``
     locator a file of records gives each of its documents)."""
@@ -495,8 +501,8 @@ def _gone(
                     found.setdefault(doc_id, []).append(pid)
         for batch in batches(sorted(found), DOC_BATCH):
             if scope is not None:
-                stored = store.get_points_many(batch)
-                batch = [doc_id for doc_id in batch if are_records(stored[doc_id])]
+                records = records_among(store, batch)
+                batch = [doc_id for doc_id in batch if doc_id in records]
             yield {doc_id: found[doc_id] for doc_id in batch}
         return
     gone = store.doc_ids() - given
