@@ -11,7 +11,14 @@ from typing import Any
 from rechunk.sources.files import printable
 from rechunk.sources.generated import REASONS
 
-__all__ = ["encodings", "file_fields", "file_notes", "progress_bar", "sync_summary"]
+__all__ = [
+    "encodings",
+    "file_fields",
+    "file_notes",
+    "progress_bar",
+    "sync_summary",
+    "unknown_notes",
+]
 
 
 def encodings(files: Any) -> dict[str, int]:
@@ -90,6 +97,19 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
         counts = ", ".join(f"{name} {n}" for name, n in read_as.items())
         rows.append(("encodings", f"{counts} (documents not read as UTF-8; payloads say so)"))
     return rows
+
+
+def unknown_notes(found: list[tuple[str, float]]) -> list[tuple[str, str]]:
+    """Summary rows naming the documents much of whose text the model reads as its unknown
+    token (``found`` as :func:`rechunk.chunking.unknown.unknown_documents` gives it)."""
+    return [
+        (
+            "unknown text",
+            f"{doc_id}: {share:.0%} of its tokens are unknown to the model's tokenizer "
+            "(embedded as [UNK]; a model trained on its script reads it: --model)",
+        )
+        for doc_id, share in found
+    ]
 
 
 def progress_bar(enabled: bool) -> Any:

@@ -23,7 +23,13 @@ from rechunk.cli.options import (
 )
 from rechunk.cli.output import EXIT_BACKEND, EXIT_OK, EXIT_PARTIAL, print_json, report_error
 from rechunk.cli.reading import read_paths
-from rechunk.cli.summary import file_fields, file_notes, progress_bar, sync_summary
+from rechunk.cli.summary import (
+    file_fields,
+    file_notes,
+    progress_bar,
+    sync_summary,
+    unknown_notes,
+)
 from rechunk.errors import StaleCheckError
 from rechunk.sources.files import printable
 
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(args: SyncArgs) -> int:
     from rechunk.chunking.policy import policy_for
+    from rechunk.chunking.unknown import unknown_documents
     from rechunk.cli.sources import Chooser, source_notes
     from rechunk.sync import SyncReport, sync
 
@@ -164,12 +171,19 @@ def execute(args: SyncArgs) -> int:
             if advice:  # in place of the store client's own warning
                 print(f"rechunk: warning: {advice}", file=sys.stderr)
     report.documents["skipped"] += len(files.skipped)
+    # the documents this sync wrote chunks of, checked for text the model cannot read
+    written = {rep.doc_id for rep in report.per_document if rep.status in ("new", "changed")}
+    unknown = unknown_documents(
+        getattr(embedder, "tokenizer", None), (d for d in files.documents if d.doc_id in written)
+    )
     if args.json:
         data = {**report.to_dict(), **file_fields(files), "no_grammar": chooser.fields()}
+        data["unknown_tokens"] = [{"doc_id": d, "share": round(s, 4)} for d, s in unknown]
         data["model_loaded"] = embedder.loaded
         print_json(data)
     else:
         notes = source_notes(files, report, chooser) + file_notes(files, args.prune)
+        notes += unknown_notes(unknown)
         sync_summary(report, args.prune, notes)
     if failed is not None:
         report_error(failed, args.debug)

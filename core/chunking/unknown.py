@@ -1,0 +1,78 @@
+"""Text a model cannot read: the share of a document's tokens its tokenizer maps to the
+unknown token (``[UNK]``).
+
+A WordPiece model such as all-MiniLM-L6-v2 has no token for most characters of Thai,
+Amharic or many Chinese words; such text is embedded as ``[UNK]``, and its vectors find
+nothing. ``rechunk sync`` names those documents when it writes their chunks, so a person
+learns it before retrieval fails.
+
+Only a document holding a character the tokenizer maps to the unknown token is tokenized
+whole (the characters are checked once per tokenizer), so a folder of text the model
+reads costs a scan of each document's distinct characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rechunk.chunking.tokens import HFTokenCounter, resolve_tokenizer
+
+__all__ = ["UNKNOWN_NOTE", "UnknownTokens", "unknown_documents"]
+
+#: the share of a document's tokens that are the unknown token from which it is named
+UNKNOWN_NOTE = 0.1
+
+
+class UnknownTokens:
+    """The share of a text's tokens that ``tokenizer`` maps to its unknown token.
+
+    ``tokenizer`` is anything :func:`rechunk.chunking.tokens.resolve_tokenizer` takes; a
+    tokenizer without an unknown token (byte-level BPE, a callable) gives 0 for any text.
+    """
+
+    def __init__(self, tokenizer: Any = None) -> None:
+        counter = resolve_tokenizer(tokenizer)
+        self._tokenizer = counter.tokenizer if isinstance(counter, HFTokenCounter) else None
+        self._unk: int | None = None
+        if self._tokenizer is not None:
+            token = getattr(self._tokenizer.model, "unk_token", None)
+            if isinstance(token, str):
+                self._unk = self._tokenizer.token_to_id(token)
+        self._unknown: dict[str, bool] = {}  # character -> the tokenizer maps it to the unknown
+
+    @property
+    def applies(self) -> bool:
+        """Whether the tokenizer has an unknown token at all."""
+        return self._unk is not None
+
+    def share(self, text: str) -> float:
+        tokenizer, unk = self._tokenizer, self._unk
+        if tokenizer is None or unk is None or not text:
+            return 0.0
+        distinct = set(text)
+        new = [c for c in distinct if c not in self._unknown]
+        if new:
+            encoded = tokenizer.encode_batch(new, add_special_tokens=False)
+            for char, encoding in zip(new, encoded):
+                self._unknown[char] = unk in encoding.ids
+        if not any(self._unknown[c] for c in distinct):
+            return 0.0
+        ids = tokenizer.encode(text, add_special_tokens=False).ids
+        return sum(1 for i in ids if i == unk) / len(ids) if ids else 0.0
+
+
+def unknown_documents(
+    tokenizer: Any, documents: Iterable[Any], threshold: float = UNKNOWN_NOTE
+) -> list[tuple[str, float]]:
+    """``(doc_id, share)`` of the documents at least ``threshold`` of whose tokens are
+    ``tokenizer``'s unknown token, in the order given."""
+    check = UnknownTokens(tokenizer)
+    if not check.applies:
+        return []
+    found = []
+    for doc in documents:
+        share = check.share(doc.text)
+        if share >= threshold:
+            found.append((doc.doc_id, share))
+    return found

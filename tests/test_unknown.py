@@ -1,0 +1,81 @@
+"""Text the model cannot read: documents whose tokens are largely the unknown token are
+named by `rechunk sync`, in its summary and its --json report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_json
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rechunk import Document
+from rechunk.chunking.unknown import UNKNOWN_NOTE, UnknownTokens, unknown_documents
+from rechunk.cli import main
+
+# written for these tests: a note in English, one in Thai and one in Amharic, scripts
+# all-MiniLM-L6-v2's WordPiece vocabulary has (almost) no tokens for
+ENGLISH = "# Release\n\nThe installer was tested on three machines before Friday's release.\n"
+THAI = "# บันทึก\n\nทีมงานทดสอบโปรแกรมติดตั้งบนเครื่องสามเครื่องก่อนวันศุกร์\n"
+AMHARIC = "# ማስታወሻ\n\nቡድኑ ከዓርብ በፊት ጫኚውን በሦስት ኮምፒውተሮች ላይ ሞከረ።\n"
+
+
+def test_the_share_of_unknown_tokens() -> None:
+    check = UnknownTokens()  # the default model's tokenizer
+    assert check.applies
+    assert check.share(ENGLISH) == 0.0
+    assert check.share("") == 0.0
+    assert check.share(THAI) > 0.5
+    assert check.share(AMHARIC) > 0.9
+    # a few emoji in English stay below the note's threshold
+    assert check.share("We shipped the release today 🎉 and the installer works.") < UNKNOWN_NOTE
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=200))
+def test_printable_ascii_is_never_unknown(text: str) -> None:
+    assert UnknownTokens().share(text) == 0.0
+
+
+def test_a_tokenizer_without_an_unknown_token_names_nothing() -> None:
+    def by_words(text: str) -> int:
+        return len(text.split())
+
+    check = UnknownTokens(by_words)
+    assert not check.applies and check.share(THAI) == 0.0
+    docs = [Document(doc_id="th.md", text=THAI)]
+    assert unknown_documents(by_words, docs) == []
+
+
+def test_unknown_documents_in_order_with_their_share() -> None:
+    docs = [
+        Document(doc_id="am.md", text=AMHARIC),
+        Document(doc_id="en.md", text=ENGLISH),
+        Document(doc_id="th.md", text=THAI),
+    ]
+    found = unknown_documents(None, docs)
+    assert [doc_id for doc_id, _ in found] == ["am.md", "th.md"]
+    assert all(UNKNOWN_NOTE <= share <= 1.0 for _, share in found)
+
+
+def test_sync_names_documents_the_model_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "en.md").write_text(ENGLISH, encoding="utf-8")
+    (kb / "th.md").write_text(THAI, encoding="utf-8")
+    code, report = run_json(capsys, "sync", "kb", "--dry-run")
+    assert code == 0
+    assert [entry["doc_id"] for entry in report["unknown_tokens"]] == ["th.md"]
+    assert report["unknown_tokens"][0]["share"] > 0.5
+    assert main(["sync", "kb", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "unknown text  th.md: " in out and "of its tokens are unknown" in out
+    assert "unknown text  en.md" not in out
+    # named by the sync that writes its chunks, not by every sync after it
+    code, report = run_json(capsys, "sync", "kb")
+    assert code == 0 and [entry["doc_id"] for entry in report["unknown_tokens"]] == ["th.md"]
+    code, report = run_json(capsys, "sync", "kb")
+    assert code == 0 and report["documents"]["unchanged"] == 2 and report["unknown_tokens"] == []
