@@ -128,6 +128,14 @@ def _log_lines() -> None:
     logger = logging.getLogger("rechunk")
     if not any(isinstance(handler, _LogLines) for handler in logger.handlers):
         logger.addHandler(_LogLines(logging.WARNING))
+    # the one-time ONNX export and its check take a while: say so as they start (its
+    # warnings reach the handler above)
+    onnx = logging.getLogger("rechunk.integrations.onnx")
+    if not any(isinstance(handler, _LogLines) for handler in onnx.handlers):
+        onnx.setLevel(logging.INFO)
+        notes = _LogLines(logging.INFO)
+        notes.addFilter(lambda record: record.levelno < logging.WARNING)
+        onnx.addHandler(notes)
 
 
 def _escape_unencodable() -> None:

@@ -593,7 +593,12 @@ def _export_into(folder: ModelFolder, path: Path) -> dict[str, Any]:
 
     sample = torch.ones((2, 8), dtype=torch.long)
     axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
-    log.info("exporting %s to ONNX (once) into %s", folder.folder, path.parent)
+    # path lies in a temporary folder of the cache, renamed into place when checked
+    log.info(
+        "exporting %s to ONNX once (later runs load it from %s)",
+        folder.folder,
+        path.parent.parent,
+    )
     auto_model.eval()
     with torch.no_grad(), warnings.catch_warnings(), _quiet_stderr():
         warnings.simplefilter("ignore")

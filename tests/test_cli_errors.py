@@ -488,3 +488,24 @@ def test_log_warnings_print_as_the_commands_warnings(
         "rechunk: warning: 2 stored point(s) are written again",
         "rechunk: waiting for x: 10 s",
     ]
+
+
+def test_the_onnx_export_says_so_as_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first sync's one-time ONNX export took half a minute with nothing on screen;
+    its notice is printed, once, and its warnings are not printed twice."""
+    import logging
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["status"]) == 3  # any command sets the lines up
+    assert main(["status"]) == 3  # twice: still one handler each
+    capsys.readouterr()
+    onnx = logging.getLogger("rechunk.integrations.onnx")
+    onnx.info("exporting %s to ONNX once", "MODEL")
+    onnx.warning("the export was moved aside")
+    logging.getLogger("rechunk.sync").info("a notice of the sync")  # not shown
+    assert capsys.readouterr().err.splitlines() == [
+        "rechunk: info: exporting MODEL to ONNX once",
+        "rechunk: warning: the export was moved aside",
+    ]
