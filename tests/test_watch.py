@@ -915,8 +915,9 @@ def test_a_record_removed_while_no_watcher_ran_goes_at_the_restart(
                            for k in range(3)))  # fmt: skip
     store = qdrant_store(embedder, chunker)
     first = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
-    first.initial_sync()
+    report = first.initial_sync()
     assert store.doc_ids() == {"faq.jsonl#1", "faq.jsonl#2", "faq.jsonl#3"}
+    assert report.files == 1  # one file of three records ("1 file(s)", not 3)
     faq.write_text("".join(faq.read_text().splitlines(keepends=True)[:2]))
     second = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
     second.initial_sync()

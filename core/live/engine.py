@@ -404,12 +404,15 @@ class Watcher:
         if files is None:
             files = self.read_all()
         docs = list({doc.doc_id: doc for doc in files.documents}.values())
-        report.files = len(docs)
         mapping: dict[FileKey, set[str]] = {}
+        unmapped = 0
         for doc in docs:
             key = self._file_key(doc.doc_id)
             if key is not None:
                 mapping.setdefault(key, set()).add(doc.doc_id)
+            else:
+                unmapped += 1
+        report.files = len(mapping) + unmapped  # a file of records counts once
         for doc_id in files.empty:
             key = self._file_key(doc_id)
             if key is not None:
