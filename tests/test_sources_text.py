@@ -288,6 +288,23 @@ def test_rst_titles_levels_lists_literals_and_tables() -> None:
     ]
 
 
+def test_underlined_titles_name_their_sections_without_the_underline() -> None:
+    """A setext or reStructuredText title's adornment is no part of its name: `section`
+    read "Release History\\n===============" for every chunk under it."""
+    from rechunk.sources.base import locate
+
+    (rst,) = parser_for("rst").parse(RST.encode("utf-8"), ParseOptions())
+    at = rst.text.index("A block quote.")
+    assert locate(rst, at, at + 5)["section"] == ["Doc title", "Section", "Sub section"]
+    setext = "Release History\n===============\n\n2.31.0 (2023-05-22)\n----\n\nA fix.\n"
+    (md,) = parser_for("markdown").parse(setext.encode("utf-8"), ParseOptions())
+    at = md.text.index("A fix.")
+    assert locate(md, at, at + 6)["section"] == ["Release History", "2.31.0 (2023-05-22)"]
+    atx = "# Guide #\n\n## C#\n\nText.\n"
+    (md,) = parser_for("markdown").parse(atx.encode("utf-8"), ParseOptions())
+    assert locate(md, md.text.index("Text."), len(md.text))["section"] == ["Guide", "C#"]
+
+
 def test_rst_short_underline_is_no_title() -> None:
     assert spans("rst", "A long title\n====\n\nBody\n")[0][0] == "paragraph"
 
@@ -366,7 +383,7 @@ def _parsed_and_spans(draw: st.DrawFn) -> tuple[Any, list[tuple[int, int]]]:
 def test_the_indexed_locator_finds_what_a_scan_of_every_block_finds(case: Any) -> None:
     """Locator bisects its blocks (a scan from the start for every chunk was quadratic in a
     long document); what it finds is what a plain scan finds."""
-    from rechunk.sources.base import Locator
+    from rechunk.sources.base import Locator, heading_title
 
     parsed, spans = case
     locator = Locator(parsed)
@@ -377,7 +394,7 @@ def test_the_indexed_locator_finds_what_a_scan_of_every_block_finds(case: Any) -
             if block.start <= start and block.kind == "heading":
                 while path and path[-1][0] >= block.level:
                     path.pop()
-                path.append((block.level, parsed.text[block.start:block.end].lstrip("#").strip()))
+                path.append((block.level, heading_title(parsed.text[block.start:block.end])))
             overlaps = block.end > start or block.start == block.end == start
             if overlaps and block.start < end:
                 pages.append(block.locator["page"])

@@ -334,6 +334,25 @@ _RANGED = {
 }
 
 
+#: a line of one punctuation character repeated: a setext underline or an RST adornment
+_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*")
+#: an ATX heading's marks: its opening ``#`` run, and a closing one after a space
+_ATX_OPEN = re.compile(r"^#+\s*")
+_ATX_CLOSE = re.compile(r"\s+#+$")
+
+
+def heading_title(source: str) -> str:
+    """A heading's title as a reader names it, from its source: without an ATX heading's
+    ``#`` marks or a setext / reStructuredText heading's adornment lines (``Title``, not
+    ``Title\\n=====``); a heading that is nothing but marks is kept as written."""
+    lines = [line.strip() for line in source.splitlines()]
+    words = [line for line in lines if line and not _ADORNMENT.fullmatch(line)]
+    if not words:
+        return source.strip()
+    title = _ATX_CLOSE.sub("", _ATX_OPEN.sub("", " ".join(words)))
+    return title or " ".join(words)
+
+
 def locate(parsed: Parsed, start: int, end: int) -> dict[str, Any]:
     """Where ``parsed.text[start:end]`` is in the source, for a reader to cite.
 
@@ -366,7 +385,7 @@ class Locator:
             if block.kind == "heading":
                 while path and path[-1][0] >= block.level:
                     path.pop()
-                title = parsed.text[block.start : block.end].lstrip("#").strip()
+                title = heading_title(parsed.text[block.start : block.end])
                 path.append((block.level, title))
                 self._heading_starts.append(block.start)
                 self._sections.append([name for _, name in path])
