@@ -176,7 +176,10 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
         )
     rows.append(("time", ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())))
     rows.append(("stale check", report.stale_check))
-    rows.append(("policy", report.policy))
+    # the policy that cut every document when one did (a folder of Python: the code
+    # policy, not the prose default the sync was given); several: a policies row says
+    used = getattr(report, "policies", {})
+    rows.append(("policy", next(iter(used)) if len(used) == 1 else report.policy))
     rows.append(("model", report.model_id.split(";")[0]))
     title = f"rechunk sync -> {printable(report.collection)}"
     print(title + (" (dry run: nothing was written)" if report.dry_run else ""))

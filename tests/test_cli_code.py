@@ -120,3 +120,18 @@ def test_a_file_whose_parser_is_not_installed_is_skipped_not_the_sync(tmp_path: 
     assert code == 1 and report["documents"]["new"] == 1
     (skipped,) = report["skipped_files"]
     assert skipped["doc_id"] == "page.html" and "rechunk[formats]" in skipped["reason"]
+
+
+def test_a_folder_of_one_language_names_its_code_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every file cut by the code policy of Python: the summary's policy row named the
+    prose policy the sync was given (and no policies row showed), so a team syncing one
+    service concluded its code got the prose policy."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "svc").mkdir()
+    (tmp_path / "svc" / "cart.py").write_text(OLD, encoding="utf-8")
+    (tmp_path / "svc" / "pricing.py").write_text("def total(p):\n    return sum(p)\n")
+    assert main(["sync", "svc", "--dry-run"]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if "policy " in line]
+    assert row.split()[0] == "policy" and row.split()[1].startswith("code-python-"), row
