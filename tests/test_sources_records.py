@@ -97,6 +97,22 @@ def test_fields_in_sorted_order_flattened_and_id_left_out() -> None:
     assert locate(docs[1], 0, 5) == {"lines": [2, 2], "record": "kb-2"}
 
 
+def test_a_nul_or_a_lone_surrogate_escaped_in_a_record_reads_as_a_replacement() -> None:
+    """JSON escapes what a document cannot hold (a test fixture's ``"a\\u0000b"``, a lone
+    ``\\ud800``); the file was skipped whole, and every sync of a repository holding one
+    exited 1. The record is read with U+FFFD in their place; the other records as before."""
+    data = (
+        b'[{"id": "a", "t": "ok"}, {"id": "b", "data": "hello\\u0000world", "\\ud800k": 1},'
+        b' {"id": "c\\udc00", "t": "x"}]'
+    )
+    docs = parse(JsonParser(), data, "id")
+    assert [d.part for d in docs] == ["a", "b", "c\ufffd"]
+    assert docs[0].text == "t: ok\n"
+    assert docs[1].text == "data: hello\ufffdworld\n\n\ufffdk: 1\n"
+    (line,) = parse(JsonlParser(), b'{"t": "nul \\u0000 here"}\n')
+    assert line.text == "t: nul \ufffd here\n"
+
+
 def test_without_id_field_records_are_numbered_and_every_field_is_text() -> None:
     docs = parse(JsonParser(), json.dumps(RECORDS).encode())
     assert [d.part for d in docs] == ["1", "2", "3"]

@@ -21,7 +21,8 @@ A record's text, written with :class:`~rechunk.sources.base.TextBuilder`: one pa
 per field, ``name: value``, fields in sorted order of their names, nested objects
 flattened to dotted names (``author.name: Ada``), a list of scalars joined with ``, ``
 (``tags: a, b``), a list holding objects or lists flattened with 0-based indices
-(``authors.0.name: Ada``). Strings as written (whitespace runs become one space), numbers
+(``authors.0.name: Ada``). Strings as written (whitespace runs become one space; a NUL or
+a lone surrogate, which JSON can escape but a document cannot hold, as U+FFFD), numbers
 as JSON writes them, ``true`` / ``false``; ``null``, empty strings, arrays and objects
 are left out (they say nothing). A string with blank lines in it (several paragraphs)
 gives ``name: <first paragraph>`` and then a paragraph per further one. A record that is
@@ -52,6 +53,14 @@ _STRING = r'"(?:[^"\\\n]|\\.)*"'
 _COMMENT = re.compile(_STRING + r"|//[^\n]*|/\*.*?\*/", re.DOTALL)
 _TRAILING_COMMA = re.compile(_STRING + r"|,(?=\s*[\]}])")
 _MISSING = object()
+#: what JSON can escape but a document cannot hold: NUL (``\u0000``), lone surrogates
+_UNHELD = re.compile("[\x00\ud800-\udfff]")
+
+
+def _held(text: str) -> str:
+    """``text`` with a NUL or a lone surrogate as U+FFFD: a record holding one escaped
+    (a test fixture's ``"a\u0000b"``) is read, not its whole file skipped."""
+    return _UNHELD.sub("\ufffd", text)
 
 
 def _scalar(value: Any) -> str:
@@ -89,6 +98,7 @@ def _write(record: Any, builder: TextBuilder, skip: str | None, **locator: Any) 
     for name, text in record_fields(record):
         if skip is not None and name == skip:
             continue
+        name, text = _held(name), _held(text)
         paragraphs = [part for part in _PARAGRAPH_BREAK.split(text) if part.strip()]
         for i, paragraph in enumerate(paragraphs):
             builder.paragraph(f"{name}: {paragraph}" if i == 0 and name else paragraph, **locator)
@@ -127,7 +137,7 @@ def _documents(
                 raise ParseError(
                     f"{where}: its {field!r} is {type(value).__name__}, not a string or integer"
                 )
-            part = str(value)
+            part = _held(str(value))
             if part in seen:
                 raise ParseError(f"{where}: id {part!r} repeats {seen[part]}")
             seen[part] = where
