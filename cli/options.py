@@ -149,8 +149,9 @@ def input_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="PATTERN",
-        help="file pattern, repeatable; git's wildcards, matched at any depth (default: "
-        "every file; a type no parser reads is counted, not read)",
+        help="file pattern, repeatable; git's wildcards, matched at any depth; '!' first "
+        "leaves out what it matches ('!tests/**') (default: every file; a type no parser "
+        "reads is counted, not read)",
     )
     p.add_argument(
         "--no-ignore",

@@ -236,6 +236,22 @@ def test_globs_use_git_wildcards(tmp_path: Path) -> None:
             read_documents([tmp_path], [pattern])
 
 
+def test_a_glob_starting_with_an_exclamation_mark_leaves_files_out(tmp_path: Path) -> None:
+    """`--glob '*.py' --glob '!tests/**'` read the tests anyway, and `--glob '!*.md'` alone
+    matched nothing (a literal '!'), each with exit 0."""
+    tree(tmp_path, {"calc.py": "c", "tests/test_calc.py": "t", "tests/unit/test_x.py": "u",
+                    "README.md": "r", "!odd.md": "o"})  # fmt: skip
+    assert ids(read_documents([tmp_path], ["*.py", "!tests/**"])) == ["calc.py"]
+    assert ids(read_documents([tmp_path], ["!tests/**", "*.py"])) == ["calc.py"]  # any order
+    # exclusions alone apply to every file
+    assert ids(read_documents([tmp_path], ["!*.md"])) == [
+        "calc.py", "tests/test_calc.py", "tests/unit/test_x.py"
+    ]
+    assert ids(read_documents([tmp_path], ["\\!*.md"])) == ["!odd.md"]  # a literal '!'
+    with pytest.raises(ConfigError, match="'!tests/\\*\\*' leaves files out"):
+        read_documents([tmp_path], ["!"])
+
+
 def test_links_to_folders_are_reported_once(tmp_path: Path) -> None:
     tree(tmp_path, {"docs/a.md": "a", "docs/x.draft.md": "x", "docs/.gitignore": "*.draft.md\n",
                     "elsewhere/b.md": "b"})  # fmt: skip

@@ -160,19 +160,35 @@ class FileSet:
 
 def globs_regex(globs: Sequence[str]) -> re.Pattern[str]:
     """One regex for the relative paths that ``globs`` match at any depth (git's wildcard
-    syntax, as in .gitignore: ``*`` and ``?`` stop at ``/``, ``**/`` spans folders)."""
-    parts = []
-    for pattern in globs:
-        if not pattern or Path(pattern).is_absolute():
-            raise ConfigError(
-                f"--glob {pattern!r}: a pattern is a file name pattern relative to each folder "
-                "(such as '*.md' or 'guides/*.rst')"
-            )
-        regex = wildmatch("**/" + pattern)
-        if regex is None:
-            raise ConfigError(f"--glob {pattern!r}: an unclosed [ or a trailing backslash")
-        parts.append(f"(?:{regex.pattern})")
-    return re.compile("|".join(parts), re.S)
+    syntax, as in .gitignore: ``*`` and ``?`` stop at ``/``, ``**/`` spans folders).
+
+    A pattern starting with ``!`` excludes what it matches (``!tests/**``), whatever the
+    order; patterns that all exclude apply to :data:`DEFAULT_GLOBS`. ``\\!`` starts a
+    pattern with a literal ``!``."""
+    include: list[str] = []
+    exclude: list[str] = []
+    for given in globs:
+        if given.startswith("!"):
+            exclude.append(_glob_regex(given[1:], given))
+        else:
+            include.append(_glob_regex(given, given))
+    regex = "|".join(include or [_glob_regex(p, p) for p in DEFAULT_GLOBS])
+    if exclude:  # for fullmatch: no exclusion matches the whole path
+        regex = f"(?!(?:{'|'.join(exclude)})\\Z)(?:{regex})"
+    return re.compile(regex, re.S)
+
+
+def _glob_regex(pattern: str, given: str) -> str:
+    """The regex source of one ``--glob`` pattern (``given`` as the user wrote it)."""
+    if not pattern or Path(pattern).is_absolute():
+        raise ConfigError(
+            f"--glob {given!r}: a pattern is a file name pattern relative to each folder "
+            "(such as '*.md' or 'guides/*.rst'; '!tests/**' leaves files out)"
+        )
+    regex = wildmatch("**/" + pattern)
+    if regex is None:
+        raise ConfigError(f"--glob {given!r}: an unclosed [ or a trailing backslash")
+    return f"(?:{regex.pattern})"
 
 
 @dataclass
