@@ -194,7 +194,10 @@ def execute(args: SyncArgs) -> int:
 def _nothing_matched(args: SyncArgs, files: Any) -> int:
     """Warn that no readable file matched, and list the files skipped."""
     from rechunk.cli.sources import source_notes
+    from rechunk.sources.files import DEFAULT_GLOBS
 
+    # the patterns only when given: "matching *" read as if the user had typed one
+    matching = "" if tuple(args.glob) == DEFAULT_GLOBS else f" matching {' '.join(args.glob)}"
     pruning = (
         " (--prune deletes nothing when no file matched: a wrong path must not empty the "
         "collection; to empty it on purpose, drop the collection)"
@@ -203,7 +206,7 @@ def _nothing_matched(args: SyncArgs, files: Any) -> int:
     )
     print(
         printable(
-            f"rechunk: warning: no readable file matching {' '.join(args.glob)} under "
+            f"rechunk: warning: no readable file{matching} under "
             f"{' '.join(args.paths)}; nothing was written{pruning}"
         ),
         file=sys.stderr,

@@ -874,7 +874,10 @@ def test_sync_matching_nothing_warns_and_writes_nothing(
     before = sorted(notes.parent.rglob("*"))
     assert main(args) == 0
     err = capsys.readouterr().err
-    assert "no readable file matching" in err
+    # the patterns are named when given ("matching *" read as if typed)
+    given = "--glob" in args
+    assert ("no readable file matching *.zzz under" in err) == given
+    assert ("no readable file under empty" in err) == (not given)
     assert ("drop the collection" in err) == ("--prune" in args)
     assert sorted(notes.parent.rglob("*")) == before
 
