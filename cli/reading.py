@@ -116,6 +116,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
         out.empty.extend(files.empty)
         out.unlisted.extend(files.unlisted)
         out.ignored += files.ignored
+        out.hidden += files.hidden
         out.links.extend(files.links)
         out.unsupported.update(files.unsupported)
         out.generated += files.generated

@@ -20,6 +20,9 @@ __all__ = [
     "unknown_notes",
 ]
 
+#: hidden folders and files a summary names (``--json`` lists every one)
+HIDDEN_SHOWN = 5
+
 
 def encodings(files: Any) -> dict[str, int]:
     """Documents read in an encoding other than UTF-8 (a byte-order mark's, ``--encoding``,
@@ -40,6 +43,7 @@ def file_fields(files: Any) -> dict[str, Any]:
         "skipped_files": [{"doc_id": d, "reason": r} for d, r in files.skipped],
         "empty_files": files.empty,
         "ignored": files.ignored,
+        "hidden": files.hidden,
         "links_not_followed": files.links,
         "unsupported_files": dict(sorted(files.unsupported.items())),
         "generated_files": [{"doc_id": d, "reason": r} for d, r in files.generated],
@@ -50,7 +54,8 @@ def file_fields(files: Any) -> dict[str, Any]:
 def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
-    .rechunkignore excluded, generated files (by reason), links to folders not followed
+    .rechunkignore excluded, hidden files and folders, generated files (by reason), links
+    to folders not followed
     and documents holding large data: URIs; then the encodings documents were read in
     that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
@@ -68,6 +73,17 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
             (
                 "ignored",
                 f"{counts} excluded by .gitignore (--no-ignore reads them) or .rechunkignore",
+            )
+        )
+    if files.hidden:
+        shown = ", ".join(files.hidden[:HIDDEN_SHOWN])
+        more = len(files.hidden) - HIDDEN_SHOWN
+        rows.append(
+            (
+                "hidden",
+                f"{shown}{f' and {more} more' if more > 0 else ''} (names starting with '.' "
+                "are not read: give one as a path beside its folder to read it, such as "
+                "`rechunk sync repo repo/.github`)",
             )
         )
     if files.generated:

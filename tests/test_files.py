@@ -252,6 +252,23 @@ def test_a_glob_starting_with_an_exclamation_mark_leaves_files_out(tmp_path: Pat
         read_documents([tmp_path], ["!"])
 
 
+def test_hidden_files_and_folders_are_named_not_read(tmp_path: Path) -> None:
+    """A repository's `.github/` workflows and `.env.example` were left out with no word
+    (`ignored` empty); they are named, but for version control's folder, rechunk's own and
+    the ignore files, and a hidden folder given beside its folder is read."""
+    tree(tmp_path, {"src/a.py": "a", ".github/workflows/ci.yml": "on: push\n",
+                    ".env.example": "X=1\n", ".git/config": "c", ".rechunk/m.json": "{}",
+                    ".gitignore": "*.log\n", "docs/.draft.md": "d"})  # fmt: skip
+    files = read_documents([tmp_path])
+    assert ids(files) == ["src/a.py"]
+    assert files.hidden == [".github/", ".env.example", "docs/.draft.md"]
+    # hidden files count when they match the globs; hidden folders always
+    assert read_documents([tmp_path], ["*.md"]).hidden == [".github/", "docs/.draft.md"]
+    both = read_documents([tmp_path, tmp_path / ".github"])
+    assert ids(both) == [".github/workflows/ci.yml", "src/a.py"]
+    assert both.hidden == [".env.example", "docs/.draft.md"]
+
+
 def test_links_to_folders_are_reported_once(tmp_path: Path) -> None:
     tree(tmp_path, {"docs/a.md": "a", "docs/x.draft.md": "x", "docs/.gitignore": "*.draft.md\n",
                     "elsewhere/b.md": "b"})  # fmt: skip

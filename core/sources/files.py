@@ -112,7 +112,10 @@ class FileSet:
     (shown as ``folder/``). ``unlisted``: the doc_id prefix
     of each such folder (``""`` for a whole root). ``empty``: doc_ids of empty or
     blank files. ``ignored``: the folders (shown as ``folder/``) and the matching files
-    that ``.gitignore`` or ``.rechunkignore`` files excluded. ``links``: symbolic links
+    that ``.gitignore`` or ``.rechunkignore`` files excluded. ``hidden``: the folders
+    (``folder/``) and matching files whose names start with ``.``, which are not read
+    (but a version control's folder, rechunk's own and the ignore files), unless given
+    as paths themselves. ``links``: symbolic links
     to folders, which are not followed (shown as ``link/``). ``unsupported``: how many
     matching files of each suffix no parser reads (``""``: no suffix); they are not read.
     ``generated``: ``(doc_id, reason)`` of the lockfiles, minified files and code marked
@@ -131,6 +134,7 @@ class FileSet:
     empty: list[str] = field(default_factory=list)
     unlisted: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     generated: list[tuple[str, str]] = field(default_factory=list)
@@ -196,10 +200,15 @@ class _Found:
     files: list[Path]
     unreadable: list[tuple[Path, str]]
     ignored: list[tuple[Path, str]]  # (path, "/" for a folder, else "")
+    hidden: list[tuple[Path, str]]  # the same, for names starting with "."
     links: list[tuple[Path, str]]
     # matching entries that are no file to read (links that lead nowhere, devices,
     # FIFOs, sockets), with why
     broken: list[tuple[Path, str]]
+
+
+#: hidden names not counted as left out: version control's, rechunk's own, the ignore files
+_UNCOUNTED = frozenset({".git", ".hg", ".svn", ".rechunk", ".gitignore", ".rechunkignore"})
 
 
 def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
@@ -209,7 +218,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
     and matching files those files excluded, and the links to folders not followed."""
     matches = globs.fullmatch
     rules = IgnoreRules(root, gitignore)
-    found = _Found([], [], [], [], [])
+    found = _Found([], [], [], [], [], [])
 
     def failed(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
@@ -220,6 +229,8 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
         kept = []
         for name in sorted(subfolders):
             if name.startswith("."):
+                if name not in _UNCOUNTED:
+                    found.hidden.append((here / name, "/"))
                 continue
             if rules.ignores((*parts, name), folder=True):
                 found.ignored.append((here / name, "/"))
@@ -229,7 +240,11 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
                 kept.append(name)
         subfolders[:] = kept
         for name in sorted(names):
-            if name.startswith(".") or not matches("/".join((*parts, name))):
+            if not matches("/".join((*parts, name))):
+                continue
+            if name.startswith("."):
+                if name not in _UNCOUNTED:
+                    found.hidden.append((here / name, ""))
                 continue
             if rules.ignores((*parts, name), folder=False):
                 found.ignored.append((here / name, ""))
@@ -394,6 +409,7 @@ def read_documents(
     read: set[Path] = set()
     parsed_from: dict[str, Path] = {}  # each document read so far -> its file
     left_out: set[Path] = set()
+    hidden: dict[Path, str] = {}  # each hidden entry met in a folder -> its name
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
@@ -404,6 +420,10 @@ def read_documents(
             head = "" if named == "." else named + "/"  # the doc_id prefix of root's files
             name = functools.partial(_named, head, root)
             files = [(p, name(p)) for p in found.files]
+            for path, suffix in found.hidden:
+                hidden.setdefault(
+                    path.parent.resolve() / path.name, _printable(name(path)) + suffix
+                )
             for listed, entries in ((out.ignored, found.ignored), (out.links, found.links)):
                 for path, suffix in entries:
                     entry = path.parent.resolve() / path.name  # once, however often reached
@@ -495,4 +515,9 @@ def read_documents(
                     )
                 parsed_from.setdefault(doc.doc_id, path)
             out.documents.extend(parsed)
+    # a hidden folder or file given as a path itself (`repo repo/.github`) is read
+    given = [Path(raw).resolve() for raw in paths]
+    out.hidden = [
+        name for entry, name in hidden.items() if not any(g.is_relative_to(entry) for g in given)
+    ]
     return out
