@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -441,6 +442,57 @@ def test_two_objects_on_one_file_see_each_other(tmp_path: Path) -> None:
     with SQLiteCache(path) as a, SQLiteCache(path) as b:
         a.put_many([("k", vector_for("k", 8))], MODEL)
         assert bits(b.get_many(["k"], MODEL, 8)["k"]) == bits(vector_for("k", 8))
+
+
+#: Another process reads the cache and closes its connection (one that closes while no
+#: other holds the file's shared lock merges the write-ahead log and deletes it), then
+#: writes an entry through a new connection (which starts a new log).
+_READ_CLOSE_WRITE = (
+    "import sqlite3, sys\n"
+    "import numpy as np\n"
+    "from rechunk.reuse.cache import SQLiteCache\n"
+    "conn = sqlite3.connect(sys.argv[1])\n"
+    "conn.execute('SELECT count(*) FROM vectors').fetchone()\n"
+    "conn.close()\n"
+    "with SQLiteCache(sys.argv[1]) as cache:\n"
+    "    cache.put_many([('other', np.ones(8, dtype=np.float32))], sys.argv[2])\n"
+)
+
+
+@pytest.mark.parametrize(("existing", "copies"), [(True, 0), (False, 1), (True, 2)])
+def test_reading_the_file_keeps_this_processs_locks(
+    tmp_path: Path, existing: bool, copies: int
+) -> None:
+    """SQLite locks the file with POSIX locks, all of which a process loses when it closes
+    any descriptor of that file. The cache reads the file's bytes itself (its header when
+    a cache or a copy unpickled in the same process opens it, as in a LlamaIndex worker;
+    its length once a connection is open): it must not close such a descriptor while a
+    connection of this process holds a lock. Else another process's connection, closing,
+    takes itself for the last one and deletes the write-ahead log under this process's
+    connections: what either side writes next is lost to the other, and a write may find
+    "database disk image is malformed" and set a healthy file aside (a pipeline with
+    worker processes did, most runs on Python 3.10, whose connections close as soon as a
+    dropped copy is freed)."""
+    path = tmp_path / "cache.sqlite"
+    if existing:  # closed cleanly: no write-ahead log until a connection opens one
+        _fill(path, n=0)
+    with SQLiteCache(path) as cache:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+        others = [pickle.loads(pickle.dumps(cache)) for _ in range(copies)]
+        subprocess.run([sys.executable, "-c", _READ_CLOSE_WRITE, str(path), MODEL], check=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CacheWarning)
+            for n, user in enumerate([cache, *others]):
+                user.put_many([(f"k{n}", vector_for(f"k{n}", 8))], MODEL)
+            wanted = ["a", "other", *(f"k{n}" for n in range(copies + 1))]
+            for user in [cache, *others]:
+                assert set(user.get_many(wanted, MODEL, 8)) == set(wanted)
+                assert user.degraded is None
+        for other in others:
+            other.close()
+    assert not list(tmp_path.glob("cache.sqlite.damaged-*"))
+    with SQLiteCache(path, readonly=True) as cache:
+        assert set(cache.get_many(wanted, MODEL, 8)) == set(wanted)
 
 
 def test_a_relative_path_does_not_follow_a_chdir(

@@ -527,11 +527,79 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
+# SQLite locks a database with POSIX locks, which belong to the process: closing any
+# descriptor of the file drops all of them, those of every connection of this process
+# too (SQLite itself never closes one of its own while they hold a lock). Then another
+# process's connection, closing, takes itself for the file's last user and deletes the
+# write-ahead log these connections still use: what either side writes next is lost to
+# the other, or read as "database disk image is malformed". So a descriptor this module
+# opens on a cache file is closed only when no other descriptor of this process is open
+# on that file; until then it is kept here, and a later release closes it.
+_kept_lock = threading.Lock()  # also held while a connection opens: see _release
+_kept: list[int] = []
+
+
+def _open_files() -> dict[tuple[int, int], set[int]] | None:
+    """(device, inode) -> this process's open descriptors of it; None where unknown."""
+    try:
+        names = os.listdir("/dev/fd")
+    except OSError:
+        return None
+    files: dict[tuple[int, int], set[int]] = {}
+    for name in names:
+        with contextlib.suppress(OSError, ValueError):
+            st = os.fstat(int(name))
+            files.setdefault((st.st_dev, st.st_ino), set()).add(int(name))
+    return files
+
+
+def _release(fd: int) -> None:
+    """Close ``fd`` (one :func:`_opened` gave) once no connection of this process can hold
+    a lock on its file; until then keep it, with any kept before that can close now."""
+    with _kept_lock:  # no connection opens meanwhile: one opened after the look is seen
+        _kept.append(fd)
+        files = _open_files() if os.name == "posix" else {}  # elsewhere locks are a handle's
+        if files is None:
+            return  # which files are open cannot be told: keep them all
+        for kept in list(_kept):
+            try:
+                st = os.fstat(kept)
+            except OSError:
+                _kept.remove(kept)
+                continue
+            if not files.get((st.st_dev, st.st_ino), set()) - set(_kept):
+                _kept.remove(kept)
+                os.close(kept)
+
+
+@contextlib.contextmanager
+def _opened(path: Path, flags: int = os.O_RDONLY) -> Iterator[int]:
+    """A descriptor of ``path`` that keeps this process's SQLite locks (see :func:`_release`)."""
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        yield fd
+    finally:
+        _release(fd)
+
+
+def _head(fd: int, size: int) -> bytes:
+    """Up to the first ``size`` bytes of the file just opened as ``fd``."""
+    parts: list[bytes] = []
+    done = 0
+    while done < size:
+        part = os.read(fd, size - done)
+        if not part:
+            break
+        parts.append(part)
+        done += len(part)
+    return b"".join(parts)
+
+
 def _is_cache_file(path: Path) -> bool:
     """Whether ``path`` holds a rechunk cache's schema records, however damaged elsewhere."""
     try:
-        with path.open("rb") as fh:
-            head = fh.read(1 << 16)
+        with _opened(path) as fd:
+            head = _head(fd, 1 << 16)
     except OSError:
         return False
     return any(marker in head for marker in _MARKERS)
@@ -541,10 +609,10 @@ def _writable(path: Path) -> bool:
     """Whether this process may write ``path`` and create files beside it (root too:
     an immutable file or a read-only file system refuses even root)."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        with _opened(path, os.O_RDWR):
+            pass
     except OSError:
         return False
-    os.close(fd)
     return os.access(path.parent, os.W_OK)
 
 
@@ -712,8 +780,8 @@ class SQLiteCache:
     def _check_header(self) -> None:
         """Refuse a non-SQLite file before SQLite ever touches it (0 bytes is a new cache)."""
         try:
-            with self.path.open("rb") as fh:
-                header = fh.read(_SQLITE_HEADER)
+            with _opened(self.path) as fd:
+                header = _head(fd, _SQLITE_HEADER)
         except OSError as exc:
             raise CacheError(f"cannot read cache file {self.path}: {exc}") from exc
         if header and (len(header) < _SQLITE_HEADER or not header.startswith(_SQLITE_MAGIC)):
@@ -752,13 +820,14 @@ class SQLiteCache:
         mode = "ro" if read_only else ("rwc" if create else "rw")
         uri = f"{self.path.resolve().as_uri()}?mode={mode}"
         try:
-            conn = sqlite3.connect(
-                uri,
-                uri=True,
-                timeout=self._timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            with _kept_lock:  # not while _release looks which files are open (it closes)
+                conn = sqlite3.connect(
+                    uri,
+                    uri=True,
+                    timeout=self._timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             if not read_only:
                 conn.execute("PRAGMA synchronous = NORMAL")
@@ -904,9 +973,9 @@ class SQLiteCache:
             if wal.stat().st_size > 0:
                 return
         try:
-            with self.path.open("rb") as fh:
-                header = fh.read(_SQLITE_HEADER)
-            size = self.path.stat().st_size
+            with _opened(self.path) as fd:
+                header = _head(fd, _SQLITE_HEADER)
+                size = os.fstat(fd).st_size
         except OSError as exc:
             raise CacheError(f"cannot read cache file {self.path}: {exc}") from exc
         if len(header) < _SQLITE_HEADER:
