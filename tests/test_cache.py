@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import sqlite3
 import subprocess
@@ -493,6 +494,28 @@ def test_reading_the_file_keeps_this_processs_locks(
     assert not list(tmp_path.glob("cache.sqlite.damaged-*"))
     with SQLiteCache(path, readonly=True) as cache:
         assert set(cache.get_many(wanted, MODEL, 8)) == set(wanted)
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="needs /dev/fd")
+def test_descriptors_kept_for_the_locks_do_not_pile_up(tmp_path: Path) -> None:
+    """The descriptors kept open so that this process keeps its locks are used again: a
+    LlamaIndex worker unpickles a copy per task, and each copy opened (and kept) its own,
+    one more per task until the process ran out of descriptors."""
+    path = tmp_path / "cache.sqlite"
+
+    def on_file() -> int:
+        return sum(
+            1 for fd in os.listdir("/dev/fd") if os.path.realpath(f"/dev/fd/{fd}") == str(path)
+        )
+
+    with SQLiteCache(path) as cache:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+        before = on_file()
+        for _ in range(50):
+            with pickle.loads(pickle.dumps(cache)) as copy:
+                assert set(copy.get_many(["a"], MODEL, 8)) == {"a"}
+        assert on_file() <= before + 2  # a kept descriptor per access mode at most
+    assert on_file() == 0  # all closed with the last connection
 
 
 def test_a_relative_path_does_not_follow_a_chdir(

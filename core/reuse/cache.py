@@ -534,9 +534,12 @@ def _file_id(path: Path) -> tuple[int, int] | None:
 # write-ahead log these connections still use: what either side writes next is lost to
 # the other, or read as "database disk image is malformed". So a descriptor this module
 # opens on a cache file is closed only when no other descriptor of this process is open
-# on that file; until then it is kept here, and a later release closes it.
-_kept_lock = threading.Lock()  # also held while a connection opens: see _release
-_kept: list[int] = []
+# on that file; until then it is kept here and used again (one per file and access mode,
+# however many caches and copies open the file), and a later sweep closes it.
+_kept_lock = threading.Lock()  # also held while a connection opens: see _sweep
+_kept: dict[int, int] = {}  # kept descriptor -> its access mode
+_users: dict[int, int] = {}  # kept descriptor -> the _opened blocks using it now
+_POSIX = os.name == "posix"  # elsewhere a lock is a handle's: descriptors close at once
 
 
 def _open_files() -> dict[tuple[int, int], set[int]] | None:
@@ -553,41 +556,77 @@ def _open_files() -> dict[tuple[int, int], set[int]] | None:
     return files
 
 
-def _release(fd: int) -> None:
-    """Close ``fd`` (one :func:`_opened` gave) once no connection of this process can hold
-    a lock on its file; until then keep it, with any kept before that can close now."""
-    with _kept_lock:  # no connection opens meanwhile: one opened after the look is seen
-        _kept.append(fd)
-        files = _open_files() if os.name == "posix" else {}  # elsewhere locks are a handle's
-        if files is None:
-            return  # which files are open cannot be told: keep them all
-        for kept in list(_kept):
-            try:
-                st = os.fstat(kept)
-            except OSError:
-                _kept.remove(kept)
-                continue
-            if not files.get((st.st_dev, st.st_ino), set()) - set(_kept):
-                _kept.remove(kept)
-                os.close(kept)
+def _sweep() -> None:
+    """Close the kept descriptors no block uses whose file no other descriptor of this
+    process has open (no connection can hold a lock on it). Called under ``_kept_lock``,
+    which connections open under too: none opens between the look and the close."""
+    files = _open_files()
+    if files is None:
+        return  # which files are open cannot be told: keep them all
+    for fd in [fd for fd in _kept if not _users.get(fd)]:
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            del _kept[fd]
+            continue
+        if not files.get((st.st_dev, st.st_ino), set()) - set(_kept):
+            del _kept[fd]
+            os.close(fd)
+
+
+def _kept_for(path: Path, mode: int) -> int | None:
+    """A kept descriptor of the file at ``path`` with access ``mode``, if there is one."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    for fd, kept_mode in _kept.items():
+        if kept_mode != mode:
+            continue
+        with contextlib.suppress(OSError):
+            kst = os.fstat(fd)
+            if (kst.st_dev, kst.st_ino) == (st.st_dev, st.st_ino):
+                return fd
+    return None
 
 
 @contextlib.contextmanager
 def _opened(path: Path, flags: int = os.O_RDONLY) -> Iterator[int]:
-    """A descriptor of ``path`` that keeps this process's SQLite locks (see :func:`_release`)."""
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    """A descriptor of ``path`` (read it with :func:`_head`: others may share it) that
+    keeps this process's SQLite locks (see :func:`_sweep`)."""
+    flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    if not _POSIX:
+        fd = os.open(path, flags)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+        return
+    mode = flags & os.O_ACCMODE
+    with _kept_lock:
+        kept = _kept_for(path, mode)
+        fd = os.open(path, flags) if kept is None else kept
+        _kept[fd] = mode
+        _users[fd] = _users.get(fd, 0) + 1
     try:
         yield fd
     finally:
-        _release(fd)
+        with _kept_lock:
+            _users[fd] -= 1
+            if not _users[fd]:
+                del _users[fd]
+            _sweep()
 
 
 def _head(fd: int, size: int) -> bytes:
-    """Up to the first ``size`` bytes of the file just opened as ``fd``."""
+    """Up to the first ``size`` bytes of the file open as ``fd`` (whatever its offset)."""
+    pread = getattr(os, "pread", None)
+    if pread is None:  # Windows: the descriptor is this block's own
+        os.lseek(fd, 0, os.SEEK_SET)
     parts: list[bytes] = []
     done = 0
     while done < size:
-        part = os.read(fd, size - done)
+        part = pread(fd, size - done, done) if pread else os.read(fd, size - done)
         if not part:
             break
         parts.append(part)
@@ -820,7 +859,7 @@ class SQLiteCache:
         mode = "ro" if read_only else ("rwc" if create else "rw")
         uri = f"{self.path.resolve().as_uri()}?mode={mode}"
         try:
-            with _kept_lock:  # not while _release looks which files are open (it closes)
+            with _kept_lock:  # not while _sweep looks which files are open (it closes)
                 conn = sqlite3.connect(
                     uri,
                     uri=True,
@@ -1330,6 +1369,9 @@ class SQLiteCache:
         for _, conn in idle:
             conn.close()
         self._memory.close()
+        if _POSIX:  # the descriptors kept for this file's locks, once no connection is left
+            with _kept_lock:
+                _sweep()
 
     def __enter__(self) -> SQLiteCache:
         return self
