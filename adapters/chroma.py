@@ -290,7 +290,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
         ones ("Error creating hnsw segment reader: Nothing found on disk"), not even
         through a new ``get_collection``, until the process writes to it itself: a
         ``rechunk sync`` that waited for the writer lock of a new collection failed, and
-        so did every batch of a watcher started on an empty one. Counts and metadata read
+        so did every batch of a watcher started on an empty one. One that read vectors
+        another process then deleted and wrote again fails the same way ("Error finding
+        id": a cron sync that waited for a watcher's batches). Counts and metadata read
         fine, so only the reads that carry vectors (or search) come here; the common path
         costs a ``try``.
         """
@@ -300,8 +302,8 @@ class ChromaStore(StoreBase["ClientAPI"]):
             if not _stale_reader(exc) or not _reopen_embedded(collection):
                 raise
         log.info(
-            "reopened the embedded Chroma folder of collection %r: it was written by another "
-            "process after this one saw the collection empty",
+            "reopened the embedded Chroma folder of collection %r: another process wrote it "
+            "after this one last read it",
             self._collection,
         )
         return read(**kwargs)
@@ -1107,11 +1109,16 @@ def _process_state(pid: int) -> str | None:
 _REOPENING = threading.Lock()
 
 
+#: what chromadb's embedded engine (1.5) says when its view of a folder is stale: it saw
+#: the collection empty and another process wrote the first vectors, or it read vectors
+#: another process has since deleted and written again (a watcher's batches)
+_STALE_VIEW = ("Nothing found on disk", "Error finding id")
+
+
 def _stale_reader(exc: Exception) -> bool:
-    """Whether ``exc`` is the failure of chromadb's embedded engine to read the vectors of
-    a collection it first saw empty and another process wrote since (see
-    :meth:`ChromaStore._read`)."""
-    return type(exc).__name__ == "InternalError" and "Nothing found on disk" in str(exc)
+    """Whether ``exc`` is the failure of chromadb's embedded engine to read vectors another
+    process wrote after this one last read the collection (see :meth:`ChromaStore._read`)."""
+    return type(exc).__name__ == "InternalError" and any(m in str(exc) for m in _STALE_VIEW)
 
 
 def _reopen_embedded(collection: Collection) -> bool:

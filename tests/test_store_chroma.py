@@ -581,6 +581,51 @@ def test_reads_vectors_another_process_wrote_after_this_one_saw_the_collection_e
     assert len(neighbour.get_vectors([payload(0).input_key], MODEL)) == 1
 
 
+REWRITER = """
+import sys
+import uuid
+import chromadb
+from chromadb.config import Settings
+from store_contract import DIM, payload, unit
+from rechunk.adapters.chroma import ChromaStore
+from rechunk.sync.store import PointWrite
+
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
+store = ChromaStore(client, "docs")
+with store.writer_lock():
+    for d in range(6):  # a watcher's batches: documents deleted and written again, larger
+        store.delete([p.id for p in store.get_points_many([f"d{d}.md"])[f"d{d}.md"]])
+        store.write([PointWrite(str(uuid.uuid4()), payload(i, f"d{d}.md"), unit(i))
+                     for i in range(200)])
+"""
+
+
+def test_reads_vectors_after_another_process_deleted_and_wrote_them_again(
+    tmp_path: Path,
+) -> None:
+    """A cron sync beside a watcher on one embedded Chroma folder: after the watcher deleted
+    documents and wrote them again, this process's engine failed to read their vectors
+    ("Error finding id"; the sync exited 3 after waiting for the writer lock). The store
+    reopens the folder's engine once and reads them, as for a collection first seen empty."""
+    import uuid
+
+    folder = str(tmp_path / "chroma")
+    client = chromadb.PersistentClient(path=folder, settings=Settings(anonymized_telemetry=False))
+    store = ChromaStore(client, "docs")
+    store.ensure_collection(DIM)
+    with store.writer_lock():
+        store.write([PointWrite(str(uuid.uuid4()), payload(i, f"d{d}.md"), unit(i))
+                     for d in range(30) for i in range(10)])  # fmt: skip
+    keys = [payload(i, "d1.md").input_key for i in range(10)]
+    assert len(store.get_vectors(keys, MODEL)) == 10  # this process's engine read them
+    tests = str(Path(__file__).resolve().parent)
+    subprocess.run([sys.executable, "-c", REWRITER, folder], check=True, timeout=120,
+                   env={**os.environ, "PYTHONPATH": tests})  # fmt: skip
+    found = store.get_vectors(keys, MODEL)
+    assert sorted(found) == sorted(keys)
+    assert all(np.allclose(found[key], unit(i), atol=1e-6) for i, key in enumerate(keys))
+
+
 def test_only_an_embedded_folder_is_reopened(server: Any) -> None:
     """A server's collection and an in-memory one are never reopened (started afresh, an
     in-memory engine would be empty): their errors reach the caller as they are."""
