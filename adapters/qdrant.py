@@ -171,8 +171,17 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
             raise _lock_error(path, exc) from exc
         raise StoreError(f"cannot open the Qdrant folder {path}: {exc}") from exc
     except (OSError, sqlite3.Error) as exc:  # a full disk, a read-only or damaged folder
+        # local mode writes its lock and files even to read: say so of a read-only folder
+        hint = (
+            ""
+            if os.access(path, os.W_OK)
+            else (
+                " (the folder is read-only to this process, and local mode writes in it even "
+                "to read: copy it somewhere writable, or make it writable)"
+            )
+        )
         raise StoreError(
-            f"cannot open the Qdrant folder {path}: {type(exc).__name__}: {exc}"
+            f"cannot open the Qdrant folder {path}: {type(exc).__name__}: {exc}{hint}"
         ) from exc
     _TUNED_CLIENTS.add(client)
     for name in getattr(getattr(client, "_client", None), "collections", None) or {}:

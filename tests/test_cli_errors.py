@@ -509,3 +509,34 @@ def test_the_onnx_export_says_so_as_it_starts(
         "rechunk: info: exporting MODEL to ONNX once",
         "rechunk: warning: the export was moved aside",
     ]
+
+
+def test_a_read_only_qdrant_folder_is_named_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store folder on a read-only file system (a backup mounted read-only) failed with
+    SQLite's "unable to open database file", and nothing said read-only. Needs root to
+    mount a file system read-only; skipped elsewhere."""
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a read-only file system needs root and mount")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "a.md").write_text("# A\n\nA note to keep.\n")
+    (tmp_path / "ro").mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", "ro"],
+                             capture_output=True, timeout=30)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace')}")
+    try:
+        assert main(["sync", "kb", "--store", "qdrant:ro/q"]) == 0
+        subprocess.run(["mount", "-o", "remount,ro", "ro"], check=True, timeout=30)
+        capsys.readouterr()
+        for command in (["status", "--store", "qdrant:ro/q"], ["sync", "kb", "--store", "qdrant:ro/q"]):
+            assert main(command) == 3
+            err = capsys.readouterr().err
+            assert "cannot open the Qdrant folder ro/q" in err and "read-only" in err, err
+    finally:
+        subprocess.run(["umount", "-l", "ro"], capture_output=True, timeout=30)
