@@ -55,9 +55,8 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
     .rechunkignore excluded, hidden files and folders, generated files (by reason), links
-    to folders not followed
-    and documents holding large data: URIs; then the encodings documents were read in
-    that are not UTF-8."""
+    to folders not followed and documents holding large data: URIs; then the encodings
+    documents were read in that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
