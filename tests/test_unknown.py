@@ -32,6 +32,20 @@ def test_the_share_of_unknown_tokens() -> None:
     assert check.share("We shipped the release today 🎉 and the installer works.") < UNKNOWN_NOTE
 
 
+def test_a_long_document_is_counted_in_slices_as_a_whole() -> None:
+    """A long document is tokenized in slices cut at spaces (tokenizing 4 MB at once took
+    200 bytes a byte); the share is the whole text's."""
+    from rechunk.chunking import unknown
+    from rechunk.chunking.tokens import resolve_tokenizer
+
+    text = " ".join([ENGLISH, THAI, AMHARIC] * 2000)  # about 500,000 characters
+    assert len(text) > 4 * unknown._SLICE
+    tokenizer = resolve_tokenizer(None).tokenizer  # type: ignore[attr-defined]
+    ids = tokenizer.encode(text, add_special_tokens=False).ids
+    whole = ids.count(tokenizer.token_to_id("[UNK]")) / len(ids)
+    assert UnknownTokens().share(text) == pytest.approx(whole, abs=1e-9)
+
+
 @given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=200))
 def test_printable_ascii_is_never_unknown(text: str) -> None:
     assert UnknownTokens().share(text) == 0.0
