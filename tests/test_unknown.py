@@ -44,6 +44,10 @@ def test_a_long_document_is_counted_in_slices_as_a_whole() -> None:
     ids = tokenizer.encode(text, add_special_tokens=False).ids
     whole = ids.count(tokenizer.token_to_id("[UNK]")) / len(ids)
     assert UnknownTokens().share(text) == pytest.approx(whole, abs=1e-9)
+    # past 16 slices, 16 evenly spaced ones are counted: an estimate of the same share
+    longer = " ".join([ENGLISH, THAI, AMHARIC] * 8000)
+    assert len(longer) > 16 * unknown._SLICE
+    assert UnknownTokens().share(longer) == pytest.approx(whole, abs=0.02)
 
 
 @given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=200))
