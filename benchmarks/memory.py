@@ -11,7 +11,8 @@ dev revision pairs, English and Chinese, repeated) and, in a fresh process each:
 * for the default policy only: runs ``rechunk sync FILE --dry-run`` on it (the
   CLI: read, chunk, plan against an empty embedded Qdrant collection; no model
   call) and reports the peak resident memory of that process above a dry run of
-  a one-line file.
+  a one-line file; and the same on a log of short lines of the same size (written
+  here from a seed: an application log's shape, many small blocks per byte).
 
     python benchmarks/memory.py            # writes the "memory" section of docs/benchmarks.md
     python benchmarks/memory.py --quick    # 1 and 4 MB, prints only
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -44,6 +46,23 @@ def build_text(megabytes: float) -> str:
     repeats = size // len(base.encode("utf-8")) + 1
     data = ("\n\n".join([base] * repeats)).encode("utf-8")[:size]
     return data.decode("utf-8", "ignore")  # a cut inside a character drops it
+
+
+def build_log(megabytes: float) -> str:
+    """A log of short lines (timestamp, level, a few words, an id), seeded, of this size."""
+    rng = random.Random(7)
+    words = "request served user cache miss hit retry timeout upstream worker queue batch"
+    vocabulary = words.split()
+    size = int(megabytes * 1_000_000)
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        said = " ".join(rng.choice(vocabulary) for _ in range(rng.randrange(4, 14)))
+        line = f"2026-12-06T10:{rng.randrange(60):02d}:{rng.randrange(60):02d} INFO {said} "
+        line += f"id={rng.randrange(10**6)}\n"
+        lines.append(line)
+        total += len(line)
+    return "".join(lines)
 
 
 def peak_mb() -> float:
@@ -121,10 +140,13 @@ def run(sizes: Sequence[float]) -> dict[str, Any]:
         tiny.write_text("one line\n", encoding="utf-8")
         base, base_seconds = dry_run_peak(tiny, work)
         for mb in sizes:
-            big = work / f"big-{mb:g}.md"
-            big.write_text(build_text(mb), encoding="utf-8")
-            peak, seconds = dry_run_peak(big, work)
-            dry.append({"mb": mb, "peak_mb": peak, "base_mb": base, "seconds": seconds})
+            row: dict[str, Any] = {"mb": mb, "base_mb": base}
+            for kind, build, name in (("", build_text, "big"), ("log_", build_log, "log")):
+                big = work / f"{name}-{mb:g}.{'txt' if kind else 'md'}"
+                big.write_text(build(mb), encoding="utf-8")
+                row[f"{kind}peak_mb"], row[f"{kind}seconds"] = dry_run_peak(big, work)
+                big.unlink()
+            dry.append(row)
     return {"machine": _report.machine(), "chunk": rows, "dry_run": dry,
             "dry_run_base_seconds": base_seconds}  # fmt: skip
 
@@ -160,16 +182,24 @@ def to_markdown(result: dict[str, Any]) -> str:
         "`rechunk sync FILE --dry-run` (the CLI with its defaults: read, chunk with the "
         "structured policy sized for the model, plan against an empty embedded Qdrant "
         "collection; the model is not loaded): peak resident memory of the whole process, "
-        f"and above a dry run of a one-line file ({result['dry_run'][0]['base_mb']:,.0f} MB).",
+        f"and above a dry run of a one-line file ({result['dry_run'][0]['base_mb']:,.0f} MB); "
+        "for the text above and for a log of short lines of the same size (seeded; many "
+        "more blocks per byte), with the peak above per byte in brackets.",
         "",
-        "| file | peak MB | above a one-line file | seconds |",
-        "|---:|---:|---:|---:|",
+        "| file | peak MB | above a one-line file | seconds | log: peak MB | above | seconds |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["dry_run"]:
-        lines.append(
-            f"| {row['mb']:g} MB | {row['peak_mb']:,.0f} | {row['peak_mb'] - row['base_mb']:,.0f} "
-            f"| {row['seconds']:.1f} |"
-        )
+        cells = [f"{row['mb']:g} MB"]
+        for kind in ("", "log_"):
+            if f"{kind}peak_mb" not in row:  # a results file written before the log rows
+                cells += ["", "", ""]
+                continue
+            above = row[f"{kind}peak_mb"] - row["base_mb"]
+            per_byte = above * 2**20 / (row["mb"] * 1_000_000)
+            cells += [f"{row[f'{kind}peak_mb']:,.0f}", f"{above:,.0f} ({per_byte:.0f}×)",
+                      f"{row[f'{kind}seconds']:.1f}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
