@@ -254,11 +254,12 @@ def test_a_glob_starting_with_an_exclamation_mark_leaves_files_out(tmp_path: Pat
 
 def test_hidden_files_and_folders_are_named_not_read(tmp_path: Path) -> None:
     """A repository's `.github/` workflows and `.env.example` were left out with no word
-    (`ignored` empty); they are named, but for version control's folder, rechunk's own and
-    the ignore files, and a hidden folder given beside its folder is read."""
+    (`ignored` empty); they are named, but for version control's folder, rechunk's own,
+    the ignore files and what git ignores, and a hidden folder given beside its folder is
+    read."""
     tree(tmp_path, {"src/a.py": "a", ".github/workflows/ci.yml": "on: push\n",
                     ".env.example": "X=1\n", ".git/config": "c", ".rechunk/m.json": "{}",
-                    ".gitignore": "*.log\n", "docs/.draft.md": "d"})  # fmt: skip
+                    ".gitignore": ".venv/\n", ".venv/lib.py": "v", "docs/.draft.md": "d"})  # fmt: skip
     files = read_documents([tmp_path])
     assert ids(files) == ["src/a.py"]
     assert files.hidden == [".github/", ".env.example", "docs/.draft.md"]

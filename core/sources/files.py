@@ -114,8 +114,8 @@ class FileSet:
     blank files. ``ignored``: the folders (shown as ``folder/``) and the matching files
     that ``.gitignore`` or ``.rechunkignore`` files excluded. ``hidden``: the folders
     (``folder/``) and matching files whose names start with ``.``, which are not read
-    (but a version control's folder, rechunk's own and the ignore files), unless given
-    as paths themselves. ``links``: symbolic links
+    (but a version control's folder, rechunk's own, the ignore files and what those
+    exclude), unless given as paths themselves. ``links``: symbolic links
     to folders, which are not followed (shown as ``link/``). ``unsupported``: how many
     matching files of each suffix no parser reads (``""``: no suffix); they are not read.
     ``generated``: ``(doc_id, reason)`` of the lockfiles, minified files and code marked
@@ -229,8 +229,8 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
         kept = []
         for name in sorted(subfolders):
             if name.startswith("."):
-                if name not in _UNCOUNTED:
-                    found.hidden.append((here / name, "/"))
+                if name not in _UNCOUNTED and not rules.ignores((*parts, name), folder=True):
+                    found.hidden.append((here / name, "/"))  # a .venv/ git ignores is not
                 continue
             if rules.ignores((*parts, name), folder=True):
                 found.ignored.append((here / name, "/"))
@@ -243,7 +243,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
             if not matches("/".join((*parts, name))):
                 continue
             if name.startswith("."):
-                if name not in _UNCOUNTED:
+                if name not in _UNCOUNTED and not rules.ignores((*parts, name), folder=False):
                     found.hidden.append((here / name, ""))
                 continue
             if rules.ignores((*parts, name), folder=False):
