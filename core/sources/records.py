@@ -59,7 +59,7 @@ _UNHELD = re.compile("[\x00\ud800-\udfff]")
 
 def _held(text: str) -> str:
     """``text`` with a NUL or a lone surrogate as U+FFFD: a record holding one escaped
-    (a test fixture's ``"a\u0000b"``) is read, not its whole file skipped."""
+    (a test fixture's ``"a\\u0000b"``) is read, not its whole file skipped."""
     return _UNHELD.sub("\ufffd", text)
 
 
