@@ -518,6 +518,78 @@ def test_descriptors_kept_for_the_locks_do_not_pile_up(tmp_path: Path) -> None:
     assert on_file() == 0  # all closed with the last connection
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_a_thread_held_the_descriptor_lock_opens_the_cache(
+    tmp_path: Path,
+) -> None:
+    """The module's descriptor lock held by another thread at a fork (a pipeline's thread
+    opening a copy while the main thread forks a worker) stayed held in the child for good:
+    its first cache open hung. The child starts with a fresh lock."""
+    import time
+
+    from rechunk.reuse import cache as module
+
+    path = tmp_path / "cache.sqlite"
+    with SQLiteCache(path) as cache:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with module._kept_lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12: fork with threads
+        pid = os.fork()
+    if pid == 0:  # the child: open the cache and read
+        code = 1
+        try:
+            with SQLiteCache(path) as child:
+                code = 0 if set(child.get_many(["a"], MODEL, 8)) == {"a"} else 1
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung opening the cache")
+
+
+def test_whether_the_file_may_be_written_is_asked_afresh(tmp_path: Path) -> None:
+    """A read-write descriptor kept for the locks answered "writable" after the file could
+    no longer be written (made immutable, or its mode changed for a user other than root):
+    SQLite's readonly error was then taken for damage and the healthy file set aside.
+    Needs a file system where root can make a file immutable (chattr +i)."""
+    import shutil
+
+    from rechunk.reuse import cache as module
+
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        pytest.skip("making a file immutable needs root and chattr")
+    path = tmp_path / "cache.sqlite"
+    with SQLiteCache(path) as cache:
+        cache.put_many([("a", vector_for("a", 8))], MODEL)
+        assert module._writable(path)  # a read-write descriptor is kept meanwhile
+        made = subprocess.run(["chattr", "+i", str(path)], capture_output=True, timeout=30)
+        if made.returncode != 0:
+            pytest.skip("this file system cannot make a file immutable")
+        try:
+            assert not module._writable(path)
+        finally:
+            subprocess.run(["chattr", "-i", str(path)], check=True, timeout=30)
+
+
 def test_a_relative_path_does_not_follow_a_chdir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -543,7 +543,11 @@ _POSIX = os.name == "posix"  # elsewhere a lock is a handle's: descriptors close
 
 
 def _open_files() -> dict[tuple[int, int], set[int]] | None:
-    """(device, inode) -> this process's open descriptors of it; None where unknown."""
+    """(device, inode) -> this process's open descriptors of it; None where unknown: only
+    Linux's and macOS's ``/dev/fd`` list the open descriptors (a BSD's without fdescfs is
+    a fixed folder of 0, 1, 2), and a listing that misses a kept one is not believed."""
+    if not (sys.platform.startswith("linux") or sys.platform == "darwin"):
+        return None
     try:
         names = os.listdir("/dev/fd")
     except OSError:
@@ -553,7 +557,21 @@ def _open_files() -> dict[tuple[int, int], set[int]] | None:
         with contextlib.suppress(OSError, ValueError):
             st = os.fstat(int(name))
             files.setdefault((st.st_dev, st.st_ino), set()).add(int(name))
-    return files
+    listed = {fd for fds in files.values() for fd in fds}
+    return files if set(_kept) <= listed else None
+
+
+def _after_fork() -> None:
+    """In a forked child: a fresh lock (another thread of the parent may have held it at
+    the fork, and would never release it here) and no block using a kept descriptor (the
+    parent's blocks do not run in the child; their counts would pin those forever)."""
+    global _kept_lock
+    _kept_lock = threading.Lock()
+    _users.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _sweep() -> None:
@@ -591,9 +609,10 @@ def _kept_for(path: Path, mode: int) -> int | None:
 
 
 @contextlib.contextmanager
-def _opened(path: Path, flags: int = os.O_RDONLY) -> Iterator[int]:
+def _opened(path: Path, flags: int = os.O_RDONLY, *, fresh: bool = False) -> Iterator[int]:
     """A descriptor of ``path`` (read it with :func:`_head`: others may share it) that
-    keeps this process's SQLite locks (see :func:`_sweep`)."""
+    keeps this process's SQLite locks (see :func:`_sweep`); ``fresh``: opened now, not a
+    kept one (the open itself is the check: whether this process may write the file)."""
     flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     if not _POSIX:
         fd = os.open(path, flags)
@@ -604,7 +623,7 @@ def _opened(path: Path, flags: int = os.O_RDONLY) -> Iterator[int]:
         return
     mode = flags & os.O_ACCMODE
     with _kept_lock:
-        kept = _kept_for(path, mode)
+        kept = None if fresh else _kept_for(path, mode)
         fd = os.open(path, flags) if kept is None else kept
         _kept[fd] = mode
         _users[fd] = _users.get(fd, 0) + 1
@@ -648,7 +667,7 @@ def _writable(path: Path) -> bool:
     """Whether this process may write ``path`` and create files beside it (root too:
     an immutable file or a read-only file system refuses even root)."""
     try:
-        with _opened(path, os.O_RDWR):
+        with _opened(path, os.O_RDWR, fresh=True):
             pass
     except OSError:
         return False
