@@ -243,6 +243,9 @@ def test_a_glob_starting_with_an_exclamation_mark_leaves_files_out(tmp_path: Pat
                     "README.md": "r", "!odd.md": "o"})  # fmt: skip
     assert ids(read_documents([tmp_path], ["*.py", "!tests/**"])) == ["calc.py"]
     assert ids(read_documents([tmp_path], ["!tests/**", "*.py"])) == ["calc.py"]  # any order
+    # a folder's name alone, as in .gitignore (it excluded nothing)
+    for folder in ("!tests", "!tests/"):
+        assert ids(read_documents([tmp_path], ["*.py", folder])) == ["calc.py"], folder
     # exclusions alone apply to every file
     assert ids(read_documents([tmp_path], ["!*.md"])) == [
         "calc.py", "tests/test_calc.py", "tests/unit/test_x.py"

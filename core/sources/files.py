@@ -166,14 +166,19 @@ def globs_regex(globs: Sequence[str]) -> re.Pattern[str]:
     """One regex for the relative paths that ``globs`` match at any depth (git's wildcard
     syntax, as in .gitignore: ``*`` and ``?`` stop at ``/``, ``**/`` spans folders).
 
-    A pattern starting with ``!`` excludes what it matches (``!tests/**``), whatever the
-    order; patterns that all exclude apply to :data:`DEFAULT_GLOBS`. ``\\!`` starts a
-    pattern with a literal ``!``."""
+    A pattern starting with ``!`` excludes what it matches, and what lies in a folder it
+    matches (``!tests``, ``!tests/``, ``!tests/**``), whatever the order; patterns that
+    all exclude apply to :data:`DEFAULT_GLOBS`. ``\\!`` starts a pattern with a literal
+    ``!``."""
     include: list[str] = []
     exclude: list[str] = []
     for given in globs:
         if given.startswith("!"):
-            exclude.append(_glob_regex(given[1:], given))
+            # as in .gitignore, it leaves out a folder of that name too: `!tests`, `!tests/`
+            pattern = given[1:].rstrip("/")
+            folder = _glob_regex(pattern + "/**", given)
+            exclude.append(folder if given.endswith("/") else _glob_regex(pattern, given))
+            exclude.append(folder)
         else:
             include.append(_glob_regex(given, given))
     regex = "|".join(include or [_glob_regex(p, p) for p in DEFAULT_GLOBS])
