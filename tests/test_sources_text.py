@@ -303,6 +303,11 @@ def test_underlined_titles_name_their_sections_without_the_underline() -> None:
     atx = "# Guide #\n\n## C#\n\nText.\n"
     (md,) = parser_for("markdown").parse(atx.encode("utf-8"), ParseOptions())
     assert locate(md, md.text.index("Text."), len(md.text))["section"] == ["Guide", "C#"]
+    # '#' in an underlined title is its text, not an ATX mark
+    marks = "Ticket #\n========\n\n#1 priority\n-----------\n\nText.\n"
+    (md,) = parser_for("markdown").parse(marks.encode("utf-8"), ParseOptions())
+    where = locate(md, md.text.index("Text."), len(md.text))
+    assert where["section"] == ["Ticket #", "#1 priority"]
 
 
 def test_rst_short_underline_is_no_title() -> None:

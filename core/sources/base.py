@@ -336,21 +336,22 @@ _RANGED = {
 
 #: a line of one punctuation character repeated: a setext underline or an RST adornment
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*")
-#: an ATX heading's marks: its opening ``#`` run, and a closing one after a space
-_ATX_OPEN = re.compile(r"^#+\s*")
-_ATX_CLOSE = re.compile(r"\s+#+$")
+#: an ATX heading (one line): its opening ``#`` run, and a closing one after a space
+_ATX = re.compile(r"#+(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 
 
 def heading_title(source: str) -> str:
-    """A heading's title as a reader names it, from its source: without an ATX heading's
-    ``#`` marks or a setext / reStructuredText heading's adornment lines (``Title``, not
-    ``Title\\n=====``); a heading that is nothing but marks is kept as written."""
-    lines = [line.strip() for line in source.splitlines()]
+    """A heading's title as a reader names it, from its source: an ATX heading's text
+    without its ``#`` marks (``# C#`` is ``C#``), an underlined title's lines without their
+    adornment (``Title``, not ``Title\\n=====``); anything else as written."""
+    lines = [line.strip() for line in source.strip().splitlines()]
+    if not lines:
+        return ""
+    if len(lines) == 1:
+        atx = _ATX.fullmatch(lines[0])
+        return (atx.group(1) or "") if atx else lines[0]
     words = [line for line in lines if line and not _ADORNMENT.fullmatch(line)]
-    if not words:
-        return source.strip()
-    title = _ATX_CLOSE.sub("", _ATX_OPEN.sub("", " ".join(words)))
-    return title or " ".join(words)
+    return " ".join(words) or lines[0]
 
 
 def locate(parsed: Parsed, start: int, end: int) -> dict[str, Any]:
