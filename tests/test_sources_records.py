@@ -106,11 +106,14 @@ def test_a_nul_or_a_lone_surrogate_escaped_in_a_record_reads_as_a_replacement() 
         b' {"id": "c\\udc00", "t": "x"}]'
     )
     docs = parse(JsonParser(), data, "id")
-    assert [d.part for d in docs] == ["a", "b", "c\ufffd"]
+    assert [d.part for d in docs] == ["a", "b", "c\\udc00"]  # an id: its JSON escape
     assert docs[0].text == "t: ok\n"
     assert docs[1].text == "data: hello\ufffdworld\n\n\ufffdk: 1\n"
     (line,) = parse(JsonlParser(), b'{"t": "nul \\u0000 here"}\n')
     assert line.text == "t: nul \ufffd here\n"
+    # ids that differ only there stay apart (a replacement made them repeat each other)
+    ids = b'{"id": "k\\u0000"}\n{"id": "k\\ud800"}\n{"id": "k\\ufffd"}\n'
+    assert [d.part for d in parse(JsonlParser(), ids, "id")] == ["k\\u0000", "k\\ud800", "k\ufffd"]
 
 
 def test_without_id_field_records_are_numbered_and_every_field_is_text() -> None:

@@ -22,7 +22,8 @@ per field, ``name: value``, fields in sorted order of their names, nested object
 flattened to dotted names (``author.name: Ada``), a list of scalars joined with ``, ``
 (``tags: a, b``), a list holding objects or lists flattened with 0-based indices
 (``authors.0.name: Ada``). Strings as written (whitespace runs become one space; a NUL or
-a lone surrogate, which JSON can escape but a document cannot hold, as U+FFFD), numbers
+a lone surrogate, which JSON can escape but a document cannot hold, as U+FFFD; in an id,
+as its escape ``\\u0000``), numbers
 as JSON writes them, ``true`` / ``false``; ``null``, empty strings, arrays and objects
 are left out (they say nothing). A string with blank lines in it (several paragraphs)
 gives ``name: <first paragraph>`` and then a paragraph per further one. A record that is
@@ -61,6 +62,12 @@ def _held(text: str) -> str:
     """``text`` with a NUL or a lone surrogate as U+FFFD: a record holding one escaped
     (a test fixture's ``"a\\u0000b"``) is read, not its whole file skipped."""
     return _UNHELD.sub("\ufffd", text)
+
+
+def _held_id(text: str) -> str:
+    """An id with a NUL or a lone surrogate written as its JSON escape (``a\\u0000``):
+    one to one, so that two ids that differ there stay two ids."""
+    return _UNHELD.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _scalar(value: Any) -> str:
@@ -137,7 +144,7 @@ def _documents(
                 raise ParseError(
                     f"{where}: its {field!r} is {type(value).__name__}, not a string or integer"
                 )
-            part = _held(str(value))
+            part = _held_id(str(value))
             if part in seen:
                 raise ParseError(f"{where}: id {part!r} repeats {seen[part]}")
             seen[part] = where
