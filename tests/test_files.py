@@ -258,11 +258,13 @@ def test_a_glob_starting_with_an_exclamation_mark_leaves_files_out(tmp_path: Pat
 def test_hidden_files_and_folders_are_named_not_read(tmp_path: Path) -> None:
     """A repository's `.github/` workflows and `.env.example` were left out with no word
     (`ignored` empty); they are named, but for version control's folder, rechunk's own,
-    the ignore files and what git ignores, and a hidden folder given beside its folder is
-    read."""
+    the ignore files, .DS_Store and what git ignores (a tool's cache that ignores itself
+    too), and a hidden folder given beside its folder is read."""
     tree(tmp_path, {"src/a.py": "a", ".github/workflows/ci.yml": "on: push\n",
                     ".env.example": "X=1\n", ".git/config": "c", ".rechunk/m.json": "{}",
-                    ".gitignore": ".venv/\n", ".venv/lib.py": "v", "docs/.draft.md": "d"})  # fmt: skip
+                    ".gitignore": ".venv/\n", ".venv/lib.py": "v", "docs/.draft.md": "d",
+                    ".mypy_cache/.gitignore": "*\n", ".mypy_cache/x.json": "{}",
+                    "docs/.DS_Store": "x"})  # fmt: skip
     files = read_documents([tmp_path])
     assert ids(files) == ["src/a.py"]
     assert files.hidden == [".github/", ".env.example", "docs/.draft.md"]

@@ -213,7 +213,19 @@ class _Found:
 
 
 #: hidden names not counted as left out: version control's, rechunk's own, the ignore files
-_UNCOUNTED = frozenset({".git", ".hg", ".svn", ".rechunk", ".gitignore", ".rechunkignore"})
+_UNCOUNTED = frozenset(
+    {".git", ".hg", ".svn", ".rechunk", ".gitignore", ".rechunkignore", ".DS_Store"}
+)
+
+
+def _ignores_itself(folder: Path) -> bool:
+    """Whether ``folder`` holds a .gitignore of ``*`` (a venv, a tool's cache: uv, pytest
+    and mypy write one so that git ignores the folder)."""
+    try:
+        lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "*" in (line.strip() for line in lines.splitlines())
 
 
 def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
@@ -234,8 +246,12 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
         kept = []
         for name in sorted(subfolders):
             if name.startswith("."):
-                if name not in _UNCOUNTED and not rules.ignores((*parts, name), folder=True):
-                    found.hidden.append((here / name, "/"))  # a .venv/ git ignores is not
+                if not (
+                    name in _UNCOUNTED
+                    or rules.ignores((*parts, name), folder=True)
+                    or _ignores_itself(here / name)
+                ):  # what git ignores (a .venv/) is not named
+                    found.hidden.append((here / name, "/"))
                 continue
             if rules.ignores((*parts, name), folder=True):
                 found.ignored.append((here / name, "/"))
@@ -523,6 +539,8 @@ def read_documents(
     # a hidden folder or file given as a path itself (`repo repo/.github`) is read
     given = [Path(raw).resolve() for raw in paths]
     out.hidden = [
-        name for entry, name in hidden.items() if not any(g.is_relative_to(entry) for g in given)
+        name
+        for entry, name in hidden.items()
+        if not any(g.is_relative_to(entry) or g.is_relative_to(entry.resolve()) for g in given)
     ]
     return out
