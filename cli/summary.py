@@ -120,7 +120,7 @@ def unknown_notes(found: list[tuple[str, float]]) -> list[tuple[str, str]]:
     return [
         (
             "unknown text",
-            f"{doc_id}: {share:.0%} of its tokens are unknown to the model's tokenizer "
+            f"{doc_id}: {share:.0%} of its text is unknown to the model's tokenizer "
             "(embedded as [UNK]; a model trained on its script reads it: --model)",
         )
         for doc_id, share in found

@@ -1,18 +1,23 @@
-"""Text a model cannot read: the share of a document's tokens its tokenizer maps to the
+"""Text a model cannot read: the share of a document's text its tokenizer reads as the
 unknown token (``[UNK]``).
 
 A WordPiece model such as all-MiniLM-L6-v2 has no token for most characters of Thai,
-Amharic or many Chinese words; such text is embedded as ``[UNK]``, and its vectors find
-nothing. ``rechunk sync`` names those documents when it writes their chunks, so a person
-learns it before retrieval fails.
+Amharic or many Chinese words, nor for a word of more than 100 characters; such text is
+embedded as ``[UNK]`` (one for a whole word: Thai, written without spaces, gives one for
+a whole phrase), and its vectors find nothing. The share is counted in characters, the
+text of the unknown tokens over the text of all, so a phrase weighs as its length.
+``rechunk sync`` names those documents when it writes their chunks, so a person learns it
+before retrieval fails.
 
-Only a document holding a character the tokenizer maps to the unknown token is tokenized
-whole (the characters are checked once per tokenizer), so a folder of text the model
-reads costs a scan of each document's distinct characters.
+Only a document holding a character the tokenizer maps to the unknown token, or a run of
+more characters without a space than it reads as one word, is tokenized (the characters
+are checked once per tokenizer), so a folder of text the model reads costs a scan of each
+document's distinct characters.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -20,12 +25,12 @@ from rechunk.chunking.tokens import HFTokenCounter, resolve_tokenizer
 
 __all__ = ["UNKNOWN_NOTE", "UnknownTokens", "unknown_documents"]
 
-#: the share of a document's tokens that are the unknown token from which it is named
+#: the share of a document's text read as the unknown token from which it is named
 UNKNOWN_NOTE = 0.1
 
 
 class UnknownTokens:
-    """The share of a text's tokens that ``tokenizer`` maps to its unknown token.
+    """The share of a text's characters that ``tokenizer`` reads as its unknown token.
 
     ``tokenizer`` is anything :func:`rechunk.chunking.tokens.resolve_tokenizer` takes; a
     tokenizer without an unknown token (byte-level BPE, a callable) gives 0 for any text.
@@ -40,6 +45,9 @@ class UnknownTokens:
             if isinstance(token, str):
                 self._unk = self._tokenizer.token_to_id(token)
         self._unknown: dict[str, bool] = {}  # character -> the tokenizer maps it to the unknown
+        # a word longer than WordPiece reads (its max_input_chars_per_word) is unknown whole
+        longest = getattr(getattr(self._tokenizer, "model", None), "max_input_chars_per_word", 0)
+        self._long = re.compile(rf"\S{{{int(longest) + 1},}}") if longest else None
 
     @property
     def applies(self) -> bool:
@@ -56,15 +64,19 @@ class UnknownTokens:
             encoded = tokenizer.encode_batch(new, add_special_tokens=False)
             for char, encoding in zip(new, encoded):
                 self._unknown[char] = unk in encoding.ids
-        if not any(self._unknown[c] for c in distinct):
+        if not any(self._unknown[c] for c in distinct) and not (
+            self._long is not None and self._long.search(text)
+        ):
             return 0.0
         # in slices: a tokenizer's encoding of a whole 4 MB document took 200 bytes a byte;
         # and of a longer one, evenly spaced slices only (the share is then an estimate)
         unknown = total = 0
         for piece in _sample(text):
-            ids = tokenizer.encode(piece, add_special_tokens=False).ids
-            unknown += sum(1 for i in ids if i == unk)
-            total += len(ids)
+            encoding = tokenizer.encode(piece, add_special_tokens=False)
+            for token, (start, end) in zip(encoding.ids, encoding.offsets):
+                total += end - start
+                if token == unk:
+                    unknown += end - start
         return unknown / total if total else 0.0
 
 
@@ -83,9 +95,12 @@ def _sample(text: str) -> Iterator[str]:
     step = len(text) // _SLICES
     for k in range(_SLICES):
         start = k * step
-        if k:
-            found = [i for i in (text.find(" ", start), text.find("\n", start)) if i >= 0]
-            start = min(found) + 1 if found else len(text)
+        if k:  # from a space or a line break, where there is one within a slice
+            ends = start + _SLICE
+            found = [
+                i for i in (text.find(" ", start, ends), text.find("\n", start, ends)) if i >= 0
+            ]
+            start = min(found) + 1 if found else start
         yield text[start : _end(text, start, _SLICE)]
 
 
