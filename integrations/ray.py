@@ -592,11 +592,33 @@ def connect(address: str | None = None) -> Any:
     except ConnectionError as exc:
         from rechunk.errors import StoreUnavailableError
 
+        if _refused_for_token(exc):
+            raise ConfigError(
+                f"the Ray cluster at {address} asks for its authentication token and this "
+                "process sent none: set RAY_AUTH_MODE=token (the token is read from "
+                "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token, as `ray start` "
+                "does)"
+            ) from exc
         raise StoreUnavailableError(
             f"cannot reach the Ray cluster at {address}: {exc}; start it with `ray start "
             "--head` or pass its --ray-address"
         ) from exc
     return ray
+
+
+def _refused_for_token(exc: BaseException) -> bool:
+    """Whether ``ray.init`` failed because the cluster wants a token: a head started by
+    ``ray start`` where ``~/.ray/auth_token`` exists turns token authentication on, while a
+    driver without ``RAY_AUTH_MODE`` sends no token, and Ray raises "Failed to connect"
+    from a RuntimeError that holds the GCS client's ``AuthenticationError`` as text."""
+    from ray.exceptions import AuthenticationError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, AuthenticationError) or "InvalidAuthToken" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 #: how long the head node's port may take to accept a connection (seconds)

@@ -29,7 +29,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from chroma_server import free_port  # noqa: E402
 
-ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+#: ``RAY_AUTH_MODE`` set: Ray 2.60 turns token authentication on for a head that finds
+#: ``~/.ray/auth_token`` (any local ``ray.init()`` of this user writes one) but not for a
+#: node that joins it, which the head then refuses ("InvalidAuthToken")
+ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_AUTH_MODE": "disabled",
+}
 #: the head finds a dead node in about 2 s, not Ray's default 15-30 s (the tests kill one)
 HEAD_ENV = {
     "RAY_health_check_initial_delay_ms": "1000",

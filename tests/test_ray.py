@@ -189,6 +189,58 @@ def test_a_cluster_that_is_down_is_store_unavailable_at_once() -> None:
     assert f"refused: cannot reach the Ray cluster at 127.0.0.1:{port}" in done.stdout, done
 
 
+def test_a_cluster_that_wants_a_token_says_so(tmp_path: Path) -> None:
+    """A head started where ``~/.ray/auth_token`` exists turns token authentication on;
+    a driver without RAY_AUTH_MODE sent no token and was told the cluster could not be
+    reached, "start it with `ray start --head`", though it was up."""
+    import subprocess
+    import tempfile
+    import uuid
+
+    from chroma_server import free_port
+    from ray_cluster import ENV, _ray_cli, stop_cluster
+
+    token = uuid.uuid4().hex
+    home = tmp_path / "home"  # no ~/.ray/auth_token of the user's in either process
+    home.mkdir()
+    env = {**os.environ, **ENV, "HOME": str(home)}
+    temp = tempfile.mkdtemp(prefix="rk-ray-", dir="/tmp")
+    address = f"127.0.0.1:{free_port()}"
+    code = (
+        "from rechunk.errors import ConfigError\n"
+        "from rechunk.integrations.ray import connect\n"
+        "try:\n"
+        f"    print('nodes:', len(connect('{address}').nodes()))\n"
+        "except ConfigError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
+    try:
+        _ray_cli(
+            [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1",
+             f"--port={address.rsplit(':', 1)[1]}", "--include-dashboard=false",
+             f"--temp-dir={temp}", "--num-cpus=1", "--object-store-memory=150000000",
+             "--disable-usage-stats"],
+            {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
+        )  # fmt: skip
+        runs = {
+            "none": {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"},
+            "token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
+        }
+        said = {
+            name: subprocess.run([sys.executable, "-c", code], env=run_env,
+                                 capture_output=True, text=True, timeout=120).stdout
+            for name, run_env in runs.items()
+        }  # fmt: skip
+    finally:
+        stop_cluster(temp, address, env)
+        shutil.rmtree(temp, ignore_errors=True)
+    assert said["none"].startswith(
+        f"refused: the Ray cluster at {address} asks for its authentication token"
+    ), said
+    assert "set RAY_AUTH_MODE=token" in said["none"]
+    assert said["token"] == "nodes: 1\n", said
+
+
 def test_an_embedded_store_is_refused_before_anything_is_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
