@@ -40,7 +40,8 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         action=_Once,
         help="text files (text, Markdown, RST, AsciiDoc, Org, LaTeX, CSV, code; an HTML page "
         "that declares no charset) that are not UTF-8 are read in this encoding (cp1252, "
-        "latin-1, shift_jis, utf-16, ...); a byte-order mark or valid UTF-8 decides first "
+        "latin-1, shift_jis, utf-16, ...); a byte-order mark or valid UTF-8 decides first, "
+        "then a code file's coding declaration ('# -*- coding: latin-1 -*-') "
         "(default: such files are skipped with the reason). It applies to every such file "
         "read: sync files saved in another encoding on their own, each with its own",
     )

@@ -20,7 +20,7 @@ from qdrant_client import QdrantClient
 from rechunk.cli import main
 from rechunk.errors import ConfigError, InputError
 from rechunk.sources import ParseError, ParseOptions, parse_file
-from rechunk.sources.encoding import check_encoding, decode_text
+from rechunk.sources.encoding import check_encoding, declared_encoding, decode_text, decode_text_as
 from rechunk.sources.files import read_documents, read_text_file
 
 TEXT = "Café crème: the façade's naïve señor paid 5 € for a Größe-M jacket."
@@ -164,6 +164,51 @@ def test_a_page_s_declared_charset_beats_the_encoding_named(tmp_path: Path) -> N
     path.write_bytes(declared.encode("cp1252"))
     (doc,) = parse_file(path, "html", ParseOptions(encoding="cp1252"))
     assert doc.metadata["encoding"] == "utf-8" and doc.metadata["invalid_bytes"] is True
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b"# -*- coding: latin-1 -*-\n", "iso8859-1"),  # Emacs style
+        (b"#!/usr/bin/env python3\n# vim: set fileencoding=cp1252 :\n", "cp1252"),
+        (b"\n# coding=koi8-r\n", "koi8-r"),  # a blank first line
+        (b"x = 1  # coding: latin-1\n", None),  # not a comment line
+        (b"import os\n# coding: latin-1\n", None),  # second line after code
+        (b"#\n#\n# coding: latin-1\n", None),  # third line
+        (b"# coding: no-such-codec\n", None),
+        (b"# coding: base64\n", None),  # a codec, not a text encoding
+        (b"# A note on coding style\n", None),
+    ],
+)
+def test_a_coding_declaration_is_read_as_pep_263_says(head: bytes, expected: str | None) -> None:
+    assert declared_encoding(head + b"pass\n") == expected
+
+
+def test_a_python_file_is_read_in_the_encoding_it_declares(tmp_path: Path) -> None:
+    """A latin-1 module that says so was skipped as "not valid UTF-8" unless --encoding
+    named latin-1 for every file of the sync."""
+    source = '# -*- coding: latin-1 -*-\n"""Café."""\nNAME = "naïve"\n'
+    (tmp_path / "legacy.py").write_bytes(source.encode("latin-1"))
+    (tmp_path / "windows.py").write_bytes(
+        '# coding: cp1252\nQUOTE = "\u201cyes\u201d"\n'.encode("cp1252")
+    )
+    # valid UTF-8 stays UTF-8 whatever the line says (a file converted, its line kept)
+    (tmp_path / "converted.py").write_bytes(source.encode("utf-8"))
+    # the file's own word comes before --encoding's, which applies to every file
+    docs = {
+        Path(doc.doc_id).name: doc
+        for doc in read_documents([tmp_path], options=ParseOptions(encoding="shift_jis")).documents
+    }
+    assert docs["legacy.py"].text == source
+    assert docs["legacy.py"].metadata["encoding"] == "iso8859-1"
+    assert docs["windows.py"].text.endswith('"\u201cyes\u201d"\n')
+    assert docs["converted.py"].text == source and "encoding" not in docs["converted.py"].metadata
+
+
+def test_a_declared_encoding_that_does_not_decode_names_each_one_tried() -> None:
+    data = b"# coding: ascii\nNAME = 'caf\xe9'\n"
+    with pytest.raises(ParseError, match=r"utf-8 \(byte offset 27\), ascii \(byte offset 27\)"):
+        decode_text_as(data, declared=declared_encoding(data))
 
 
 def test_read_text_file_names_the_file_once(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from rechunk.document import Document, flat_problem
 from rechunk.errors import ConfigError, InputError, MissingDependencyError
 from rechunk.sources.base import Locator, Parsed, ParseError
+from rechunk.sources.encoding import declared_encoding
 from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parse_bytes, parser_for
 from rechunk.sources.scripts import script_language
 
@@ -214,7 +215,7 @@ def documents_from_file(
     options = options or ParseOptions()
     if kind == CODE:
         try:
-            text, read = options.decode(data)
+            text, read = options.decode(data, declared_encoding(data))
         except ParseError as exc:
             raise ParseError(exc.reason, path) from None
         if not text.strip():

@@ -6,10 +6,13 @@ and e-mail name theirs).
    is encoding, not text, and is removed.
 2. Otherwise the bytes are read as UTF-8. A file that decodes as UTF-8 and holds no NUL
    character is UTF-8 in practice, whatever else it might also decode as.
-3. Otherwise, where the user named an encoding (``--encoding cp1252``,
+3. Otherwise, for code, the encoding a coding declaration on its first or second line
+   names (Python's ``# -*- coding: latin-1 -*-``, PEP 263; Ruby and Emacs write it so
+   too): the file's own word on itself, before the user's.
+4. Otherwise, where the user named an encoding (``--encoding cp1252``,
    ``ParseOptions.encoding``), the bytes are read in it. UTF-16 without a byte-order
    mark decodes as UTF-8 full of NULs, so it reaches this step too.
-4. Otherwise, where the user asked for detection (a LangChain ``TextLoader``'s
+5. Otherwise, where the user asked for detection (a LangChain ``TextLoader``'s
    ``autodetect_encoding``), the encoding charset-normalizer names (``formats`` extra)
    is tried.
 
@@ -22,13 +25,14 @@ the files it reads, and only those are embedded again.
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterator
 
 from rechunk._optional import require
 from rechunk.errors import ConfigError
 from rechunk.sources.base import ParseError
 
-__all__ = ["check_encoding", "decode_text", "decode_text_as"]
+__all__ = ["check_encoding", "declared_encoding", "decode_text", "decode_text_as"]
 
 # UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's
 _BOMS = (
@@ -56,6 +60,29 @@ def check_encoding(name: str | None) -> str | None:
             f"encoding {name!r}: not a text encoding Python knows (e.g. cp1252, latin-1, "
             "shift_jis, utf-16)"
         ) from None
+
+
+#: PEP 263's rule for a coding declaration, on one line of bytes
+_DECLARATION = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_BLANK_OR_COMMENT = re.compile(rb"^[ \t\f]*(?:[#\r\n]|$)")
+
+
+def declared_encoding(data: bytes) -> str | None:
+    """The text encoding a coding declaration names, as Python's codec registry knows
+    it: a comment line matching PEP 263's ``coding[:=]NAME`` on the first line, or on the
+    second after a first that is blank or a comment (``#!/usr/bin/env python``). None
+    when there is none or it names no text encoding."""
+    lines = data[:1024].splitlines(keepends=True)[:2]
+    for number, line in enumerate(lines):
+        found = _DECLARATION.match(line)
+        if found:
+            try:
+                return check_encoding(found.group(1).decode("ascii"))
+            except (ConfigError, UnicodeDecodeError):
+                return None
+        if number == 0 and not _BLANK_OR_COMMENT.match(line):
+            return None
+    return None
 
 
 def _attempt(data: bytes, encoding: str, skip: int = 0) -> tuple[str | None, str]:
@@ -93,9 +120,13 @@ def _detected(data: bytes) -> str | None:
     return None if best is None else str(best.encoding)
 
 
-def _candidates(data: bytes, encoding: str | None, detect: bool) -> Iterator[str]:
+def _candidates(
+    data: bytes, encoding: str | None, detect: bool, declared: str | None
+) -> Iterator[str]:
     """The encodings to try in turn (detection runs only if the others failed)."""
     yield "utf-8"
+    if declared is not None:
+        yield declared
     if encoding is not None:
         yield encoding
     if detect:
@@ -112,10 +143,15 @@ def decode_text(data: bytes, encoding: str | None = None, *, detect: bool = Fals
 
 
 def decode_text_as(
-    data: bytes, encoding: str | None = None, *, detect: bool = False
+    data: bytes,
+    encoding: str | None = None,
+    *,
+    detect: bool = False,
+    declared: str | None = None,
 ) -> tuple[str, str]:
     """:func:`decode_text`, and the codec that read the text, as Python names it
-    (``utf-8``, ``utf-16-le``, ``cp1252``, ``iso8859-1``)."""
+    (``utf-8``, ``utf-16-le``, ``cp1252``, ``iso8859-1``). ``declared``: the encoding the
+    file names itself (:func:`declared_encoding`), tried before ``encoding``."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             text, why = _attempt(data, name, len(bom))
@@ -124,7 +160,7 @@ def decode_text_as(
                 raise ParseError(f"{reason}, despite its byte-order mark")
             return text, name
     failures: dict[str, str] = {}  # codec name -> why it failed
-    for candidate in _candidates(data, encoding, detect):
+    for candidate in _candidates(data, encoding, detect, declared):
         codec = codecs.lookup(candidate).name
         if codec in failures:
             continue

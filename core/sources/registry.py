@@ -45,11 +45,14 @@ class ParseOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "encoding", check_encoding(self.encoding))
 
-    def decode(self, data: bytes) -> tuple[str, dict[str, str]]:
+    def decode(self, data: bytes, declared: str | None = None) -> tuple[str, dict[str, str]]:
         """A text file's bytes as its text (:func:`rechunk.sources.encoding.decode_text`
-        with these options), and the metadata that says how it was read: nothing for
-        UTF-8, else ``{"encoding": codec}`` (``utf-16-le``, ``iso8859-1``...)."""
-        text, codec = decode_text_as(data, self.encoding, detect=self.detect_encoding)
+        with these options; ``declared``: the encoding the file names itself), and the
+        metadata that says how it was read: nothing for UTF-8, else
+        ``{"encoding": codec}`` (``utf-16-le``, ``iso8859-1``...)."""
+        text, codec = decode_text_as(
+            data, self.encoding, detect=self.detect_encoding, declared=declared
+        )
         return text, ({} if codec == "utf-8" else {"encoding": codec})
 
 
