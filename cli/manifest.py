@@ -93,11 +93,13 @@ def _locked() -> Iterator[None]:
 
 class Source(NamedTuple):
     """How a recorded file or folder was read: its globs, whether ``.gitignore`` applied,
-    and whether generated files were read (``--include-generated``)."""
+    whether generated files were read (``--include-generated``), and the size above which
+    files were left out (``--max-file-bytes``)."""
 
     globs: list[str]
     gitignore: bool = True
     generated: bool = False
+    max_bytes: int | None = None
 
 
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
@@ -122,12 +124,20 @@ def _roots(entry: Any) -> dict[str, Source]:
             str(root): Source(list(how))  # the second format: root -> globs
             if isinstance(how, list)
             else Source(
-                list(how["globs"]), bool(how["gitignore"]), bool(how.get("generated", False))
+                list(how["globs"]),
+                bool(how["gitignore"]),
+                bool(how.get("generated", False)),
+                _max_bytes(how.get("max_bytes")),
             )
             for root, how in roots.items()
         }
     except (KeyError, TypeError, AttributeError):
         return {}
+
+
+def _max_bytes(value: Any) -> int | None:
+    """A recorded ``max_bytes``: a positive int, else None (none recorded, or not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def record_roots(
@@ -145,7 +155,10 @@ def record_roots(
         for root in roots:
             recorded.pop(root, None)
             recorded[root] = Source(
-                list(inputs.glob), not inputs.no_ignore, inputs.include_generated
+                list(inputs.glob),
+                not inputs.no_ignore,
+                inputs.include_generated,
+                inputs.max_file_bytes,
             )
         _put(manifest, options.store, options.collection, recorded)
 

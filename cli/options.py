@@ -13,6 +13,7 @@ the group, and the command passes itself.
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -89,13 +90,14 @@ class ModelOptions(Parsed):
 @dataclass(frozen=True)
 class InputOptions(Parsed):
     """``--cache``, ``--glob`` (the default globs when none is given), ``--no-ignore``,
-    ``--include-generated``, ``--format``, and what the parsers take (``--id-field``,
-    ``--encoding``) as :class:`ParseOptions`."""
+    ``--include-generated``, ``--max-file-bytes``, ``--format``, and what the parsers
+    take (``--id-field``, ``--encoding``) as :class:`ParseOptions`."""
 
     cache: str
     glob: tuple[str, ...]
     no_ignore: bool
     include_generated: bool
+    max_file_bytes: int | None
     format: str | None
     parse: ParseOptions = field(metadata={"from": parse_options})
 
@@ -170,7 +172,41 @@ def input_options(p: argparse.ArgumentParser) -> None:
         "marked generated ('Code generated ... DO NOT EDIT', '@generated'); by default "
         "they are counted, not read",
     )
+    p.add_argument(
+        "--max-file-bytes",
+        type=file_size,
+        default=None,
+        metavar="SIZE",
+        help="leave out files larger than SIZE (bytes, or 50MB, 50MiB, 50M = 50MiB, as "
+        "rsync's --max-size): counted, not read, their chunks kept (default: no limit; a "
+        "file's text and chunks are held in memory, about 40 bytes a byte of prose)",
+    )
     add_source_options(p)
+
+
+#: a size's unit -> bytes (rsync's: K, M, G are powers of 1024, KB, MB, GB of 1000)
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kib": 1 << 10, "kb": 10**3,
+    "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+    "g": 1 << 30, "gib": 1 << 30, "gb": 10**9,
+}  # fmt: skip
+
+
+def file_size(text: str) -> int:
+    """``SIZE`` of ``--max-file-bytes`` in bytes: a whole or decimal number with an
+    optional unit (``1000000``, ``50MB``, ``1.5GiB``, ``200k``)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = found.group(2).lower() if found else ""
+    if found is None or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size: give bytes, or a number with KB, MB, GB (1000s) or "
+            "KiB, MiB, GiB (1024s; K, M, G too), such as 50MB"
+        )
+    size = int(float(found.group(1)) * _UNITS[unit])
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the size must be at least 1 byte")
+    return size
 
 
 def policy_option(p: argparse.ArgumentParser) -> None:

@@ -42,6 +42,7 @@ def read_paths(
         fmt=inputs.format,
         options=inputs.parse,
         include_generated=inputs.include_generated,
+        max_bytes=inputs.max_file_bytes,
     )
     if complete:
         return files
@@ -110,6 +111,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
             fmt=inputs.format,
             options=inputs.parse,
             include_generated=how.generated,
+            max_bytes=how.max_bytes,
         )
         documents.update((doc.doc_id, doc) for doc in files.documents)
         skipped.update(files.skipped)
@@ -120,6 +122,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
         out.links.extend(files.links)
         out.unsupported.update(files.unsupported)
         out.generated += files.generated
+        out.too_large += files.too_large
         out.record_files |= files.record_files
         out.inline_data += files.inline_data
     out.documents = list(documents.values())

@@ -95,10 +95,10 @@ def execute(args: ReindexArgs) -> int:
     else:
         from rechunk.sources.files import DEFAULT_GLOBS
 
-        if args.glob != tuple(DEFAULT_GLOBS) or args.no_ignore:
+        if args.glob != tuple(DEFAULT_GLOBS) or args.no_ignore or args.max_file_bytes:
             raise ConfigError(
-                "--glob and --no-ignore apply to the PATHs given; without PATH, every "
-                "recorded file and folder is read as it was synced"
+                "--glob, --no-ignore and --max-file-bytes apply to the PATHs given; without "
+                "PATH, every recorded file and folder is read as it was synced"
             )
         files = read_recorded(args, args)
     if not files.documents:
@@ -120,10 +120,18 @@ def execute(args: ReindexArgs) -> int:
             maybe = [d for d in gone if removed(d) and not files.covers(d)]
             missing = sorted(gone - records_among(opened.store, maybe))
             if missing:
+                large = [
+                    name
+                    for name, _ in files.too_large
+                    if any(d == name or d.startswith(name + "#") for d in missing)
+                ]
+                read_large = (
+                    f" (with a --max-file-bytes that reads {', '.join(large[:3])})" if large else ""
+                )
                 raise ConfigError(
                     f"{len(missing)} document(s) of the live collection are not among the files "
                     f"read ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
-                    "pass the folders that hold them, or --prune to leave them out"
+                    f"pass the folders that hold them{read_large}, or --prune to leave them out"
                 )
         result = reindex(
             files.documents,

@@ -47,6 +47,7 @@ def file_fields(files: Any) -> dict[str, Any]:
         "links_not_followed": files.links,
         "unsupported_files": dict(sorted(files.unsupported.items())),
         "generated_files": [{"doc_id": d, "reason": r} for d, r in files.generated],
+        "too_large_files": [{"doc_id": d, "bytes": n} for d, n in files.too_large],
         "inline_data": [{"doc_id": d, "bytes": n} for d, n in files.inline_data],
     }
 
@@ -54,9 +55,9 @@ def file_fields(files: Any) -> dict[str, Any]:
 def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
-    .rechunkignore excluded, hidden files and folders, generated files (by reason), links
-    to folders not followed and documents holding large data: URIs; then the encodings
-    documents were read in that are not UTF-8."""
+    .rechunkignore excluded, hidden files and folders, generated files (by reason), files
+    over ``--max-file-bytes``, links to folders not followed and documents holding large
+    data: URIs; then the encodings documents were read in that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -95,6 +96,16 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
                 "--json lists them)",
             )
         )
+    if files.too_large:
+        shown = ", ".join(f"{d} ({_size_text(n)})" for d, n in files.too_large[:HIDDEN_SHOWN])
+        more = len(files.too_large) - HIDDEN_SHOWN
+        rows.append(
+            (
+                "too large",
+                f"{shown}{f' and {more} more' if more > 0 else ''} (over --max-file-bytes: "
+                "not read; chunks stored from them before are kept)",
+            )
+        )
     rows.extend(
         ("not followed", f"{link} (a symbolic link to a folder; pass its target)")
         for link in files.links
@@ -112,6 +123,14 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
         counts = ", ".join(f"{name} {n}" for name, n in read_as.items())
         rows.append(("encodings", f"{counts} (documents not read as UTF-8; payloads say so)"))
     return rows
+
+
+def _size_text(size: int) -> str:
+    """``size`` bytes for a person: ``1.7 KB``, ``212.4 MB``, ``3.1 GB``."""
+    for unit, scale in (("GB", 10**9), ("MB", 10**6)):
+        if size >= scale:
+            return f"{size / scale:,.1f} {unit}"
+    return f"{size / 1000:,.1f} KB"
 
 
 def unknown_notes(found: list[tuple[str, float]]) -> list[tuple[str, str]]:

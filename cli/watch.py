@@ -256,6 +256,7 @@ def _watch(
             "fmt": args.format,
             "options": args.parse,
             "include_generated": args.include_generated,
+            "max_bytes": args.max_file_bytes,
         },
         chunker_for=chooser,
         prune=args.prune,

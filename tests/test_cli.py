@@ -427,7 +427,7 @@ def test_reindex_reads_roots_recorded_by_earlier_versions(
     assert key == f"qdrant:{os.path.realpath('.rechunk/qdrant')} rechunk"
     root = os.path.abspath(notes)
     how = {"globs": ["alpha.md", "beta.md"], "gitignore": True}
-    assert entry[key]["roots"] == {root: {**how, "generated": False}}
+    assert entry[key]["roots"] == {root: {**how, "generated": False, "max_bytes": None}}
     for older, written in ((["alpha.md", "beta.md"], key), (how, key),
                            (how, "qdrant:./.rechunk/qdrant/ rechunk")):  # fmt: skip
         manifest.write_text(json.dumps({written: {"roots": {root: older}}}))
@@ -520,7 +520,8 @@ def test_manifest_writers_at_once_keep_each_others_entries(
         "from rechunk.cli.manifest import record_roots\n"
         "for i in range(60):\n"
         "    o = N(store='qdrant:.rechunk/qdrant', collection=f'{sys.argv[1]}{i}')\n"
-        "    inputs = N(glob=['*'], no_ignore=False, include_generated=False)\n"
+        "    inputs = N(glob=['*'], no_ignore=False, include_generated=False,\n"
+        "               max_file_bytes=None)\n"
         "    record_roots(o, inputs, ['/r'], replace=False)\n"
     )
     writers = [subprocess.Popen([sys.executable, "-c", script, name], cwd=tmp_path,
@@ -1014,3 +1015,56 @@ def test_status_lists_the_first_documents_and_counts_the_rest(
     assert "  ... and 5 more documents (--json lists every one)" in out
     code, status = run_json(capsys, "status")
     assert code == 0 and len(status["revisions"]) == 25
+
+
+def test_max_file_bytes_leaves_large_files_out_and_keeps_what_they_had(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log that grew to hundreds of MB was read whole and held in memory until the job
+    was killed: --max-file-bytes counts such a file, reads nothing of it and keeps its
+    chunks (a pruning sync and a watcher as well); a reindex of the recorded folders
+    applies the limit they were synced with."""
+    log = notes / "kettle.txt"
+    log.write_text("The kettle boiled at seven.\n" * 20)  # 560 bytes
+    code, first = run_json(capsys, "sync", "notes", "--max-file-bytes", "1KB")
+    assert code == 0 and first["documents"]["new"] == 6 and first["too_large_files"] == []
+    log.write_text("The kettle boiled at eight.\n" * 100)  # 2,800 bytes
+    code, second = run_json(capsys, "sync", "notes", "--max-file-bytes", "1KB", "--prune")
+    assert code == 0, second
+    assert second["too_large_files"] == [{"doc_id": "kettle.txt", "bytes": 2800}]
+    assert second["documents"]["deleted"] == 0 and second["documents"]["unchanged"] == 5
+    assert main(["sync", "notes", "--max-file-bytes", "1k"]) == 0
+    assert "too large     kettle.txt (2.8 KB) (over --max-file-bytes" in capsys.readouterr().out
+    manifest = json.loads((Path(".rechunk") / "manifest.json").read_text())
+    (entry,) = manifest.values()
+    assert entry["roots"][os.path.abspath(notes)]["max_bytes"] == 1024
+    # the recorded limit leaves the file out, and its document is in the live collection
+    assert main(["reindex", "--policy", "recursive"]) == 2
+    said = capsys.readouterr().err
+    assert "(with a --max-file-bytes that reads kettle.txt)" in said, said
+    assert main(["reindex", "--policy", "recursive", "--max-file-bytes", "1MB"]) == 2
+    assert "--max-file-bytes apply to the PATHs given" in capsys.readouterr().err
+    code, done = run_json(capsys, "reindex", "notes", "--policy", "recursive")
+    assert code == 0 and done["sync"]["documents"]["synced"] == 6 and not done["too_large_files"]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [("1000", 1000), ("50MB", 50 * 10**6), ("50MiB", 50 << 20), ("50m", 50 << 20),
+     ("1.5GB", 1_500_000_000), (" 2 KiB ", 2048)],
+)  # fmt: skip
+def test_max_file_bytes_takes_sizes_as_rsync_does(given: str, expected: int) -> None:
+    from rechunk.cli.options import file_size
+
+    assert file_size(given) == expected
+
+
+@pytest.mark.parametrize("given", ["", "MB", "12x", "-5", "0", "0.1"])
+def test_a_size_that_is_not_one_is_refused(
+    given: str, notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["sync", "notes", "--max-file-bytes", given])
+    assert refused.value.code == 2
+    assert "--max-file-bytes" in capsys.readouterr().err
+    assert not Path(".rechunk").exists()

@@ -346,6 +346,30 @@ def test_generated_files_are_left_out_while_watching(
         assert set(revisions(store)) == {d.doc_id for d in read_documents([root]).documents}
 
 
+def test_a_file_grown_past_max_bytes_keeps_its_chunks_while_watching(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """As in sync: a file larger than ``max_bytes`` is not read; what it had stays stored
+    until it is small enough again."""
+    root = tmp_path / "kb"
+    write_docs(root, ["log", "other"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      read_options={"max_bytes": 4000})  # fmt: skip
+    with Running(watcher) as run:
+        run.next()
+        first = revisions(store)
+        assert set(first) == {"log.md", "other.md"}
+        grown = "\n\n".join(paragraph(f"growth{i}") for i in range(8))
+        (root / "log.md").write_text(doc_text("log") + grown, encoding="utf-8")
+        (root / "other.md").write_text(doc_text("other", 1), encoding="utf-8")
+        run.until(lambda: revisions(store)["other.md"] != first["other.md"])
+        assert (root / "log.md").stat().st_size > 4000
+        assert revisions(store)["log.md"] == first["log.md"]
+        (root / "log.md").write_text(doc_text("log", 1), encoding="utf-8")
+        run.until(lambda: revisions(store) == expected(root))
+
+
 def test_scripts_without_a_suffix_are_read_while_watching(
     tmp_path: Path, embedder: Any, chunker: Any
 ) -> None:

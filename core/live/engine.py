@@ -675,6 +675,7 @@ class Watcher:
         files.documents = [replace(d, doc_id=prefix + d.doc_id) for d in files.documents]
         files.skipped = [(prefix + d, why) for d, why in files.skipped]
         files.empty = [prefix + d for d in files.empty]
+        files.too_large = [(prefix + d, size) for d, size in files.too_large]
         return files
 
     def _process(self, batch: Sequence[tuple[str, _Entry]], now: float) -> BatchReport:
@@ -816,7 +817,8 @@ class Watcher:
         report: BatchReport,
     ) -> None:
         """Sort what one read found by file; a file that failed to parse is read again
-        later (it may have been caught mid-write), then reported failed."""
+        later (it may have been caught mid-write), then reported failed; a file grown past
+        ``max_bytes`` keeps what it had in the store."""
 
         def rel_of(doc_id: str) -> str | None:
             for i in [len(doc_id)] + [i for i, c in enumerate(doc_id) if c == "#"]:
@@ -832,6 +834,10 @@ class Watcher:
             rel = rel_of(doc_id)
             if rel is not None:
                 empty.add((index, rel))
+        for doc_id, _ in files.too_large:  # left out: the documents it had are kept
+            rel = rel_of(doc_id)
+            if rel is not None:
+                read.pop((index, rel), None)
         for doc_id, reason in files.skipped:
             rel = rel_of(doc_id)
             if rel is None:

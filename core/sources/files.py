@@ -123,6 +123,8 @@ class FileSet:
     ``inline_data``: ``(doc_id, bytes)`` of the documents whose text holds base64
     ``data:`` URIs of :data:`INLINE_DATA_NOTE` bytes or more (a picture pasted into a
     Markdown note): read and embedded as text, which costs many tokens and finds nothing.
+    ``too_large``: ``(doc_id, bytes)`` of the files larger than ``max_bytes``, not
+    read; their documents are kept, as a skipped file's are.
     ``record_files``: the doc_ids of the files of records read whole (JSON, JSONL:
     their documents are ``file#id``), whose other records a sync deletes
     (``rechunk.sync(complete_files=...)``).
@@ -138,6 +140,7 @@ class FileSet:
     links: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     generated: list[tuple[str, str]] = field(default_factory=list)
+    too_large: list[tuple[str, int]] = field(default_factory=list)
     #: the file each doc_id was read from (a record file's doc_ids share its path's)
     paths: dict[str, Path] = field(default_factory=dict)
     record_files: set[str] = field(default_factory=set)
@@ -147,18 +150,19 @@ class FileSet:
         """The doc_ids of ``store`` a sync that deletes (``prune``, or the records removed
         from :attr:`record_files`) must keep: those of files that exist but were not
         read (:meth:`covers`). The stored ids are read only then: a read of every one."""
-        if not (prune or self.record_files) or not self.skipped:
+        if not (prune or self.record_files) or not (self.skipped or self.too_large):
             return set()
         if store.collection_info() is None:
             return set()
         return {doc_id for doc_id in store.doc_ids() if self.covers(doc_id)}
 
     def covers(self, doc_id: str) -> bool:
-        """Whether ``doc_id`` may be a file that exists but was not read: a skipped file
-        (or a record of one: ``file#id``), or any file under a folder that could not be
-        listed. Its documents are kept."""
+        """Whether ``doc_id`` may be a file that exists but was not read: a skipped or
+        too large file (or a record of one: ``file#id``), or any file under a folder that
+        could not be listed. Its documents are kept."""
         return any(
-            doc_id == skipped or doc_id.startswith(skipped + "#") for skipped, _ in self.skipped
+            doc_id == kept or doc_id.startswith(kept + "#")
+            for kept, _ in (*self.skipped, *self.too_large)
         ) or any(doc_id.startswith(prefix) for prefix in self.unlisted)
 
 
@@ -364,6 +368,15 @@ def doc_id_clash(path: Path, other: Path, doc_id: str) -> str:
     )
 
 
+def _size(path: Path) -> int | None:
+    """``path``'s size in bytes, its link followed; None when it cannot be looked at
+    (reading it then says why)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 def _gone(exc: InputError, out: FileSet, doc_id: str) -> bool:
     """Whether ``exc`` says the file was removed after its folder was listed (a temporary
     file, a save by rename): then it is as if never found, not a file that cannot be
@@ -388,6 +401,7 @@ def read_documents(
     fmt: str | None = None,
     options: ParseOptions | None = None,
     include_generated: bool = False,
+    max_bytes: int | None = None,
 ) -> FileSet:
     """Read every matching file under ``paths`` (folders are searched recursively).
 
@@ -420,7 +434,9 @@ def read_documents(
 
     Lockfiles, minified files and source code marked generated
     (:mod:`rechunk.sources.generated`) are listed in ``generated`` and not read, found
-    or named directly, unless ``include_generated``.
+    or named directly, unless ``include_generated``. A file of more than ``max_bytes``
+    bytes is listed in ``too_large`` and not read (a parser holds a file's text, and a
+    sync its chunks, in memory at once).
     """
     pattern = globs_regex(globs)
     homes = [Path(folder).resolve() for folder in within]
@@ -503,6 +519,9 @@ def read_documents(
                 out.unsupported[path.suffix.lower()] += 1
                 continue
             read.add(real)
+            if max_bytes is not None and (size := _size(path)) is not None and size > max_bytes:
+                out.too_large.append((_printable(doc_id), size))
+                continue
             try:
                 data = read_bytes(path)
                 if not include_generated and read_as == CODE:
