@@ -5,6 +5,7 @@ without PATH, every file and folder the manifest recorded is read as it was sync
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from rechunk.cli.options import (
 )
 from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
 from rechunk.cli.reading import read_paths, read_recorded
-from rechunk.cli.summary import file_fields, file_notes
+from rechunk.cli.summary import file_fields, file_notes, progress_reporter
 from rechunk.errors import ConfigError
 from rechunk.sources.files import printable
 from rechunk.sync.stages import records_among, records_of
@@ -133,16 +134,18 @@ def execute(args: ReindexArgs) -> int:
                     f"read ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
                     f"pass the folders that hold them{read_large}, or --prune to leave them out"
                 )
-        result = reindex(
-            files.documents,
-            opened.store,
-            chunker,
-            embedder,
-            cache=cache,
-            drop_old=args.drop_old,
-            chunker_for=Chooser(embedder),
-            engine=engine,
-        )
+        with progress_reporter(sys.stdout.isatty() and not args.json) as progress:
+            result = reindex(
+                files.documents,
+                opened.store,
+                chunker,
+                embedder,
+                cache=cache,
+                drop_old=args.drop_old,
+                chunker_for=Chooser(embedder),
+                engine=engine,
+                progress=progress,
+            )
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
             record_roots(args, args, files.roots, replace=True)
         if not result.switched:  # Chroma: later commands name the new generation

@@ -1,11 +1,14 @@
-"""What ``rechunk sync`` prints for a person: the progress bar while it runs, the summary
+"""What ``rechunk sync`` prints for a person: its progress while it runs, the summary
 of its report, and the notes on what file discovery left out (which ``--json`` reports
 as fields). ``rechunk watch`` prints its initial sync with the same summary."""
 
 from __future__ import annotations
 
 import contextlib
+import sys
+import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rechunk.sources.files import printable
@@ -15,7 +18,7 @@ __all__ = [
     "encodings",
     "file_fields",
     "file_notes",
-    "progress_bar",
+    "progress_reporter",
     "sync_summary",
     "unknown_notes",
 ]
@@ -146,15 +149,51 @@ def unknown_notes(found: list[tuple[str, float]]) -> list[tuple[str, str]]:
     ]
 
 
-def progress_bar(enabled: bool) -> Any:
-    """A rich progress bar (or a no-op) and the callback sync reports to."""
-    if not enabled:
-        return contextlib.nullcontext(None)
+#: a run that is not on a terminal says how far it is every this many seconds (a run
+#: shorter than that says nothing)
+PROGRESS_EVERY = 60.0
+
+
+@contextlib.contextmanager
+def progress_reporter(interactive: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """The ``progress(stage, done, total)`` callback a sync reports to: a progress bar on
+    a terminal; elsewhere (cron, CI, a service's log) a line on stderr every
+    :data:`PROGRESS_EVERY` seconds, so that a long run is seen to move
+    (``rechunk: progress: embed 1,200 of 5,000 (24%) after 5m0s``: documents chunked,
+    planned or published, inputs embedded; partitions on a Ray cluster)."""
+    if not interactive:
+        started = last = time.monotonic()
+
+        def line(stage: str, done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last < PROGRESS_EVERY:
+                return
+            last = now
+            share = f" ({done / total:.0%})" if total else ""
+            minutes, seconds = divmod(int(now - started), 60)
+            print(
+                f"rechunk: progress: {stage} {done:,} of {total:,}{share} after "
+                f"{minutes}m{seconds}s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        yield line
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    return Progress(
+    tasks: dict[str, Any] = {}
+    with Progress(
         TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), transient=True
-    )
+    ) as bar:
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        yield update
 
 
 def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> None:

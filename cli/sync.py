@@ -26,7 +26,7 @@ from rechunk.cli.reading import read_paths
 from rechunk.cli.summary import (
     file_fields,
     file_notes,
-    progress_bar,
+    progress_reporter,
     sync_summary,
     unknown_notes,
 )
@@ -135,16 +135,7 @@ def execute(args: SyncArgs) -> int:
         # files that exist but were not read (unreadable, or in a folder that could not
         # be listed) keep their documents; an empty file's are pruned like a deleted one's
         keep = files.kept_in(store, args.prune)
-        with progress_bar(_interactive(args)) as bar:
-            tasks: dict[str, Any] = {}
-
-            def progress(stage: str, done: int, total: int) -> None:
-                if bar is None:
-                    return
-                if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done, total=total)
-
+        with progress_reporter(_interactive(args)) as progress:
             try:
                 report = engine(
                     files.documents,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import os
 import shutil
 import signal
@@ -1068,3 +1069,28 @@ def test_a_size_that_is_not_one_is_refused(
     assert refused.value.code == 2
     assert "--max-file-bytes" in capsys.readouterr().err
     assert not Path(".rechunk").exists()
+
+
+def test_a_run_off_a_terminal_says_how_far_it_is(
+    notes: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync in cron or CI printed nothing until its summary, which for a large folder
+    came hours later; it now says on stderr where it is every PROGRESS_EVERY seconds (here
+    at every step), with counts only."""
+    import rechunk.cli.summary as summary
+
+    monkeypatch.setattr(summary, "PROGRESS_EVERY", 0.0)
+    for command in (["sync", "notes"], ["reindex", "notes", "--policy", "recursive"]):
+        assert main(command) == 0
+        said = capsys.readouterr()
+        lines = said.err.splitlines()
+        stages = [line.split()[2] for line in lines]
+        assert {"chunk", "plan", "publish"} <= set(stages), said.err
+        assert all(
+            re.fullmatch(r"rechunk: progress: \w+ [\d,]+ of [\d,]+ \(\d+%\) after \d+m\d+s", line)
+            for line in lines
+        ), said.err
+        assert "things" not in said.err  # no text of the notes
+    monkeypatch.setattr(summary, "PROGRESS_EVERY", 3600.0)
+    assert main(["sync", "notes"]) == 0
+    assert capsys.readouterr().err == ""  # a run shorter than that says nothing

@@ -25,7 +25,7 @@ from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.engine import sync
 from rechunk.sync.inputs import check_flags, check_inputs, check_parts
-from rechunk.sync.report import SyncReport
+from rechunk.sync.report import Progress, SyncReport
 from rechunk.sync.store import VectorStore
 
 __all__ = [
@@ -243,6 +243,7 @@ def reindex(
     drop_old: bool = False,
     chunker_for: Callable[[Document], Chunker | None] | None = None,
     engine: Callable[..., SyncReport] | None = None,
+    progress: Progress | None = None,
 ) -> ReindexReport:
     """Build a new generation of ``chunker`` for ``documents`` and make it live.
 
@@ -262,11 +263,13 @@ def reindex(
     ``engine`` builds the generation in place of :func:`~rechunk.sync` (a callable with
     its signature, such as :func:`rechunk.integrations.ray.engine`: the same sync on a
     Ray cluster); it must raise, as sync does, when the stale check fails.
+    ``progress(stage, done, total)`` is called as the generation is built, as in
+    :func:`~rechunk.sync`.
     """
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
     check_flags(drop_old=drop_old)
-    check_parts(chunker, embedder, cache, chunker_for=chunker_for, engine=engine)
+    check_parts(chunker, embedder, cache, chunker_for=chunker_for, engine=engine, progress=progress)
     docs, _, _ = check_inputs(documents, store, chunker, embedder, cache)
     if not docs:
         raise InputError("reindex takes the complete set of documents, and got none")
@@ -303,6 +306,7 @@ def reindex(
         prune=True,
         reuse_from=lenders,
         chunker_for=chunker_for,
+        progress=progress,
     )
     held = shadow.doc_ids()
     wanted = {doc.doc_id for doc in docs}
