@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from rechunk.chunking.chunk import Chunker
+from rechunk.cli.summary import formats
 from rechunk.document import Document
 from rechunk.sources import FORMATS, ParseOptions
 from rechunk.sources.documents import CODE
@@ -114,9 +115,9 @@ def source_notes(files: Any, report: Any, chooser: Chooser | None) -> list[tuple
     (when more than one), code chunked by the recursive policy for want of a grammar,
     and files of types no parser reads."""
     rows: list[tuple[str, str]] = []
-    formats = Counter(str((doc.metadata or {}).get("format", "text")) for doc in files.documents)
-    if len(formats) > 1 or (formats and "markdown" not in formats and "text" not in formats):
-        rows.append(("formats", ", ".join(f"{f} {n}" for f, n in sorted(formats.items()))))
+    read = formats(files)
+    if len(read) > 1 or (read and "markdown" not in read and "text" not in read):
+        rows.append(("formats", ", ".join(f"{f} {n}" for f, n in read.items())))
     policies = getattr(report, "policies", {})
     if len(policies) > 1:
         prose = [f"{p} {n}" for p, n in sorted(policies.items()) if not p.startswith("code-")]

@@ -18,6 +18,7 @@ __all__ = [
     "encodings",
     "file_fields",
     "file_notes",
+    "formats",
     "progress_reporter",
     "sync_summary",
     "unknown_notes",
@@ -38,10 +39,17 @@ def encodings(files: Any) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
+def formats(files: Any) -> dict[str, int]:
+    """Documents read, by format (``markdown``, ``pdf``, ``code``...)."""
+    found = Counter(str((doc.metadata or {}).get("format", "text")) for doc in files.documents)
+    return dict(sorted(found.items()))
+
+
 def file_fields(files: Any) -> dict[str, Any]:
-    """What file discovery left out, and the encodings files were read in that are not
-    UTF-8, for --json reports."""
+    """The documents read by format, what file discovery left out, and the encodings
+    files were read in that are not UTF-8, for --json reports."""
     return {
+        "formats": formats(files),
         "encodings": encodings(files),
         "skipped_files": [{"doc_id": d, "reason": r} for d, r in files.skipped],
         "empty_files": files.empty,

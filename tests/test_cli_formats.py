@@ -131,6 +131,8 @@ def test_a_mixed_folder_syncs_in_one_command(
     assert synced == {"page.html", "manual.pdf", "report.docx", "notes.md", "cart.py",
                       "faq.jsonl#q0", "faq.jsonl#q1", "faq.jsonl#q2"}
     assert report["unsupported_files"] == {".bin": 1, ".png": 1}
+    assert report["formats"] == {"code": 1, "docx": 1, "html": 1, "jsonl": 3, "markdown": 1,
+                                 "pdf": 1}  # fmt: skip
     assert report["stale_check"] == "passed"
     assert len(report["policies"]) == 2  # prose, and the code policy of Python
     points = stored(kb.parent)
