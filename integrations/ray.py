@@ -70,7 +70,7 @@ from rechunk.sync.inputs import _check_documents, _check_store, _chooser
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import changed_totals
-from rechunk.sync.stages import _gone, doc_id_set, records_of
+from rechunk.sync.stages import delete_gone, doc_id_set, records_of
 from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
 from rechunk.sync.vectors import _bad_stored
 from rechunk.sync.verifying import _check_published, stale_verdict
@@ -1185,18 +1185,7 @@ def _prune(
     ``scope`` takes: the records of files read whole), as :func:`rechunk.sync` prunes: on
     the driver, under the writer lock, after every commit."""
     held: set[str] = report.engine.pop("_held", set())
-    t0 = time.perf_counter()
-    for points_of in _gone(store, given, held, scope):
-        delete = [pid for point_ids in points_of.values() for pid in point_ids]
-        for doc_id, point_ids in points_of.items():
-            report.per_document.append(DocumentReport(doc_id, "deleted", deleted=len(point_ids)))
-            report.documents["deleted"] += 1
-            report.chunks["deleted"] += len(point_ids)
-            if scope is not None:
-                report.chunks_not_given -= len(point_ids)
-        if not dry_run and delete:
-            store.delete(delete)
-    report.seconds["publish"] += time.perf_counter() - t0
+    delete_gone(report, store, given, held, scope, dry_run)
 
 
 def engine(

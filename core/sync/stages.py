@@ -395,11 +395,26 @@ def prune(run: _Run) -> None:
     ``publish``; a dry run only counts them."""
     if run.info is None or not (run.prune or run.complete_files):
         return
-    report, seconds = run.report, run.report.seconds
     given = {doc.doc_id for doc in run.docs} | run.keep
     scope = None if run.prune else records_of(run.complete_files)
-    t0 = time.perf_counter()  # reads that find what to delete: plan
-    for points_of in _gone(run.store, given, run.held, scope):
+    delete_gone(run.report, run.store, given, run.held, scope, run.dry_run)
+
+
+def delete_gone(
+    report: SyncReport,
+    store: VectorStore,
+    given: set[str],
+    held: set[str],
+    scope: Callable[[str], bool] | None,
+    dry_run: bool,
+) -> None:
+    """Delete the documents ``store`` holds beyond ``given`` (:func:`_gone`; of those, the
+    ones ``scope`` takes: the records of files read whole) and count them in ``report``:
+    the reads that find them as ``plan``, the deletes as ``publish``; a dry run only
+    counts them. :func:`prune`, and the Ray engine's driver after its commits."""
+    seconds = report.seconds
+    t0 = time.perf_counter()
+    for points_of in _gone(store, given, held, scope):
         seconds["plan"] += time.perf_counter() - t0
         delete = [pid for point_ids in points_of.values() for pid in point_ids]
         for doc_id, point_ids in points_of.items():
@@ -409,9 +424,9 @@ def prune(run: _Run) -> None:
             report.chunks["deleted"] += n
             if scope is not None:  # counted among the chunks not given
                 report.chunks_not_given -= n
-        if not run.dry_run and delete:
+        if not dry_run and delete:
             t0 = time.perf_counter()
-            run.store.delete(delete)
+            store.delete(delete)
             seconds["publish"] += time.perf_counter() - t0
         t0 = time.perf_counter()
     seconds["plan"] += time.perf_counter() - t0
