@@ -276,9 +276,15 @@ def derive_identity(underlying: object, framework: str) -> str:
     class with the same configuration share the identity; anything else that changes
     the vectors
     (weights fine-tuned in place, a prompt held in a client) is invisible here:
-    pass ``model_id`` then.
+    pass ``model_id`` then. rechunk's own embeddings that name their model
+    (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`) are that name, the
+    one ``rechunk sync`` keys its cache with and records in a collection: their model is
+    an object, which the rule above leaves out, so every such model had one identity.
     """
     cls = type(underlying)
+    own = getattr(underlying, "model_id", None) if cls.__module__.startswith("rechunk.") else None
+    if isinstance(own, str) and own:
+        return own
     fields = getattr(cls, "model_fields", None)
     if isinstance(fields, Mapping) and fields:
         items = [(name, getattr(underlying, name, None)) for name in fields]

@@ -6,7 +6,9 @@ store classes and rechunk's query embeddings (`RechunkEmbeddings` for LangChain,
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -120,3 +122,45 @@ def test_the_llamaindex_embedding_travels_to_worker_processes() -> None:
     held = pickle.loads(pickle.dumps(RechunkEmbedding(open_embedder())))
     with pytest.raises(ConfigError, match="make it from an embedder URI"):
         held.get_query_embedding("a query")
+
+
+def test_cached_rechunk_embeddings_are_keyed_by_their_model(
+    synced: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CachedEmbeddings named every RechunkEmbeddings alike (its model is an object, which
+    a derived identity leaves out), so two models shared each other's cached vectors;
+    it is now the model's own id, the one `rechunk sync` keys its cache with."""
+    pytest.importorskip("langchain_core")
+    from qdrant_client import QdrantClient
+
+    from rechunk import SQLiteCache
+    from rechunk.adapters.langchain import CachedEmbeddings
+    from rechunk.adapters.langchain_embeddings import RechunkEmbeddings
+    from rechunk.integrations.uri import open_embedder
+
+    class Mirrored:  # another model of the same dimension: MiniLM's vectors mirrored
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.dimension = inner, inner.dimension
+            self.model_id, self.max_input_tokens = "mirrored-minilm/v1", None
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            return -self.inner.embed(texts)
+
+    onnx = open_embedder("onnx:")
+    mirrored = Mirrored(onnx)
+    assert main(["sync", "docs"]) == 0  # the default model: ONNX
+    cache = SQLiteCache(".rechunk/cache.sqlite")
+    ids = [CachedEmbeddings(RechunkEmbeddings(m), cache).model_id for m in (onnx, mirrored)]
+    assert ids == [onnx.model_id, "mirrored-minilm/v1"]
+    client = QdrantClient(path=".rechunk/qdrant")
+    try:
+        points, _ = client.scroll("rechunk", limit=10_000, with_payload=True)
+    finally:
+        client.close()
+    texts = [str(p.payload["page_content"]) for p in points if p.payload]
+    cached = CachedEmbeddings(RechunkEmbeddings(onnx), cache)
+    assert np.allclose(cached.embed_documents(texts), onnx.embed(texts), atol=1e-6)
+    assert cached.stats.inputs_embedded == 0  # every vector from the sync's cache
+    other = CachedEmbeddings(RechunkEmbeddings(mirrored), cache)
+    assert np.allclose(other.embed_documents(texts[:2]), mirrored.embed(texts[:2]), atol=1e-6)
+    assert other.stats.inputs_embedded == 2  # not the other model's vectors
