@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import http.server
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
