@@ -93,13 +93,18 @@ def _locked() -> Iterator[None]:
 
 class Source(NamedTuple):
     """How a recorded file or folder was read: its globs, whether ``.gitignore`` applied,
-    whether generated files were read (``--include-generated``), and the size above which
-    files were left out (``--max-file-bytes``)."""
+    whether generated files were read (``--include-generated``), the size above which
+    files were left out (``--max-file-bytes``), and the format, record id field and
+    encoding it was read with (``--format``, ``--id-field``, ``--encoding``; None: none
+    given, or recorded by a version that did not record them)."""
 
     globs: list[str]
     gitignore: bool = True
     generated: bool = False
     max_bytes: int | None = None
+    format: str | None = None
+    id_field: str | None = None
+    encoding: str | None = None
 
 
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
@@ -128,11 +133,17 @@ def _roots(entry: Any) -> dict[str, Source]:
                 bool(how["gitignore"]),
                 bool(how.get("generated", False)),
                 _max_bytes(how.get("max_bytes")),
+                *(_text(how.get(name)) for name in ("format", "id_field", "encoding")),
             )
             for root, how in roots.items()
         }
     except (KeyError, TypeError, AttributeError):
         return {}
+
+
+def _text(value: Any) -> str | None:
+    """A recorded name: a non-empty str, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _max_bytes(value: Any) -> int | None:
@@ -159,6 +170,9 @@ def record_roots(
                 not inputs.no_ignore,
                 inputs.include_generated,
                 inputs.max_file_bytes,
+                inputs.format,
+                inputs.parse.id_field,
+                inputs.parse.encoding,
             )
         _put(manifest, options.store, options.collection, recorded)
 

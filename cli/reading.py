@@ -5,6 +5,7 @@ each read as it was synced."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,10 @@ def files_elsewhere(
 
 def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     """The documents under every root recorded for the store and collection of
-    ``options``, each read as it was synced (``--format`` and the parsers' options from
-    ``inputs``); a later sync's file wins a shared doc_id."""
+    ``options``, each read as it was synced (its globs, limits, ``--format``,
+    ``--id-field`` and ``--encoding``; those of ``inputs`` serve a root recorded without
+    one, and one that differs from a root's is refused); a later sync's file wins a
+    shared doc_id."""
     from rechunk.sources.files import FileSet, read_documents
 
     roots = recorded_roots(read_manifest(), options)
@@ -103,13 +106,24 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     for root, how in roots.items():
         if not Path(root).exists():
             continue  # removed since: its documents count as missing below
+        given = {"--format": inputs.format, "--id-field": inputs.parse.id_field,
+                 "--encoding": inputs.parse.encoding}  # fmt: skip
+        synced = {"--format": how.format, "--id-field": how.id_field, "--encoding": how.encoding}
+        for option, value in given.items():
+            if value is not None and synced[option] not in (None, value):
+                raise ConfigError(
+                    f"{root} was synced with {option} {synced[option]}, not {value}: without "
+                    "PATH every recorded folder is read as it was synced (pass the folder "
+                    "to read it otherwise)"
+                )
+        read = {option: synced[option] or value for option, value in given.items()}
         files = read_documents(
             [root],
             how.globs,
             within=folders,
             gitignore=how.gitignore,
-            fmt=inputs.format,
-            options=inputs.parse,
+            fmt=read["--format"],
+            options=replace(inputs.parse, id_field=read["--id-field"], encoding=read["--encoding"]),
             include_generated=how.generated,
             max_bytes=how.max_bytes,
         )

@@ -428,7 +428,10 @@ def test_reindex_reads_roots_recorded_by_earlier_versions(
     assert key == f"qdrant:{os.path.realpath('.rechunk/qdrant')} rechunk"
     root = os.path.abspath(notes)
     how = {"globs": ["alpha.md", "beta.md"], "gitignore": True}
-    assert entry[key]["roots"] == {root: {**how, "generated": False, "max_bytes": None}}
+    assert entry[key]["roots"] == {
+        root: {**how, "generated": False, "max_bytes": None, "format": None, "id_field": None,
+               "encoding": None}
+    }  # fmt: skip
     for older, written in ((["alpha.md", "beta.md"], key), (how, key),
                            (how, "qdrant:./.rechunk/qdrant/ rechunk")):  # fmt: skip
         manifest.write_text(json.dumps({written: {"roots": {root: older}}}))
@@ -1094,3 +1097,33 @@ def test_a_run_off_a_terminal_says_how_far_it_is(
     monkeypatch.setattr(summary, "PROGRESS_EVERY", 3600.0)
     assert main(["sync", "notes"]) == 0
     assert capsys.readouterr().err == ""  # a run shorter than that says nothing
+
+
+def test_reindex_reads_records_with_the_id_field_they_were_synced_with(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reindex without PATH read a JSONL synced with --id-field by position: every record
+    of the live alias was renamed (tickets.jsonl#T-1 -> #1), and the next sync swapped
+    them back; --format and --encoding were forgotten alike."""
+    (notes / "tickets.jsonl").write_text(
+        '{"id": "T-1", "body": "Reset the token from the portal."}\n'
+        '{"id": "T-2", "body": "Report a lost badge to security."}\n'
+    )
+    Path("pages").mkdir()
+    Path("pages/plain.txt").write_text("# A heading\n\nRead as Markdown when told.\n")
+    code, first = run_json(capsys, "sync", "notes", "--id-field", "id", "--glob", "*.jsonl")
+    assert code == 0, first
+    code, second = run_json(capsys, "sync", "pages", "--format", "markdown")
+    assert code == 0 and second["formats"] == {"markdown": 1}, second
+    ids = {"tickets.jsonl#T-1", "tickets.jsonl#T-2", "plain.txt"}
+    code, done = run_json(capsys, "reindex", "--policy", "recursive")
+    assert code == 0, done
+    assert {d["doc_id"] for d in done["sync"]["per_document"]} == ids
+    assert done["formats"] == {"jsonl": 2, "markdown": 1}
+    # one that differs from the folder's is refused; the same one is taken
+    assert main(["reindex", "--policy", "recursive", "--id-field", "body"]) == 2
+    assert "was synced with --id-field id, not body" in capsys.readouterr().err
+    assert main(["reindex", "--policy", "structured", "--id-field", "id"]) == 0
+    capsys.readouterr()
+    code, again = run_json(capsys, "sync", "notes", "--id-field", "id", "--glob", "*.jsonl")
+    assert code == 0 and again["documents"]["unchanged"] == 2 and again["documents"]["new"] == 0
