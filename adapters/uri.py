@@ -105,6 +105,14 @@ def _folder(uri: str, create: bool) -> str:
     if local is None:
         raise ConfigError(f"store URI {uri!r} names no folder")
     folder, marker = local
+    if uri[len(_scheme(uri)) :].startswith("//"):  # qdrant://HOST:PORT made /HOST:PORT
+        server = {"qdrant:": "qdrant+http://HOST:PORT (or qdrant+https://)",
+                  "chroma:": "chroma+http://HOST:PORT"}.get(_scheme(uri))  # fmt: skip
+        raise ConfigError(
+            f"store URI {uri!r} reads as a server's, but {_scheme(uri)} is a folder: "
+            + (f"a server is {server}; " if server else "")
+            + f"a folder is {_scheme(uri)}DIR ({_scheme(uri)}/abs/path for an absolute one)"
+        )
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"store URI {uri!r} names {folder}, which is a file, not a folder")
     if not (folder / marker).is_file():

@@ -302,6 +302,27 @@ def test_the_lock_collection_name_is_reserved(
 @pytest.mark.parametrize(
     ("store", "said"),
     [
+        ("qdrant://localhost:6333", "a server is qdrant+http://HOST:PORT"),
+        ("chroma://127.0.0.1:8000", "a server is chroma+http://HOST:PORT"),
+        ("qdrant-edge://shard", "a folder is qdrant-edge:DIR"),
+    ],
+)
+def test_a_server_written_as_a_folder_uri_is_refused(
+    notes: Path, capsys: pytest.CaptureFixture[str], store: str, said: str
+) -> None:
+    """`qdrant://localhost:6333` (for qdrant+http://) made and filled an embedded store in
+    the folder /localhost:6333, exit 0."""
+    for args in (["sync", "notes"], ["status"]):
+        assert main([*args, "--store", store]) == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert "reads as a server's" in line and said in line, line
+    host = store.split("//", 1)[1]
+    assert not Path("/", host).exists() and not (notes.parent / ".rechunk" / "qdrant").exists()
+
+
+@pytest.mark.parametrize(
+    ("store", "said"),
+    [
         ("chroma+http://user:secret@127.0.0.1:8000", "CHROMA_CLIENT_AUTH_CREDENTIALS"),
         ("chroma+http://user:secret@127.0.0.1:8000/some/path", "CHROMA_CLIENT_AUTH_PROVIDER"),
         ("qdrant+http://user:secret@127.0.0.1:6333", "set QDRANT_API_KEY"),
