@@ -946,3 +946,15 @@ def test_a_record_removed_while_no_watcher_ran_goes_at_the_restart(
     second = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
     second.initial_sync()
     assert store.doc_ids() == {"faq.jsonl#1", "faq.jsonl#2"}
+
+
+def test_every_format_a_parser_reads_is_its_own_source_type() -> None:
+    """Metrics labelled an ODT, ODS, ODP, RTF, EPUB, AsciiDoc, Org or LaTeX file 'other',
+    though the runbook says the label is the format a file is read as."""
+    from rechunk.sources.registry import FORMATS
+
+    for fmt, (_, suffixes) in FORMATS.items():
+        for suffix in suffixes:
+            assert Watcher._source_type(None, f"kb/file{suffix}") == fmt, suffix
+    assert Watcher._source_type(None, "kb/tickets.jsonl#T-1") == "jsonl"
+    assert Watcher._source_type(None, "kb/logo.png") == "other"

@@ -54,8 +54,10 @@ from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
+from rechunk.sources.documents import CODE
 from rechunk.sources.files import DEFAULT_GLOBS, FileSet, doc_id_clash, read_documents
 from rechunk.sources.ignore import GITIGNORE, RECHUNKIGNORE
+from rechunk.sources.registry import FORMATS, format_for
 from rechunk.sync import SyncReport, sync
 from rechunk.sync.inputs import check_flags, check_parts
 from rechunk.sync.store import StoredPoint, VectorStore
@@ -64,25 +66,9 @@ __all__ = ["BatchReport", "Watcher"]
 
 log = logging.getLogger("rechunk.live")
 
-#: the source types a metric may name (anything else is ``other``)
-_SOURCE_TYPES = frozenset(
-    {
-        "text",
-        "markdown",
-        "rst",
-        "html",
-        "pdf",
-        "docx",
-        "pptx",
-        "xlsx",
-        "csv",
-        "ipynb",
-        "eml",
-        "json",
-        "jsonl",
-        "code",
-    }
-)
+#: the source types a metric may name: every format a parser reads, and code (anything
+#: else is ``other``)
+_SOURCE_TYPES = frozenset(FORMATS) | {CODE}
 #: how many of a document's points a freshness probe may search with
 _PROBES = 3
 
@@ -318,8 +304,6 @@ class Watcher:
         fmt = (doc.metadata or {}).get("format") if doc is not None else None
         if fmt in _SOURCE_TYPES:
             return str(fmt)
-        from rechunk.sources.registry import format_for
-
         found = format_for(name.partition("#")[0])
         return found if found in _SOURCE_TYPES else "other"
 
