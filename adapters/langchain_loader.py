@@ -11,9 +11,11 @@ pipeline. Pair it with :class:`rechunk.adapters.langchain.RechunkTextSplitter`.
 
 Metadata, with LangChain's usual keys where they overlap: ``source`` (the path as given;
 ``path#id`` for a record), ``format`` (the parser's format name), ``parser`` (the
-parser's name and version), and what the format states (``title``, ``pages`` for a
-PDF, an e-mail's ``subject``...); a PDF's page count is also ``total_pages``, as
-``PyPDFLoader`` names it.
+parser's name and version), and what the format states of the whole document
+(``title``, an e-mail's ``subject``...; a PDF's page count as ``total_pages``, as
+``PyPDFLoader`` names it). The locators of each chunk (``pages``, ``section``,
+``rows``, ``slides``) are ``rechunk sync``'s: LangChain's splitters see text and the
+document's metadata only.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ class RechunkLoader(BaseLoader):
                 }
                 if parsed.part is not None:
                     metadata["record"] = parsed.part
-                if fmt == "pdf" and "pages" in parsed.metadata:
-                    metadata["total_pages"] = parsed.metadata["pages"]  # PyPDFLoader's key
+                if fmt == "pdf" and "pages" in metadata:
+                    # PyPDFLoader's key: in rechunk, pages are a chunk's [first, last]
+                    metadata["total_pages"] = metadata.pop("pages")
                 doc_id = str(path) if parsed.part is None else f"{path}#{parsed.part}"
                 yield Document(page_content=parsed.text, metadata=metadata, id=doc_id)

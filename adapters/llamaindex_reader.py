@@ -12,8 +12,10 @@ PDF's running headers and page numbers left out). Use it on its own, or give it 
 
 Metadata: what ``SimpleDirectoryReader`` passes as ``extra_info`` (``file_path``,
 ``file_name``, ``file_type``, sizes and dates), else ``file_path`` and ``file_name``;
-then ``format``, ``parser`` (name and version) and what the format states (``title``,
-``pages``...). ``Document.id_`` is the path (``path#id`` for a record), so an
+then ``format``, ``parser`` (name and version) and what the format states of the whole
+document (``title``, a PDF's page count as ``total_pages``...; the locators of each
+chunk, ``pages``, ``section``, ``rows``, are ``rechunk sync``'s, as a node parser sees
+text and the document's metadata only). ``Document.id_`` is the path (``path#id`` for a record), so an
 ingestion pipeline's docstore sees one document per file across runs.
 """
 
@@ -81,12 +83,15 @@ class RechunkReader(BaseReader):
             metadata = {**base, "format": fmt, "parser": parsed.version, **parsed.metadata}
             if parsed.part is not None:
                 metadata["record"] = parsed.part
+            if fmt == "pdf" and "pages" in metadata:  # in rechunk, a chunk's [first, last]
+                metadata["total_pages"] = metadata.pop("pages")
             yield Document(
                 text=parsed.text,
                 metadata=metadata,
                 id_=doc_id,
-                # what says how the text was made is no part of what it says
-                excluded_embed_metadata_keys=["format", "parser"],
+                # what says how the text was made is no part of what it says, and a page
+                # count in every node's header would re-embed them all when a page is added
+                excluded_embed_metadata_keys=["format", "parser", "total_pages"],
                 excluded_llm_metadata_keys=["format", "parser"],
             )
 

@@ -127,9 +127,21 @@ def test_langchain_loader_names_a_pdfs_pages_as_pypdfloader_does(tmp_path: Path)
     (doc,) = RechunkLoader(path).load()
     # PyPDFLoader(mode="single")'s keys where they overlap: source, title, total_pages
     assert doc.metadata["source"] == str(path)
-    assert doc.metadata["total_pages"] == doc.metadata["pages"] == 2
+    assert doc.metadata["total_pages"] == 2
+    # not `pages`, which in rechunk is a chunk's [first, last] page: the splitter copied
+    # the count to every chunk, and a filter on pages matched it
+    assert "pages" not in doc.metadata
     assert doc.metadata["title"] == "Manual"
     assert doc.metadata["format"] == "pdf" and doc.metadata["parser"].startswith("pdf/")
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.schema import MetadataMode
+
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+
+    (node_doc,) = RechunkReader().load_data(path)
+    assert node_doc.metadata["total_pages"] == 2 and "pages" not in node_doc.metadata
+    # a page added would otherwise change every node's embedded header
+    assert "total_pages" not in node_doc.get_metadata_str(MetadataMode.EMBED)
 
 
 def test_a_loader_asked_for_code_says_what_reads_code(tmp_path: Path) -> None:
