@@ -15,8 +15,8 @@ Metadata: what ``SimpleDirectoryReader`` passes as ``extra_info`` (``file_path``
 then ``format``, ``parser`` (name and version) and what the format states of the whole
 document (``title``, a PDF's page count as ``total_pages``...; the locators of each
 chunk, ``pages``, ``section``, ``rows``, are ``rechunk sync``'s, as a node parser sees
-text and the document's metadata only). ``Document.id_`` is the path (``path#id`` for a record), so an
-ingestion pipeline's docstore sees one document per file across runs.
+text and the document's metadata only). ``Document.id_`` is the path (``path#id`` for a
+record), so an ingestion pipeline's docstore sees one document per file across runs.
 """
 
 from __future__ import annotations
