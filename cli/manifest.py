@@ -94,9 +94,10 @@ def _locked() -> Iterator[None]:
 class Source(NamedTuple):
     """How a recorded file or folder was read: its globs, whether ``.gitignore`` applied,
     whether generated files were read (``--include-generated``), the size above which
-    files were left out (``--max-file-bytes``), and the format, record id field and
-    encoding it was read with (``--format``, ``--id-field``, ``--encoding``; None: none
-    given, or recorded by a version that did not record them)."""
+    files were left out (``--max-file-bytes``), and the format, record id field,
+    encoding and HTML selectors it was read with (``--format``, ``--id-field``,
+    ``--encoding``, ``--html-include``, ``--html-exclude``; None or empty: none given, or
+    recorded by a version that did not record them)."""
 
     globs: list[str]
     gitignore: bool = True
@@ -105,6 +106,8 @@ class Source(NamedTuple):
     format: str | None = None
     id_field: str | None = None
     encoding: str | None = None
+    html_include: tuple[str, ...] = ()
+    html_exclude: tuple[str, ...] = ()
 
 
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
@@ -133,7 +136,11 @@ def _roots(entry: Any) -> dict[str, Source]:
                 bool(how["gitignore"]),
                 bool(how.get("generated", False)),
                 _max_bytes(how.get("max_bytes")),
-                *(_text(how.get(name)) for name in ("format", "id_field", "encoding")),
+                format=_text(how.get("format")),
+                id_field=_text(how.get("id_field")),
+                encoding=_text(how.get("encoding")),
+                html_include=_texts(how.get("html_include")),
+                html_exclude=_texts(how.get("html_exclude")),
             )
             for root, how in roots.items()
         }
@@ -144,6 +151,13 @@ def _roots(entry: Any) -> dict[str, Source]:
 def _text(value: Any) -> str | None:
     """A recorded name: a non-empty str, else None."""
     return value if isinstance(value, str) and value else None
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    """Recorded names: a list of non-empty strs, else none."""
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    return ()
 
 
 def _max_bytes(value: Any) -> int | None:
@@ -173,6 +187,8 @@ def record_roots(
                 inputs.format,
                 inputs.parse.id_field,
                 inputs.parse.encoding,
+                inputs.parse.html_include,
+                inputs.parse.html_exclude,
             )
         _put(manifest, options.store, options.collection, recorded)
 

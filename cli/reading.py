@@ -87,10 +87,8 @@ def files_elsewhere(
 
 def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     """The documents under every root recorded for the store and collection of
-    ``options``, each read as it was synced (its globs, limits, ``--format``,
-    ``--id-field`` and ``--encoding``; those of ``inputs`` serve a root recorded without
-    one, and one that differs from a root's is refused); a later sync's file wins a
-    shared doc_id."""
+    ``options``, each read as it was synced (:func:`_read_as_synced`); a later sync's
+    file wins a shared doc_id."""
     from rechunk.sources.files import FileSet, read_documents
 
     roots = recorded_roots(read_manifest(), options)
@@ -106,24 +104,14 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     for root, how in roots.items():
         if not Path(root).exists():
             continue  # removed since: its documents count as missing below
-        given = {"--format": inputs.format, "--id-field": inputs.parse.id_field,
-                 "--encoding": inputs.parse.encoding}  # fmt: skip
-        synced = {"--format": how.format, "--id-field": how.id_field, "--encoding": how.encoding}
-        for option, value in given.items():
-            if value is not None and synced[option] not in (None, value):
-                raise ConfigError(
-                    f"{root} was synced with {option} {synced[option]}, not {value}: without "
-                    "PATH every recorded folder is read as it was synced (pass the folder "
-                    "to read it otherwise)"
-                )
-        read = {option: synced[option] or value for option, value in given.items()}
+        fmt, parse = _read_as_synced(root, how, inputs)
         files = read_documents(
             [root],
             how.globs,
             within=folders,
             gitignore=how.gitignore,
-            fmt=read["--format"],
-            options=replace(inputs.parse, id_field=read["--id-field"], encoding=read["--encoding"]),
+            fmt=fmt,
+            options=parse,
             include_generated=how.generated,
             max_bytes=how.max_bytes,
         )
@@ -142,3 +130,35 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     out.documents = list(documents.values())
     out.skipped = [(doc_id, why) for doc_id, why in skipped.items() if doc_id not in documents]
     return out
+
+
+#: the options that say how a recorded root's files are read, and their name in
+#: :class:`Source` and :class:`ParseOptions` (``format``: the command's own)
+_READ_AS = {
+    "--format": "format",
+    "--id-field": "id_field",
+    "--encoding": "encoding",
+    "--html-include": "html_include",
+    "--html-exclude": "html_exclude",
+}
+
+
+def _read_as_synced(root: str, how: Source, inputs: InputOptions) -> tuple[str | None, Any]:
+    """The ``--format`` and parsers' options ``root`` was synced with. A value given in
+    ``inputs`` serves a root recorded without one (an earlier version recorded none), and
+    one that differs from the root's is refused."""
+    parse = inputs.parse
+    read: dict[str, Any] = {}
+    for option, name in _READ_AS.items():
+        given = inputs.format if name == "format" else getattr(parse, name)
+        synced = getattr(how, name)
+        if given and synced and given != synced:
+            shown = [" ".join(v) if isinstance(v, tuple) else v for v in (synced, given)]
+            raise ConfigError(
+                f"{root} was synced with {option} {shown[0]}, not {shown[1]}: without PATH "
+                "every recorded folder is read as it was synced (pass the folder to read it "
+                "otherwise)"
+            )
+        read[name] = synced or given
+    fmt = read.pop("format")
+    return fmt, replace(parse, **read)

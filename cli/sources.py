@@ -1,5 +1,6 @@
 """What `rechunk sync` and `rechunk reindex` add for parsed files and code: the
-``--format``, ``--id-field`` and ``--encoding`` options, the chunker each document gets
+``--format``, ``--id-field``, ``--encoding`` and ``--html-include`` / ``--html-exclude``
+options, the chunker each document gets
 (the code policy of its language, else the command's policy), and the summary's lines
 about them."""
 
@@ -46,6 +47,25 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
         "(default: such files are skipped with the reason). It applies to every such file "
         "read: sync files saved in another encoding on their own, each with its own",
     )
+    p.add_argument(
+        "--html-include",
+        action="append",
+        default=None,
+        metavar="SELECTOR",
+        help="HTML pages: read only the elements this CSS selector matches, repeatable "
+        "('#content', 'div.doc-body'; a page none matches is skipped; default: the "
+        "page's main or article, else its body)",
+    )
+    p.add_argument(
+        "--html-exclude",
+        action="append",
+        default=None,
+        metavar="SELECTOR",
+        help="HTML pages: also leave out the elements this CSS selector matches, "
+        "repeatable ('div.navbar', '.breadcrumbs', '#footer'), for a site template "
+        "built from plain divs (nav, header, footer, aside and ARIA roles are left out "
+        "already)",
+    )
 
 
 class _Once(argparse.Action):
@@ -64,8 +84,20 @@ class _Once(argparse.Action):
 
 
 def parse_options(args: argparse.Namespace) -> ParseOptions:
+    """The parsers' options of ``args``; a selector that is not CSS is refused here, before
+    any file is read (a folder without a page would take it in silence)."""
+    include = tuple(getattr(args, "html_include", None) or ())
+    exclude = tuple(getattr(args, "html_exclude", None) or ())
+    if include or exclude:
+        from rechunk.sources.html import check_selectors
+
+        check_selectors(include, "--html-include")
+        check_selectors(exclude, "--html-exclude")
     return ParseOptions(
-        id_field=getattr(args, "id_field", None), encoding=getattr(args, "encoding", None)
+        id_field=getattr(args, "id_field", None),
+        html_include=include,
+        html_exclude=exclude,
+        encoding=getattr(args, "encoding", None),
     )
 
 

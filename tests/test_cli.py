@@ -430,7 +430,7 @@ def test_reindex_reads_roots_recorded_by_earlier_versions(
     how = {"globs": ["alpha.md", "beta.md"], "gitignore": True}
     assert entry[key]["roots"] == {
         root: {**how, "generated": False, "max_bytes": None, "format": None, "id_field": None,
-               "encoding": None}
+               "encoding": None, "html_include": [], "html_exclude": []}
     }  # fmt: skip
     for older, written in ((["alpha.md", "beta.md"], key), (how, key),
                            (how, "qdrant:./.rechunk/qdrant/ rechunk")):  # fmt: skip
@@ -522,10 +522,11 @@ def test_manifest_writers_at_once_keep_each_others_entries(
         "import sys\n"
         "from types import SimpleNamespace as N\n"
         "from rechunk.cli.manifest import record_roots\n"
+        "from rechunk.sources import ParseOptions\n"
         "for i in range(60):\n"
         "    o = N(store='qdrant:.rechunk/qdrant', collection=f'{sys.argv[1]}{i}')\n"
         "    inputs = N(glob=['*'], no_ignore=False, include_generated=False,\n"
-        "               max_file_bytes=None)\n"
+        "               max_file_bytes=None, format=None, parse=ParseOptions())\n"
         "    record_roots(o, inputs, ['/r'], replace=False)\n"
     )
     writers = [subprocess.Popen([sys.executable, "-c", script, name], cwd=tmp_path,

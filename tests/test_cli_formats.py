@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -515,3 +516,49 @@ def test_a_pasted_picture_is_named_in_the_summary_and_the_json(
     assert main(["sync", "kb", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "inline data   flow.md: 8 KB of base64 data: URIs, embedded as text" in out
+
+
+DIV_PAGE = """<!doctype html><html><head><title>{title}</title></head><body>
+<div class="navbar"><ul><li>Home</li><li>Handbook</li><li>{extra}</li></ul></div>
+<div class="breadcrumbs">Home / Handbook / {title}</div>
+<div class="doc-body"><h1>{title}</h1><p>{text}</p></div>
+<div id="footer">Exported by the docs bot.</div>
+</body></html>"""
+
+
+def test_a_site_template_of_plain_divs_is_left_out_by_selectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A template built from divs is no nav, header or footer: every page's first chunk was
+    its menu, and only the Python loaders took selectors. --html-exclude drops them, a
+    menu change then costs nothing, and reindex reads the pages with the same selectors."""
+    pytest.importorskip("selectolax")
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def write(extra: str) -> None:
+        for i, text in enumerate(PARAGRAPHS[:3]):
+            page = DIV_PAGE.format(title=f"Page {i}", extra=extra, text=text)
+            (site / f"page{i}.html").write_text(page)
+
+    write("Teams")
+    selectors = ["--html-exclude", "div.navbar", "--html-exclude", ".breadcrumbs, #footer"]
+    code, first = run_json(capsys, "sync", "site", *selectors)
+    assert code == 0 and first["documents"]["new"] == 3, first
+    text = " ".join(p["text"] for points in stored(tmp_path).values() for p in points)
+    for furniture in ("Handbook", "Home /", "docs bot"):
+        assert furniture not in text
+    assert PARAGRAPHS[0][:60] in text
+    write("Teams, Holidays")  # the template's menu changes on every page
+    code, second = run_json(capsys, "sync", "site", *selectors)
+    assert code == 0 and second["documents"]["unchanged"] == 3 and second["tokens_embedded"] == 0
+    code, rebuilt = run_json(capsys, "reindex", "--policy", "recursive")
+    assert code == 0 and rebuilt["sync"]["documents"]["synced"] == 3, rebuilt
+    text = " ".join(p["text"] for points in stored(tmp_path).values() for p in points)
+    assert "Handbook" not in text
+    # a selector that is not CSS is refused before anything is read or written
+    shutil.rmtree(".rechunk")
+    assert main(["sync", "site", "--html-include", "div["]) == 2
+    assert "--html-include selector 'div[' is not a CSS selector" in capsys.readouterr().err
+    assert not Path(".rechunk").exists()

@@ -60,7 +60,14 @@ from rechunk.errors import ConfigError
 from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
 from rechunk.sources.registry import FORMATS, ParseOptions
 
-__all__ = ["DEFAULT_RULES", "HtmlParser", "HtmlRules", "decode_html", "write_html"]
+__all__ = [
+    "DEFAULT_RULES",
+    "HtmlParser",
+    "HtmlRules",
+    "check_selectors",
+    "decode_html",
+    "write_html",
+]
 
 
 @dataclass(frozen=True)
@@ -296,6 +303,13 @@ def _drop_boilerplate(root: Any, rules: HtmlRules) -> None:
             doomed.append(node)
     for node in doomed:  # unlinked, not destroyed: a node inside one is safe to unlink
         node.remove()
+
+
+def check_selectors(selectors: tuple[str, ...], option: str) -> None:
+    """A :class:`ConfigError` naming ``option`` for the first of ``selectors`` that is not
+    a CSS selector selectolax reads."""
+    if selectors:
+        _select(_lexbor().LexborHTMLParser("<p></p>"), selectors, option)
 
 
 def _select(tree: Any, selectors: tuple[str, ...], option: str) -> list[Any]:
