@@ -256,7 +256,9 @@ def cache_and_store(
     options: StoreOptions, cache_path: str, *, dry_run: bool = False, model_id: str | None = None
 ) -> Iterator[tuple[Any, Any]]:
     """The cache at ``cache_path`` and the store of ``options`` (collection checked: its
-    layout, and given ``model_id`` its model), both closed on the way out.
+    layout, and given ``model_id`` its model; without ``--layout``, in the layout the
+    collection was written in, as ``--policy`` follows its policy), both closed on the
+    way out.
 
     The cache opens first, so that a bad ``--cache`` creates nothing in the store. If
     the store then fails to open, or its collection is refused, the cache file (and
@@ -270,7 +272,7 @@ def cache_and_store(
     try:
         opened = open_store(options, create=not dry_run, dry_run=dry_run)
         try:
-            check_collection(opened.store, model_id)
+            opened.store = read_as_written(opened.store, options.layout, model_id)
         except BaseException:
             opened.close()
             raise

@@ -134,8 +134,8 @@ def store_options(p: argparse.ArgumentParser) -> None:
         "--layout",
         choices=["langchain", "llamaindex"],
         default=None,
-        help="payload layout, readable by that framework's own vector store (default "
-        "langchain; status, query and eval read a collection in the layout it was written in)",
+        help="payload layout, readable by that framework's own vector store (default: the "
+        "one the collection was written in; a new collection: langchain)",
     )
 
 

@@ -775,6 +775,13 @@ def test_layout_switch_is_refused(notes: Path, capsys: pytest.CaptureFixture[str
             assert f"pass --layout {right}" in capsys.readouterr().err
         code, status = run_json(capsys, "status", "--store", store, "--layout", right)
         assert code == 0 and status["documents"] == 5
+    # without --layout a sync follows the collection's own, as status and query read it
+    # (every cron line and watch had to repeat --layout llamaindex)
+    (notes / "alpha.md").write_text("# alpha\n\nThe note called alpha, edited.\n")
+    code, synced = run_json(capsys, "sync", "notes", "--store", f"{kind}:li")
+    assert code == 0 and synced["documents"]["changed"] == 1, synced
+    code, status = run_json(capsys, "status", "--store", f"{kind}:li", "--layout", "llamaindex")
+    assert code == 0 and status["documents"] == 5 and status["stale_check"] == "passed"
     # a refused sync keeps no cache it had to create
     fresh = notes.parent / "fresh" / "cache.sqlite"
     assert main(["sync", "notes", "--store", f"{kind}:lc", "--layout", "llamaindex",
