@@ -370,6 +370,34 @@ def test_a_file_grown_past_max_bytes_keeps_its_chunks_while_watching(
         run.until(lambda: revisions(store) == expected(root))
 
 
+@pytest.mark.parametrize("unread", ["too large", "not UTF-8"])
+def test_a_file_not_read_at_the_start_and_then_deleted_loses_its_chunks(
+    tmp_path: Path, embedder: Any, chunker: Any, unread: str
+) -> None:
+    """A file stored earlier that the watcher's first sync did not read (over max_bytes,
+    or unreadable) kept its chunks, as it should; but it was no file of the watcher's,
+    so deleting it later left them in the store for good."""
+    root = tmp_path / "kb"
+    write_docs(root, ["log", "other"])
+    store = qdrant_store(embedder, chunker)
+    first = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    with Running(first) as run:
+        run.next()
+    assert store.doc_ids() == {"log.md", "other.md"}
+    if unread == "too large":
+        grown = "\n\n".join(paragraph(f"growth{i}") for i in range(8))
+        (root / "log.md").write_text(doc_text("log") + grown, encoding="utf-8")
+    else:
+        (root / "log.md").write_bytes(b"caf\xe9 " + doc_text("log").encode())
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      read_options={"max_bytes": 4000}, parse_retries=0)  # fmt: skip
+    with Running(watcher) as run:
+        run.next()
+        assert store.doc_ids() == {"log.md", "other.md"}  # kept while the file is there
+        (root / "log.md").unlink()
+        run.until(lambda: store.doc_ids() == {"other.md"})
+
+
 def test_scripts_without_a_suffix_are_read_while_watching(
     tmp_path: Path, embedder: Any, chunker: Any
 ) -> None:

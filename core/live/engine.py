@@ -402,6 +402,13 @@ class Watcher:
             if key is not None:
                 mapping.setdefault(key, set())
         read_ids = {doc.doc_id for doc in docs}
+        # the stored documents of files that exist but were not read (over max_bytes,
+        # unreadable) stay theirs, so that deleting such a file later deletes them
+        if (files.too_large or files.skipped) and self.store.collection_info() is not None:
+            for doc_id in self.store.doc_ids() - read_ids:
+                key = self._file_key(doc_id) if files.covers(doc_id) else None
+                if key is not None:
+                    mapping.setdefault(key, set()).add(doc_id)
         # the documents of files an earlier watcher of these folders synced that are gone
         # now (removed while no watcher ran, or just before it stopped) are deleted, as
         # the watcher would have deleted them; an emptied file keeps its documents
