@@ -105,7 +105,8 @@ def _folder(uri: str, create: bool) -> str:
     if local is None:
         raise ConfigError(f"store URI {uri!r} names no folder")
     folder, marker = local
-    if uri[len(_scheme(uri)) :].startswith("//"):  # qdrant://HOST:PORT made /HOST:PORT
+    rest = uri[len(_scheme(uri)) :]
+    if rest.startswith("//") and not rest.startswith("///"):  # qdrant://HOST made /HOST
         server = {"qdrant:": "qdrant+http://HOST:PORT (or qdrant+https://)",
                   "chroma:": "chroma+http://HOST:PORT"}.get(_scheme(uri))  # fmt: skip
         raise ConfigError(

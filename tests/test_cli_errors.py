@@ -318,6 +318,10 @@ def test_a_server_written_as_a_folder_uri_is_refused(
         assert "reads as a server's" in line and said in line, line
     host = store.split("//", 1)[1]
     assert not Path("/", host).exists() and not (notes.parent / ".rechunk" / "qdrant").exists()
+    # a file URL's three slashes name an absolute folder, as they did
+    scheme = store.split("//", 1)[0]
+    assert main(["sync", "notes", "--store", f"{scheme}//{notes.parent / 'kb'}"]) == 0
+    assert (notes.parent / "kb").is_dir()
 
 
 @pytest.mark.parametrize(
