@@ -190,8 +190,10 @@ def test_a_python_file_is_read_in_the_encoding_it_declares(tmp_path: Path) -> No
     source = '# -*- coding: latin-1 -*-\n"""Café."""\nNAME = "naïve"\n'
     (tmp_path / "legacy.py").write_bytes(source.encode("latin-1"))
     (tmp_path / "windows.py").write_bytes(
-        '# coding: cp1252\nQUOTE = "\u201cyes\u201d"\n'.encode("cp1252")
+        '# coding: latin-1\nQUOTE = "\u201cyes\u201d"\n'.encode("cp1252")
     )
+    # a byte cp1252 leaves undefined is read as latin-1 reads it
+    (tmp_path / "strict.py").write_bytes(b'# coding: latin-1\nX = "\x81\xe9"\n')
     # valid UTF-8 stays UTF-8 whatever the line says (a file converted, its line kept)
     (tmp_path / "converted.py").write_bytes(source.encode("utf-8"))
     # the file's own word comes before --encoding's, which applies to every file
@@ -200,8 +202,12 @@ def test_a_python_file_is_read_in_the_encoding_it_declares(tmp_path: Path) -> No
         for doc in read_documents([tmp_path], options=ParseOptions(encoding="shift_jis")).documents
     }
     assert docs["legacy.py"].text == source
-    assert docs["legacy.py"].metadata["encoding"] == "iso8859-1"
+    # latin-1 is read as cp1252, as browsers read the label: Windows tools saved such
+    # files with cp1252's quotes, which latin-1 reads as control codes
+    assert docs["legacy.py"].metadata["encoding"] == "cp1252"
     assert docs["windows.py"].text.endswith('"\u201cyes\u201d"\n')
+    assert docs["strict.py"].text.endswith('"\x81\xe9"\n')
+    assert docs["strict.py"].metadata["encoding"] == "iso8859-1"
     assert docs["converted.py"].text == source and "encoding" not in docs["converted.py"].metadata
 
 

@@ -8,7 +8,8 @@ and e-mail name theirs).
    character is UTF-8 in practice, whatever else it might also decode as.
 3. Otherwise, for code, the encoding a coding declaration on its first or second line
    names (Python's ``# -*- coding: latin-1 -*-``, PEP 263; Ruby and Emacs write it so
-   too): the file's own word on itself, before the user's.
+   too): the file's own word on itself, before the user's. Latin-1 is read as cp1252
+   where it decodes, as browsers read the label.
 4. Otherwise, where the user named an encoding (``--encoding cp1252``,
    ``ParseOptions.encoding``), the bytes are read in it. UTF-16 without a byte-order
    mark decodes as UTF-8 full of NULs, so it reaches this step too.
@@ -125,6 +126,10 @@ def _candidates(
 ) -> Iterator[str]:
     """The encodings to try in turn (detection runs only if the others failed)."""
     yield "utf-8"
+    if declared == "iso8859-1":
+        # as browsers read a page labelled latin-1 (WHATWG): such files are mostly saved by
+        # Windows tools, with cp1252's quotes and dashes where latin-1 has control codes
+        yield "cp1252"
     if declared is not None:
         yield declared
     if encoding is not None:
