@@ -589,16 +589,18 @@ def connect(address: str | None = None) -> Any:
             log_to_driver=False,
             configure_logging=False,
         )
-    except ConnectionError as exc:
+    except Exception as exc:
         from rechunk.errors import StoreUnavailableError
 
         if _refused_for_token(exc):
             raise ConfigError(
-                f"the Ray cluster at {address} asks for its authentication token and this "
-                "process sent none: set RAY_AUTH_MODE=token (the token is read from "
-                "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token, as `ray start` "
-                "does)"
+                f"the Ray cluster at {address} wants its authentication token, and this "
+                "process sent none or another: set RAY_AUTH_MODE=token and the cluster's "
+                "token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token (where "
+                "`ray start` reads it)"
             ) from exc
+        if not isinstance(exc, ConnectionError):
+            raise
         raise StoreUnavailableError(
             f"cannot reach the Ray cluster at {address}: {exc}; start it with `ray start "
             "--head` or pass its --ray-address"

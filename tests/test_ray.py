@@ -224,6 +224,8 @@ def test_a_cluster_that_wants_a_token_says_so(tmp_path: Path) -> None:
         )  # fmt: skip
         runs = {
             "none": {k: v for k, v in env.items() if k != "RAY_AUTH_MODE"},
+            "mode, no token": {**env, "RAY_AUTH_MODE": "token"},
+            "another token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 32},
             "token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
         }
         said = {
@@ -234,10 +236,11 @@ def test_a_cluster_that_wants_a_token_says_so(tmp_path: Path) -> None:
     finally:
         stop_cluster(temp, address, env)
         shutil.rmtree(temp, ignore_errors=True)
-    assert said["none"].startswith(
-        f"refused: the Ray cluster at {address} asks for its authentication token"
-    ), said
-    assert "set RAY_AUTH_MODE=token" in said["none"]
+    for refused in ("none", "mode, no token", "another token"):
+        assert said[refused].startswith(
+            f"refused: the Ray cluster at {address} wants its authentication token"
+        ), said
+        assert "set RAY_AUTH_MODE=token" in said[refused]
     assert said["token"] == "nodes: 1\n", said
 
 
