@@ -96,8 +96,9 @@ class Source(NamedTuple):
     whether generated files were read (``--include-generated``), the size above which
     files were left out (``--max-file-bytes``), and the format, record id field,
     encoding and HTML selectors it was read with (``--format``, ``--id-field``,
-    ``--encoding``, ``--html-include``, ``--html-exclude``; None or empty: none given, or
-    recorded by a version that did not record them)."""
+    ``--encoding``, ``--html-include``, ``--html-exclude``; None or empty: none given).
+    ``read_as_recorded``: whether those five were recorded (an earlier version recorded
+    none of them); it is not written itself."""
 
     globs: list[str]
     gitignore: bool = True
@@ -108,6 +109,7 @@ class Source(NamedTuple):
     encoding: str | None = None
     html_include: tuple[str, ...] = ()
     html_exclude: tuple[str, ...] = ()
+    read_as_recorded: bool = False
 
 
 def recorded_roots(manifest: dict[str, Any], options: StoreOptions) -> dict[str, Source]:
@@ -141,6 +143,7 @@ def _roots(entry: Any) -> dict[str, Source]:
                 encoding=_text(how.get("encoding")),
                 html_include=_texts(how.get("html_include")),
                 html_exclude=_texts(how.get("html_exclude")),
+                read_as_recorded="id_field" in how,
             )
             for root, how in roots.items()
         }
@@ -258,5 +261,10 @@ def _put(
     go)."""
     for written in _spellings(manifest, store, collection):
         del manifest[written]
-    entry = {"roots": {root: how._asdict() for root, how in roots.items()}}
+    entry = {
+        "roots": {
+            root: {k: v for k, v in how._asdict().items() if k != "read_as_recorded"}
+            for root, how in roots.items()
+        }
+    }
     manifest[_key(store, collection)] = entry

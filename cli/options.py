@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, field, fields
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -178,8 +179,9 @@ def input_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SIZE",
         help="leave out files larger than SIZE (bytes, or 50MB, 50MiB, 50M = 50MiB, as "
-        "rsync's --max-size): counted, not read, their chunks kept (default: no limit; a "
-        "file's text and chunks are held in memory, about 40 bytes a byte of prose)",
+        "rsync's --max-size): counted and not read; a sync keeps the chunks they had "
+        "(default: no limit; a file's text and chunks are held in memory, about 40 bytes "
+        "a byte of prose)",
     )
     add_source_options(p)
 
@@ -203,7 +205,7 @@ def file_size(text: str) -> int:
             f"{text!r} is not a size: give bytes, or a number with KB, MB, GB (1000s) or "
             "KiB, MiB, GiB (1024s; K, M, G too), such as 50MB"
         )
-    size = int(float(found.group(1)) * _UNITS[unit])
+    size = int(Decimal(found.group(1)) * _UNITS[unit])  # exact, however large
     if size < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: the size must be at least 1 byte")
     return size

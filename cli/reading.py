@@ -144,21 +144,25 @@ _READ_AS = {
 
 
 def _read_as_synced(root: str, how: Source, inputs: InputOptions) -> tuple[str | None, Any]:
-    """The ``--format`` and parsers' options ``root`` was synced with. A value given in
-    ``inputs`` serves a root recorded without one (an earlier version recorded none), and
-    one that differs from the root's is refused."""
+    """The ``--format`` and parsers' options ``root`` was synced with. One given in
+    ``inputs`` that differs from the root's (none included) is refused; for a root an
+    earlier version recorded, which recorded none of them, the given ones apply."""
     parse = inputs.parse
     read: dict[str, Any] = {}
     for option, name in _READ_AS.items():
         given = inputs.format if name == "format" else getattr(parse, name)
+        if not how.read_as_recorded:
+            read[name] = given
+            continue
         synced = getattr(how, name)
-        if given and synced and given != synced:
-            shown = [" ".join(v) if isinstance(v, tuple) else v for v in (synced, given)]
+        if given and given != synced:
+            shown = " ".join(given) if isinstance(given, tuple) else given
+            was = " ".join(synced) if isinstance(synced, tuple) else synced
             raise ConfigError(
-                f"{root} was synced with {option} {shown[0]}, not {shown[1]}: without PATH "
-                "every recorded folder is read as it was synced (pass the folder to read it "
-                "otherwise)"
+                f"{root} was synced {f'with {option} {was}' if was else f'without {option}'}, "
+                f"not with {option} {shown}: without PATH every recorded folder is read as it "
+                "was synced (pass the folder to read it otherwise)"
             )
-        read[name] = synced or given
+        read[name] = synced
     fmt = read.pop("format")
     return fmt, replace(parse, **read)

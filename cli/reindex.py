@@ -121,11 +121,7 @@ def execute(args: ReindexArgs) -> int:
             maybe = [d for d in gone if removed(d) and not files.covers(d)]
             missing = sorted(gone - records_among(opened.store, maybe))
             if missing:
-                large = [
-                    name
-                    for name, _ in files.too_large
-                    if any(d == name or d.startswith(name + "#") for d in missing)
-                ]
+                large = files.too_large_holding(missing)
                 read_large = (
                     f" (with a --max-file-bytes that reads {', '.join(large[:3])})" if large else ""
                 )
@@ -198,6 +194,6 @@ def execute(args: ReindexArgs) -> int:
             )
         for name in result.leftovers_dropped:
             print(f"  dropped       {name} (an older generation no alias pointed at)")
-        for name, text in file_notes(files):
+        for name, text in file_notes(files, generation=True):
             print(f"  {name:<14}{printable(text)}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK

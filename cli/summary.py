@@ -63,12 +63,15 @@ def file_fields(files: Any) -> dict[str, Any]:
     }
 
 
-def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
+def file_notes(
+    files: Any, prune: bool | None = None, *, generation: bool = False
+) -> list[tuple[str, str]]:
     """What file discovery left out, as (name, text) rows: files skipped, empty files (with
     what happens to their documents, unless ``prune`` is None), what .gitignore or
     .rechunkignore excluded, hidden files and folders, generated files (by reason), files
-    over ``--max-file-bytes``, links to folders not followed and documents holding large
-    data: URIs; then the encodings documents were read in that are not UTF-8."""
+    over ``--max-file-bytes`` (kept, or with ``generation`` left out of the new
+    generation a reindex builds), links to folders not followed and documents holding
+    large data: URIs; then the encodings documents were read in that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -110,11 +113,16 @@ def file_notes(files: Any, prune: bool | None = None) -> list[tuple[str, str]]:
     if files.too_large:
         shown = ", ".join(f"{d} ({_size_text(n)})" for d, n in files.too_large[:HIDDEN_SHOWN])
         more = len(files.too_large) - HIDDEN_SHOWN
+        fate = (
+            "left out of the new generation"
+            if generation
+            else "chunks stored from them before are kept"
+        )
         rows.append(
             (
                 "too large",
                 f"{shown}{f' and {more} more' if more > 0 else ''} (over --max-file-bytes: "
-                "not read; chunks stored from them before are kept)",
+                f"not read; {fate})",
             )
         )
     rows.extend(

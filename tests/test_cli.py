@@ -1056,6 +1056,9 @@ def test_max_file_bytes_leaves_large_files_out_and_keeps_what_they_had(
     assert "(with a --max-file-bytes that reads kettle.txt)" in said, said
     assert main(["reindex", "--policy", "recursive", "--max-file-bytes", "1MB"]) == 2
     assert "--max-file-bytes apply to the PATHs given" in capsys.readouterr().err
+    # with --prune it leaves the file out of the new generation, and says so
+    assert main(["reindex", "--policy", "fixed", "--prune"]) == 0
+    assert "not read; left out of the new generation" in capsys.readouterr().out
     code, done = run_json(capsys, "reindex", "notes", "--policy", "recursive")
     assert code == 0 and done["sync"]["documents"]["synced"] == 6 and not done["too_large_files"]
 
@@ -1128,10 +1131,13 @@ def test_reindex_reads_records_with_the_id_field_they_were_synced_with(
     assert code == 0, done
     assert {d["doc_id"] for d in done["sync"]["per_document"]} == ids
     assert done["formats"] == {"jsonl": 2, "markdown": 1}
-    # one that differs from the folder's is refused; the same one is taken
-    assert main(["reindex", "--policy", "recursive", "--id-field", "body"]) == 2
-    assert "was synced with --id-field id, not body" in capsys.readouterr().err
-    assert main(["reindex", "--policy", "structured", "--id-field", "id"]) == 0
+    # one that differs from how a folder was synced is refused, none included: given for
+    # one folder, it renamed the records of another synced without it
+    assert main(["reindex", "--policy", "structured", "--id-field", "body"]) == 2
+    assert "was synced with --id-field id, not with --id-field body" in capsys.readouterr().err
+    assert main(["reindex", "--policy", "structured", "--id-field", "id"]) == 2
+    assert "pages was synced without --id-field, not with" in capsys.readouterr().err
+    assert main(["reindex", "--policy", "structured"]) == 0
     capsys.readouterr()
     code, again = run_json(capsys, "sync", "notes", "--id-field", "id", "--glob", "*.jsonl")
     assert code == 0 and again["documents"]["unchanged"] == 2 and again["documents"]["new"] == 0

@@ -269,3 +269,25 @@ def test_chroma_never_rewrites_an_existing_collection(tmp_path: Path, minilm: An
     store.with_collection(f"{first.collection}__c").ensure_collection(minilm.dimension)
     third = reindex(documents, store, fixed, minilm, cache=cache)
     assert third.collection == f"{first.collection}__c" and snapshot(app) == held
+
+
+def test_an_engine_gets_progress_only_when_it_is_asked_for(
+    qdrant: Any, minilm: Any, documents: list[Document]
+) -> None:
+    """reindex(progress=...) passes it on to its engine; one written before reindex took
+    progress (no such parameter) still builds a generation when none is asked for."""
+    calls: list[dict[str, Any]] = []
+
+    def older_engine(docs: Any, store: Any, *, chunker: Any, embedder: Any, cache: Any,
+                     prune: bool, reuse_from: Any, chunker_for: Any) -> Any:  # fmt: skip
+        calls.append({"prune": prune})
+        return sync(docs, store, chunker=chunker, embedder=embedder, cache=cache, prune=prune,
+                    reuse_from=reuse_from, chunker_for=chunker_for)  # fmt: skip
+
+    result = reindex(documents, qdrant, policy_for(minilm, "fixed"), minilm, engine=older_engine)
+    assert result.switched and calls == [{"prune": True}]
+    seen: list[tuple[str, int, int]] = []
+    reindex(documents, qdrant, policy_for(minilm, "recursive"), minilm,
+            progress=lambda *step: seen.append(step))  # fmt: skip
+    assert {stage for stage, _, _ in seen} >= {"chunk", "publish"}
+    assert seen[-1][1] == seen[-1][2]  # the last step of a stage is its total

@@ -15,7 +15,7 @@ import re
 import stat
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,10 +160,20 @@ class FileSet:
         """Whether ``doc_id`` may be a file that exists but was not read: a skipped or
         too large file (or a record of one: ``file#id``), or any file under a folder that
         could not be listed. Its documents are kept."""
-        return any(
-            doc_id == kept or doc_id.startswith(kept + "#")
-            for kept, _ in (*self.skipped, *self.too_large)
-        ) or any(doc_id.startswith(prefix) for prefix in self.unlisted)
+        return any(_holds(kept, doc_id) for kept, _ in (*self.skipped, *self.too_large)) or any(
+            doc_id.startswith(prefix) for prefix in self.unlisted
+        )
+
+    def too_large_holding(self, doc_ids: Iterable[str]) -> list[str]:
+        """The files of :attr:`too_large` that hold one of ``doc_ids`` (themselves, or
+        their records)."""
+        wanted = list(doc_ids)
+        return [name for name, _ in self.too_large if any(_holds(name, d) for d in wanted)]
+
+
+def _holds(file_id: str, doc_id: str) -> bool:
+    """Whether ``doc_id`` is the file ``file_id`` or one of its records (``file#id``)."""
+    return doc_id == file_id or doc_id.startswith(file_id + "#")
 
 
 def globs_regex(globs: Sequence[str]) -> re.Pattern[str]:

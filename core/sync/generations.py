@@ -297,6 +297,8 @@ def reindex(
     live = store.with_collection(previous) if previous else None
     lenders = [s for s in (live, origin) if s is not None and s.collection_info() is not None]
     shadow.ensure_collection(embedder.dimension)
+    # progress only when asked: an engine written before reindex took it may not take it
+    asked: dict[str, Any] = {} if progress is None else {"progress": progress}
     report = (engine or sync)(
         docs,
         shadow,
@@ -306,7 +308,7 @@ def reindex(
         prune=True,
         reuse_from=lenders,
         chunker_for=chunker_for,
-        progress=progress,
+        **asked,
     )
     held = shadow.doc_ids()
     wanted = {doc.doc_id for doc in docs}
