@@ -98,7 +98,7 @@ class Source(NamedTuple):
     encoding and HTML selectors it was read with (``--format``, ``--id-field``,
     ``--encoding``, ``--html-include``, ``--html-exclude``; None or empty: none given).
     ``read_as_recorded``: whether those five were recorded (an earlier version recorded
-    none of them); it is not written itself."""
+    none of them); it is not written itself, and without it neither are they."""
 
     globs: list[str]
     gitignore: bool = True
@@ -192,6 +192,7 @@ def record_roots(
                 inputs.parse.encoding,
                 inputs.parse.html_include,
                 inputs.parse.html_exclude,
+                read_as_recorded=True,
             )
         _put(manifest, options.store, options.collection, recorded)
 
@@ -261,10 +262,23 @@ def _put(
     go)."""
     for written in _spellings(manifest, store, collection):
         del manifest[written]
-    entry = {
-        "roots": {
-            root: {k: v for k, v in how._asdict().items() if k != "read_as_recorded"}
-            for root, how in roots.items()
-        }
+    manifest[_key(store, collection)] = {
+        "roots": {root: _written(how) for root, how in roots.items()}
     }
-    manifest[_key(store, collection)] = entry
+
+
+#: what a root records of how its files were read (an earlier version recorded none)
+_READ_AS = ("format", "id_field", "encoding", "html_include", "html_exclude")
+
+
+def _written(how: Source) -> dict[str, Any]:
+    """``how`` as the manifest holds it: without ``read_as_recorded``, and without the
+    options of :data:`_READ_AS` where they were not recorded (a root an earlier version
+    recorded, copied to a reindexed collection, is read as before, not as if synced
+    without them)."""
+    fields = how._asdict()
+    del fields["read_as_recorded"]
+    if not how.read_as_recorded:
+        for name in _READ_AS:
+            del fields[name]
+    return fields

@@ -1141,3 +1141,27 @@ def test_reindex_reads_records_with_the_id_field_they_were_synced_with(
     capsys.readouterr()
     code, again = run_json(capsys, "sync", "notes", "--id-field", "id", "--glob", "*.jsonl")
     assert code == 0 and again["documents"]["unchanged"] == 2 and again["documents"]["new"] == 0
+
+
+def test_a_root_an_earlier_version_recorded_stays_unrecorded_when_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copied to a reindexed Chroma generation, a root recorded before --id-field was
+    recorded was written as synced without one, and the next reindex refused the
+    --id-field Upgrading tells users to give."""
+    from types import SimpleNamespace
+
+    from rechunk.cli.manifest import copy_roots, read_manifest, recorded_roots
+
+    monkeypatch.chdir(tmp_path)
+    Path(".rechunk").mkdir()
+    old = {"globs": ["*"], "gitignore": True, "generated": False}
+    key = f"chroma:{os.path.realpath('c')} docs"
+    (Path(".rechunk") / "manifest.json").write_text(json.dumps({key: {"roots": {"/kb": old}}}))
+    store = SimpleNamespace(store="chroma:c", collection="docs", layout=None)
+    copy_roots(store, "docs__fixed")  # type: ignore[arg-type]
+    copied = read_manifest()[f"chroma:{os.path.realpath('c')} docs__fixed"]["roots"]["/kb"]
+    assert copied == {**old, "max_bytes": None}  # no --id-field, --format... keys
+    new = SimpleNamespace(store="chroma:c", collection="docs__fixed", layout=None)
+    (how,) = recorded_roots(read_manifest(), new).values()  # type: ignore[arg-type]
+    assert not how.read_as_recorded
