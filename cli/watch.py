@@ -316,10 +316,10 @@ def _serve(metrics: Any, args: WatchArgs) -> Any:
 
 def _print_initial(args: WatchArgs, initial: Any, files: Any) -> None:
     from rechunk.cli.sources import source_notes
-    from rechunk.cli.summary import file_notes, sync_summary
+    from rechunk.cli.summary import file_fields, file_notes, sync_summary
 
-    if args.json:
-        data = {"time": round(time.time(), 3), **initial.to_dict()}
+    if args.json:  # what the files were, as sync's --json says it
+        data = {"time": round(time.time(), 3), **initial.to_dict(), **file_fields(files)}
         print(json.dumps(data), flush=True)
         return
     if initial.sync is not None:

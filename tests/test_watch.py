@@ -510,8 +510,12 @@ def test_cli_watch_leaves_out_a_file_another_synced_folder_holds(tmp_path: Path)
     first = subprocess.run([sys.executable, "-m", "rechunk.cli", "sync", "a"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert first.returncode == 0, first.stderr
-    with CliWatcher(tmp_path, "b", "--settle", "0.05") as watcher:
-        watcher.next_json("initial")
+    (tmp_path / "b" / "big.md").write_text(doc_text("big") * 4, encoding="utf-8")
+    with CliWatcher(tmp_path, "b", "--settle", "0.05", "--max-file-bytes", "2KB") as watcher:
+        initial = watcher.next_json("initial")
+        # the files as sync's --json gives them: by format, and those left out
+        assert initial["formats"] == {"markdown": 1}, initial
+        assert [f["doc_id"] for f in initial["too_large_files"]] == ["big.md"]
         (tmp_path / "b" / "README.md").write_text(doc_text("README", 3), encoding="utf-8")
         batch = watcher.next_json("batch")
         while not batch["failed"]:
