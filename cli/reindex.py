@@ -5,7 +5,6 @@ without PATH, every file and folder the manifest recorded is read as it was sync
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +129,7 @@ def execute(args: ReindexArgs) -> int:
                     f"read ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
                     f"pass the folders that hold them{read_large}, or --prune to leave them out"
                 )
-        with progress_reporter(sys.stdout.isatty() and not args.json) as progress:
+        with progress_reporter(args.json) as progress:
             result = reindex(
                 files.documents,
                 opened.store,

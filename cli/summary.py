@@ -171,13 +171,14 @@ PROGRESS_EVERY = 60.0
 
 
 @contextlib.contextmanager
-def progress_reporter(interactive: bool) -> Iterator[Callable[[str, int, int], None]]:
+def progress_reporter(as_json: bool) -> Iterator[Callable[[str, int, int], None]]:
     """The ``progress(stage, done, total)`` callback a sync reports to: a progress bar on
-    a terminal; elsewhere (cron, CI, a service's log) a line on stderr every
+    a terminal (unless the report is printed ``as_json``); elsewhere (cron, CI, a
+    service's log, and ``as_json``) a line on stderr every
     :data:`PROGRESS_EVERY` seconds, so that a long run is seen to move
     (``rechunk: progress: embed 1,200 of 5,000 (24%) after 5m0s``: documents chunked,
     planned or published, inputs embedded; partitions on a Ray cluster)."""
-    if not interactive:
+    if as_json or not sys.stdout.isatty():
         started = last = time.monotonic()
 
         def line(stage: str, done: int, total: int) -> None:

@@ -135,7 +135,7 @@ def execute(args: SyncArgs) -> int:
         # files that exist but were not read (unreadable, or in a folder that could not
         # be listed) keep their documents; an empty file's are pruned like a deleted one's
         keep = files.kept_in(store, args.prune)
-        with progress_reporter(_interactive(args)) as progress:
+        with progress_reporter(args.json) as progress:
             try:
                 report = engine(
                     files.documents,
@@ -207,7 +207,3 @@ def _nothing_matched(args: SyncArgs, files: Any) -> int:
     if args.json:  # a reader of stdout gets an answer too
         print_json({"nothing_matched": True, "written": False, **file_fields(files)})
     return EXIT_PARTIAL if files.skipped else EXIT_OK
-
-
-def _interactive(args: SyncArgs) -> bool:
-    return sys.stdout.isatty() and not args.json
