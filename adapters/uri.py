@@ -94,9 +94,28 @@ def canonical_uri(uri: str) -> str:
 
 
 def store_exists(uri: str) -> bool:
-    """False when ``uri`` names an embedded store folder that holds no store yet."""
+    """False when ``uri`` names an embedded store folder that holds no store yet (a
+    :class:`ConfigError` when it names a server on a folder's scheme)."""
     local = _local(uri)
+    if local is not None:
+        _not_a_server(uri)
     return local is None or (local[0] / local[1]).is_file()
+
+
+def _not_a_server(uri: str) -> None:
+    """A :class:`ConfigError` for a server written on a folder's scheme
+    (``qdrant://HOST:PORT`` for ``qdrant+http://``), which would make a store in
+    ``/HOST:PORT``; ``qdrant:///abs/path``, a file URL's three slashes, is a folder."""
+    scheme = _scheme(uri)
+    rest = uri[len(scheme) :]
+    if rest.startswith("//") and not rest.startswith("///"):
+        server = {"qdrant:": "qdrant+http://HOST:PORT (or qdrant+https://)",
+                  "chroma:": "chroma+http://HOST:PORT"}.get(scheme)  # fmt: skip
+        raise ConfigError(
+            f"store URI {uri!r} reads as a server's, but {scheme} is a folder: "
+            + (f"a server is {server}; " if server else "")
+            + f"a folder is {scheme}DIR ({scheme}/abs/path for an absolute one)"
+        )
 
 
 def _folder(uri: str, create: bool) -> str:
@@ -105,15 +124,7 @@ def _folder(uri: str, create: bool) -> str:
     if local is None:
         raise ConfigError(f"store URI {uri!r} names no folder")
     folder, marker = local
-    rest = uri[len(_scheme(uri)) :]
-    if rest.startswith("//") and not rest.startswith("///"):  # qdrant://HOST made /HOST
-        server = {"qdrant:": "qdrant+http://HOST:PORT (or qdrant+https://)",
-                  "chroma:": "chroma+http://HOST:PORT"}.get(_scheme(uri))  # fmt: skip
-        raise ConfigError(
-            f"store URI {uri!r} reads as a server's, but {_scheme(uri)} is a folder: "
-            + (f"a server is {server}; " if server else "")
-            + f"a folder is {_scheme(uri)}DIR ({_scheme(uri)}/abs/path for an absolute one)"
-        )
+    _not_a_server(uri)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"store URI {uri!r} names {folder}, which is a file, not a folder")
     if not (folder / marker).is_file():

@@ -312,7 +312,9 @@ def test_a_server_written_as_a_folder_uri_is_refused(
 ) -> None:
     """`qdrant://localhost:6333` (for qdrant+http://) made and filled an embedded store in
     the folder /localhost:6333, exit 0."""
-    for args in (["sync", "notes"], ["status"]):
+    # a dry run too: it planned against an empty store and exited 0 (a cron line checked
+    # with --dry-run then failed)
+    for args in (["sync", "notes"], ["sync", "notes", "--dry-run"], ["status"]):
         assert main([*args, "--store", store]) == 2
         line = one_error_line(capsys.readouterr().err)
         assert "reads as a server's" in line and said in line, line
