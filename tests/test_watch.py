@@ -363,9 +363,15 @@ def test_a_file_grown_past_max_bytes_keeps_its_chunks_while_watching(
         grown = "\n\n".join(paragraph(f"growth{i}") for i in range(8))
         (root / "log.md").write_text(doc_text("log") + grown, encoding="utf-8")
         (root / "other.md").write_text(doc_text("other", 1), encoding="utf-8")
-        run.until(lambda: revisions(store)["other.md"] != first["other.md"])
+        reports = run.until(lambda: revisions(store)["other.md"] != first["other.md"])
         assert (root / "log.md").stat().st_size > 4000
         assert revisions(store)["log.md"] == first["log.md"]
+        # named in the batch that read it, not left silently stale
+        from rechunk.cli.watch import _batch_lines
+
+        (named,) = [r for r in reports if r.too_large]
+        assert named.too_large == ["log.md"]
+        assert "too large log.md (over --max-file-bytes" in _batch_lines(named)[0]
         (root / "log.md").write_text(doc_text("log", 1), encoding="utf-8")
         run.until(lambda: revisions(store) == expected(root))
 

@@ -113,7 +113,8 @@ class BatchReport:
     no ``pending`` count shows yet: caught up means both are 0). ``lag``: seconds from
     each verified revision's first event to its verification. ``retry_in``: the batch
     failed and is queued again, to be tried after that many seconds; ``errors``: (kind,
-    one line) of what failed."""
+    one line) of what failed; ``too_large``: the files read in the batch that were over
+    ``max_bytes``, so not read (what they had stays stored)."""
 
     kind: str = "batch"  # "initial", "batch", "rescan" or "verify"
     files: int = 0
@@ -133,6 +134,7 @@ class BatchReport:
     seconds: dict[str, float] = field(default_factory=dict)
     retry_in: float | None = None
     errors: list[tuple[str, str]] = field(default_factory=list)
+    too_large: list[str] = field(default_factory=list)
     sync: SyncReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -720,6 +722,7 @@ class Watcher:
                 entries[key] = entry
             for doc_id in files.empty:
                 empty.add((index, doc_id))
+            report.too_large.extend(doc_id for doc_id, _ in files.too_large)
         report.seconds["read"] = time.monotonic() - t0
         self._refuse_clashes(read, gone_files, report)
         # what the store should hold after this batch
@@ -829,6 +832,7 @@ class Watcher:
             rel = rel_of(doc_id)
             if rel is not None:
                 read.pop((index, rel), None)
+                report.too_large.append(doc_id)
         for doc_id, reason in files.skipped:
             rel = rel_of(doc_id)
             if rel is None:
