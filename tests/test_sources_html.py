@@ -157,7 +157,7 @@ def test_site_selectors_include_and_exclude_come_first() -> None:
     )
     doc = parse(markup, html_include=("#wiki", "#wiki2", "#wiki p"), html_exclude=(".edit",))
     assert doc.text == "Wiki text.\n\nMore wiki.\n"
-    with pytest.raises(ParseError, match="no element matches html_include"):
+    with pytest.raises(ParseError, match=r"no element matches the selectors to read \(--html"):
         parse(markup, html_include=("#absent",))
 
 

@@ -333,7 +333,10 @@ def _roots(tree: Any, options: ParseOptions) -> list[Any]:
     if options.html_include:
         matches = _select(tree, options.html_include, "html_include")
         if not matches:
-            raise ParseError(f"no element matches html_include {', '.join(options.html_include)}")
+            raise ParseError(
+                "no element matches the selectors to read (--html-include; html_include in "
+                f"Python): {', '.join(options.html_include)}"
+            )
         ids = {node.mem_id for node in matches}
         roots = []
         for node in matches:
