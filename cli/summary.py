@@ -168,6 +168,9 @@ def unknown_notes(found: list[tuple[str, float]]) -> list[tuple[str, str]]:
 #: a run that is not on a terminal says how far it is every this many seconds (a run
 #: shorter than that says nothing)
 PROGRESS_EVERY = 60.0
+#: stages whose total grows as the run goes (the inputs to embed are known a batch of
+#: documents at a time): no share of it is given
+_GROWING = frozenset({"embed"})
 
 
 @contextlib.contextmanager
@@ -176,8 +179,9 @@ def progress_reporter(as_json: bool) -> Iterator[Callable[[str, int, int], None]
     a terminal (unless the report is printed ``as_json``); elsewhere (cron, CI, a
     service's log, and ``as_json``) a line on stderr every
     :data:`PROGRESS_EVERY` seconds, so that a long run is seen to move
-    (``rechunk: progress: embed 1,200 of 5,000 (24%) after 5m0s``: documents chunked,
-    planned or published, inputs embedded; partitions on a Ray cluster)."""
+    (``rechunk: progress: publish 1,200 of 5,000 (24%) after 5m0s``: documents chunked,
+    planned or published, partitions on a Ray cluster; inputs embedded, of those the
+    batches planned so far need, with no share, as their total grows)."""
     if as_json or not sys.stdout.isatty():
         started = last = time.monotonic()
 
@@ -187,11 +191,13 @@ def progress_reporter(as_json: bool) -> Iterator[Callable[[str, int, int], None]
             if now - last < PROGRESS_EVERY:
                 return
             last = now
-            share = f" ({done / total:.0%})" if total else ""
+            if stage in _GROWING:
+                count = f"{done:,} of {total:,} planned so far"
+            else:
+                count = f"{done:,} of {total:,}" + (f" ({done / total:.0%})" if total else "")
             minutes, seconds = divmod(int(now - started), 60)
             print(
-                f"rechunk: progress: {stage} {done:,} of {total:,}{share} after "
-                f"{minutes}m{seconds}s",
+                f"rechunk: progress: {stage} {count} after {minutes}m{seconds}s",
                 file=sys.stderr,
                 flush=True,
             )
