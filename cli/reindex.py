@@ -24,7 +24,7 @@ from rechunk.cli.output import EXIT_OK, EXIT_PARTIAL, print_json
 from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes, progress_reporter
 from rechunk.errors import ConfigError
-from rechunk.sources.files import printable
+from rechunk.sources.files import files_holding, printable
 from rechunk.sync.stages import records_among, records_of
 
 __all__ = ["ReindexArgs", "add_parser", "execute", "run"]
@@ -114,20 +114,32 @@ def execute(args: ReindexArgs) -> int:
         compose.share_cache(embedder, cache)
         if opened.store.collection_info() is not None and not args.prune:
             # a record removed from a file read whole is not missing: it is gone (a
-            # record by its stored points; a skipped file's records are missing)
-            removed = records_of(files.record_files)
-            gone = opened.store.doc_ids() - {doc.doc_id for doc in files.documents}
+            # record by its stored points; a skipped file's records are missing), but
+            # only where the file still holds records the collection has: where none is
+            # read again, its records were read under other ids (another --id-field)
+            live = opened.store.doc_ids()
+            read = {doc.doc_id for doc in files.documents}
+            removed = records_of(_files_holding(live & read, files.record_files))
+            gone = live - read
             maybe = [d for d in gone if removed(d) and not files.covers(d)]
             missing = sorted(gone - records_among(opened.store, maybe))
             if missing:
-                large = files.too_large_holding(missing)
-                read_large = (
-                    f" (with a --max-file-bytes that reads {', '.join(large[:3])})" if large else ""
-                )
+                hints = []
+                large = files_holding((name for name, _ in files.too_large), missing)
+                if large:
+                    hints.append(f"with a --max-file-bytes that reads {', '.join(large[:3])}")
+                if any(map(records_of(files.record_files), missing)):  # read under other ids
+                    hints.append("their records with the --id-field they were synced with")
+                # a file read and skipped: this error is all a refused reindex prints
+                skipped = dict(files.skipped)
+                held = files_holding(skipped, missing)
+                if held:
+                    hints.append(f"{held[0]} was read and skipped: {skipped[held[0]]}")
+                hint = f" ({'; '.join(hints)})" if hints else ""
                 raise ConfigError(
                     f"{len(missing)} document(s) of the live collection are not among the files "
                     f"read ({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); "
-                    f"pass the folders that hold them{read_large}, or --prune to leave them out"
+                    f"pass the folders that hold them{hint}, or --prune to leave them out"
                 )
         with progress_reporter(args.json) as progress:
             result = reindex(
@@ -196,3 +208,13 @@ def execute(args: ReindexArgs) -> int:
         for name, text in file_notes(files, generation=True):
             print(f"  {name:<14}{printable(text)}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK
+
+
+def _files_holding(doc_ids: set[str], files: set[str]) -> set[str]:
+    """The files of ``files`` that one of ``doc_ids`` is a record of (``file#id``)."""
+    return {
+        doc_id[:i]
+        for doc_id in doc_ids
+        for i, char in enumerate(doc_id)
+        if char == "#" and doc_id[:i] in files
+    }

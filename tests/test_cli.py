@@ -1143,8 +1143,23 @@ def test_reindex_reads_records_with_the_id_field_they_were_synced_with(
     assert "pages was synced without --id-field, not with" in capsys.readouterr().err
     assert main(["reindex", "--policy", "structured"]) == 0
     capsys.readouterr()
+    # the folder given without its --id-field: its records would all be renamed, and the
+    # live ones left out (a JSONL whose records all vanish was read under other ids)
+    assert main(["reindex", "notes", "pages", "--policy", "fixed"]) == 2
+    said = capsys.readouterr().err
+    assert "tickets.jsonl#T-1" in said and "with the --id-field they were synced with" in said
+    # a record removed from the file, read with its --id-field, is gone, not missing
+    (notes / "tickets.jsonl").write_text('{"id": "T-2", "body": "Report a lost badge."}\n')
+    assert main(["reindex", "notes", "--glob", "*.jsonl", "--id-field", "id",
+                 "--policy", "fixed"]) == 2  # fmt: skip
+    assert "plain.txt" in capsys.readouterr().err  # pages' document, not given: missing
+    code, done = run_json(capsys, "reindex", "notes", "pages", "--glob", "*.jsonl", "--glob",
+                          "plain.txt", "--id-field", "id", "--policy", "fixed")  # fmt: skip
+    assert code == 0, done
+    assert {d["doc_id"] for d in done["sync"]["per_document"]} == {"tickets.jsonl#T-2",
+                                                                   "plain.txt"}  # fmt: skip
     code, again = run_json(capsys, "sync", "notes", "--id-field", "id", "--glob", "*.jsonl")
-    assert code == 0 and again["documents"]["unchanged"] == 2 and again["documents"]["new"] == 0
+    assert code == 0 and again["documents"]["unchanged"] == 1 and again["documents"]["new"] == 0
 
 
 def test_a_root_an_earlier_version_recorded_stays_unrecorded_when_copied(

@@ -557,6 +557,12 @@ def test_a_site_template_of_plain_divs_is_left_out_by_selectors(
     assert code == 0 and rebuilt["sync"]["documents"]["synced"] == 3, rebuilt
     text = " ".join(p["text"] for points in stored(tmp_path).values() for p in points)
     assert "Handbook" not in text
+    # a page the selectors to read find nothing in is skipped; a refused reindex says so,
+    # as its error is all it prints
+    (site / "page1.html").write_text("<html><body><p>No body div.</p></body></html>")
+    assert main(["reindex", "site", "--html-include", "div.doc-body", "--policy", "fixed"]) == 2
+    said = capsys.readouterr().err
+    assert "page1.html was read and skipped: no element matches the selectors" in said, said
     # a selector that is not CSS is refused before anything is read or written
     shutil.rmtree(".rechunk")
     assert main(["sync", "site", "--html-include", "div["]) == 2

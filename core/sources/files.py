@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_GLOBS",
     "FileSet",
     "doc_id_clash",
+    "files_holding",
     "globs_regex",
     "printable",
     "read_bytes",
@@ -164,11 +165,12 @@ class FileSet:
             doc_id.startswith(prefix) for prefix in self.unlisted
         )
 
-    def too_large_holding(self, doc_ids: Iterable[str]) -> list[str]:
-        """The files of :attr:`too_large` that hold one of ``doc_ids`` (themselves, or
-        their records)."""
-        wanted = list(doc_ids)
-        return [name for name, _ in self.too_large if any(_holds(name, d) for d in wanted)]
+
+def files_holding(file_ids: Iterable[str], doc_ids: Iterable[str]) -> list[str]:
+    """The files of ``file_ids`` that hold one of ``doc_ids`` (as themselves, or as their
+    records: ``file#id``), in their order."""
+    wanted = list(doc_ids)
+    return [name for name in file_ids if any(_holds(name, d) for d in wanted)]
 
 
 def _holds(file_id: str, doc_id: str) -> bool:
