@@ -119,7 +119,7 @@ def execute(args: ReindexArgs) -> int:
             # read again, its records were read under other ids (another --id-field)
             live = opened.store.doc_ids()
             read = {doc.doc_id for doc in files.documents}
-            removed = records_of(_files_holding(live & read, files.record_files))
+            removed = records_of(_record_files_of(live & read, files.record_files))
             gone = live - read
             maybe = [d for d in gone if removed(d) and not files.covers(d)]
             missing = sorted(gone - records_among(opened.store, maybe))
@@ -210,7 +210,7 @@ def execute(args: ReindexArgs) -> int:
     return EXIT_PARTIAL if files.skipped else EXIT_OK
 
 
-def _files_holding(doc_ids: set[str], files: set[str]) -> set[str]:
+def _record_files_of(doc_ids: set[str], files: set[str]) -> set[str]:
     """The files of ``files`` that one of ``doc_ids`` is a record of (``file#id``)."""
     return {
         doc_id[:i]
