@@ -19,6 +19,7 @@ from rechunk.cli.options import STATE_DIR, InputOptions, StoreOptions, make_stat
 
 __all__ = [
     "MANIFEST",
+    "READ_AS",
     "Source",
     "copy_roots",
     "read_manifest",
@@ -267,18 +268,20 @@ def _put(
     }
 
 
-#: what a root records of how its files were read (an earlier version recorded none)
-_READ_AS = ("format", "id_field", "encoding", "html_include", "html_exclude")
+#: what a root records of how its files were read (an earlier version recorded none):
+#: names of :class:`Source` fields, of :class:`ParseOptions` fields but ``format``, and of
+#: options (``--id-field``)
+READ_AS = ("format", "id_field", "encoding", "html_include", "html_exclude")
 
 
 def _written(how: Source) -> dict[str, Any]:
     """``how`` as the manifest holds it: without ``read_as_recorded``, and without the
-    options of :data:`_READ_AS` where they were not recorded (a root an earlier version
+    options of :data:`READ_AS` where they were not recorded (a root an earlier version
     recorded, copied to a reindexed collection, is read as before, not as if synced
     without them)."""
     fields = how._asdict()
     del fields["read_as_recorded"]
     if not how.read_as_recorded:
-        for name in _READ_AS:
+        for name in READ_AS:
             del fields[name]
     return fields

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rechunk.cli.manifest import Source, read_manifest, recorded_roots, synced_folders
+from rechunk.cli.manifest import READ_AS, Source, read_manifest, recorded_roots, synced_folders
 from rechunk.cli.options import InputOptions, StoreOptions
 from rechunk.errors import ConfigError
 
@@ -132,24 +132,14 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
     return out
 
 
-#: the options that say how a recorded root's files are read, and their name in
-#: :class:`Source` and :class:`ParseOptions` (``format``: the command's own)
-_READ_AS = {
-    "--format": "format",
-    "--id-field": "id_field",
-    "--encoding": "encoding",
-    "--html-include": "html_include",
-    "--html-exclude": "html_exclude",
-}
-
-
 def _read_as_synced(root: str, how: Source, inputs: InputOptions) -> tuple[str | None, Any]:
     """The ``--format`` and parsers' options ``root`` was synced with. One given in
     ``inputs`` that differs from the root's (none included) is refused; for a root an
     earlier version recorded, which recorded none of them, the given ones apply."""
     parse = inputs.parse
     read: dict[str, Any] = {}
-    for option, name in _READ_AS.items():
+    for name in READ_AS:
+        option = "--" + name.replace("_", "-")
         given = inputs.format if name == "format" else getattr(parse, name)
         if not how.read_as_recorded:
             read[name] = given
