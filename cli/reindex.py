@@ -25,7 +25,7 @@ from rechunk.cli.reading import read_paths, read_recorded
 from rechunk.cli.summary import file_fields, file_notes, progress_reporter
 from rechunk.errors import ConfigError
 from rechunk.sources.files import files_holding, printable
-from rechunk.sync.stages import records_among, records_of
+from rechunk.sync.stages import record_files_of, records_among, records_of
 
 __all__ = ["ReindexArgs", "add_parser", "execute", "run"]
 
@@ -119,7 +119,7 @@ def execute(args: ReindexArgs) -> int:
             # read again, its records were read under other ids (another --id-field)
             live = opened.store.doc_ids()
             read = {doc.doc_id for doc in files.documents}
-            removed = records_of(_record_files_of(live & read, files.record_files))
+            removed = records_of(record_files_of(live & read, files.record_files))
             gone = live - read
             maybe = [d for d in gone if removed(d) and not files.covers(d)]
             missing = sorted(gone - records_among(opened.store, maybe))
@@ -208,13 +208,3 @@ def execute(args: ReindexArgs) -> int:
         for name, text in file_notes(files, generation=True):
             print(f"  {name:<14}{printable(text)}")
     return EXIT_PARTIAL if files.skipped else EXIT_OK
-
-
-def _record_files_of(doc_ids: set[str], files: set[str]) -> set[str]:
-    """The files of ``files`` that one of ``doc_ids`` is a record of (``file#id``)."""
-    return {
-        doc_id[:i]
-        for doc_id in doc_ids
-        for i, char in enumerate(doc_id)
-        if char == "#" and doc_id[:i] in files
-    }

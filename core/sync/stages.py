@@ -474,9 +474,20 @@ def records_of(files: set[str]) -> Callable[[str], bool]:
     prune checks the stored points too (see :func:`_gone`)."""
 
     def of(doc_id: str) -> bool:
-        return any(char == "#" and doc_id[:i] in files for i, char in enumerate(doc_id))
+        return any(_files_of(doc_id, files))
 
     return of
+
+
+def record_files_of(doc_ids: Iterable[str], files: set[str]) -> set[str]:
+    """The files of ``files`` that one of ``doc_ids`` may be a record of (see
+    :func:`records_of`)."""
+    return {file for doc_id in doc_ids for file in _files_of(doc_id, files)}
+
+
+def _files_of(doc_id: str, files: set[str]) -> Iterator[str]:
+    """The files of ``files`` whose records ``doc_id`` may be one of (``file#id``)."""
+    return (doc_id[:i] for i, char in enumerate(doc_id) if char == "#" and doc_id[:i] in files)
 
 
 def records_among(store: VectorStore, doc_ids: Sequence[str]) -> set[str]:
