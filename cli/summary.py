@@ -19,6 +19,7 @@ __all__ = [
     "file_fields",
     "file_notes",
     "formats",
+    "listed",
     "progress_reporter",
     "sync_summary",
     "unknown_notes",
@@ -90,12 +91,10 @@ def file_notes(
             )
         )
     if files.hidden:
-        shown = ", ".join(files.hidden[:HIDDEN_SHOWN])
-        more = len(files.hidden) - HIDDEN_SHOWN
         rows.append(
             (
                 "hidden",
-                f"{shown}{f' and {more} more' if more > 0 else ''} (names starting with '.' "
+                f"{listed(files.hidden)} (names starting with '.' "
                 "are not read: give one as a path beside its folder to read it, such as "
                 "`rechunk sync repo repo/.github`)",
             )
@@ -111,8 +110,7 @@ def file_notes(
             )
         )
     if files.too_large:
-        shown = ", ".join(f"{d} ({_size_text(n)})" for d, n in files.too_large[:HIDDEN_SHOWN])
-        more = len(files.too_large) - HIDDEN_SHOWN
+        shown = listed([f"{d} ({_size_text(n)})" for d, n in files.too_large])
         fate = (
             "left out of the new generation"
             if generation
@@ -121,8 +119,7 @@ def file_notes(
         rows.append(
             (
                 "too large",
-                f"{shown}{f' and {more} more' if more > 0 else ''} (over --max-file-bytes: "
-                f"not read; {fate})",
+                f"{shown} (over --max-file-bytes: not read; {fate})",
             )
         )
     rows.extend(
@@ -142,6 +139,12 @@ def file_notes(
         counts = ", ".join(f"{name} {n}" for name, n in read_as.items())
         rows.append(("encodings", f"{counts} (documents not read as UTF-8; payloads say so)"))
     return rows
+
+
+def listed(names: list[str], limit: int = HIDDEN_SHOWN) -> str:
+    """The first ``limit`` of ``names``, and how many more (``a, b and 3 more``)."""
+    more = len(names) - limit
+    return ", ".join(names[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def _size_text(size: int) -> str:

@@ -32,6 +32,7 @@ from rechunk.cli.options import (
     policy_option,
     store_options,
 )
+from rechunk.cli.summary import listed
 from rechunk.errors import ConfigError
 
 __all__ = ["WatchArgs", "add_parser", "execute", "freshness_line", "freshness_status", "run"]
@@ -165,12 +166,8 @@ def _batch_lines(report: Any) -> list[str]:
     if report.queued:  # behind: changes seen, not yet read
         parts.append(f"{report.queued} queued")
     if report.too_large:  # a file grown past --max-file-bytes no longer syncs: say so
-        shown = ", ".join(report.too_large[:3])  # printable already (read_documents)
-        more = len(report.too_large) - 3
-        parts.append(
-            f"too large {shown}{f' and {more} more' if more > 0 else ''} (over "
-            "--max-file-bytes: not read, what they had kept)"
-        )
+        shown = listed(report.too_large, 3)  # printable already (read_documents)
+        parts.append(f"too large {shown} (over --max-file-bytes: not read, what they had kept)")
     return [f"{clock} {report.kind}: " + ", ".join(parts)] + [
         f"  {kind}: {text}" for kind, text in report.errors
     ]
