@@ -49,6 +49,14 @@ query`` and ``status`` read both); ``occurrence`` is this path's own (ids need i
                     input key
 ==================  ==========================================================================
 
+A document that :class:`~rechunk.adapters.langchain_loader.RechunkLoader` loaded also
+gets, from ``split_documents``, where each chunk lies in its file, under the names
+``rechunk sync`` writes (:func:`rechunk.sources.locate`): ``pages`` / ``slides`` /
+``rows`` / ``lines`` as ``[first, last]``, ``section`` as the heading path, ``sheet``...
+(the loaded document object, with its text unchanged: a copy carries none). They are
+metadata like any other: a chunk whose page moved gets a new id, and its vector comes from
+:class:`CachedEmbeddings`' cache.
+
 Id recipes:
 
 * source id: ``metadata["source"]`` when present (a non-empty ``str``; an ``int``
@@ -87,6 +95,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from rechunk._optional import require
+from rechunk.adapters._locators import locator_for
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -140,6 +149,8 @@ from langchain_text_splitters import TextSplitter  # noqa: E402
 if TYPE_CHECKING:
     import numpy.typing as npt
     from langchain_core.stores import ByteStore
+
+    from rechunk.sources.base import Locator
 
 __all__ = [
     "DOC_ID_KEY",
@@ -454,7 +465,7 @@ class RechunkTextSplitter(TextSplitter):
         ]
         return self._split_all(
             [
-                (text, metadata, None, f"text {i}")
+                (text, metadata, None, f"text {i}", None)
                 for i, (text, metadata) in enumerate(zip(texts, metas))
             ]
         )
@@ -473,26 +484,32 @@ class RechunkTextSplitter(TextSplitter):
         ]
         return self._split_all(
             [
-                (doc.page_content, metadata, doc.id, f"document {doc.id or i}")
+                (
+                    doc.page_content,
+                    metadata,
+                    doc.id,
+                    f"document {doc.id or i}",
+                    locator_for(doc, doc.page_content),
+                )
                 for i, (doc, metadata) in enumerate(zip(docs, metas))
             ]
         )
 
     def _split_all(
-        self, items: list[tuple[str, dict[str, Any], str | None, str]]
+        self, items: list[tuple[str, dict[str, Any], str | None, str, Locator | None]]
     ) -> list[Document]:
-        """Chunks of ``(text, metadata, document id, name for errors)`` items; occurrences
-        and ordinals count per source across the call."""
+        """Chunks of ``(text, metadata, document id, name for errors, locator)`` items;
+        occurrences and ordinals count per source across the call."""
         seen: dict[str, Counter[str]] = defaultdict(Counter)
         ordinals: Counter[str] = Counter()
         out: list[Document] = []
-        for text, metadata, document_id, name in items:
+        for text, metadata, document_id, name, locator in items:
             found = self._pieces(text, name, metadata)
             if found:
                 source = source_id_for(text, metadata, document_id)
                 revision = text_revision(text)
                 docs = self._documents(
-                    found, metadata, source, revision, seen[source], ordinals[source]
+                    found, metadata, source, revision, seen[source], ordinals[source], locator
                 )
                 ordinals[source] += len(docs)
                 out.extend(docs)
@@ -506,12 +523,15 @@ class RechunkTextSplitter(TextSplitter):
         revision: str,
         seen: Counter[str],
         first: int,
+        locator: Locator | None = None,
     ) -> list[Document]:
         policy = self._chunker.policy_id
         out = []
         keyed = list(keyed_chunks([_as_chunk(p) for p in found], self._model_id, seen))
         for ordinal, (piece, (chunk, key, occurrence)) in enumerate(zip(found, keyed), first):
             fields = copy.deepcopy(metadata)
+            if locator is not None:  # where the chunk lies, as rechunk sync writes it
+                fields.update(locator(piece.tile_start, piece.tile_end))
             if self._add_start_index:
                 fields.update({START_KEY: chunk.start, END_KEY: chunk.end})
             else:

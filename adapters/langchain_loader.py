@@ -13,8 +13,10 @@ Metadata, with LangChain's usual keys where they overlap: ``source`` (the path a
 ``path#id`` for a record), ``format`` (the parser's format name), ``parser`` (the
 parser's name and version), and what the format states of the whole document
 (``title``, an e-mail's ``subject``...; a PDF's page count as ``total_pages``, as
-``PyPDFLoader`` names it). The locators of each chunk (``pages``, ``section``,
-``rows``, ``slides``) are ``rechunk sync``'s: LangChain's splitters see text and the
+``PyPDFLoader`` names it). Where each chunk lies (``pages``, ``section``, ``rows``,
+``slides``..., as ``rechunk sync`` writes them) is added by ``RechunkTextSplitter``'s
+``split_documents``, which finds each loaded document's parse
+(:mod:`rechunk.adapters._locators`); LangChain's own splitters see text and the
 document's metadata only.
 """
 
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rechunk._optional import require
+from rechunk.adapters._locators import remember
 from rechunk.sources import ParseOptions, format_for, parse_file
 
 require("langchain_core", "langchain")
@@ -93,4 +96,6 @@ class RechunkLoader(BaseLoader):
                     # PyPDFLoader's key: in rechunk, pages are a chunk's [first, last]
                     metadata["total_pages"] = metadata.pop("pages")
                 doc_id = str(path) if parsed.part is None else f"{path}#{parsed.part}"
-                yield Document(page_content=parsed.text, metadata=metadata, id=doc_id)
+                doc = Document(page_content=parsed.text, metadata=metadata, id=doc_id)
+                remember(doc, parsed)  # for the splitter's per-chunk locators
+                yield doc

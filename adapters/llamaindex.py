@@ -65,6 +65,7 @@ from itertools import pairwise
 from typing import Any, Final
 
 from rechunk._optional import require
+from rechunk.adapters._locators import flat, locator_for
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -630,6 +631,15 @@ class RechunkNodeParser(NodeParser):
         found = self._pieces(text, sizing, f"node {node.node_id!r}")
         if not found:
             return []
+        locator = locator_for(node, text) if self.include_metadata else None
+        located = [
+            flat(locator(piece.tile_start, piece.tile_end)) if locator else {} for piece in found
+        ]
+        # where a node lies is for citing it, not for embedding: a reflowed page would
+        # otherwise change the header of every node after it
+        for key in dict.fromkeys(key for where in located for key in where):
+            if key not in embed_excluded:
+                embed_excluded.append(key)
         source = node.as_related_node_info()
         revision = text_revision(text)
         llm_excluded = [
@@ -639,6 +649,7 @@ class RechunkNodeParser(NodeParser):
         parsed: list[TextNode] = []
         for i, piece in enumerate(found):
             metadata = copy.deepcopy(inherited)
+            metadata.update(located[i])
             metadata.update(
                 {
                     REVISION_KEY: revision,

@@ -13,10 +13,11 @@ PDF's running headers and page numbers left out). Use it on its own, or give it 
 Metadata: what ``SimpleDirectoryReader`` passes as ``extra_info`` (``file_path``,
 ``file_name``, ``file_type``, sizes and dates), else ``file_path`` and ``file_name``;
 then ``format``, ``parser`` (name and version) and what the format states of the whole
-document (``title``, a PDF's page count as ``total_pages``...; the locators of each
-chunk, ``pages``, ``section``, ``rows``, are ``rechunk sync``'s, as a node parser sees
-text and the document's metadata only). ``Document.id_`` is the path (``path#id`` for a
-record), so an ingestion pipeline's docstore sees one document per file across runs.
+document (``title``, a PDF's page count as ``total_pages``...). Where each node lies
+(``pages``, ``section``, ``rows``...) is added by ``RechunkNodeParser``, which finds each
+read document's parse (:mod:`rechunk.adapters._locators`); LlamaIndex's own node parsers
+see text and the document's metadata only. ``Document.id_`` is the path (``path#id``
+for a record), so an ingestion pipeline's docstore sees one document per file across runs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rechunk._optional import require
+from rechunk.adapters._locators import remember
 from rechunk.sources import ParseOptions, format_for, parse_file, supported_suffixes
 
 require("llama_index.core", "llamaindex", "llama-index-core")
@@ -85,7 +87,7 @@ class RechunkReader(BaseReader):
                 metadata["record"] = parsed.part
             if fmt == "pdf" and "pages" in metadata:  # in rechunk, a chunk's [first, last]
                 metadata["total_pages"] = metadata.pop("pages")
-            yield Document(
+            doc = Document(
                 text=parsed.text,
                 metadata=metadata,
                 id_=doc_id,
@@ -94,6 +96,8 @@ class RechunkReader(BaseReader):
                 excluded_embed_metadata_keys=["format", "parser", "total_pages"],
                 excluded_llm_metadata_keys=["format", "parser"],
             )
+            remember(doc, parsed)  # for the node parser's per-node locators
+            yield doc
 
     def load_data(
         self, file: str | Path, extra_info: dict[str, Any] | None = None, **kwargs: Any

@@ -156,3 +156,213 @@ def test_a_loader_asked_for_code_says_what_reads_code(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"from_language") as err:
         RechunkLoader(path, format="code").load()
     assert "--format" not in str(err.value)
+
+
+#: one word per page, in every sentence of it, so that a chunk's words say its pages
+PAGE_WORDS = ("amber", "birch", "cedar", "delta", "ember")
+GUIDE = """# Guide
+
+Read this first.
+
+## Setup
+
+Install the package, then point it at a folder of notes.
+
+### Offline
+
+Copy the wheel across and install it without an index.
+
+## Use
+
+Run the sync every night; it embeds only what changed.
+"""
+
+
+def _manual(path: Path, words: tuple[str, ...]) -> None:
+    """A PDF written by reportlab: one page per word, each sentence naming its page's word."""
+    from reportlab.lib.pagesizes import A6
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
+
+    style = getSampleStyleSheet()["BodyText"]
+    story: list[Any] = []
+    for word in words:
+        sentences = " ".join(f"The {word} sync keeps step {n} of the manual." for n in range(6))
+        story += [Paragraph(sentences, style), PageBreak()]
+    SimpleDocTemplate(str(path), pagesize=A6, title="Manual").build(story[:-1])
+
+
+def _pages_by_words(text: str, words: tuple[str, ...]) -> list[int]:
+    return [n for n, word in enumerate(words, 1) if word in text]
+
+
+def _heading_path(text: str, start: int) -> list[str]:
+    """The Markdown heading path in force at ``start``, read from the lines themselves."""
+    path: list[tuple[int, str]] = []
+    for line in text[:start].splitlines():
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            path = [(lv, title) for lv, title in path if lv < level]
+            path.append((level, line.lstrip("#").strip()))
+    for line in text[start:].splitlines()[:1]:  # a chunk that opens with a heading
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            path = [(lv, title) for lv, title in path if lv < level]
+            path.append((level, line.lstrip("#").strip()))
+    return [title for _, title in path]
+
+
+def test_langchain_splitter_says_where_each_chunk_of_a_loaded_file_lies(tmp_path: Path) -> None:
+    """Chunks of a loaded PDF carry the pages their text is on, and chunks of a loaded
+    Markdown note their heading path, as `rechunk sync` writes them; a copy of a loaded
+    document, or one whose text was changed, carries only the document's metadata."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("pypdfium2")
+    pytest.importorskip("reportlab")
+    from rechunk.adapters.langchain import RechunkTextSplitter
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    _manual(tmp_path / "manual.pdf", PAGE_WORDS)
+    (tmp_path / "guide.md").write_text(GUIDE)
+    pdf, note = RechunkLoader([tmp_path / "manual.pdf", tmp_path / "guide.md"]).load()
+    splitter = RechunkTextSplitter(chunk_size=24)
+    chunks = splitter.split_documents([pdf, note])
+    on_pages = [c for c in chunks if c.metadata["source"].endswith(".pdf")]
+    assert len(on_pages) > len(PAGE_WORDS)  # several chunks a page
+    for chunk in on_pages:
+        first, last = chunk.metadata["pages"]
+        assert list(range(first, last + 1)) == _pages_by_words(chunk.page_content, PAGE_WORDS)
+        assert "section" not in chunk.metadata
+    in_note = [c for c in chunks if c.metadata["source"].endswith(".md")]
+    assert {tuple(c.metadata["section"]) for c in in_note} >= {
+        ("Guide", "Setup", "Offline"),
+        ("Guide", "Use"),
+    }
+    for chunk in in_note:
+        assert chunk.metadata["section"] == _heading_path(GUIDE, chunk.metadata["start"])
+        assert "pages" not in chunk.metadata
+    # a copy, or a text the user changed, has no parse to locate its chunks in
+    copied = splitter.split_documents([pdf.model_copy(deep=True)])
+    cleaned = pdf.model_copy(update={"page_content": pdf.page_content.upper()})
+    for chunk in copied + splitter.split_documents([cleaned]):
+        assert "pages" not in chunk.metadata
+    assert [c.page_content for c in copied] == [c.page_content for c in on_pages]
+
+
+def test_a_reflowed_pdf_gets_its_new_pages_from_the_cache(tmp_path: Path, minilm: Any) -> None:
+    """A page inserted at the front moves every chunk to the next page: index() rewrites
+    those records with their new pages, and every vector of unchanged text comes from the
+    cache (the real model embeds the new page's chunks only)."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("pypdfium2")
+    pytest.importorskip("reportlab")
+    from langchain_core.indexing import InMemoryRecordManager, index
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from rechunk import MemoryCache
+    from rechunk.adapters.langchain import (
+        CachedEmbeddings,
+        RechunkTextSplitter,
+        rechunk_key_encoder,
+    )
+    from rechunk.adapters.langchain_embeddings import RechunkEmbeddings
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    path = tmp_path / "manual.pdf"
+    embeddings = CachedEmbeddings(RechunkEmbeddings(minilm), MemoryCache())
+    store = InMemoryVectorStore(embeddings)
+    records = InMemoryRecordManager("manual")
+    records.create_schema()
+    splitter = RechunkTextSplitter(chunk_size=24, model_id=minilm.model_id)
+
+    def indexed(words: tuple[str, ...]) -> dict[str, Any]:
+        _manual(path, words)
+        docs = splitter.split_documents(RechunkLoader(path).load())
+        embeddings.reset_stats()
+        return index(
+            docs, records, store, cleanup="incremental", source_id_key="source",
+            key_encoder=rechunk_key_encoder,
+        )  # fmt: skip
+
+    indexed(PAGE_WORDS)
+    before = len(store.store)
+    result = indexed(("fable", *PAGE_WORDS))
+    stored = list(store.store.values())
+    for entry in stored:
+        first, last = entry["metadata"]["pages"]
+        words = ("fable", *PAGE_WORDS)
+        assert list(range(first, last + 1)) == _pages_by_words(entry["text"], words)
+    new_page = [e for e in stored if "fable" in e["text"]]
+    assert result["num_deleted"] == before  # every old record named its old page
+    assert embeddings.stats.inputs_embedded == len(new_page)
+
+
+def test_llamaindex_nodes_of_a_reflowed_pdf_reach_chroma_with_their_pages(
+    tmp_path: Path, minilm: Any, chroma_client: Any
+) -> None:
+    """RechunkReader in SimpleDirectoryReader, RechunkNodeParser and CachedEmbedding in an
+    IngestionPipeline into LlamaIndex's ChromaVectorStore (which holds no lists): every
+    node carries its pages as text, they stay out of what is embedded, and a page inserted
+    at the front re-embeds that page's nodes only."""
+    pytest.importorskip("llama_index.vector_stores.chroma")
+    pytest.importorskip("pypdfium2")
+    pytest.importorskip("reportlab")
+    from llama_index.core import SimpleDirectoryReader
+    from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
+    from llama_index.core.schema import MetadataMode
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    from rechunk import MemoryCache
+    from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    collection = chroma_client.get_or_create_collection("manual", embedding_function=None)
+    embedding = CachedEmbedding(RechunkEmbedding(minilm), MemoryCache())
+    parser = RechunkNodeParser(chunk_size=100, model_id=minilm.model_id)
+    pipeline = IngestionPipeline(
+        transformations=[parser, embedding],
+        docstore=SimpleDocumentStore(),
+        vector_store=ChromaVectorStore(chroma_collection=collection),
+        docstore_strategy=DocstoreStrategy.UPSERTS,
+    )
+    reader = RechunkReader()
+
+    def run(words: tuple[str, ...]) -> list[Any]:
+        _manual(folder / "manual.pdf", words)
+        docs = SimpleDirectoryReader(str(folder), file_extractor=reader.file_extractor())
+        embedding.reset_stats()
+        return pipeline.run(documents=docs.load_data())
+
+    run(PAGE_WORDS)
+    words = ("fable", *PAGE_WORDS)
+    nodes = run(words)
+    assert nodes and all("pages" not in n.get_content(MetadataMode.EMBED) for n in nodes)
+    assert all("pages: " in n.get_content(MetadataMode.LLM) for n in nodes)  # to cite
+    stored = collection.get(include=["documents", "metadatas"])
+    assert len(stored["ids"]) == len(nodes)
+    for text, metadata in zip(stored["documents"], stored["metadatas"]):
+        first, _, last = metadata["pages"].partition("-")
+        pages = list(range(int(first), int(last or first) + 1))
+        assert pages == _pages_by_words(text, words)
+    assert embedding.stats.inputs_embedded == sum("fable" in n.text for n in nodes) > 0
+
+
+def test_a_loaded_document_holds_its_parse_no_longer_than_itself(folder: Path) -> None:
+    """The parse a splitter looks up lives as long as the document: a pipeline that loads
+    a folder a file at a time does not keep every file's text."""
+    pytest.importorskip("langchain_core")
+    import gc
+
+    from rechunk.adapters import _locators
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    before = len(_locators._KNOWN)
+    docs = RechunkLoader([folder / "notes.html", folder / "faq.jsonl"], id_field="id").load()
+    assert len(_locators._KNOWN) == before + len(docs) == before + 3
+    del docs
+    gc.collect()
+    assert len(_locators._KNOWN) == before

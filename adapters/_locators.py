@@ -1,0 +1,70 @@
+"""Where each chunk of a loaded document lies in its file, for the frameworks' splitters.
+
+``rechunk sync`` writes each chunk's locators (``pages``, ``section``, ``rows``,
+``slides``...: :func:`rechunk.sources.locate`) beside it. A framework's splitter sees only
+a document's text and metadata, so :class:`~rechunk.adapters.langchain_loader.RechunkLoader`
+and :class:`~rechunk.adapters.llamaindex_reader.RechunkReader` leave each document's parse
+here, and rechunk's splitters look it up by the document object: an entry lives as long
+as its document does (a weak reference), and holds for that document only while its text
+is the text that was parsed. A copy of the document (a pickle sent to another process, a
+text the user cleaned) finds nothing, and its chunks carry the document's metadata only,
+as any other splitter's would. No framework is imported here.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from rechunk.sources.base import Locator, Parsed
+
+__all__ = ["flat", "locator_for", "remember"]
+
+#: ``id(document) -> (weak reference to it, its parse, its locator once asked for)``
+_KNOWN: dict[int, tuple[weakref.ref[Any], Parsed, list[Locator]]] = {}
+_LOCK = threading.Lock()
+
+
+def remember(document: object, parsed: Parsed) -> None:
+    """Keep ``parsed`` as the parse of ``document`` for as long as ``document`` lives."""
+    key = id(document)
+
+    def forget(ref: weakref.ref[Any]) -> None:
+        with _LOCK:
+            entry = _KNOWN.get(key)
+            if entry is not None and entry[0] is ref:
+                del _KNOWN[key]
+
+    with _LOCK:
+        _KNOWN[key] = (weakref.ref(document, forget), parsed, [])
+
+
+def locator_for(document: object, text: str) -> Locator | None:
+    """The locator of ``document`` when a loader parsed it and ``text``, the text to be
+    split, is still the text it parsed; else None."""
+    with _LOCK:
+        entry = _KNOWN.get(id(document))
+    if entry is None or entry[0]() is not document:
+        return None
+    _, parsed, made = entry
+    if parsed.text != text:
+        return None
+    if not made:  # blocks are indexed once, on the first split that asks
+        made.append(Locator(parsed))
+    return made[0]
+
+
+def flat(located: dict[str, Any]) -> dict[str, Any]:
+    """``located`` with scalar values, for stores that hold no lists (LlamaIndex's
+    ``ChromaVectorStore`` refuses them): a range ``[first, last]`` as ``"first-last"``
+    (``"3"`` when it is one), a heading path as its titles joined by ``" > "``."""
+    out: dict[str, Any] = {}
+    for key, value in located.items():
+        if isinstance(value, list) and all(type(v) is int for v in value):
+            first, last = min(value), max(value)
+            value = str(first) if first == last else f"{first}-{last}"
+        elif isinstance(value, list):
+            value = " > ".join(str(v) for v in value)
+        out[key] = value
+    return out
