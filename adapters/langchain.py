@@ -53,8 +53,9 @@ A document that :class:`~rechunk.adapters.langchain_loader.RechunkLoader` loaded
 gets, from ``split_documents``, where each chunk lies in its file, under the names
 ``rechunk sync`` writes (:func:`rechunk.sources.locate`): ``pages`` / ``slides`` /
 ``rows`` / ``lines`` as ``[first, last]``, ``section`` as the heading path, ``sheet``...
-(the loaded document object, with its text unchanged: a copy carries none). They are
-metadata like any other: a chunk whose page moved gets a new id, and its vector comes from
+(the loaded document object, with its text unchanged: a copy carries none; a key the
+document's metadata already holds keeps the document's value). They are metadata like
+any other: a chunk whose page moved gets a new id, and its vector comes from
 :class:`CachedEmbeddings`' cache.
 
 Id recipes:
@@ -531,7 +532,8 @@ class RechunkTextSplitter(TextSplitter):
         for ordinal, (piece, (chunk, key, occurrence)) in enumerate(zip(found, keyed), first):
             fields = copy.deepcopy(metadata)
             if locator is not None:  # where the chunk lies, as rechunk sync writes it
-                fields.update(locator(piece.tile_start, piece.tile_end))
+                located = locator(piece.tile_start, piece.tile_end)
+                fields.update({k: v for k, v in located.items() if k not in metadata})
             if self._add_start_index:
                 fields.update({START_KEY: chunk.start, END_KEY: chunk.end})
             else:

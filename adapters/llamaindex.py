@@ -633,7 +633,14 @@ class RechunkNodeParser(NodeParser):
             return []
         locator = locator_for(node, text) if self.include_metadata else None
         located = [
-            flat(locator(piece.tile_start, piece.tile_end)) if locator else {} for piece in found
+            {
+                key: value
+                for key, value in flat(locator(piece.tile_start, piece.tile_end)).items()
+                if key not in inherited  # the document's own keys (its record) stay its own
+            }
+            if locator
+            else {}
+            for piece in found
         ]
         # where a node lies is for citing it, not for embedding: a reflowed page would
         # otherwise change the header of every node after it

@@ -366,3 +366,27 @@ def test_a_loaded_document_holds_its_parse_no_longer_than_itself(folder: Path) -
     del docs
     gc.collect()
     assert len(_locators._KNOWN) == before
+
+
+def test_llamaindex_locators_leave_ids_and_embedded_text_as_they_were(folder: Path) -> None:
+    """A node's locators are shown to the LLM only: its embedded text, input key and id are
+    those of the same document without them (a copy), and a key the document itself holds
+    (a record's id) keeps its value and stays embedded."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.schema import MetadataMode
+
+    from rechunk.adapters.llamaindex import RechunkNodeParser
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+
+    reader = RechunkReader(id_field="id")
+    docs = [*reader.load_data(folder / "faq.jsonl"), *reader.load_data(folder / "notes.html")]
+    parser = RechunkNodeParser()
+    located = parser.get_nodes_from_documents(docs)
+    bare = parser.get_nodes_from_documents([d.model_copy(deep=True) for d in docs])
+    assert [n.id_ for n in located] == [n.id_ for n in bare]
+    embedded = [n.get_content(MetadataMode.EMBED) for n in located]
+    assert embedded == [n.get_content(MetadataMode.EMBED) for n in bare]
+    assert [n.metadata["lines"] for n in located[:2]] == ["1", "2"]
+    assert all("record: " in text and "lines" not in text for text in embedded[:2])
+    assert located[2].metadata["section"] == "Release notes"
+    assert all("section" not in n.metadata and "lines" not in n.metadata for n in bare)
