@@ -424,7 +424,9 @@ class PreparedWrite:
 
 def _check_payload(payload: object, point_id: str) -> PointPayload:
     if not isinstance(payload, PointPayload):
-        raise ConfigError(f"point {point_id}: payload must be a PointPayload, got {payload!r}")
+        raise ConfigError(
+            f"point {point_id}: payload must be a PointPayload, got a {type(payload).__name__}"
+        )
     for name in _STR_FIELDS:
         value = getattr(payload, name)
         if type(value) is not str or not value:
@@ -502,8 +504,9 @@ def check_metadata(metadata: Mapping[str, Any], owner: str, layout: Layout, *, f
                 or type(value) is dict
                 or (type(value) is list and not _flat_list(value))
             ):
+                held = "None" if value is None else f"a {type(value).__name__}"  # never the value
                 raise StoreError(
-                    f"{where} holds {type(value).__name__} {value!r:.60}; Chroma metadata values "
+                    f"{where} holds {held}; Chroma metadata values "
                     f"must be str, int, float, bool or a non-empty list of one of those types: "
                     f"flatten it, or store it as a JSON string yourself"
                 )
@@ -663,7 +666,7 @@ def _payload_from(
     for name in _STR_FIELDS:
         value = fields[name]
         if type(value) is not str:
-            raise _foreign(point_id, collection, layout, f"{name} is {value!r}")
+            raise _foreign(point_id, collection, layout, f"{name} is a {type(value).__name__}")
         values[name] = value
     for name in (*_INT_FIELDS, "version"):
         value = fields.get(name)
@@ -672,7 +675,7 @@ def _payload_from(
         if type(value) is float and value.is_integer():
             value = int(value)  # a JSON number that went through a float
         if type(value) is not int:
-            raise _foreign(point_id, collection, layout, f"{name} is {value!r}")
+            raise _foreign(point_id, collection, layout, f"{name} is a {type(value).__name__}")
         values[name] = value
     if type(text) is not str:
         raise _foreign(point_id, collection, layout, "no text")

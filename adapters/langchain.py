@@ -235,7 +235,7 @@ def source_id_for(text: str, metadata: Mapping[str, Any], document_id: str | Non
         if not isinstance(source, str) or not source:
             raise InputError(
                 "metadata['source'] must be a non-empty str, an int or a path to serve as the "
-                f"source id, got {source!r}"
+                f"source id, got {'an empty str' if source == '' else 'a ' + type(source).__name__}"
             )
         return source
     if isinstance(document_id, str) and document_id:
@@ -439,7 +439,9 @@ class RechunkTextSplitter(TextSplitter):
         """The chunks of ``text``: ``Piece.text == text[start:end]`` (overlap included).
         Text rechunk cannot cut is an InputError naming the text (``name``, its source)."""
         source = (metadata or {}).get("source")
-        where = f"{name} (source {source!r})" if name and source is not None else name
+        # a source is a name to quote only when it is one (a str, int or path), not a value
+        named = type(source) in (str, int) or isinstance(source, PurePath)
+        where = f"{name} (source {source!r})" if name and named else name
         chunks = chunk_named(self._chunker, text, where)
         found = pieces(
             text,

@@ -57,6 +57,16 @@ def json_problem(value: object, where: str, depth: int = 0) -> str | None:
     )
 
 
+def _held(value: Any) -> str:
+    """``a dict``, ``a list of dict and str``: what a value is, never what it says (a
+    value may be a document's text, which no error message carries)."""
+    if type(value) is not list:
+        return f"a {type(value).__name__}"
+    if not value:
+        return "an empty list"
+    return "a list of " + " and ".join(sorted({type(item).__name__ for item in value}))
+
+
 def flat_problem(values: Mapping[str, Any], where: str) -> str | None:
     """Why ``values`` is not flat metadata that every store holds (str keys; str, int,
     float or bool values, or non-empty lists of one of those types), or None."""
@@ -66,7 +76,7 @@ def flat_problem(values: Mapping[str, Any], where: str) -> str | None:
         items = value if type(value) is list else [value]
         kinds = {type(item) for item in items}
         if not items or len(kinds) != 1 or not kinds <= {str, int, float, bool}:
-            return f"{where}[{key!r}]: {value!r:.60} is not a str, int, float, bool or list of one"
+            return f"{where}[{key!r}]: {_held(value)} is not a str, int, float, bool or list of one"
         problem = json_problem(value, f"{where}[{key!r}]")
         if problem:
             return problem

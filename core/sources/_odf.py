@@ -10,7 +10,6 @@ headers and footers, never read) and ``meta.xml`` the title.
 
 from __future__ import annotations
 
-import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,8 +37,15 @@ _CODE_STYLES = frozenset(
     {"Preformatted Text", "Source Code", "Source Text", "Code", "HTML Preformatted"}
 )
 _QUOTE_STYLES = frozenset({"Quotations", "Quote", "Block Text"})
-# a media type as a package's mimetype part names one (anything else is not quoted: text)
-_MIME_TYPE = re.compile(r"[\w.+-]{1,60}/[\w.+-]{1,100}")
+# the media types an OpenDocument package names (ODF 1.3, appendix C); any other mimetype
+# part is not quoted, since it is whatever the file's author wrote
+_ODF_KINDS = (
+    "text", "text-template", "text-master", "text-master-template", "text-web",
+    "spreadsheet", "spreadsheet-template", "presentation", "presentation-template",
+    "graphics", "graphics-template", "chart", "chart-template", "image", "image-template",
+    "formula", "formula-template", "database",
+)  # fmt: skip
+_ODF_MIME_TYPES = frozenset(f"application/vnd.oasis.opendocument.{kind}" for kind in _ODF_KINDS)
 MAX_REPEAT = 64  # repeated rows, cells or spaces of a text table written out (no bomb)
 
 
@@ -297,8 +303,12 @@ def open_odf(data: bytes, kind: str, legacy: str, suffix: str) -> Package:
     with open_package(data, "an OpenDocument package") as zf:
         mimetype = (read_part(zf, "mimetype") or b"").decode("ascii", "replace").strip()
         if mimetype not in mimetypes:
-            named = repr(mimetype) if _MIME_TYPE.fullmatch(mimetype) else "not a media type"
-            raise ParseError(f"not an OpenDocument {kind}: its mimetype is {named}")
+            said = (
+                f"its mimetype is {mimetype!r}"
+                if mimetype in _ODF_MIME_TYPES
+                else "its mimetype part names no OpenDocument type"
+            )
+            raise ParseError(f"not an OpenDocument {kind}: {said}")
         if _encrypted(zf):
             raise ParseError(
                 "encrypted: the file is password-protected; save it without a password"

@@ -23,6 +23,7 @@ __all__ = [
     "Parsed",
     "Parser",
     "TextBuilder",
+    "error_kind",
     "locate",
 ]
 
@@ -39,6 +40,17 @@ class ParseError(InputError):
     def __init__(self, reason: str, path: str | Path | None = None) -> None:
         super().__init__(reason if path is None else f"{path}: {reason}")
         self.reason = reason
+
+
+def error_kind(exc: BaseException) -> str:
+    """What a library's exception was, never what it says: its class, and where in the
+    input a syntax error lies. A parser's message may quote the file (libxml2 quotes the
+    text around a fault, Python's idna codec the label it failed on), and a reason is
+    printed, logged and sent in ``--json``, where no document text may go."""
+    where = getattr(exc, "position", None)
+    if isinstance(where, tuple) and len(where) == 2 and all(type(n) is int for n in where):
+        return f"{type(exc).__name__} at line {where[0]}, column {where[1]}"
+    return type(exc).__name__
 
 
 @dataclass(frozen=True)

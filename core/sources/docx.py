@@ -660,7 +660,8 @@ class DocxParser:
                 raise ParseError("corrupt: the package has no main document part")
             namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
             if namespace not in (_W_TRANSITIONAL, _W_STRICT) or not root.tag.endswith("}document"):
-                raise ParseError(f"not a Word document: its main part {main} is <{root.tag}>")
+                # the element is not named: its namespace is any text the file's author wrote
+                raise ParseError(f"not a Word document: its main part {main} holds no w:document")
             ns = _Ns(namespace)
             rels = _rels(zf, main)
             styles, default = _load_styles(

@@ -30,6 +30,7 @@ from email.message import EmailMessage, Message
 from typing import Any
 
 from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.encoding import text_codec
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = ["EmailParser", "write_plain_text"]
@@ -85,10 +86,11 @@ def _content(part: Message) -> str:
     payload = part.get_payload(decode=True)
     if not isinstance(payload, bytes):
         return str(part.get_payload())
-    charset = part.get_content_charset() or "utf-8"
+    # an unknown charset, or one no text is saved in (idna, base64), reads as UTF-8
+    charset = text_codec(part.get_content_charset() or "utf-8") or "utf-8"
     try:
         return payload.decode(charset, errors="replace")
-    except LookupError:  # an unknown charset name
+    except UnicodeError:  # a codec's own complaint (never shown: it may quote the text)
         return payload.decode("utf-8", errors="replace")
 
 

@@ -33,7 +33,7 @@ from rechunk._optional import require
 from rechunk.errors import ConfigError
 from rechunk.sources.base import ParseError
 
-__all__ = ["check_encoding", "declared_encoding", "decode_text", "decode_text_as"]
+__all__ = ["check_encoding", "declared_encoding", "decode_text", "decode_text_as", "text_codec"]
 
 # UTF-32's marks first: UTF-32-LE's begins with UTF-16-LE's
 _BOMS = (
@@ -48,19 +48,39 @@ _NUL = "NUL bytes"
 _SNIFF_BYTES = 4096  # of a file without a mark, looked at for UTF-16's pattern
 
 
+#: codecs Python counts as text encodings that are no file's encoding: domain-name labels
+#: (whose errors quote the text they failed on) and the codec that always fails
+_NOT_FILE_ENCODINGS = frozenset({"idna", "punycode", "undefined"})
+
+
+def text_codec(name: str) -> str | None:
+    """``name`` as Python's codec registry knows it (``latin1`` -> ``iso8859-1``) when it
+    names an encoding a file's text can be saved in, else None: not a codec, a codec of
+    bytes to bytes or text to text (base64, zlib, rot13), or one for domain names (idna,
+    punycode), whose errors quote the text. A file's own declaration names any of these,
+    so every decode goes through here first."""
+    try:
+        codec = codecs.lookup(name)
+    except (LookupError, TypeError, ValueError):
+        return None
+    if not getattr(codec, "_is_text_encoding", True) or codec.name in _NOT_FILE_ENCODINGS:
+        return None
+    return codec.name
+
+
 def check_encoding(name: str | None) -> str | None:
     """``name`` as Python's codec registry knows it (``latin1`` -> ``iso8859-1``), or a
-    :class:`ConfigError` when it names no text encoding; None stays None."""
+    :class:`ConfigError` when it names no text encoding (:func:`text_codec`); None stays
+    None."""
     if name is None:
         return None
-    try:
-        "a".encode(name)  # a codec of bytes to bytes (base64, zlib) is a LookupError here
-        return codecs.lookup(name).name
-    except (LookupError, UnicodeError):
+    codec = text_codec(name)
+    if codec is None:
         raise ConfigError(
             f"encoding {name!r}: not a text encoding Python knows (e.g. cp1252, latin-1, "
             "shift_jis, utf-16)"
-        ) from None
+        )
+    return codec
 
 
 #: PEP 263's rule for a coding declaration, on one line of bytes
@@ -93,6 +113,8 @@ def _attempt(data: bytes, encoding: str, skip: int = 0) -> tuple[str | None, str
         text = data[skip:].decode(encoding)
     except UnicodeDecodeError as exc:
         return None, f"byte offset {exc.start + skip}"
+    except UnicodeError:  # a codec's own complaint, which may quote the text: never shown
+        return None, "cannot decode"
     if "\x00" in text:
         return None, _NUL
     return text, ""

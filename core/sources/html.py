@@ -58,6 +58,7 @@ from typing import Any
 from rechunk._optional import require
 from rechunk.errors import ConfigError
 from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
+from rechunk.sources.encoding import text_codec
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = [
@@ -129,15 +130,14 @@ def _encoding(data: bytes) -> tuple[str | None, int]:
     match = _DECLARED.search(data[:_SNIFF_BYTES])
     if match:
         declared = (match.group(1) or match.group(2)).decode("ascii").lower()
-        try:
-            name = codecs.lookup(declared).name
-        except LookupError:
+        codec = text_codec(declared)  # a page that names no file encoding declares none
+        if codec is None:
             return None, 0
-        if name in ("iso8859-1", "ascii", "latin-1"):
+        if codec in ("iso8859-1", "ascii", "latin-1"):
             return "cp1252", 0  # what browsers read for these labels
-        if name.startswith("utf-16") or name.startswith("utf-32"):
+        if codec.startswith("utf-16") or codec.startswith("utf-32"):
             return "utf-8", 0  # an ASCII-readable declaration cannot be UTF-16
-        return name, 0
+        return codec, 0
     return None, 0
 
 
@@ -154,7 +154,7 @@ def decode_html(data: bytes, fallback: str | None = None) -> tuple[str, str, boo
             markup, replaced = body.decode(name), False
             encoding = name
             break
-        except UnicodeDecodeError:
+        except UnicodeError:  # never shown: a codec's message may quote the text
             continue
     else:
         encoding = tried[0]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
 from rechunk.sources._office import ZIP_ERRORS, reject_ole
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import Parsed, ParseError, TextBuilder, error_kind
 
 if TYPE_CHECKING:
     from rechunk.sources.registry import ParseOptions
@@ -261,9 +261,11 @@ class PptxParser:
         try:
             deck = pptx.Presentation(io.BytesIO(data))
         except (*ZIP_ERRORS, pptx.exc.PythonPptxError) as exc:
-            raise ParseError(f"corrupt: not a PPTX package ({exc})") from None
+            raise ParseError(f"corrupt: not a PPTX package ({error_kind(exc)})") from None
         except (KeyError, ValueError, TypeError, AttributeError, OSError, SyntaxError) as exc:
-            raise ParseError(f"corrupt: the package cannot be read as a deck ({exc})") from None
+            raise ParseError(
+                f"corrupt: the package cannot be read as a deck ({error_kind(exc)})"
+            ) from None
         out = TextBuilder()
         try:
             for number, slide in enumerate(deck.slides, start=1):
@@ -281,9 +283,14 @@ class PptxParser:
                 writer.shapes(slide.shapes, title)
                 writer.notes(slide)
         except (*ZIP_ERRORS, pptx.exc.PythonPptxError, KeyError, ValueError, AttributeError) as exc:
-            raise ParseError(f"corrupt: a slide cannot be read ({exc})") from None
+            raise ParseError(f"corrupt: a slide cannot be read ({error_kind(exc)})") from None
         if out.empty:
             raise ParseError("no text: the deck's slides hold no text")
-        title = (deck.core_properties.title or "").strip()
+        try:
+            title = (deck.core_properties.title or "").strip()
+        except (*ZIP_ERRORS, pptx.exc.PythonPptxError, KeyError, ValueError, AttributeError) as exc:
+            raise ParseError(
+                f"corrupt: its properties cannot be read ({error_kind(exc)})"
+            ) from None
         metadata = {"title": " ".join(title.split())} if title else {}
         return [out.build(self.name, self.version(), metadata=metadata)]

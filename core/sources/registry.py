@@ -6,8 +6,8 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from rechunk.errors import ConfigError, InputError
-from rechunk.sources.base import Parsed, ParseError, Parser
+from rechunk.errors import ConfigError, InputError, RechunkError
+from rechunk.sources.base import Parsed, ParseError, Parser, error_kind
 from rechunk.sources.encoding import check_encoding, decode_text_as
 
 __all__ = [
@@ -140,10 +140,18 @@ def parse_file(
 
 
 def parse_bytes(parser: Parser, data: bytes, options: ParseOptions) -> list[Parsed]:
-    """``parser.parse(data, options)``, where a file nested deeper than Python's stack
-    (thousands of nested elements: a parser walks them recursively) is a
-    :class:`ParseError`, not a crash of the whole sync."""
+    """``parser.parse(data, options)``, where one file cannot end a sync of the others: a
+    file nested deeper than Python's stack (thousands of nested elements: a parser walks
+    them recursively) is a :class:`ParseError`, and so is any other exception a parser's
+    library raises on a file it was not built for, named by its class only
+    (:func:`~rechunk.sources.base.error_kind`: its message may quote the file)."""
     try:
         return parser.parse(data, options)
     except RecursionError:
         raise ParseError("corrupt: nested too deeply to read") from None
+    except (RechunkError, MemoryError):
+        raise
+    except Exception as exc:  # a library's own failure on a file it did not expect
+        raise ParseError(
+            f"corrupt, or a case the {parser.name} parser does not handle ({error_kind(exc)})"
+        ) from None
