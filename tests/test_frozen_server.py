@@ -98,9 +98,15 @@ def _start(path: Path, port: int) -> subprocess.Popen[bytes]:
             time.sleep(0.1)
 
 
-def test_publishing_retries_while_the_server_restarts(tmp_path: Path, embedder: Any) -> None:
+def test_publishing_retries_while_the_server_restarts(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rechunk.adapters.chroma import ChromaStore, http_client
+    from rechunk.sync import publishing
 
+    # the default 4 attempts wait 7 s in all; a loaded machine (a whole suite on 2 cores)
+    # took longer than that to start Chroma again, and the test is of the retry, not its budget
+    monkeypatch.setattr(publishing, "PUBLISH_ATTEMPTS", 6)
     path, port = tmp_path / "data", free_port()
     servers = [_start(path, port)]
     chunker = policy_for(embedder, "recursive")
