@@ -277,7 +277,8 @@ def derive_identity(underlying: object, framework: str) -> str:
     the vectors
     (weights fine-tuned in place, a prompt held in a client) is invisible here:
     pass ``model_id`` then. rechunk's own embeddings that name their model
-    (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`) are that name, the
+    (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
+    :class:`~rechunk.adapters.llamaindex_embedding.RechunkEmbedding`) are that name, the
     one ``rechunk sync`` keys its cache with and records in a collection: their model is
     an object, which the rule above leaves out, so every such model had one identity.
     """

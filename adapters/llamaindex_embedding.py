@@ -76,6 +76,12 @@ class RechunkEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         return "RechunkEmbedding"
 
+    @property
+    def model_id(self) -> str:
+        """The model's rechunk identity (``model_name``): the key ``rechunk sync`` caches its
+        vectors under, so ``CachedEmbedding(RechunkEmbedding())`` shares them."""
+        return self.model_name
+
     def __getstate__(self) -> dict[str, Any]:
         # the model stays behind (an ONNX session does not pickle): the copy opens it
         # again from the URI, without LlamaIndex's warning about a dropped attribute

@@ -164,3 +164,18 @@ def test_cached_rechunk_embeddings_are_keyed_by_their_model(
     other = CachedEmbeddings(RechunkEmbeddings(mirrored), cache)
     assert np.allclose(other.embed_documents(texts[:2]), mirrored.embed(texts[:2]), atol=1e-6)
     assert other.stats.inputs_embedded == 2  # not the other model's vectors
+    # LlamaIndex's pair names its model as model_name: the same id, the same cached vectors
+    pytest.importorskip("llama_index.core")
+    from rechunk.adapters.llamaindex import CachedEmbedding
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+
+    node_cached = CachedEmbedding(RechunkEmbedding(onnx), cache)
+    assert node_cached.model_id == onnx.model_id
+    got = node_cached.get_text_embedding_batch(texts)
+    assert np.allclose(got, onnx.embed(texts), atol=1e-6)
+    assert node_cached.stats.inputs_embedded == 0
+    node_other = CachedEmbedding(RechunkEmbedding(mirrored), cache)
+    assert node_other.model_id == "mirrored-minilm/v1"
+    # texts[:2] are cached under the mirrored model by LangChain's pair above: shared
+    assert np.allclose(node_other.get_text_embedding_batch(texts[:4]), mirrored.embed(texts[:4]))
+    assert node_other.stats.inputs_embedded == 2
