@@ -635,7 +635,7 @@ class RechunkNodeParser(NodeParser):
         located = [
             {
                 key: value
-                for key, value in flat(locator(piece.tile_start, piece.tile_end)).items()
+                for key, value in flat(locator(piece.start, piece.end)).items()  # its text
                 if key not in inherited  # the document's own keys (its record) stay its own
             }
             if locator

@@ -187,7 +187,8 @@ def _manual(path: Path, words: tuple[str, ...]) -> None:
     style = getSampleStyleSheet()["BodyText"]
     story: list[Any] = []
     for word in words:
-        sentences = " ".join(f"The {word} sync keeps step {n} of the manual." for n in range(6))
+        # the word every few words, so that any run of words (an overlap) names its page
+        sentences = " ".join(f"{word} step {n} {word} of {word}." for n in range(10))
         story += [Paragraph(sentences, style), PageBreak()]
     SimpleDocTemplate(str(path), pagesize=A6, title="Manual").build(story[:-1])
 
@@ -241,6 +242,12 @@ def test_langchain_splitter_says_where_each_chunk_of_a_loaded_file_lies(tmp_path
     for chunk in in_note:
         assert chunk.metadata["section"] == _heading_path(GUIDE, chunk.metadata["start"])
         assert "pages" not in chunk.metadata
+    # with an overlap, the pages of page_content, the text a reader quotes, overlap and all
+    overlapping = RechunkTextSplitter(chunk_size=24, chunk_overlap=8).split_documents([pdf])
+    assert any(c.metadata["pages"][0] < c.metadata["pages"][1] for c in overlapping)
+    for chunk in overlapping:
+        first, last = chunk.metadata["pages"]
+        assert list(range(first, last + 1)) == _pages_by_words(chunk.page_content, PAGE_WORDS)
     # a copy, or a text the user changed, has no parse to locate its chunks in
     copied = splitter.split_documents([pdf.model_copy(deep=True)])
     cleaned = pdf.model_copy(update={"page_content": pdf.page_content.upper()})
