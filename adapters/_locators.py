@@ -13,13 +13,15 @@ as any other splitter's would. No framework is imported here.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import weakref
 from typing import Any
 
 from rechunk.sources.base import Locator, Parsed
 
-__all__ = ["flat", "locator_for", "remember"]
+__all__ = ["flat", "locator_digest", "locator_for", "remember"]
 
 #: ``id(document) -> (weak reference to it, its parse, its locator once asked for)``
 _KNOWN: dict[int, tuple[weakref.ref[Any], Parsed, list[Locator]]] = {}
@@ -68,3 +70,17 @@ def flat(located: dict[str, Any]) -> dict[str, Any]:
             value = " > ".join(str(v) for v in value)
         out[key] = value
     return out
+
+
+def locator_digest(parsed: Parsed) -> str:
+    """A digest of where each block of ``parsed`` lies: its span, kind and heading level
+    (which give ``section``) and its locator (pages, lines, slides...).
+
+    A framework that decides by a document's text and metadata whether to split it again
+    (LlamaIndex's docstore and ingestion cache) would otherwise keep the old pages of a
+    PDF whose text did not change but moved to other pages, or the old line of a record
+    that a record inserted above it moved: with this in the document's metadata, such a
+    document counts as changed, and its chunks get their new locators."""
+    blocks = [(b.start, b.end, b.kind, b.level, b.locator, b.pieces) for b in parsed.blocks]
+    encoded = json.dumps(blocks, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()[:16]

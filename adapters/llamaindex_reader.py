@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rechunk._optional import require
-from rechunk.adapters._locators import remember
+from rechunk.adapters._locators import locator_digest, remember
 from rechunk.sources import ParseOptions, format_for, parse_file, supported_suffixes
 
 require("llama_index.core", "llamaindex", "llama-index-core")
@@ -35,7 +35,14 @@ require("llama_index.core", "llamaindex", "llama-index-core")
 from llama_index.core import Document  # noqa: E402
 from llama_index.core.readers.base import BaseReader  # noqa: E402
 
-__all__ = ["RechunkReader"]
+__all__ = ["LOCATOR_DIGEST", "RechunkReader"]
+
+#: The metadata key of :func:`rechunk.adapters._locators.locator_digest`: where the
+#: document's blocks lie, so that LlamaIndex re-splits a document whose pages moved.
+LOCATOR_DIGEST = "locator_digest"
+#: Keys that say how a document's text was read, not what it says: kept out of what is
+#: embedded and of what the LLM is shown
+_HOW_READ = ("format", "parser", "encoding", "delimiter", LOCATOR_DIGEST)
 
 
 class RechunkReader(BaseReader):
@@ -76,10 +83,7 @@ class RechunkReader(BaseReader):
     ) -> Iterable[Document]:
         path = Path(file)
         fmt = self.format or format_for(path)
-        base = dict(extra_info) if extra_info else {
-            "file_path": str(path),
-            "file_name": path.name,
-        }
+        base = dict(extra_info) if extra_info else {"file_path": str(path), "file_name": path.name}
         for parsed in parse_file(path, fmt, self.options):
             doc_id = str(path) if parsed.part is None else f"{path}#{parsed.part}"
             metadata = {**base, "format": fmt, "parser": parsed.version, **parsed.metadata}
@@ -87,14 +91,16 @@ class RechunkReader(BaseReader):
                 metadata["record"] = parsed.part
             if fmt == "pdf" and "pages" in metadata:  # in rechunk, a chunk's [first, last]
                 metadata["total_pages"] = metadata.pop("pages")
+            # a reflowed PDF counts as changed, its text unchanged
+            metadata[LOCATOR_DIGEST] = locator_digest(parsed)
             doc = Document(
                 text=parsed.text,
                 metadata=metadata,
                 id_=doc_id,
                 # what says how the text was made is no part of what it says, and a page
                 # count in every node's header would re-embed them all when a page is added
-                excluded_embed_metadata_keys=["format", "parser", "total_pages"],
-                excluded_llm_metadata_keys=["format", "parser"],
+                excluded_embed_metadata_keys=[*_HOW_READ, "total_pages"],
+                excluded_llm_metadata_keys=list(_HOW_READ),
             )
             remember(doc, parsed)  # for the node parser's per-node locators
             yield doc

@@ -26,8 +26,10 @@ PAGE = """<!doctype html><html><head><title>Release notes</title></head><body>
 def folder(tmp_path: Path) -> Path:
     (tmp_path / "notes.html").write_text(PAGE)
     (tmp_path / "faq.jsonl").write_text(
-        json.dumps({"id": "a", "q": "Is text embedded twice?", "r": "No."}) + "\n"
-        + json.dumps({"id": "b", "q": "Does a move re-embed?", "r": "No."}) + "\n"
+        json.dumps({"id": "a", "q": "Is text embedded twice?", "r": "No."})
+        + "\n"
+        + json.dumps({"id": "b", "q": "Does a move re-embed?", "r": "No."})
+        + "\n"
     )
     return tmp_path
 
@@ -178,23 +180,29 @@ Run the sync every night; it embeds only what changed.
 """
 
 
-def _manual(path: Path, words: tuple[str, ...]) -> None:
-    """A PDF written by reportlab: one page per word, each sentence naming its page's word."""
+def _manual(path: Path, words: tuple[str, ...], blank: str = "") -> None:
+    """A PDF written by reportlab: one page per word, each sentence naming its page's word;
+    ``blank`` ``"first"`` or ``"last"`` adds a page with no text there (the same text and
+    page count, on other pages)."""
     from reportlab.lib.pagesizes import A6
     from reportlab.lib.styles import getSampleStyleSheet
-    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer
 
     style = getSampleStyleSheet()["BodyText"]
-    story: list[Any] = []
+    story: list[Any] = [Spacer(1, 10), PageBreak()] if blank == "first" else []
     for word in words:
         # the word every few words, so that any run of words (an overlap) names its page
         sentences = " ".join(f"{word} step {n} {word} of {word}." for n in range(10))
         story += [Paragraph(sentences, style), PageBreak()]
-    SimpleDocTemplate(str(path), pagesize=A6, title="Manual").build(story[:-1])
+    if blank == "last":
+        story.append(Spacer(1, 10))
+    else:
+        story.pop()  # no page break after the last page
+    SimpleDocTemplate(str(path), pagesize=A6, title="Manual").build(story)
 
 
-def _pages_by_words(text: str, words: tuple[str, ...]) -> list[int]:
-    return [n for n, word in enumerate(words, 1) if word in text]
+def _pages_by_words(text: str, words: tuple[str, ...], first: int = 1) -> list[int]:
+    return [n for n, word in enumerate(words, first) if word in text]
 
 
 def _heading_path(text: str, start: int) -> list[str]:
@@ -397,3 +405,45 @@ def test_llamaindex_locators_leave_ids_and_embedded_text_as_they_were(folder: Pa
     assert all("record: " in text and "lines" not in text for text in embedded[:2])
     assert located[2].metadata["section"] == "Release notes"
     assert all("section" not in n.metadata and "lines" not in n.metadata for n in bare)
+
+
+def test_llamaindex_docstore_passes_a_reflowed_pdf_to_the_parser(
+    tmp_path: Path, minilm: Any
+) -> None:
+    """A PDF whose text and page count are unchanged but whose text lies on other pages (a
+    blank page moved from the front to the back) is a changed document to an
+    IngestionPipeline's docstore: its nodes get their new pages, and nothing is embedded
+    again. Its text and metadata alone would have the docstore pass over it."""
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("pypdfium2")
+    pytest.importorskip("reportlab")
+    from llama_index.core.ingestion import DocstoreStrategy, IngestionPipeline
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from rechunk import MemoryCache
+    from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+
+    path = tmp_path / "manual.pdf"
+    embedding = CachedEmbedding(RechunkEmbedding(minilm), MemoryCache())
+    pipeline = IngestionPipeline(
+        transformations=[RechunkNodeParser(chunk_size=120, model_id=minilm.model_id), embedding],
+        docstore=SimpleDocumentStore(),
+        docstore_strategy=DocstoreStrategy.UPSERTS,
+    )
+    _manual(path, PAGE_WORDS, blank="first")
+    (before,) = RechunkReader().load_data(path)
+    assert pipeline.run(documents=[before])
+    _manual(path, PAGE_WORDS, blank="last")
+    (after,) = RechunkReader().load_data(path)
+    assert after.text == before.text
+    assert after.metadata["total_pages"] == before.metadata["total_pages"]
+    assert after.hash != before.hash  # where its blocks lie is in its metadata
+    embedding.reset_stats()
+    nodes = pipeline.run(documents=[after])
+    assert nodes and embedding.stats.inputs_embedded == 0
+    for node in nodes:
+        first, _, last = node.metadata["pages"].partition("-")
+        pages = list(range(int(first), int(last or first) + 1))
+        assert pages == _pages_by_words(node.text, PAGE_WORDS)
