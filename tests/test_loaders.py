@@ -104,7 +104,11 @@ def test_llamaindex_reader_in_simple_directory_reader(folder: Path) -> None:
     assert page.text == documents_from_file(folder / "notes.html", "notes.html")[0].text
     # SimpleDirectoryReader's own metadata, then the parser's
     assert page.metadata["file_name"] == "notes.html" and page.metadata["format"] == "html"
-    assert "parser" not in page.get_content(metadata_mode=MetadataMode.EMBED)
+    # how the text was read is no part of what it says: neither embedded nor shown
+    assert page.metadata["encoding"] == "utf-8" and "locator_digest" in page.metadata
+    for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+        shown = page.get_metadata_str(mode)
+        assert not any(key in shown for key in ("parser", "encoding", "locator_digest"))
     assert {f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"} <= set(by_id)
     nodes = RechunkNodeParser().get_nodes_from_documents([page])
     assert nodes and all(n.ref_doc_id == page.id_ for n in nodes)
