@@ -154,7 +154,7 @@ def test_a_loader_asked_for_code_says_what_reads_code(tmp_path: Path) -> None:
     """Source code is no parser's format: the loaders say what reads and splits it, in the
     Python API's words (not the command line's --format)."""
     pytest.importorskip("langchain_core")
-    from rechunk import ConfigError
+    from rechunk import ConfigError, InputError
     from rechunk.adapters.langchain_loader import RechunkLoader
 
     path = tmp_path / "shop.py"
@@ -162,6 +162,9 @@ def test_a_loader_asked_for_code_says_what_reads_code(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"from_language") as err:
         RechunkLoader(path, format="code").load()
     assert "--format" not in str(err.value)
+    # found by its suffix, as `rechunk sync` finds it, it is named as code too
+    with pytest.raises(InputError, match=r"shop.py: source code, .*TextLoader.*from_language"):
+        RechunkLoader(path).load()
 
 
 #: one word per page, in every sentence of it, so that a chunk's words say its pages

@@ -95,18 +95,19 @@ def format_for(path: str | Path) -> str | None:
     return _BY_SUFFIX.get(Path(path).suffix.lower())
 
 
+_CODE_HINT = (
+    "; source code is read as it is (LangChain's TextLoader, LlamaIndex's "
+    "SimpleDirectoryReader) and split by the code policy "
+    "(RechunkTextSplitter.from_language, RechunkNodeParser(policy='code'))"
+)
+
+
 def parser_for(fmt: str) -> Parser:
     """The parser of format ``fmt`` (a key of :data:`FORMATS`)."""
     parser = _LOADED.get(fmt)
     if parser is None:
         if fmt not in FORMATS:
-            hint = (
-                "; source code is read as it is (LangChain's TextLoader, LlamaIndex's "
-                "SimpleDirectoryReader) and split by the code policy "
-                "(RechunkTextSplitter.from_language, RechunkNodeParser(policy='code'))"
-                if fmt == "code"
-                else ""
-            )
+            hint = _CODE_HINT if fmt == "code" else ""
             raise ConfigError(
                 f"format {fmt!r} is not one a parser reads (one of {', '.join(FORMATS)}){hint}"
             )
@@ -127,6 +128,10 @@ def parse_file(
     path = Path(path)
     name = fmt or format_for(path)
     if name is None:
+        from rechunk.sources.documents import CODE, kind_of  # it builds on this module
+
+        if kind_of(path) == CODE:  # what `rechunk sync` reads as code: say what reads it here
+            raise InputError(f"{path}: source code, which no parser reads{_CODE_HINT}")
         raise InputError(f"{path}: no parser reads {path.suffix or 'files without a suffix'}")
     parser = parser_for(name)
     try:
