@@ -16,12 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import warnings
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
+from rechunk.errors import LocatorWarning
 from rechunk.sources.base import Locator, Parsed
 
-__all__ = ["flat", "locator_digest", "locator_for", "remember"]
+__all__ = ["flat", "locator_digest", "locator_for", "remember", "warn_unlocated"]
 
 #: ``id(document) -> (weak reference to it, its parse, its locator once asked for)``
 _KNOWN: dict[int, tuple[weakref.ref[Any], Parsed, list[Locator]]] = {}
@@ -84,3 +87,26 @@ def locator_digest(parsed: Parsed) -> str:
     blocks = [(b.start, b.end, b.kind, b.level, b.locator, b.pieces) for b in parsed.blocks]
     encoded = json.dumps(blocks, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()[:16]
+
+
+def _read_by_a_loader(metadata: Mapping[str, Any]) -> bool:
+    """Whether metadata is that of a document rechunk's loaders read (``format`` and a
+    ``parser`` naming it: ``pdf/3 pypdfium2 ...``)."""
+    fmt, parser = metadata.get("format"), metadata.get("parser")
+    return isinstance(fmt, str) and isinstance(parser, str) and parser.startswith(f"{fmt}/")
+
+
+def warn_unlocated(documents: list[tuple[Mapping[str, Any], bool]], stacklevel: int) -> None:
+    """A :class:`~rechunk.errors.LocatorWarning` when any ``(metadata, located)`` pair is
+    a document a loader read that has no locator here (a copy, a pickle, a changed text):
+    its chunks would lose their pages without a word."""
+    lost = sum(1 for metadata, located in documents if not located and _read_by_a_loader(metadata))
+    if lost:
+        warnings.warn(
+            f"{lost} document(s) read by RechunkLoader or RechunkReader reached the splitter "
+            "as a copy (pickled to a worker, restored from a store, rebuilt) or with their "
+            "text changed: their chunks carry no pages, section or rows; split the documents "
+            "the loader returned, in its process",
+            LocatorWarning,
+            stacklevel=stacklevel + 1,
+        )

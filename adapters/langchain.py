@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.adapters._locators import locator_for
+from rechunk.adapters._locators import locator_for, warn_unlocated
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -486,16 +486,12 @@ class RechunkTextSplitter(TextSplitter):
         metas = [
             check_metadata(doc.metadata, f"document {doc.id or i}") for i, doc in enumerate(docs)
         ]
+        locators = [locator_for(doc, doc.page_content) for doc in docs]
+        warn_unlocated([(m, loc is not None) for m, loc in zip(metas, locators)], stacklevel=2)
         return self._split_all(
             [
-                (
-                    doc.page_content,
-                    metadata,
-                    doc.id,
-                    f"document {doc.id or i}",
-                    locator_for(doc, doc.page_content),
-                )
-                for i, (doc, metadata) in enumerate(zip(docs, metas))
+                (doc.page_content, metadata, doc.id, f"document {doc.id or i}", locator)
+                for i, (doc, metadata, locator) in enumerate(zip(docs, metas, locators))
             ]
         )
 

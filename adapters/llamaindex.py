@@ -65,7 +65,7 @@ from itertools import pairwise
 from typing import Any, Final
 
 from rechunk._optional import require
-from rechunk.adapters._locators import flat, locator_for
+from rechunk.adapters._locators import flat, locator_for, warn_unlocated
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -519,10 +519,15 @@ class RechunkNodeParser(NodeParser):
         with self.callback_manager.event(
             CBEventType.CHUNKING, payload={EventPayload.CHUNKS: []}
         ) as event:
+            located: list[tuple[Mapping[str, Any], bool]] = []
             for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
                 parsed = self._parse_one(node)
                 out.extend(parsed)
                 roots.extend([_root_id(node)] * len(parsed))
+                text = node.get_content(metadata_mode=MetadataMode.NONE)
+                located.append((node.metadata, locator_for(node, text) is not None))
+            if self.include_metadata:
+                warn_unlocated(located, stacklevel=4)
             event.on_end(payload={EventPayload.CHUNKS: [n.text for n in out]})
         self._finish(out, roots)
         return list(out)

@@ -16,6 +16,7 @@ __all__ = [
     "EmbeddingError",
     "ForeignPointsWarning",
     "InputError",
+    "LocatorWarning",
     "MissingDependencyError",
     "RechunkError",
     "StaleCheckError",
@@ -34,6 +35,12 @@ class ForeignPointsWarning(UserWarning):
     """A store's read met points rechunk did not write (another tool's); they were skipped
     and left alone (``warnings.filterwarnings("ignore", category=ForeignPointsWarning)``
     quiets it; the store's ``foreign_points`` names them)."""
+
+
+class LocatorWarning(UserWarning):
+    """A document that rechunk's loaders read reached rechunk's splitter as a copy, or with
+    its text changed: its chunks carry no ``pages``, ``section``... (see
+    :mod:`rechunk.adapters._locators`)."""
 
 
 class ConfigError(RechunkError, ValueError):

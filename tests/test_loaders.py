@@ -264,9 +264,15 @@ def test_langchain_splitter_says_where_each_chunk_of_a_loaded_file_lies(tmp_path
         first, last = chunk.metadata["pages"]
         assert list(range(first, last + 1)) == _pages_by_words(chunk.page_content, PAGE_WORDS)
     # a copy, or a text the user changed, has no parse to locate its chunks in
-    copied = splitter.split_documents([pdf.model_copy(deep=True)])
+    from rechunk import LocatorWarning
+
+    with pytest.warns(LocatorWarning, match="1 document"):
+        copied = splitter.split_documents([pdf.model_copy(deep=True), note])
     cleaned = pdf.model_copy(update={"page_content": pdf.page_content.upper()})
-    for chunk in copied + splitter.split_documents([cleaned]):
+    with pytest.warns(LocatorWarning, match="as a copy .* or with their text changed"):
+        changed = splitter.split_documents([cleaned])
+    copied = [c for c in copied if c.metadata["source"].endswith(".pdf")]
+    for chunk in copied + changed:
         assert "pages" not in chunk.metadata
     assert [c.page_content for c in copied] == [c.page_content for c in on_pages]
 
@@ -404,7 +410,10 @@ def test_llamaindex_locators_leave_ids_and_embedded_text_as_they_were(folder: Pa
     docs = [*reader.load_data(folder / "faq.jsonl"), *reader.load_data(folder / "notes.html")]
     parser = RechunkNodeParser()
     located = parser.get_nodes_from_documents(docs)
-    bare = parser.get_nodes_from_documents([d.model_copy(deep=True) for d in docs])
+    from rechunk import LocatorWarning
+
+    with pytest.warns(LocatorWarning, match="3 document"):
+        bare = parser.get_nodes_from_documents([d.model_copy(deep=True) for d in docs])
     assert [n.id_ for n in located] == [n.id_ for n in bare]
     embedded = [n.get_content(MetadataMode.EMBED) for n in located]
     assert embedded == [n.get_content(MetadataMode.EMBED) for n in bare]
