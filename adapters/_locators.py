@@ -22,13 +22,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from rechunk.errors import LocatorWarning
-from rechunk.sources.base import Locator, Parsed
+from rechunk.sources.base import RANGED_LOCATOR_KEYS, Locator, Parsed
 
-__all__ = ["flat", "locator_digest", "locator_for", "remember", "warn_unlocated"]
+__all__ = [
+    "flat",
+    "locate_piece",
+    "locator_digest",
+    "locator_for",
+    "remember",
+    "warn_unlocated",
+]
 
 #: ``id(document) -> (weak reference to it, its parse, its locator once asked for)``
 _KNOWN: dict[int, tuple[weakref.ref[Any], Parsed, list[Locator]]] = {}
-_LOCK = threading.Lock()
+# re-entrant: a garbage collection may run inside a locked section (any allocation starts
+# one) and free a remembered document, whose callback then takes the lock in that thread
+_LOCK = threading.RLock()
 
 
 def remember(document: object, parsed: Parsed) -> None:
@@ -41,8 +50,10 @@ def remember(document: object, parsed: Parsed) -> None:
             if entry is not None and entry[0] is ref:
                 del _KNOWN[key]
 
+    made: list[Locator] = []
+    entry = (weakref.ref(document, forget), parsed, made)
     with _LOCK:
-        _KNOWN[key] = (weakref.ref(document, forget), parsed, [])
+        _KNOWN[key] = entry
 
 
 def locator_for(document: object, text: str) -> Locator | None:
@@ -58,6 +69,17 @@ def locator_for(document: object, text: str) -> Locator | None:
     if not made:  # blocks are indexed once, on the first split that asks
         made.append(Locator(parsed))
     return made[0]
+
+
+def locate_piece(locator: Locator, start: int, end: int, own: tuple[int, int]) -> dict[str, Any]:
+    """Where a chunk's text ``[start, end)`` lies, its overlap included: the ranges
+    (``pages``, ``lines``...) cover all of it, while ``section`` and the other keys are
+    those of the chunk's ``own`` span, as ``rechunk sync`` gives them (a few words of
+    overlap from the section before do not make the chunk that section's)."""
+    located = locator(*own)
+    if (start, end) != own:
+        located.update({k: v for k, v in locator(start, end).items() if k in RANGED_LOCATOR_KEYS})
+    return located
 
 
 def flat(located: dict[str, Any]) -> dict[str, Any]:
@@ -96,17 +118,25 @@ def _read_by_a_loader(metadata: Mapping[str, Any]) -> bool:
     return isinstance(fmt, str) and isinstance(parser, str) and parser.startswith(f"{fmt}/")
 
 
-def warn_unlocated(documents: list[tuple[Mapping[str, Any], bool]], stacklevel: int) -> None:
+def warn_unlocated(
+    documents: list[tuple[Mapping[str, Any], bool]], stacklevel: int, use: str = ""
+) -> None:
     """A :class:`~rechunk.errors.LocatorWarning` when any ``(metadata, located)`` pair is
-    a document a loader read that has no locator here (a copy, a pickle, a changed text):
-    its chunks would lose their pages without a word."""
+    a document a loader read that has no locator here (a copy, a pickle, a changed text,
+    or its text alone: ``use`` names the call that would have found it): its chunks would
+    lose their pages without a word."""
     lost = sum(1 for metadata, located in documents if not located and _read_by_a_loader(metadata))
-    if lost:
-        warnings.warn(
-            f"{lost} document(s) read by RechunkLoader or RechunkReader reached the splitter "
-            "as a copy (pickled to a worker, restored from a store, rebuilt) or with their "
-            "text changed: their chunks carry no pages, section or rows; split the documents "
-            "the loader returned, in its process",
-            LocatorWarning,
-            stacklevel=stacklevel + 1,
-        )
+    if not lost:
+        return
+    how = (
+        f"as text and metadata: their chunks carry no pages, section or rows; call {use}"
+        if use
+        else "as a copy (pickled to a worker, restored from a store, rebuilt) or with their "
+        "text changed: their chunks carry no pages, section or rows; split the documents "
+        "the loader returned, in its process"
+    )
+    warnings.warn(
+        f"{lost} document(s) read by RechunkLoader or RechunkReader reached the splitter {how}",
+        LocatorWarning,
+        stacklevel=stacklevel + 1,
+    )

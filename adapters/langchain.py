@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from rechunk._optional import require
-from rechunk.adapters._locators import locator_for, warn_unlocated
+from rechunk.adapters._locators import locate_piece, locator_for, warn_unlocated
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -467,6 +467,8 @@ class RechunkTextSplitter(TextSplitter):
             check_metadata(metadatas[i] if metadatas else None, f"text {i}")
             for i in range(len(texts))
         ]
+        # texts, not the loaded documents: their locators cannot be found from here
+        warn_unlocated([(m, False) for m in metas], stacklevel=2, use="split_documents(docs)")
         return self._split_all(
             [
                 (text, metadata, None, f"text {i}", None)
@@ -531,7 +533,8 @@ class RechunkTextSplitter(TextSplitter):
         for ordinal, (piece, (chunk, key, occurrence)) in enumerate(zip(found, keyed), first):
             fields = copy.deepcopy(metadata)
             if locator is not None:  # where page_content lies (its overlap included)
-                located = locator(piece.start, piece.end)
+                own = (piece.tile_start, piece.tile_end)
+                located = locate_piece(locator, piece.start, piece.end, own)
                 fields.update({k: v for k, v in located.items() if k not in metadata})
             if self._add_start_index:
                 fields.update({START_KEY: chunk.start, END_KEY: chunk.end})

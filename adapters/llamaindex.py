@@ -65,7 +65,7 @@ from itertools import pairwise
 from typing import Any, Final
 
 from rechunk._optional import require
-from rechunk.adapters._locators import flat, locator_for, warn_unlocated
+from rechunk.adapters._locators import flat, locate_piece, locator_for, warn_unlocated
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -640,7 +640,11 @@ class RechunkNodeParser(NodeParser):
         located = [
             {
                 key: value
-                for key, value in flat(locator(piece.start, piece.end)).items()  # its text
+                for key, value in flat(
+                    locate_piece(
+                        locator, piece.start, piece.end, (piece.tile_start, piece.tile_end)
+                    )
+                ).items()
                 if key not in inherited  # the document's own keys (its record) stay its own
             }
             if locator

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCK_KINDS",
+    "RANGED_LOCATOR_KEYS",
     "Block",
     "Locator",
     "ParseError",
@@ -344,6 +345,8 @@ _RANGED = {
     "row": "rows",
     "chapter": "chapters",
 }
+#: the locator keys that are ``[first, last]`` ranges over what a span overlaps
+RANGED_LOCATOR_KEYS = frozenset(_RANGED.values())
 
 
 #: a line of one punctuation character repeated: a setext underline or an RST adornment
