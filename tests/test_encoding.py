@@ -97,7 +97,7 @@ def test_an_encoding_name_is_checked_and_normalised() -> None:
     assert check_encoding("UTF8") == "utf-8"
     assert check_encoding(None) is None
     for name in ("no-such-codec", "base64", "rot13"):  # unknown, or bytes to bytes
-        with pytest.raises(ConfigError, match="not a text encoding"):
+        with pytest.raises(ConfigError, match="not an encoding text files are saved in"):
             check_encoding(name)
     with pytest.raises(ConfigError):
         ParseOptions(encoding="no-such-codec")
@@ -344,7 +344,7 @@ def test_an_unknown_encoding_is_refused_before_anything_is_written(
     legacy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["sync", "repo", "--encoding", "klingon"]) == 2
-    assert "encoding 'klingon': not a text encoding" in capsys.readouterr().err
+    assert "encoding 'klingon': not an encoding text files are saved in" in capsys.readouterr().err
     assert not (legacy.parent / ".rechunk").exists()
 
 

@@ -112,7 +112,7 @@ def test_a_sync_names_no_text_and_reads_every_other_file(
 
 def test_an_encoding_no_file_is_saved_in_is_refused_where_a_user_names_it() -> None:
     for name in ("idna", "punycode", "rot13", "base64", "zlib", "undefined"):
-        with pytest.raises(ConfigError, match="not a text encoding"):
+        with pytest.raises(ConfigError, match="not an encoding text files are saved in"):
             check_encoding(name)
         assert declared_encoding(f"# -*- coding: {name} -*-\n".encode()) is None
     assert check_encoding("latin1") == "iso8859-1"
@@ -196,3 +196,44 @@ def test_a_stored_field_holding_text_is_named_by_its_type(
     assert main(["status", *store[:2]]) == 3
     err = capsys.readouterr().err
     assert "ordinal is a str" in err and MARKER not in err
+
+
+class _Failing:
+    """A parser whose library fails in its own way on a file: what parse_bytes stands
+    between a parser and a sync for (a parser of the Parser protocol, not a stand-in for
+    a service)."""
+
+    name = "brittle"
+    suffixes = (".brittle",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def version(self) -> str:
+        return "brittle/1"
+
+    def parse(self, data: bytes, options: ParseOptions) -> list[Any]:
+        raise self.error
+
+
+def test_a_library_failure_is_a_skipped_file_named_by_its_class() -> None:
+    """Any exception a parser's library raises is a ParseError naming its class and not
+    its message (which may quote the file); rechunk's own errors, an environment's missing
+    module and a lack of memory are not a file's fault and go through as they are."""
+    from rechunk.errors import MissingDependencyError
+    from rechunk.sources.registry import parse_bytes
+
+    for error in (KeyError(f"{MARKER} key"), AttributeError(f"{MARKER}"), ValueError(MARKER)):
+        with pytest.raises(ParseError) as err:
+            parse_bytes(_Failing(error), b"", ParseOptions())
+        assert type(error).__name__ in str(err.value) and MARKER not in str(err.value)
+        assert "brittle parser" in str(err.value)
+    kept = (
+        MissingDependencyError("pypdfium2", "formats"),
+        ModuleNotFoundError("no module named x"),
+        MemoryError(),
+        ConfigError("a setting"),
+    )
+    for error in kept:
+        with pytest.raises(type(error)):
+            parse_bytes(_Failing(error), b"", ParseOptions())

@@ -8,7 +8,7 @@ import zipfile
 import zlib
 from xml.etree import ElementTree as ET
 
-from rechunk.sources.base import ParseError
+from rechunk.sources.base import ParseError, error_kind
 
 __all__ = ["ZIP_ERRORS", "open_package", "read_part", "reject_ole", "xml_part"]
 
@@ -50,7 +50,7 @@ def open_package(data: bytes, what: str) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(io.BytesIO(data))
     except (*ZIP_ERRORS, ValueError) as exc:
-        raise ParseError(f"corrupt: not {what} ({exc})") from None
+        raise ParseError(f"corrupt: not {what} ({error_kind(exc)})") from None
 
 
 def read_part(zf: zipfile.ZipFile, name: str) -> bytes | None:
@@ -65,7 +65,7 @@ def read_part(zf: zipfile.ZipFile, name: str) -> bytes | None:
     try:
         return zf.read(info)
     except (*ZIP_ERRORS, OSError, ValueError) as exc:
-        raise ParseError(f"corrupt: part {name} cannot be read ({exc})") from None
+        raise ParseError(f"corrupt: part {name} cannot be read ({error_kind(exc)})") from None
 
 
 def xml_part(zf: zipfile.ZipFile, name: str) -> ET.Element | None:
@@ -76,4 +76,6 @@ def xml_part(zf: zipfile.ZipFile, name: str) -> ET.Element | None:
     try:
         return ET.fromstring(raw)
     except ET.ParseError as exc:
-        raise ParseError(f"corrupt: part {name} is not well-formed XML ({exc})") from None
+        raise ParseError(
+            f"corrupt: part {name} is not well-formed XML ({error_kind(exc)})"
+        ) from None

@@ -77,8 +77,8 @@ def check_encoding(name: str | None) -> str | None:
     codec = text_codec(name)
     if codec is None:
         raise ConfigError(
-            f"encoding {name!r}: not a text encoding Python knows (e.g. cp1252, latin-1, "
-            "shift_jis, utf-16)"
+            f"encoding {name!r}: not an encoding text files are saved in that Python knows "
+            "(e.g. cp1252, latin-1, shift_jis, utf-16)"
         )
     return codec
 

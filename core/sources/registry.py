@@ -154,7 +154,7 @@ def parse_bytes(parser: Parser, data: bytes, options: ParseOptions) -> list[Pars
         return parser.parse(data, options)
     except RecursionError:
         raise ParseError("corrupt: nested too deeply to read") from None
-    except (RechunkError, MemoryError):
+    except (RechunkError, MemoryError, ImportError):  # ours, or the environment's
         raise
     except Exception as exc:  # a library's own failure on a file it did not expect
         raise ParseError(
