@@ -637,20 +637,17 @@ class RechunkNodeParser(NodeParser):
         if not found:
             return []
         locator = locator_for(node, text) if self.include_metadata else None
-        located = [
-            {
-                key: value
-                for key, value in flat(
-                    locate_piece(
-                        locator, piece.start, piece.end, (piece.tile_start, piece.tile_end)
-                    )
-                ).items()
-                if key not in inherited  # the document's own keys (its record) stay its own
-            }
-            if locator
-            else {}
-            for piece in found
-        ]
+
+        def where(piece: Piece) -> dict[str, Any]:
+            """Where a node's text lies, as text; the document's own keys (a record's id)
+            stay its own."""
+            if locator is None:
+                return {}
+            own = (piece.tile_start, piece.tile_end)
+            at = flat(locate_piece(locator, piece.start, piece.end, own))
+            return {key: value for key, value in at.items() if key not in inherited}
+
+        located = [where(piece) for piece in found]
         # where a node lies is for citing it, not for embedding: a reflowed page would
         # otherwise change the header of every node after it
         for key in dict.fromkeys(key for where in located for key in where):
