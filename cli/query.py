@@ -100,10 +100,14 @@ def execute(args: QueryArgs) -> int:
         return EXIT_OK
     if not rows:
         print(f"no chunks: collection {args.collection!r} is empty")
+    # a euclidean collection (LangChain's Chroma makes one by default) scores a hit by its
+    # distance made negative, so that higher is closer: print the distance itself
+    measure = "distance" if info.distance == "euclid" else "score"
     for rank, row in enumerate(rows, 1):
         cited = citation(row)
         where = printable(row["doc_id"]) + (f", {printable(cited)}" if cited else "")
-        print(f"{rank}. {where} [{row['start']}:{row['end']}] score {row['score']:.3f}")
+        value = -row["score"] if measure == "distance" else row["score"]
+        print(f"{rank}. {where} [{row['start']}:{row['end']}] {measure} {value:.3f}")
         print(f"   {printable(row['excerpt'])}")
     return EXIT_OK
 

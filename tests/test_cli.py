@@ -1184,3 +1184,34 @@ def test_a_root_an_earlier_version_recorded_stays_unrecorded_when_copied(
     new = SimpleNamespace(store="chroma:c", collection="docs__fixed", layout=None)
     (how,) = recorded_roots(read_manifest(), new).values()  # type: ignore[arg-type]
     assert not how.read_as_recorded
+
+
+def test_query_of_a_euclidean_collection_prints_distances(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A collection that measures euclidean distance (LangChain's Chroma makes one by
+    default) scores hits by the distance made negative: the terminal shows the distance,
+    smallest first, and --json keeps the score (higher is closer)."""
+    from qdrant_client import QdrantClient
+
+    from rechunk import Document, policy_for, sync
+    from rechunk.adapters.qdrant import QdrantStore
+    from rechunk.integrations.uri import open_embedder
+
+    embedder = open_embedder("onnx:")
+    client = QdrantClient(path=str(workdir / "q"))
+    store = QdrantStore(client, "kb")
+    store.ensure_collection(embedder.dimension, "euclid")
+    texts = [p.read_text(encoding="utf-8") for p in sorted((workdir / "docs").glob("*.md"))]
+    docs = [Document(f"doc{i}.md", text) for i, text in enumerate(texts)]
+    sync(docs, store, chunker=policy_for(embedder, "structured"), embedder=embedder)
+    client.close()
+    args = ["--store", f"qdrant:{workdir / 'q'}", "--collection", "kb"]
+    capsys.readouterr()
+    assert main(["query", "what happens when a sync crashes?", "-k", "3", *args]) == 0
+    out = capsys.readouterr().out
+    distances = [float(line.rsplit(" ", 1)[1]) for line in out.splitlines() if " distance " in line]
+    assert len(distances) == 3 and distances == sorted(distances) and distances[0] > 0
+    assert " score " not in out
+    code, hits = run_json(capsys, "query", "what happens when a sync crashes?", "-k", "3", *args)
+    assert code == 0 and [-hit["score"] for hit in hits] == pytest.approx(distances, abs=1e-3)
