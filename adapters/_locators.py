@@ -75,10 +75,17 @@ def locate_piece(locator: Locator, start: int, end: int, own: tuple[int, int]) -
     """Where a chunk's text ``[start, end)`` lies, its overlap included: the ranges
     (``pages``, ``lines``...) cover all of it, while ``section`` and the other keys are
     those of the chunk's ``own`` span, as ``rechunk sync`` gives them (a few words of
-    overlap from the section before do not make the chunk that section's)."""
+    overlap from the section before do not make the chunk that section's). An overlap
+    from another sheet (or record) leaves the ranges the own span's: numbered in another
+    sheet, its rows are not this one's."""
     located = locator(*own)
-    if (start, end) != own:
-        located.update({k: v for k, v in locator(start, end).items() if k in RANGED_LOCATOR_KEYS})
+    if (start, end) == own:
+        return located
+    quoted = locator(start, end)
+    # an overlap from another sheet (rows restart in each) is not counted in this one's rows
+    scope = [k for k in located if k not in RANGED_LOCATOR_KEYS and k != "section"]
+    if all(quoted.get(k) == located[k] for k in scope):
+        located.update({k: v for k, v in quoted.items() if k in RANGED_LOCATOR_KEYS})
     return located
 
 

@@ -50,8 +50,8 @@ query`` and ``status`` read both); ``occurrence`` is this path's own (ids need i
 ==================  ==========================================================================
 
 A document that :class:`~rechunk.adapters.langchain_loader.RechunkLoader` loaded also
-gets, from ``split_documents``, where each chunk's ``page_content`` (its overlap
-included) lies in its file, under the names
+gets, from ``split_documents``, where each chunk lies in its file (ranges cover its
+overlap too: :func:`rechunk.adapters._locators.locate_piece`), under the names
 ``rechunk sync`` writes (:func:`rechunk.sources.locate`): ``pages`` / ``slides`` /
 ``rows`` / ``lines`` as ``[first, last]``, ``section`` as the heading path, ``sheet``...
 (the loaded document object, with its text unchanged: a copy carries none; a key the
@@ -532,7 +532,7 @@ class RechunkTextSplitter(TextSplitter):
         keyed = list(keyed_chunks([_as_chunk(p) for p in found], self._model_id, seen))
         for ordinal, (piece, (chunk, key, occurrence)) in enumerate(zip(found, keyed), first):
             fields = copy.deepcopy(metadata)
-            if locator is not None:  # where page_content lies (its overlap included)
+            if locator is not None:  # where it lies: ranges cover the overlap too
                 own = (piece.tile_start, piece.tile_end)
                 located = locate_piece(locator, piece.start, piece.end, own)
                 fields.update({k: v for k, v in located.items() if k not in metadata})

@@ -475,3 +475,33 @@ def test_llamaindex_docstore_passes_a_reflowed_pdf_to_the_parser(
         first, _, last = node.metadata["pages"].partition("-")
         pages = list(range(int(first), int(last or first) + 1))
         assert pages == _pages_by_words(node.text, PAGE_WORDS)
+
+
+def test_an_overlap_from_another_sheet_adds_none_of_its_rows(tmp_path: Path) -> None:
+    """Rows are numbered in each sheet: a chunk opening a sheet whose overlap reaches back
+    into the sheet before cites its own sheet's rows only (openpyxl writes the workbook)."""
+    pytest.importorskip("langchain_core")
+    openpyxl = pytest.importorskip("openpyxl")
+    from rechunk.adapters.langchain import RechunkTextSplitter
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    book = openpyxl.Workbook()
+    alpha = book.active
+    alpha.title = "Alpha"
+    alpha.append(["Name", "Value"])
+    for row in range(2, 42):
+        alpha.append([f"alpha{row}", row])
+    beta = book.create_sheet("Beta")
+    beta.append(["Name", "Value"])
+    for row in range(2, 6):
+        beta.append([f"beta{row}", row])
+    book.save(tmp_path / "two.xlsx")
+    chunks = RechunkTextSplitter(chunk_size=40, chunk_overlap=15).split_documents(
+        RechunkLoader(tmp_path / "two.xlsx").load()
+    )
+    opening = [c for c in chunks if c.metadata.get("sheet") == "Beta" and "alpha" in c.page_content]
+    assert opening  # the overlap reaches back into Alpha
+    for chunk in chunks:
+        if chunk.metadata.get("sheet") == "Beta":
+            first, last = chunk.metadata["rows"]
+            assert 2 <= first <= last <= 5, chunk.metadata
