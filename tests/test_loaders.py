@@ -505,3 +505,44 @@ def test_an_overlap_from_another_sheet_adds_none_of_its_rows(tmp_path: Path) -> 
         if chunk.metadata.get("sheet") == "Beta":
             first, last = chunk.metadata["rows"]
             assert 2 <= first <= last <= 5, chunk.metadata
+
+
+@pytest.mark.timeout(60)
+def test_a_collection_inside_the_table_frees_documents_without_a_hang() -> None:
+    """A garbage collection may start at any allocation, also while the table is locked,
+    and free a remembered document in a reference cycle, whose callback takes the lock in
+    the same thread: with a plain lock that hung the process for good."""
+    pytest.importorskip("langchain_core")
+    import gc
+
+    from langchain_core.documents import Document as LCDocument
+
+    from rechunk.adapters import _locators
+    from rechunk.sources.base import Parsed
+
+    parsed = Parsed("x\n", (), "text", "text/1")
+    before = len(_locators._KNOWN)
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at nearly every allocation
+    try:
+        for _ in range(1000):
+            doc = LCDocument(page_content="x\n")
+            doc.metadata["self"] = doc  # a cycle: only the collector frees it
+            _locators.remember(doc, parsed)
+            del doc
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    assert len(_locators._KNOWN) == before
+
+
+def test_create_documents_names_the_call_that_keeps_locators(folder: Path) -> None:
+    pytest.importorskip("langchain_core")
+    from rechunk import LocatorWarning
+    from rechunk.adapters.langchain import RechunkTextSplitter
+    from rechunk.adapters.langchain_loader import RechunkLoader
+
+    (page,) = RechunkLoader(folder / "notes.html").load()
+    with pytest.warns(LocatorWarning, match=r"call split_documents\(docs\)"):
+        chunks = RechunkTextSplitter().create_documents([page.page_content], [page.metadata])
+    assert chunks and all("section" not in c.metadata for c in chunks)
