@@ -142,6 +142,9 @@ def test_publishing_retries_while_the_server_restarts(
         assert RestartsOnFirstWrite.restarted and len(servers) == 2
         assert report.stale_check == "passed" and report.documents["new"] == 1
     finally:
+        # after a failed sync the restarter may still start a server: wait, then stop it
+        if RestartsOnFirstWrite.restarter is not None:
+            RestartsOnFirstWrite.restarter.join(timeout=60)
         for process in servers:
             stop_process(process)
 
