@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from cli_helpers import run_json
+from packages import rewritten
 
 from rechunk.cli import main
 from rechunk.errors import ConfigError, InputError
@@ -24,16 +25,6 @@ from rechunk.sources.encoding import check_encoding, declared_encoding
 from rechunk.sources.files import read_documents
 
 MARKER = "ZQXMARKER"
-
-
-def _rezipped(data: bytes, part: str, new: bytes) -> bytes:
-    """An Office package with one part replaced, as a tool that damaged it would leave it."""
-    source = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as package:
-        for info in source.infolist():
-            package.writestr(info.filename, new if info.filename == part else source.read(info))
-    return out.getvalue()
 
 
 def _deck() -> bytes:
@@ -53,14 +44,14 @@ def _damaged_files(folder: Path) -> dict[str, str]:
     cdata = slide.replace(b"<a:t>Quarter</a:t>", f"<a:t><![CDATA[{MARKER} closes</a:t>".encode())
     uri = slide.replace(b"<p:sld ", f'<p:sld xmlns:zz="{MARKER} in a namespace" '.encode(), 1)
     core = b'<cp:x xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties"/>'
-    (folder / "cdata.pptx").write_bytes(_rezipped(deck, "ppt/slides/slide1.xml", cdata))
-    (folder / "uri.pptx").write_bytes(_rezipped(deck, "ppt/slides/slide1.xml", uri))
-    (folder / "core.pptx").write_bytes(_rezipped(deck, "docProps/core.xml", core))
+    (folder / "cdata.pptx").write_bytes(rewritten(deck, {"ppt/slides/slide1.xml": cdata}))
+    (folder / "uri.pptx").write_bytes(rewritten(deck, {"ppt/slides/slide1.xml": uri}))
+    (folder / "core.pptx").write_bytes(rewritten(deck, {"docProps/core.xml": core}))
     docx = pytest.importorskip("docx")
     word = io.BytesIO()
     docx.Document().save(word)
     main_part = f'<x:document xmlns:x="{MARKER} revenue fell"/>'.encode()
-    (folder / "ns.docx").write_bytes(_rezipped(word.getvalue(), "word/document.xml", main_part))
+    (folder / "ns.docx").write_bytes(rewritten(word.getvalue(), {"word/document.xml": main_part}))
     return {
         "cdata.pptx": "XMLSyntaxError at line",
         "uri.pptx": "XMLSyntaxError",

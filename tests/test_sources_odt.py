@@ -13,6 +13,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 from cli_helpers import sync_an_insert
+from packages import rewritten
 from parser_contract import ParserContract
 
 from rechunk.sources import ParseError, ParseOptions, parse_file, parser_for
@@ -186,28 +187,19 @@ def test_an_inserted_paragraph_is_one_new_block() -> None:
     assert new == old
 
 
-def _rewritten(data: bytes, changes: dict[str, bytes]) -> bytes:
-    """The package with some parts replaced (as a tool that edits one part writes it)."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            dst.writestr(info, changes.get(info.filename, src.read(info)))
-    return out.getvalue()
-
-
 def test_what_is_not_an_opendocument_text_is_a_parse_error() -> None:
     docx = pytest.importorskip("docx")
     word = io.BytesIO()
     docx.Document().save(word)
     with pytest.raises(ParseError, match="not an OpenDocument text"):
         parse(word.getvalue())
-    sheet = _rewritten(guide(), {"mimetype": b"application/vnd.oasis.opendocument.spreadsheet"})
+    sheet = rewritten(guide(), {"mimetype": b"application/vnd.oasis.opendocument.spreadsheet"})
     with pytest.raises(ParseError, match="not an OpenDocument text"):
         parse(sheet)
     # what the part says is not quoted unless it is an OpenDocument type: it is any text
     for written in (b"a private note, not a media type", b"private.note/keep-quiet"):
         with pytest.raises(ParseError) as err:
-            parse(_rewritten(guide(), {"mimetype": written}))
+            parse(rewritten(guide(), {"mimetype": written}))
         assert str(err.value).endswith("its mimetype part names no OpenDocument type")
     # a password-protected package: its manifest gives content.xml encryption data
     ns = "urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"
@@ -218,7 +210,7 @@ def test_what_is_not_an_opendocument_text_is_a_parse_error() -> None:
             ET.SubElement(entry, f"{{{ns}}}encryption-data", {f"{{{ns}}}checksum": "AAAA"})
     locked = ET.tostring(manifest, xml_declaration=True, encoding="utf-8")
     with pytest.raises(ParseError, match="encrypted"):
-        parse(_rewritten(guide(), {"META-INF/manifest.xml": locked}))
+        parse(rewritten(guide(), {"META-INF/manifest.xml": locked}))
     with pytest.raises(ParseError, match="legacy binary Word"):
         parse(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))
 
@@ -248,7 +240,7 @@ def test_a_package_nested_deeper_than_the_stack_is_skipped_not_a_crash(tmp_path:
     content = zipfile.ZipFile(io.BytesIO(odt)).read("content.xml").decode()
     deep = "<text:span>" * 5000 + "deep" + "</text:span>" * 5000
     content = content.replace(PARAGRAPHS[0], deep)
-    (tmp_path / "deep.odt").write_bytes(_rewritten(odt, {"content.xml": content.encode()}))
+    (tmp_path / "deep.odt").write_bytes(rewritten(odt, {"content.xml": content.encode()}))
     word = io.BytesIO()
     docx.Document().save(word)
     part = zipfile.ZipFile(io.BytesIO(word.getvalue())).read("word/document.xml").decode()
@@ -256,7 +248,7 @@ def test_a_package_nested_deeper_than_the_stack_is_skipped_not_a_crash(tmp_path:
         "</w:sdtContent></w:sdt>" * 5000
     )
     part = part.replace("<w:body>", "<w:body>" + nested, 1)
-    word_deep = _rewritten(word.getvalue(), {"word/document.xml": part.encode()})
+    word_deep = rewritten(word.getvalue(), {"word/document.xml": part.encode()})
     (tmp_path / "deep.docx").write_bytes(word_deep)
     (tmp_path / "fine.odt").write_bytes(guide())
     for name in ("deep.odt", "deep.docx"):
