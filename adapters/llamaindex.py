@@ -62,7 +62,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from itertools import pairwise
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from rechunk._optional import require
 from rechunk.adapters._locators import flat, locate_piece, locator_for, warn_unlocated
@@ -123,6 +123,9 @@ from llama_index.core.schema import (  # noqa: E402
     TextNode,
 )
 from llama_index.core.utils import get_tqdm_iterable  # noqa: E402
+
+if TYPE_CHECKING:
+    from rechunk.sources.base import Locator
 
 __all__ = [
     "DOC_ID_KEY",
@@ -521,11 +524,12 @@ class RechunkNodeParser(NodeParser):
         ) as event:
             located: list[tuple[Mapping[str, Any], bool]] = []
             for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
-                parsed = self._parse_one(node)
+                text = node.get_content(metadata_mode=MetadataMode.NONE)
+                locator = locator_for(node, text) if self.include_metadata else None
+                located.append((node.metadata, locator is not None))
+                parsed = self._parse_one(node, text, locator)
                 out.extend(parsed)
                 roots.extend([_root_id(node)] * len(parsed))
-                text = node.get_content(metadata_mode=MetadataMode.NONE)
-                located.append((node.metadata, locator_for(node, text) is not None))
             if self.include_metadata:
                 warn_unlocated(located, stacklevel=4)
             event.on_end(payload={EventPayload.CHUNKS: [n.text for n in out]})
@@ -626,8 +630,9 @@ class RechunkNodeParser(NodeParser):
         check_window(found, sizing, "RechunkNodeParser")
         return found
 
-    def _parse_one(self, node: BaseNode) -> list[TextNode]:
-        text = node.get_content(metadata_mode=MetadataMode.NONE)
+    def _parse_one(self, node: BaseNode, text: str, locator: Locator | None) -> list[TextNode]:
+        """The nodes of ``node``, whose text is ``text``; ``locator``: where its spans lie
+        (a document a rechunk reader read), else None."""
         inherited = copy.deepcopy(dict(node.metadata)) if self.include_metadata else {}
         for key in METADATA_KEYS:
             inherited.pop(key, None)
@@ -636,7 +641,6 @@ class RechunkNodeParser(NodeParser):
         found = self._pieces(text, sizing, f"node {node.node_id!r}")
         if not found:
             return []
-        locator = locator_for(node, text) if self.include_metadata else None
 
         def where(piece: Piece) -> dict[str, Any]:
             """Where a node's text lies, as text; the document's own keys (a record's id)
