@@ -23,8 +23,12 @@ query) a collection that rechunk wrote:
     the ids of the document's neighbouring chunks (``PointPayload.previous_id`` /
     ``next_id``: a sync keeps them current, updating a point's payload when its
     neighbour changes; read back from the JSON), and the rechunk fields are
-    listed in ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``,
-    so LlamaIndex shows only the document metadata to embedders and LLMs. Qdrant
+    listed in ``excluded_embed_metadata_keys`` and, all but ``doc_id``, in
+    ``excluded_llm_metadata_keys``, as are the keys that say how a file was read
+    (``format``, ``parser``, ``encoding``, ``delimiter``:
+    :data:`rechunk.sources.base.HOW_READ_KEYS`), so LlamaIndex shows embedders the
+    document metadata and where a node lies, and LLMs that and the ``doc_id`` too
+    (the document a node is from, as a reader's ``file_name``). Qdrant
     stores the vector under the name ``"text-dense"`` (LlamaIndex's default; an
     unnamed vector is read too, as LlamaIndex does). The JSON is built here:
     llama_index need not be installed.
@@ -65,6 +69,7 @@ import numpy as np
 
 from rechunk.document import json_problem
 from rechunk.errors import ConfigError, ForeignPointsWarning, InputError, StoreError
+from rechunk.sources.base import HOW_READ_KEYS
 from rechunk.sync.store import (
     RESERVED_METADATA_KEYS,
     SUPERSEDED_KEY,
@@ -572,7 +577,9 @@ def _related(node_id: str, node_type: str) -> dict[str, Any]:
 
 def _node_json(point_id: str, payload: PointPayload, metadata: dict[str, Any], text: str) -> str:
     """The TextNode JSON that llama_index's ``metadata_dict_to_node`` parses."""
-    excluded = [key for key in _FIELDS if key in metadata]
+    # rechunk's fields and how the file was read are shown to neither; the LLM sees the
+    # doc_id, the one field that says which document a node is from (a reader's file_name)
+    excluded = [key for key in (*_FIELDS, *HOW_READ_KEYS) if key in metadata]
     relationships = {_SOURCE_RELATIONSHIP: _related(payload.doc_id, _DOCUMENT_OBJECT)}
     if payload.previous_id is not None:
         relationships[_PREVIOUS_RELATIONSHIP] = _related(payload.previous_id, _TEXT_OBJECT)
@@ -583,7 +590,7 @@ def _node_json(point_id: str, payload: PointPayload, metadata: dict[str, Any], t
         "embedding": None,
         "metadata": metadata,
         "excluded_embed_metadata_keys": excluded,
-        "excluded_llm_metadata_keys": list(excluded),
+        "excluded_llm_metadata_keys": [key for key in excluded if key != "doc_id"],
         "relationships": relationships,
         "text": text,
         "mimetype": "text/plain",

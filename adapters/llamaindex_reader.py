@@ -29,6 +29,7 @@ from typing import Any
 from rechunk._optional import require
 from rechunk.adapters._locators import locator_digest, remember
 from rechunk.sources import ParseOptions, format_for, parse_file, supported_suffixes
+from rechunk.sources.base import HOW_READ_KEYS
 
 require("llama_index.core", "llamaindex", "llama-index-core")
 
@@ -42,7 +43,7 @@ __all__ = ["LOCATOR_DIGEST", "RechunkReader"]
 LOCATOR_DIGEST = "locator_digest"
 #: Keys that say how a document's text was read, not what it says: kept out of what is
 #: embedded and of what the LLM is shown
-_HOW_READ = ("format", "parser", "encoding", "delimiter", LOCATOR_DIGEST)
+_HOW_READ = (*HOW_READ_KEYS, LOCATOR_DIGEST)
 
 
 class RechunkReader(BaseReader):

@@ -62,6 +62,7 @@ def test_llamaindex_reads_a_synced_collection_with_the_same_model(
 ) -> None:
     pytest.importorskip("llama_index.vector_stores.qdrant")
     from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import MetadataMode
     from llama_index.vector_stores.qdrant import QdrantVectorStore
     from qdrant_client import QdrantClient
 
@@ -77,6 +78,12 @@ def test_llamaindex_reads_a_synced_collection_with_the_same_model(
         )
         (hit,) = index.as_retriever(similarity_top_k=1).retrieve(QUERY)
         assert hit.node.metadata["doc_id"] == want
+        # the prompt cites the document and where in it the node lies, not how it was read
+        shown = hit.node.get_content(metadata_mode=MetadataMode.LLM).split("\n\n", 1)[0]
+        assert f"doc_id: {want}" in shown and "section: [" in shown
+        assert "parser:" not in shown and "format:" not in shown and "revision" not in shown
+        embedded = hit.node.get_content(metadata_mode=MetadataMode.EMBED)
+        assert "doc_id" not in embedded and "parser:" not in embedded
     finally:
         client.close()
 

@@ -358,7 +358,8 @@ def test_llamaindex_layout(client: QdrantClient) -> None:
     assert (node["start_char_idx"], node["end_char_idx"]) == (0, 10)
     assert node["relationships"]["1"]["node_id"] == "a.md"
     assert set(node["excluded_embed_metadata_keys"]) == RECHUNK_KEYS
-    assert node["excluded_llm_metadata_keys"] == node["excluded_embed_metadata_keys"]
+    # the LLM is shown which document a node is from
+    assert set(node["excluded_llm_metadata_keys"]) == RECHUNK_KEYS - {"doc_id"}
     assert node["metadata"]["source"] == "a.md"
 
 

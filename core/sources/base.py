@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCK_KINDS",
+    "HOW_READ_KEYS",
     "RANGED_LOCATOR_KEYS",
     "Block",
     "Locator",
@@ -347,6 +348,10 @@ _RANGED = {
 }
 #: the locator keys that are ``[first, last]`` ranges over what a span overlaps
 RANGED_LOCATOR_KEYS = frozenset(_RANGED.values())
+#: the metadata keys that say how a file was read (its format, the parser and its version,
+#: the text encoding a file was decoded from, a CSV's delimiter), not what the file says: a
+#: framework's node shows them neither to its embedder nor to an LLM
+HOW_READ_KEYS = ("format", "parser", "encoding", "delimiter")
 
 
 #: a line of one punctuation character repeated: a setext underline or an RST adornment
