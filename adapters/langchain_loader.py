@@ -9,8 +9,9 @@ menus, a PDF's running headers and page numbers left out), so a user swaps
 ``PyPDFLoader`` / ``BSHTMLLoader`` / ``Docx2txtLoader`` for it and keeps the rest of the
 pipeline. Pair it with :class:`rechunk.adapters.langchain.RechunkTextSplitter`.
 
-Metadata, with LangChain's usual keys where they overlap: ``source`` (the path as given;
-``path#id`` for a record), ``format`` (the parser's format name), ``parser`` (the
+Metadata, with LangChain's usual keys where they overlap: ``source`` (the path as given,
+a record's too, as ``JSONLoader`` gives it; a record's id is ``record``, and its
+``Document.id`` is ``path#id``), ``format`` (the parser's format name), ``parser`` (the
 parser's name and version), and what the format states of the whole document
 (``title``, an e-mail's ``subject``...; a PDF's page count as ``total_pages``, as
 ``PyPDFLoader`` names it). Where each chunk lies (``pages``, ``section``, ``rows``,
