@@ -825,6 +825,36 @@ class QdrantStore(StoreBase["QdrantClient"]):
         model_ids = itertools.islice((m for m in found if isinstance(m, str)), _MODEL_SAMPLE)
         return frozenset(model_ids)
 
+    def other_model(self, model_id: str) -> str | None:
+        """The model_id of a rechunk point in the collection that ``model_id`` did not
+        write, or None: every point is looked at (:meth:`collection_info` samples), so a
+        sync that found the collection without rechunk points can prove, once it has
+        published, that no other model's sync wrote into it meanwhile."""
+        path = self._path("model_id")
+        with self._errors("read the model_ids of"):
+            index = self._index()
+            if index is not None:
+                keyed = (pid for pid, (_, key) in index.of.items() if key is not None)
+                found: Iterable[Any] = (
+                    self._field(p, "model_id") for _, p in index.payloads(keyed)
+                )
+            else:
+                another = models.Filter(
+                    must_not=[
+                        models.IsEmptyCondition(is_empty=models.PayloadField(key=path)),
+                        models.FieldCondition(key=path, match=models.MatchValue(value=model_id)),
+                    ]
+                )
+                records, _ = self._client.scroll(
+                    self._collection,
+                    scroll_filter=another,
+                    limit=_MODEL_SAMPLE,
+                    with_payload=models.PayloadSelectorInclude(include=[path]),
+                    with_vectors=False,
+                )
+                found = (self._field(r.payload, "model_id") for r in records)
+            return next((m for m in found if isinstance(m, str) and m != model_id), None)
+
     def ensure_collection(self, dimension: int, distance: Distance = "cosine") -> CollectionInfo:
         """Create the collection, or check that the existing one has this dimension and distance."""
         dimension = check_dimension(dimension)

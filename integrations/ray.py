@@ -73,7 +73,7 @@ from rechunk.sync.report import changed_totals
 from rechunk.sync.stages import delete_gone, doc_id_set, records_of
 from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
 from rechunk.sync.vectors import _bad_stored
-from rechunk.sync.verifying import _check_published, stale_verdict
+from rechunk.sync.verifying import _check_published, check_one_model, stale_verdict
 
 if TYPE_CHECKING:
     from rechunk.sources import ParseOptions
@@ -819,6 +819,8 @@ def sync(
                 docs_per_task=docs_per_task, progress=progress,
             )  # fmt: skip
             report.collection = driver_store.collection
+            if not dry_run:
+                check_one_model(report, driver_store, raw.model_id, info, lock is not None)
             if prune or whole:
                 scope = None if prune else records_of(whole)
                 # the documents the workers parsed from files= are given too

@@ -467,6 +467,24 @@ class StoreContract:
         assert info.model_ids == {MODEL}
         assert ready.doc_ids() == {"a.md", "b.md"}
 
+    def test_other_model_looks_at_every_point(self, ready: VectorStore) -> None:
+        """A store that offers ``other_model`` (the check after a first sync that no other
+        model's sync wrote meanwhile) names a model that wrote any one of rechunk's points,
+        however many points come before it; another tool's points and the asking model's
+        own are none."""
+        other_model = getattr(ready, "other_model", None)
+        if other_model is None:
+            pytest.skip("the store holds a writer lock for a sync: no other model writes")
+        assert other_model(MODEL) is None
+        self.add_foreign(ready, self.FOREIGN)
+        ready.write([PointWrite(new_id(), payload(i, doc_id=f"d{i}.md"), unit(i % DIM))
+                     for i in range(self.FOREIGN)])  # fmt: skip
+        assert other_model(MODEL) is None
+        late = payload(0, doc_id="late.md", model_id="test/another@2")
+        ready.write([PointWrite(new_id(), late, unit(1))])
+        assert other_model(MODEL) == "test/another@2"
+        assert other_model("test/another@2") == MODEL
+
     @pytest.mark.parametrize("distance", DISTANCES)
     def test_search_returns_the_nearest_first(self, store: VectorStore, distance: Any) -> None:
         store.ensure_collection(DIM, distance)

@@ -11,6 +11,7 @@ import contextlib
 import multiprocessing
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ import pytest
 from chroma_server import running_chroma
 from concurrency_helpers import TableEmbedder, chroma_worker, version_text
 
-from rechunk import Document, policy_for, sync
+from rechunk import Document, StoreError, policy_for, sync
 from rechunk.adapters.qdrant import QdrantStore, _client_lock
 from rechunk.sync.planning import _plan
 
@@ -316,6 +317,80 @@ def test_a_newer_version_written_while_settling_supersedes(embedder: Any) -> Non
     assert report.per_document[0].status == "skipped"
     assert "superseded" in (report.per_document[0].reason or "")
     check_newest(store, "d", 4, embedder)
+
+
+class Reversed:
+    """Another model: MiniLM's vectors reversed (another space), under its own id."""
+
+    model_id = "test/minilm-reversed"
+
+    def __init__(self, minilm: Any) -> None:
+        self.minilm, self.dimension = minilm, minilm.dimension
+        self.max_input_tokens, self.special_tokens = 256, 2
+
+    def embed(self, texts: Any) -> np.ndarray:
+        return np.ascontiguousarray(np.asarray(self.minilm.embed(texts))[:, ::-1])
+
+
+class WritesAfter(QdrantStore):
+    """A writer that lets ``meanwhile`` run just before its first write (it has checked
+    the collection and planned)."""
+
+    meanwhile: list[Callable[[], Any]]
+
+    def write(self, points: Any, **kwargs: Any) -> None:
+        while self.meanwhile:
+            self.meanwhile.pop(0)()
+        super().write(points, **kwargs)
+
+
+class SamplesOnly(QdrantStore):
+    """A store without ``other_model``: the check after publishing asks collection_info."""
+
+    other_model = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("kind", [QdrantStore, ServerPath, SamplesOnly])
+def test_two_models_racing_into_a_new_collection_leave_one(kind: type[QdrantStore],
+                                                           minilm: Any) -> None:
+    """Two first syncs of one collection with different models both find it without
+    rechunk points; the one that checks after publishing and finds the other's points
+    removes its own and raises, whichever of them that is."""
+    from qdrant_client import QdrantClient
+
+    other = Reversed(minilm)
+    docs = {
+        minilm.model_id: [Document(f"m{i}", version_text(i)) for i in range(1, 4)],
+        other.model_id: [Document(f"r{i}", version_text(i)) for i in range(1, 4)],
+    }
+    for first in (minilm, other):  # the sync that starts first and finishes last
+        second = other if first is minilm else minilm
+        client = QdrantClient(":memory:")
+        store = type("S", (WritesAfter, kind), {"meanwhile": []})(client, "docs")
+        store.ensure_collection(minilm.dimension)
+        results: dict[str, Any] = {}
+
+        def run(model: Any, results: dict[str, Any] = results, store: Any = store) -> None:
+            try:
+                results[model.model_id] = sync(docs[model.model_id], store,
+                                               chunker=policy_for(model), embedder=model)
+            except Exception as exc:
+                results[model.model_id] = exc
+
+        # ``first`` checks the collection, then ``second`` syncs from start to end
+        store.meanwhile.append(lambda second=second: run(second))
+        run(first)
+        assert results[second.model_id].stale_check == "passed"
+        lost = results[first.model_id]
+        assert isinstance(lost, StoreError) and re.search(r"removed the [1-9]\d* point", str(lost))
+        assert f"another model ({second.model_id})" in str(lost)
+        held = {p.payload.model_id for d in store.doc_ids() for p in store.get_points(d)}
+        assert held == {second.model_id}
+        assert store.doc_ids() == {d.doc_id for d in docs[second.model_id]}
+        assert client.count("docs").count == results[second.model_id].chunks["added"]
+        with pytest.raises(StoreError, match="written by another model"):
+            sync(docs[first.model_id], store, chunker=policy_for(first), embedder=first)
+        client.close()
 
 
 def test_a_store_that_keeps_what_it_deletes_still_fails_the_check(embedder: Any) -> None:

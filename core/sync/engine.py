@@ -14,6 +14,7 @@ from rechunk.reuse.embedding import Embedder
 from rechunk.sync import stages
 from rechunk.sync.report import Order, Progress, SyncReport
 from rechunk.sync.store import VectorStore, _method
+from rechunk.sync.verifying import check_one_model
 
 
 def sync(
@@ -94,7 +95,11 @@ def sync(
     write: a store that offers ``writer_lock()`` (ChromaStore) is locked for the whole
     sync, so writers of one collection take turns. Documents without ``version`` have
     no order: concurrent writers of one of them on Qdrant may end with a failed stale
-    check (an error).
+    check (an error). Two first syncs of one collection with different models: without a
+    writer lock, a sync that found the collection without rechunk points checks after
+    publishing that no other model wrote into it meanwhile, and one that finds another
+    model's points removes its own and raises :class:`~rechunk.errors.StoreError`
+    (:func:`~rechunk.sync.verifying.check_one_model`).
     """
     lock = None if dry_run else _method(store, "writer_lock")
     with _older_objects_frozen(), lock() if lock is not None else contextlib.nullcontext():
@@ -205,5 +210,7 @@ def _sync(
             stages.verify(run, stages.publish(run, plans, vectors), vectors)
     finally:
         run.close()
+    if not dry_run:
+        check_one_model(run.report, store, run.embedder.model_id, run.info, locked)
     stages.prune(run)
     return stages.finish(run)

@@ -170,11 +170,12 @@ def _check_store(
             f"collection {info.name!r} holds {info.dimension}-dimensional vectors but "
             f"{embedder.model_id} makes {embedder.dimension}-dimensional ones"
         )
-    others = set(info.model_ids) - {embedder.model_id}
+    others = sorted(set(info.model_ids) - {embedder.model_id})
     if others:
+        also = f" (and {embedder.model_id})" if embedder.model_id in info.model_ids else ""
         raise StoreError(
-            f"collection {info.name!r} was written by another model ({sorted(others)[0]}); "
-            "sync into a new collection or reindex"
+            f"collection {info.name!r} was written by another model ({', '.join(others)})"
+            f"{also}; sync into a new collection or reindex"
         )
     return info
 

@@ -145,7 +145,10 @@ class VectorStore(Protocol):
     model_id)`` (inputs the sync published itself) and ``all_ids()`` with
     ``doc_ids_of(ids)`` (what a prune deletes). ``search_many(vectors, k)``: ``search``
     of each vector in one request or pass (the watcher's retrievability probe; without
-    it, one ``search`` after another).
+    it, one ``search`` after another). ``other_model(model_id)``: the model_id of any of
+    rechunk's points another model wrote, or None, looking at every point (the check
+    after a first sync without a writer lock,
+    :func:`~rechunk.sync.verifying.check_one_model`; without it, ``collection_info``'s).
     """
 
     @property

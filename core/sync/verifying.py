@@ -1,6 +1,7 @@
-"""The stale check after publishing: versioned documents are settled with concurrent
-writers first (:func:`settle`), then each published document is verified to hold exactly
-its new revision."""
+"""The checks after publishing: versioned documents are settled with concurrent writers
+first (:func:`settle`), then each published document is verified to hold exactly its new
+revision (the stale check); a sync into a collection that held no rechunk point checks
+that no other model wrote into it meanwhile (:func:`check_one_model`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from collections.abc import Callable
 
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.errors import StaleCheckError
+from rechunk.errors import StaleCheckError, StoreError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.planning import _Plan, _plan
 from rechunk.sync.publishing import _guarded, _publish
 from rechunk.sync.report import DocumentReport, Order, SyncReport
-from rechunk.sync.store import StoredPoint, VectorStore, _keeps, _method
+from rechunk.sync.store import CollectionInfo, StoredPoint, VectorStore, _keeps, _method, batches
 from rechunk.sync.vectors import Vector, _vectors
 
 log = logging.getLogger("rechunk.sync")
@@ -205,3 +206,69 @@ def stale_verdict(report: SyncReport, failed: list[tuple[str, int, int]]) -> Non
             "again (the error's report has the counts)",
             report,
         )
+
+
+#: documents whose points one read of :func:`check_one_model`'s clean-up takes
+_READ_BATCH = 256
+
+
+def check_one_model(
+    report: SyncReport,
+    store: VectorStore,
+    model_id: str,
+    info: CollectionInfo | None,
+    locked: bool,
+) -> None:
+    """Prove, after publishing, that no other model's sync wrote into a collection that
+    held no rechunk point when this sync checked it (``info``).
+
+    The check before a sync refuses a collection another model wrote, but two first
+    syncs of one collection with different models each find it without rechunk points,
+    and both would publish: the collection would hold two models' vectors, and a query
+    with either model would rank the other's points. Under a writer lock (Chroma, Qdrant
+    Edge) no other rechunk writer runs, so there is nothing to check; elsewhere, when
+    another model's point is found (``store.other_model``, which looks at every point;
+    a store without it is asked :meth:`VectorStore.collection_info`, which may sample),
+    this sync deletes the points it wrote and raises :class:`~rechunk.errors.StoreError`.
+    Whichever sync looks first and finds none keeps its points: the other finds them,
+    as each looks only after its own writes. Both may find the other's and both remove
+    theirs; the next sync of either then runs alone."""
+    if locked or info is None or info.model_ids:
+        return
+    written = {
+        (rep.doc_id, rep.revision)
+        for rep in report.per_document
+        if rep.status in ("new", "changed") and rep.added + rep.updated
+    }
+    if not written:
+        return
+    other_model = _method(store, "other_model")
+    if other_model is not None:
+        other = other_model(model_id)
+    else:
+        now = store.collection_info()
+        other = min((now.model_ids if now else frozenset()) - {model_id}, default=None)
+    if other is None:
+        return
+    ours: list[str] = []
+    for group in batches(sorted({doc_id for doc_id, _ in written}), _READ_BATCH):
+        for doc_id, points in store.get_points_many(list(group)).items():
+            ours += [
+                p.id
+                for p in points
+                if p.payload.model_id == model_id and (doc_id, p.payload.revision) in written
+            ]
+    for group in batches(ours, _READ_BATCH):
+        store.delete(list(group))
+    log.warning(
+        "collection=%s another model wrote while this sync ran: removed the %d point(s) this "
+        "sync wrote",
+        store.collection,
+        len(ours),
+    )
+    raise StoreError(
+        f"collection {store.collection!r} was written by another model ({other}) while this "
+        f"sync ran (both found it without rechunk points): this sync removed the {len(ours)} "
+        "point(s) it wrote, as a collection holds one model's vectors; run it again: it syncs "
+        "if the other sync removed its points too, else it is refused"
+    )
