@@ -186,6 +186,7 @@ def execute(args: WatchArgs) -> int:
     from rechunk.cli.reading import files_elsewhere, read_paths
     from rechunk.cli.sources import Chooser
     from rechunk.live import LiveMetrics
+    from rechunk.live.events import FileEvents
     from rechunk.sync.generations import open_live
 
     for path in args.paths:
@@ -197,13 +198,19 @@ def execute(args: WatchArgs) -> int:
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
     recorded = recorded_roots(read_manifest(), args)  # read once, for both uses below
-    files = read_paths(args.paths, args, args, complete=args.prune, recorded=recorded)
-    embedder = compose.open_embedder(args)
-    chooser = Chooser(embedder)
-    # metrics are served before the store is opened: a port in use changes nothing
-    metrics = LiveMetrics() if args.metrics_port is not None else None
-    server = None if metrics is None else _serve(metrics, args)
+    # the folders are watched before they are read: what changes while they are read, the
+    # model loads and the store opens (a minute for a large embedded store) is among the
+    # first events the watcher takes, not lost between the read and the watcher's start
+    events = FileEvents([str(Path(path).resolve()) for path in args.paths])
+    events.start()
+    server = None
     try:
+        files = read_paths(args.paths, args, args, complete=args.prune, recorded=recorded)
+        embedder = compose.open_embedder(args)
+        chooser = Chooser(embedder)
+        # metrics are served before the store is opened: a port in use changes nothing
+        metrics = LiveMetrics() if args.metrics_port is not None else None
+        server = None if metrics is None else _serve(metrics, args)
         with compose.cache_and_store(args, args.cache, model_id=embedder.model_id) as (
             cache,
             opened,
@@ -213,9 +220,20 @@ def execute(args: WatchArgs) -> int:
             store = open_live(opened.store, chunker, embedder.dimension)
             elsewhere = None if args.prune else files_elsewhere(recorded, files.roots)
             _watch(
-                args, files, store, embedder, chunker, chooser, cache, metrics, server, elsewhere
+                args,
+                files,
+                events,
+                store,
+                embedder,
+                chunker,
+                chooser,
+                cache,
+                metrics,
+                server,
+                elsewhere,
             )
     finally:
+        events.stop()
         if server is not None:
             server.stop()
     if not args.json:
@@ -226,6 +244,7 @@ def execute(args: WatchArgs) -> int:
 def _watch(
     args: WatchArgs,
     files: Any,
+    events: Any,
     store: Any,
     embedder: Any,
     chunker: Any,
@@ -235,7 +254,8 @@ def _watch(
     server: Any,
     elsewhere: Any,
 ) -> None:
-    """The initial sync, then batches until a signal stops the watcher."""
+    """The initial sync of ``files`` (read after ``events`` started), then batches until a
+    signal stops the watcher."""
     from rechunk.cli.manifest import record_roots
     from rechunk.cli.options import STATE_DIR
     from rechunk.live import DiagnosisLog, Freshness, Watcher
@@ -272,7 +292,7 @@ def _watch(
     )
     try:
         with _signals(stop):
-            watcher.start()
+            watcher.start(events)
             initial = watcher.initial_sync(files)
             record_roots(args, args, files.roots, replace=args.prune)
             _print_initial(args, initial, files)

@@ -876,6 +876,54 @@ def test_files_removed_while_no_watcher_ran_are_deleted_at_the_next_start(
     assert start(root).deleted == 0 and "a.md" in store.doc_ids()
 
 
+def test_cli_watch_syncs_what_changed_while_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rechunk watch` reads the folders, then loads the model and opens the store (a
+    minute for a large embedded store): a file edited and one deleted in that time are
+    synced by its first batch. They were lost: the file watcher started only after the
+    store was open, and the initial sync had read the files before."""
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.qdrant import QdrantStore
+    from rechunk.cli import compose, main
+
+    root = tmp_path / "docs"
+    write_docs(root, ["a", "b", "c"])
+    monkeypatch.chdir(tmp_path)
+    opened = compose.open_embedder
+
+    def edits_while_the_model_loads(args: Any) -> Any:
+        (root / "a.md").write_text(doc_text("a", 2), encoding="utf-8")
+        (root / "b.md").unlink()
+        return opened(args)
+
+    monkeypatch.setattr(compose, "open_embedder", edits_while_the_model_loads)
+    serve = Watcher.serve
+
+    def until_a_batch(self: Watcher, stop: threading.Event, on_batch: Any, **kw: Any) -> None:
+        def then_stop(report: BatchReport) -> None:
+            on_batch(report)
+            if report.kind == "batch":
+                stop.set()
+
+        timer = threading.Timer(20, stop.set)  # no batch at all: the assertions below fail
+        timer.start()
+        try:
+            serve(self, stop, then_stop, **kw)
+        finally:
+            timer.cancel()
+
+    monkeypatch.setattr(Watcher, "serve", until_a_batch)
+    assert main(["watch", "docs", "--settle", "0.05", "--json"]) == 0
+    client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
+    try:
+        assert revisions(QdrantStore(client, "rechunk")) == expected(root)
+        assert set(expected(root)) == {"a.md", "c.md"}
+    finally:
+        client.close()
+
+
 def test_a_watcher_releases_the_embedders_run_memory(tmp_path: Path, chunker: Any) -> None:
     """After its initial sync (run as `rechunk sync` runs it), a watcher sets the ONNX
     embedder to give each run's memory back, and after each batch gives the C heap's

@@ -39,7 +39,6 @@ from typing import Any
 import numpy as np
 
 from rechunk._heap import release_free_heap
-from rechunk._optional import require
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
 from rechunk.errors import (
@@ -49,6 +48,7 @@ from rechunk.errors import (
     StaleCheckError,
     TransientError,
 )
+from rechunk.live.events import FileEvents
 from rechunk.live.freshness import DiagnosisLog, Freshness
 from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
@@ -275,9 +275,7 @@ class Watcher:
         self._last_verify = 0.0
         self._wake_at = 0.0
         self._probes: dict[str, Any] = {}  # doc_id -> a vector a deleted document had
-        self._events: queue.Queue[list[str] | BaseException] = queue.Queue()
-        self._pump: threading.Thread | None = None
-        self._pump_stop = threading.Event()
+        self._events: FileEvents | None = None  # the file watcher, once started
         if metrics is not None:
             metrics.watch(self.queue_state, self.freshness_state)
 
@@ -326,6 +324,11 @@ class Watcher:
                 if (selection.root / name).is_file():
                     return index, name
         return None
+
+    def _path_key(self, path: Path | None) -> FileKey | None:
+        """The key of a file by its path (None: no path, or outside every root)."""
+        found = None if path is None else self._locate(str(path))
+        return None if found is None else (found[0], "/".join(found[1]))
 
     # -- the files of each folder, across restarts ----------------------------------------
 
@@ -393,7 +396,9 @@ class Watcher:
         mapping: dict[FileKey, set[str]] = {}
         unmapped = 0
         for doc in docs:
-            key = self._file_key(doc.doc_id)
+            # a file removed since it was read is found by its path: its removal is among
+            # the first events (`rechunk watch` watches before it reads), and deletes these
+            key = self._file_key(doc.doc_id) or self._path_key(files.paths.get(doc.doc_id))
             if key is not None:
                 mapping.setdefault(key, set()).add(doc.doc_id)
             else:
@@ -1238,45 +1243,25 @@ class Watcher:
 
     # -- the loop -----------------------------------------------------------------------
 
-    def start(self, *, debounce_ms: int = 1000, step_ms: int = 30) -> None:
+    def start(
+        self, events: FileEvents | None = None, *, debounce_ms: int = 1000, step_ms: int = 30
+    ) -> None:
         """Start watching the folders (``watchfiles``, from a thread); events wait in a
-        queue until :meth:`serve` (or :meth:`run`) takes them."""
-        if self._pump is not None:
+        queue until :meth:`serve` (or :meth:`run`) takes them. ``events``: a
+        :class:`~rechunk.live.events.FileEvents` over these folders that the caller
+        started before it read them, so that a change made since is not missed (what
+        ``rechunk watch`` does); the watcher takes it over, and stops it when it stops."""
+        if self._events is not None:
             return
-        watchfiles = require("watchfiles", "watch")
-        roots = [str(s.real) for s in self.selections]
-        ready = threading.Event()
-
-        def pump() -> None:
-            try:
-                changes = watchfiles.watch(
-                    *roots,
-                    watch_filter=None,
-                    debounce=debounce_ms,
-                    step=step_ms,
-                    stop_event=self._pump_stop,
-                    rust_timeout=200,
-                    yield_on_timeout=True,
-                    raise_interrupt=False,
-                )
-                for found in changes:
-                    ready.set()
-                    if found:
-                        self._events.put([path for _, path in found])
-            except BaseException as exc:  # the watcher failed: the loop raises it
-                self._events.put(exc)
-            finally:
-                ready.set()
-
-        self._pump = threading.Thread(target=pump, name="rechunk-watch", daemon=True)
-        self._pump.start()
-        ready.wait(timeout=5)  # the first timeout yield: the watcher is in place
+        if events is None:
+            events = FileEvents([str(s.real) for s in self.selections])
+        events.start(debounce_ms=debounce_ms, step_ms=step_ms)
+        self._events = events
 
     def stop_watching(self) -> None:
-        self._pump_stop.set()
-        if self._pump is not None:
-            self._pump.join(timeout=5)
-            self._pump = None
+        if self._events is not None:
+            self._events.stop()
+            self._events = None
 
     def serve(
         self,
@@ -1299,14 +1284,18 @@ class Watcher:
             self.stop_watching()
 
     def _drain(self, timeout: float) -> None:
+        if self._events is None:
+            time.sleep(timeout)
+            return
+        events = self._events.queue
         try:
-            first = self._events.get(timeout=timeout)
+            first = events.get(timeout=timeout)
         except queue.Empty:
             return
         items = [first]
         with contextlib.suppress(queue.Empty):
             while True:
-                items.append(self._events.get_nowait())
+                items.append(events.get_nowait())
         for item in items:
             if isinstance(item, BaseException):
                 raise ConfigError(f"the file watcher stopped: {_one_line(item)}") from item
