@@ -351,11 +351,14 @@ def test_a_cache_file_that_cannot_be_written_is_still_read(
     assert cache_file.read_bytes() == before
 
 
-def test_a_cache_in_a_folder_that_cannot_be_written_keeps_vectors_in_memory(
-    cache_file: Path,
+def test_a_cache_in_a_folder_that_cannot_be_written_is_still_read(
+    cache_file: Path, pristine: tuple[bytes, dict[str, np.ndarray]]
 ) -> None:
-    """SQLite cannot even read a WAL cache without creating its -shm beside it: the object
-    goes on in memory (before: the open failed)."""
+    """SQLite reads a WAL cache only with its -shm beside it, which a read-only or full
+    file system cannot hold: the file is read as it is on disk (immutable), and what is
+    embedded now stays in memory (before: nothing was read, and a paid embedder was paid
+    again for every input the file held)."""
+    vectors = pristine[1]
     before = cache_file.read_bytes()
     new = {input_key(MODEL, "new"): vector(99)}
     with (
@@ -363,12 +366,34 @@ def test_a_cache_in_a_folder_that_cannot_be_written_keeps_vectors_in_memory(
         cache_warnings() as seen,
         SQLiteCache(cache_file) as cache,
     ):
+        got = cache.get_many(list(vectors), MODEL, DIM)
+        assert {k: v.tobytes() for k, v in got.items()} == {
+            k: v.tobytes() for k, v in vectors.items()
+        }
         assert cache.put_many(list(new.items()), MODEL) == 1
         got = cache.get_many(list(new), MODEL, DIM)
         assert got[input_key(MODEL, "new")].tobytes() == vector(99).tobytes()
-        assert cache.degraded == "memory"
-    assert len(seen) == 1 and "in memory only" in seen[0]
+        assert cache.degraded == "read-only"
+    assert len(seen) == 1 and "cannot be written" in seen[0] and "still read" in seen[0]
     assert cache_file.read_bytes() == before
+    assert sorted(p.name for p in cache_file.parent.iterdir()) == [cache_file.name]
+
+
+def test_a_new_cache_that_cannot_be_made_keeps_vectors_in_memory(tmp_path: Path) -> None:
+    """A cache to be created where no file can be (a full or read-only file system) stops
+    nothing: the object keeps vectors in memory, says so, and leaves no empty file (before:
+    a CacheError, which ended every scheduled sync while that disk was full)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    new = {input_key(MODEL, "new"): vector(7)}
+    with immutable(folder), cache_warnings() as seen, SQLiteCache(folder / "c.sqlite") as cache:
+        assert cache.put_many(list(new.items()), MODEL) == 1
+        assert cache.get_many(list(new), MODEL, DIM)[input_key(MODEL, "new")].tobytes() == (
+            vector(7).tobytes()
+        )
+        assert cache.degraded == "memory"
+    assert len(seen) == 1 and "cannot be created" in seen[0] and "in memory only" in seen[0]
+    assert list(folder.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- real syncs

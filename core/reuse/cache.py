@@ -497,6 +497,13 @@ _MARKERS = (
     b"table" + b"vectors" * 2,
     b"sqlite_autoindex_rechunk_schema_1" + b"rechunk_schema",
 )
+#: How a file rechunk will not use as its cache, nor set aside as a damaged one (it does not
+#: hold a rechunk cache's schema records, so it may be another program's), is left.
+_UNTOUCHED = (
+    "left untouched (a cache whose first page is damaged cannot be told from another "
+    "program's file: if it was rechunk's, move it aside and run again, which starts a new "
+    "cache; else give another cache path)"
+)
 #: The files SQLite keeps beside a database; they go wherever the database goes.
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 
@@ -762,6 +769,9 @@ class SQLiteCache:
         # "file": reads and writes go to the file; "read-only": the file is read and writes
         # stay in memory; "memory": the file is not used at all
         self._state = "file"
+        # read-only state on a file system that cannot hold SQLite's -shm beside a WAL file
+        # (read-only, full): the file is read as immutable, without locks
+        self._immutable = False
         self._memory = MemoryCache()
         self._closed = closed
         self._counters = counters
@@ -791,9 +801,18 @@ class SQLiteCache:
                 raise CacheError(exc.foreign) from exc
             self._set_aside(exc.reason, self._generation)
         except _Unwritable as exc:
-            if not exists:
-                raise
-            self._read_only(exc.reason)
+            if exists:
+                self._read_only(exc.reason)
+                return
+            # a new cache that cannot be made (a full or read-only file system) stops
+            # nothing either: no 0-byte file is left where it was to be
+            with contextlib.suppress(OSError):
+                if self.path.stat().st_size == 0:
+                    self.path.unlink()
+            self._to_memory(
+                f"cache {self.path} cannot be created ({exc.reason}); vectors are kept in "
+                "memory only"
+            )
 
     def _open_file(self) -> None:
         """Open ``path`` as a cache (created when missing); raises :class:`_Damaged`,
@@ -845,7 +864,7 @@ class SQLiteCache:
         if header and (len(header) < _SQLITE_HEADER or not header.startswith(_SQLITE_MAGIC)):
             raise _Damaged(
                 "its header is not SQLite's",
-                f"{self.path} is not a rechunk cache (not an SQLite database); left untouched",
+                f"{self.path} is not a rechunk cache (not an SQLite database); {_UNTOUCHED}",
             )
 
     def _sqlite_failure(
@@ -868,7 +887,7 @@ class SQLiteCache:
         said = str(exc) or f"{type(exc).__name__} whose message is not valid UTF-8"
         message = f"cannot {doing} cache {self.path}: {said}"
         if kind == "damaged":
-            return _Damaged(said, f"{message}; left untouched")
+            return _Damaged(said, f"{message}; {_UNTOUCHED}")
         if kind == "unwritable":
             return _Unwritable(said, message)
         return CacheError(message)
@@ -877,6 +896,8 @@ class SQLiteCache:
         read_only = read_only or not self._writes_file
         mode = "ro" if read_only else ("rwc" if create else "rw")
         uri = f"{self.path.resolve().as_uri()}?mode={mode}"
+        if read_only and self._immutable:
+            uri += "&immutable=1"
         try:
             with _kept_lock:  # not while _sweep looks which files are open (it closes)
                 conn = sqlite3.connect(
@@ -912,7 +933,7 @@ class SQLiteCache:
             if "rechunk_schema" not in tables or "vectors" not in tables:
                 raise _Damaged(
                     f"its tables are {sorted(tables)}",
-                    f"{self.path} is an SQLite database but not a rechunk cache; left untouched",
+                    f"{self.path} is an SQLite database but not a rechunk cache; {_UNTOUCHED}",
                 )
             row = conn.execute(
                 "SELECT version FROM rechunk_schema WHERE name = 'embedding-cache'"
@@ -920,7 +941,7 @@ class SQLiteCache:
             if row is None or type(row[0]) is not int:
                 raise _Damaged(
                     "it records no valid schema version",
-                    f"{self.path} has no valid rechunk schema version; left untouched",
+                    f"{self.path} has no valid rechunk schema version; {_UNTOUCHED}",
                 )
             if row[0] > SCHEMA_VERSION:
                 raise CacheError(
@@ -1044,7 +1065,7 @@ class SQLiteCache:
         valid = header[24:28] == header[92:96]
         if valid and pages and size < pages * page_size:
             reason = f"truncated: {size} bytes, its header says {pages * page_size}"
-            raise _Damaged(reason, f"cache file {self.path} is {reason}; left untouched")
+            raise _Damaged(reason, f"cache file {self.path} is {reason}; {_UNTOUCHED}")
 
     # ----------------------------------------------------------------- damage and recovery
 
@@ -1073,10 +1094,12 @@ class SQLiteCache:
 
     def _replace_damaged(self, reason: str) -> None:
         """The body of :meth:`_set_aside` (the recovery lock held, a new generation begun)."""
-        if self.readonly:
+        if self.readonly or self._immutable:
+            # read without locks (immutable), a file another process writes may look damaged
+            why = "it was opened read-only" if self.readonly else "it cannot be written"
             self._to_memory(
-                f"cache {self.path} is damaged ({reason}); it was opened read-only, so it "
-                "is left as it is and nothing is read from it"
+                f"cache {self.path} is damaged ({reason}); {why}, so it is left as it is "
+                "and nothing is read from it"
             )
             return
         aside = None
@@ -1154,7 +1177,13 @@ class SQLiteCache:
             self._retire()
             self._state = "read-only"
             try:
-                self._open_file()
+                try:
+                    self._open_file()
+                except _Unwritable:
+                    # SQLite reads a WAL file only with its -shm beside it, which a
+                    # read-only or full file system cannot hold: read it as it is on disk
+                    self._immutable = True
+                    self._open_file()
             except (_Damaged, _Unwritable) as exc:
                 self._state = "memory"
                 also = "" if exc.reason == reason else f"; {exc.reason}"
