@@ -12,6 +12,7 @@ import contextlib
 import gc
 import itertools
 import os
+import pickle
 import shlex
 import sqlite3
 import threading
@@ -182,6 +183,14 @@ def local_client(path: str | os.PathLike[str]) -> QdrantClient:
         )
         raise StoreError(
             f"cannot open the Qdrant folder {path}: {type(exc).__name__}: {exc}{hint}"
+        ) from exc
+    except (pickle.UnpicklingError, ValueError, EOFError) as exc:
+        # a damaged point record or meta.json: name the error, never its message (a
+        # pickle's quotes the stored bytes, and points hold document text)
+        raise StoreError(
+            f"cannot open the Qdrant folder {path}: it is damaged ({type(exc).__name__} "
+            "reading it); move it aside and sync again: a new folder is made, and the "
+            "inputs the reuse cache holds are not embedded again"
         ) from exc
     _TUNED_CLIENTS.add(client)
     for name in getattr(getattr(client, "_client", None), "collections", None) or {}:

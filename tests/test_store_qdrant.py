@@ -245,6 +245,33 @@ def test_a_damaged_folder_is_a_store_error(tmp_path: Path) -> None:
         local_client(tmp_path / "q")
 
 
+def test_a_damaged_point_or_meta_file_is_a_store_error_that_quotes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A point record whose pickled bytes are damaged, or a damaged meta.json: a
+    StoreError naming the folder and saying what to do, and no byte of what it held (a
+    pickle's own message quotes the byte it failed on; points hold document text).
+    Before: the library's UnpicklingError / JSONDecodeError, raw."""
+    import sqlite3
+
+    client = local_client(tmp_path / "q")
+    store = QdrantStore(client, "docs")
+    store.ensure_collection(DIM)
+    store.write([PointWrite(new_id(), payload(0), unit(0))])
+    client.close()
+    database = sqlite3.connect(tmp_path / "q" / "collection" / "docs" / "storage.sqlite")
+    database.execute("UPDATE points SET point = ?", (b"\x80\x04\xab" + b"secret" * 9,))
+    database.commit()
+    database.close()
+    with pytest.raises(StoreError, match=r"it is damaged \(UnpicklingError.*move it aside") as got:
+        local_client(tmp_path / "q")
+    assert "secret" not in str(got.value) and "\\x" not in str(got.value)
+    (tmp_path / "q" / "meta.json").write_text("{secret", encoding="utf-8")
+    with pytest.raises(StoreError, match=r"damaged \(JSONDecodeError") as got:
+        local_client(tmp_path / "q")
+    assert "secret" not in str(got.value)
+
+
 def test_path_lock_is_store_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "locked"
     first = local_client(path)
