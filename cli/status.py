@@ -142,10 +142,21 @@ def _status_exit(status: dict[str, Any]) -> int:
         return EXIT_OK
     print(
         f"rechunk: error: stale check failed: {len(status['stale_documents'])} document(s) "
-        "hold chunks of more than one revision; sync them again",
+        "hold chunks of more than one revision or lack some of their chunks; sync them again",
         file=sys.stderr,
     )
     return EXIT_BACKEND
+
+
+def _incomplete(points: Any) -> bool:
+    """Whether a document's points (of one revision, written by a sync) lack one: their
+    ordinals are not 0 to n-1, or their spans, which tile the text, leave a gap. A
+    document of which only the first chunks were written is not found here (its length
+    is not stored); its next sync writes the rest."""
+    spans = sorted((p.payload.ordinal, p.payload.start, p.payload.end) for p in points)
+    if [ordinal for ordinal, _, _ in spans] != list(range(len(spans))):
+        return True
+    return spans[0][1] != 0 or any(a[2] != b[1] for a, b in zip(spans, spans[1:]))
 
 
 def collection_status(store: Any) -> dict[str, Any]:
@@ -161,6 +172,7 @@ def collection_status(store: Any) -> dict[str, Any]:
     models: Counter[str] = Counter()
     revisions: dict[str, list[str]] = {}
     indexed: set[str] = set()  # written through LangChain's index() (see below)
+    incomplete: set[str] = set()  # one revision, some of its chunks missing
     chunks = 0
     for doc_id, points in store.get_points_many(sorted(store.doc_ids())).items():
         chunks += len(points)
@@ -169,9 +181,12 @@ def collection_status(store: Any) -> dict[str, Any]:
         revisions[doc_id] = sorted({p.payload.revision for p in points})
         if any(OCCURRENCE_KEY in p.payload.metadata for p in points):
             indexed.add(doc_id)
+        elif len(revisions[doc_id]) == 1 and _incomplete(points):
+            incomplete.add(doc_id)
     # index() keeps the record it first wrote for a chunk it skips, revision and all, so a
     # document it wrote after an edit holds chunks of several revisions, as it should
-    stale = {doc: revs for doc, revs in revisions.items() if len(revs) > 1 and doc not in indexed}
+    stale = {doc for doc, revs in revisions.items() if len(revs) > 1 and doc not in indexed}
+    stale |= incomplete
     status: dict[str, Any] = {
         "collection": info.name,
         "dimension": info.dimension,

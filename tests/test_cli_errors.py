@@ -171,6 +171,40 @@ def test_a_failed_stale_check_raises_with_the_report(minilm: Any) -> None:
     assert report.documents["changed"] == 1 and report.chunks["deleted"] >= 1
 
 
+def test_status_finds_a_document_that_lacks_some_of_its_chunks(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sync killed by a full disk left a document with some of its chunks: one
+    revision, so the stale check passed it (an on-call drill). Its chunks' ordinals and
+    spans, which tile the text, now show the gap."""
+    from qdrant_client import QdrantClient, models
+
+    sections = "".join(
+        f"## Part {i}\n\n" + f"Made-up sentence {i} about the long note's subject. " * 30 + "\n\n"
+        for i in range(6)
+    )
+    (notes / "long.md").write_text("# Long\n\n" + sections, encoding="utf-8")
+    assert main(["sync", "notes"]) == 0
+    assert main(["status"]) == 0
+    capsys.readouterr()
+    client = QdrantClient(path=".rechunk/qdrant")
+    try:
+        of_long = models.Filter(must=[models.FieldCondition(
+            key="metadata.doc_id", match=models.MatchValue(value="long.md"))])  # fmt: skip
+        points, _ = client.scroll("rechunk", scroll_filter=of_long, limit=100, with_payload=True)
+        assert len(points) > 3
+        middle = [p.id for p in points if p.payload["metadata"]["ordinal"] == 2]  # type: ignore[index]
+        client.delete("rechunk", points_selector=models.PointIdsList(points=middle))
+    finally:
+        client.close()
+    assert main(["status"]) == 3
+    captured = capsys.readouterr()
+    assert "stale check: failed (long.md)" in captured.out
+    assert "lack some of their chunks" in one_error_line(captured.err)
+    assert main(["sync", "notes"]) == 0  # the sync writes what is missing
+    assert main(["status"]) == 0
+
+
 def test_sync_and_status_exit_3_on_a_failed_stale_check(
     notes: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
