@@ -820,6 +820,8 @@ class SQLiteCache:
         exists = self.path.exists()
         if exists:
             self._check_header()
+        elif self.path.parent.exists() and not self.path.parent.is_dir():
+            raise CacheError(f"cannot create cache {self.path}: {self.path.parent} is not a folder")
         elif not self.path.parent.exists():
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
