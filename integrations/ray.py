@@ -66,7 +66,7 @@ from rechunk.sync import (
     SyncReport,
     check_compatible,
 )
-from rechunk.sync.inputs import _check_documents, _check_store, _chooser
+from rechunk.sync.inputs import _check_documents, _check_store, _chooser, check_lenders
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import changed_totals
@@ -799,6 +799,7 @@ def sync(
         lock = None if dry_run else _method(driver_store, "writer_lock")
         with lock() if lock is not None else contextlib.nullcontext():
             info = _check_store(driver_store, raw, dry_run)
+            check_lenders(reuse_from, raw)
             if info is None:  # only a dry run gets here with no collection
                 raise ConfigError(
                     f"collection {driver_store.collection!r} does not exist yet: the ray "

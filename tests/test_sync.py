@@ -443,6 +443,26 @@ class _Renamed:
         return self._changed[name] if name in self._changed else getattr(self._inner, name)
 
 
+def test_reuse_from_a_collection_of_another_model_is_refused(minilm: Any) -> None:
+    """Its vectors cannot serve this model (input keys name the model): before, the sync
+    embedded every input and said nothing, to a caller who meant a free move."""
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(":memory:")
+    old = fresh(QdrantStore(client, "old"), minilm)
+    sync([Document("g", GUIDE_V2)], old, chunker=policy_for(minilm), embedder=minilm)
+    other = _Renamed(minilm, model_id="test/minilm-renamed")
+    new = fresh(QdrantStore(client, "new"), minilm)
+    with pytest.raises(ConfigError, match=r"reuse_from collection 'old' was written by another"):
+        sync([Document("g", GUIDE_V2)], new, chunker=policy_for(other), embedder=other,
+             reuse_from=[old])  # fmt: skip
+    assert new.doc_ids() == set()
+    # the same model's collection lends its vectors, as before
+    again = sync([Document("g", GUIDE_V2)], fresh(QdrantStore(client, "same"), minilm),
+                 chunker=policy_for(minilm), embedder=minilm, reuse_from=[old])  # fmt: skip
+    assert again.inputs["embedded"] == 0 and again.inputs["from_store"] > 0
+
+
 def test_lone_surrogates_are_input_errors() -> None:
     with pytest.raises(InputError, match="lone surrogate"):
         Document("caf\udce9.md", NOTES)

@@ -85,6 +85,13 @@ def _holds_other_model(store: Any, embedder: Embedder) -> bool:
     return info.dimension != embedder.dimension or bool(info.model_ids - {embedder.model_id})
 
 
+def _lends_to(store: Any, model_id: str) -> bool:
+    """Whether ``store``'s collection exists and may hold vectors of ``model_id`` (it holds
+    that model's points, or no rechunk point yet)."""
+    info = store.collection_info()
+    return info is not None and (not info.model_ids or model_id in info.model_ids)
+
+
 def _aliases(store: Any) -> dict[str, str] | None:
     aliases = getattr(store, "aliases", None)
     return aliases() if callable(aliases) else None
@@ -295,7 +302,8 @@ def reindex(
     target = _free_generation(store, base, previous, aliases, embedder)
     shadow = store.with_collection(target)
     live = store.with_collection(previous) if previous else None
-    lenders = [s for s in (live, origin) if s is not None and s.collection_info() is not None]
+    # a generation of another model lends nothing (its input keys name that model)
+    lenders = [s for s in (live, origin) if s is not None and _lends_to(s, embedder.model_id)]
     shadow.ensure_collection(embedder.dimension)
     # progress only when asked: an engine written before reindex took it may not take it
     asked: dict[str, Any] = {} if progress is None else {"progress": progress}

@@ -180,6 +180,22 @@ def _check_store(
     return info
 
 
+def check_lenders(reuse_from: Sequence[VectorStore], embedder: Embedder) -> None:
+    """Refuse a ``reuse_from`` collection another model wrote: no vector of it can serve
+    this model (input keys name the model), so it would lend nothing, silently, to a
+    sync its caller meant to be a free move. A missing or empty collection lends nothing
+    either, and is allowed (a reindex's first generation)."""
+    for lender in reuse_from:
+        info = lender.collection_info()
+        if info is not None and info.model_ids and embedder.model_id not in info.model_ids:
+            raise ConfigError(
+                f"reuse_from collection {info.name!r} was written by another model "
+                f"({', '.join(sorted(info.model_ids))}): none of its vectors can serve "
+                f"{embedder.model_id}, whose input keys differ; leave it out (the inputs "
+                "are embedded with this model)"
+            )
+
+
 def _chooser(
     chunker: Chunker,
     chunker_for: Callable[[Document], Chunker | None] | None,

@@ -25,7 +25,14 @@ from rechunk.errors import ConfigError, InputError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.ahead import ChunkAhead
-from rechunk.sync.inputs import _check_store, _chooser, check_flags, check_inputs, check_parts
+from rechunk.sync.inputs import (
+    _check_store,
+    _chooser,
+    check_flags,
+    check_inputs,
+    check_lenders,
+    check_parts,
+)
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import (
@@ -161,6 +168,7 @@ def start(
         )
     report = SyncReport(store.collection, chunker.policy_id, raw_embedder.model_id, order, dry_run)
     info = _check_store(store, raw_embedder, dry_run)
+    check_lenders(reuse_from, raw_embedder)
     report.chunks_not_given = info.points if info is not None else 0
     groups = list(batches(docs, DOC_BATCH))
     return _Run(
