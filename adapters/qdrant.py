@@ -8,6 +8,7 @@ LlamaIndex's own Qdrant vector store reads it directly (see
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import itertools
@@ -134,6 +135,16 @@ def _lock_error(path: object, exc: BaseException) -> StoreUnavailableError:
 
 #: embedded clients made by :func:`local_client`, whose collection files rechunk tunes
 _TUNED_CLIENTS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_local_clients() -> None:
+    """Close the embedded clients still open as the interpreter exits: a client a script
+    kept in a global was closed by its ``__del__`` during shutdown, which printed an
+    ignored ImportError ("sys.meta_path is None") under every such script's output."""
+    for client in list(_TUNED_CLIENTS):
+        with contextlib.suppress(Exception):
+            client.close()
 
 
 def local_client(path: str | os.PathLike[str]) -> QdrantClient:

@@ -272,6 +272,27 @@ def test_a_damaged_point_or_meta_file_is_a_store_error_that_quotes_nothing(
     assert "secret" not in str(got.value)
 
 
+def test_a_script_that_leaves_its_embedded_client_open_exits_quietly(tmp_path: Path) -> None:
+    """A client kept in a global, never closed (as a short script does), or closed twice:
+    the script's stderr stays empty. Before: qdrant-client's __del__ ran during shutdown
+    and printed an ignored ImportError under every such script."""
+    import subprocess
+    import sys
+
+    script = (
+        "from rechunk.adapters.qdrant import QdrantStore, local_client\n"
+        f"client = local_client({str(tmp_path / 'q')!r})\n"
+        "QdrantStore(client, 'docs').ensure_collection(4)\n"
+        "held = [client]\n"
+        "held.append(held)  # freed by the last collection, after imports are torn down\n"
+        f"closed = local_client({str(tmp_path / 'other')!r})\n"
+        "closed.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
 def test_path_lock_is_store_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "locked"
     first = local_client(path)
