@@ -853,7 +853,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
         path = self._path("model_id")
         with self._errors("read the model_ids of"):
             index = self._index()
-            if index is not None:
+            if index is not None:  # 0.3 s at 200,000 points; a filtered scroll took 6 s
                 keyed = (pid for pid, (_, key) in index.of.items() if key is not None)
                 found: Iterable[Any] = (
                     self._field(p, "model_id") for _, p in index.payloads(keyed)
