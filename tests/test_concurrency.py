@@ -359,9 +359,10 @@ def test_two_models_racing_into_a_new_collection_leave_one(kind: type[QdrantStor
     from qdrant_client import QdrantClient
 
     other = Reversed(minilm)
+    notes = [f"# Note {i}\n\nA made-up note, number {i}, on gears and levers." for i in range(3)]
     docs = {
-        minilm.model_id: [Document(f"m{i}", version_text(i)) for i in range(1, 4)],
-        other.model_id: [Document(f"r{i}", version_text(i)) for i in range(1, 4)],
+        minilm.model_id: [Document(f"m{i}", text) for i, text in enumerate(notes)],
+        other.model_id: [Document(f"r{i}", text) for i, text in enumerate(notes)],
     }
     for first in (minilm, other):  # the sync that starts first and finishes last
         second = other if first is minilm else minilm
