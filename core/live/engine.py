@@ -411,9 +411,11 @@ class Watcher:
         read_ids = {doc.doc_id for doc in docs}
         # the stored documents of files that exist but were not read (over max_bytes,
         # unreadable) stay theirs, so that deleting such a file later deletes them
+        covered: set[str] = set()  # read once: the collection's doc_ids are a read of all
         if (files.too_large or files.skipped) and self.store.collection_info() is not None:
-            for doc_id in self.store.doc_ids() - read_ids:
-                key = self._file_key(doc_id) if files.covers(doc_id) else None
+            covered = {doc_id for doc_id in self.store.doc_ids() if files.covers(doc_id)}
+            for doc_id in covered - read_ids:
+                key = self._file_key(doc_id)
                 if key is not None:
                     mapping.setdefault(key, set()).add(doc_id)
         # the documents of files an earlier watcher of these folders synced that are gone
@@ -445,7 +447,8 @@ class Watcher:
                 )
         for doc_id in gone:
             self.freshness.accept(doc_id, None, wall, self._source_type(None, doc_id))
-        keep = files.kept_in(self.store, self.prune)
+        # what a deleting sync keeps (FileSet.kept_in, from the ids read above)
+        keep = covered if self.prune or files.record_files else set()
         result = None
         try:
             if docs or not self.prune:
