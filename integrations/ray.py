@@ -71,7 +71,7 @@ from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import changed_totals
 from rechunk.sync.stages import delete_gone, doc_id_set, records_of
-from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches
+from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches, of_model
 from rechunk.sync.vectors import _bad_stored
 from rechunk.sync.verifying import _check_published, check_one_model, stale_verdict
 
@@ -326,7 +326,11 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
 
         t0 = time.perf_counter()
         reads = docs and not spec.empty
-        stored = store.get_points_many([d.doc_id for d in docs]) if reads else {}
+        stored = (
+            of_model(store.get_points_many([d.doc_id for d in docs]), spec.model_id)
+            if reads
+            else {}
+        )
         revector: dict[str, frozenset[str]] = {}
         if part.check_stored and stored:
             revector = _bad_stored(stored, store, spec.model_id, spec.dimension)

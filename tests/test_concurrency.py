@@ -394,6 +394,43 @@ def test_two_models_racing_into_a_new_collection_leave_one(kind: type[QdrantStor
         client.close()
 
 
+class ReadsAfter(QdrantStore):
+    """A writer that lets ``meanwhile`` run just before its first read of stored points
+    (it has checked the collection)."""
+
+    meanwhile: list[Callable[[], Any]]
+
+    def get_points_many(self, doc_ids: Any) -> Any:
+        while self.meanwhile:
+            self.meanwhile.pop(0)()
+        return super().get_points_many(doc_ids)
+
+
+def test_a_sync_never_deletes_the_points_another_model_wrote(minilm: Any) -> None:
+    """Another model syncs the same documents between this sync's check of the empty
+    collection and its read of them: this sync's plan must not take the other model's
+    points for an old revision of its own and delete them (the other sync had reported
+    success); it keeps off them, finds them after publishing, and removes its own."""
+    from qdrant_client import QdrantClient
+
+    other = Reversed(minilm)
+    notes = [Document(f"n{i}", f"# Note {i}\n\nA made-up note, number {i}.") for i in range(3)]
+    client = QdrantClient(":memory:")
+    store = type("S", (ReadsAfter,), {"meanwhile": []})(client, "docs")
+    store.ensure_collection(minilm.dimension)
+    theirs: list[Any] = []
+    store.meanwhile.append(
+        lambda: theirs.append(sync(notes, store, chunker=policy_for(other), embedder=other))
+    )
+    with pytest.raises(StoreError, match=r"another model \(test/minilm-reversed\)"):
+        sync(notes, store, chunker=policy_for(minilm), embedder=minilm)
+    assert theirs[0].stale_check == "passed"
+    held = store.get_points_many(["n0", "n1", "n2"])
+    assert {p.payload.model_id for points in held.values() for p in points} == {other.model_id}
+    assert client.count("docs").count == theirs[0].chunks["added"]
+    client.close()
+
+
 def test_a_store_that_keeps_what_it_deletes_still_fails_the_check(embedder: Any) -> None:
     """Settling is bounded: a store whose deletes do nothing leaves version 1's points
     beside version 2's, and the check of a versioned document fails (it does not loop)."""

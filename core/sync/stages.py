@@ -43,7 +43,15 @@ from rechunk.sync.report import (
     SyncReport,
     changed_totals,
 )
-from rechunk.sync.store import CollectionInfo, StoredPoint, VectorStore, _keeps, _offers, batches
+from rechunk.sync.store import (
+    CollectionInfo,
+    StoredPoint,
+    VectorStore,
+    _keeps,
+    _offers,
+    batches,
+    of_model,
+)
 from rechunk.sync.vectors import Vector, _bad_stored, _Published, _vectors
 from rechunk.sync.verifying import _check_published, stale_verdict
 
@@ -201,7 +209,11 @@ def read(run: _Run, batch: Sequence[Document], send: bool) -> _Batch:
     """The batch's stored points in one read (embedded Qdrant without its index scans
     per read) and the chunks they prove; ``send`` the others to the helper process."""
     t0 = time.perf_counter()
-    stored = {} if run.nothing_stored else run.store.get_points_many([d.doc_id for d in batch])
+    stored = (
+        {}
+        if run.nothing_stored
+        else of_model(run.store.get_points_many([d.doc_id for d in batch]), run.embedder.model_id)
+    )
     chunks = [
         _stored_chunks(doc, stored.get(doc.doc_id, []), run.pick(doc).policy_id) for doc in batch
     ]

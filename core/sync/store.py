@@ -248,6 +248,20 @@ def mark_superseded(
     write([PointWrite(p.id, replace(p.payload, superseded=True), None) for p in points], **guard)
 
 
+def of_model(
+    points: Mapping[str, list[StoredPoint]], model_id: str
+) -> dict[str, list[StoredPoint]]:
+    """``points`` (per doc_id) without those another model wrote. A sync reads, plans,
+    settles and verifies only its own model's points: another model's are never deleted
+    or overwritten by it. A collection another model wrote is refused before a sync, and
+    one that a concurrent first sync of another model wrote into is found after it
+    (:func:`rechunk.sync.verifying.check_one_model`)."""
+    return {
+        doc_id: [p for p in found if p.payload.model_id == model_id]
+        for doc_id, found in points.items()
+    }
+
+
 # What a store offers beyond the protocol: the optional methods and attributes the
 # sync asks for (see VectorStore).
 

@@ -16,7 +16,15 @@ from rechunk.reuse.embedding import Embedder
 from rechunk.sync.planning import _Plan, _plan
 from rechunk.sync.publishing import _guarded, _publish
 from rechunk.sync.report import DocumentReport, Order, SyncReport
-from rechunk.sync.store import CollectionInfo, StoredPoint, VectorStore, _keeps, _method, batches
+from rechunk.sync.store import (
+    CollectionInfo,
+    StoredPoint,
+    VectorStore,
+    _keeps,
+    _method,
+    batches,
+    of_model,
+)
 from rechunk.sync.vectors import Vector, _vectors
 
 log = logging.getLogger("rechunk.sync")
@@ -153,7 +161,11 @@ def settle(
     still published and the points each of them held when last read (a read that left
     nothing to settle, unless the bound was reached)."""
     seconds = report.seconds
-    held = store.get_points_many([p.doc.doc_id for p in published])
+
+    def read(doc_ids: list[str]) -> dict[str, list[StoredPoint]]:
+        return of_model(store.get_points_many(doc_ids), embedder.model_id)
+
+    held = read([p.doc.doc_id for p in published])
     for _ in range(REPAIR_ROUNDS):
         deleted: list[str] = []
         for plan in published:
@@ -166,7 +178,7 @@ def settle(
                 deleted.append(plan.doc.doc_id)
         published = [p for p in published if p.report.status != "skipped"]
         if deleted:  # what is left there (an older writer may have written since the read)
-            held.update(store.get_points_many(deleted))
+            held.update(read(deleted))
         unsettled: list[str] = []
         for index, plan in enumerate(published):
             doc_id = plan.doc.doc_id
@@ -188,7 +200,7 @@ def settle(
             unsettled.append(doc_id)
         if not unsettled:
             break
-        held.update(store.get_points_many(unsettled))
+        held.update(read(unsettled))
     return published, {p.doc.doc_id: held[p.doc.doc_id] for p in published}
 
 
@@ -230,9 +242,11 @@ def check_one_model(
     another model's point is found (``store.other_model``, which looks at every point;
     a store without it is asked :meth:`VectorStore.collection_info`, which may sample),
     this sync deletes the points it wrote and raises :class:`~rechunk.errors.StoreError`.
-    Whichever sync looks first and finds none keeps its points: the other finds them,
-    as each looks only after its own writes. Both may find the other's and both remove
-    theirs; the next sync of either then runs alone."""
+    No sync deletes or overwrites another model's points (it reads only its own:
+    :func:`~rechunk.sync.store.of_model`), so whichever sync looks first and finds none
+    keeps its points: the other finds them, as each looks only after its own writes.
+    Both may find the other's and both remove theirs; the next sync of either then runs
+    alone."""
     if locked or info is None or info.model_ids:
         return
     written = {
