@@ -890,12 +890,15 @@ def test_cli_watch_syncs_what_changed_while_it_started(
 
     root = tmp_path / "docs"
     write_docs(root, ["a", "b", "c"])
+    records = [{"id": i, "text": doc_text(f"faq{i}")} for i in range(2)]
+    (root / "faq.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     monkeypatch.chdir(tmp_path)
     opened = compose.open_embedder
 
     def edits_while_the_model_loads(args: Any) -> Any:
         (root / "a.md").write_text(doc_text("a", 2), encoding="utf-8")
         (root / "b.md").unlink()
+        (root / "faq.jsonl").unlink()  # its records go too
         return opened(args)
 
     monkeypatch.setattr(compose, "open_embedder", edits_while_the_model_loads)

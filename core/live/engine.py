@@ -159,6 +159,12 @@ def _one_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
+def _file_names(doc_id: str) -> list[str]:
+    """The names of the files ``doc_id`` may come from: itself, or a file of records
+    (``file#id``; a name may hold ``#`` itself)."""
+    return [doc_id] + [doc_id[:i] for i, c in enumerate(doc_id) if c == "#"]
+
+
 class Watcher:
     """Keep a collection in step with folders as their files change.
 
@@ -318,15 +324,17 @@ class Watcher:
 
     def _file_key(self, doc_id: str) -> FileKey | None:
         """The file a doc_id read at the start came from (a record: ``file#id``)."""
-        candidates = [doc_id] + [doc_id[:i] for i, c in enumerate(doc_id) if c == "#"]
+        candidates = _file_names(doc_id)
         for index, selection in enumerate(self.selections):
             for name in candidates:
                 if (selection.root / name).is_file():
                     return index, name
         return None
 
-    def _path_key(self, path: Path | None) -> FileKey | None:
-        """The key of a file by its path (None: no path, or outside every root)."""
+    def _read_from(self, files: FileSet, doc_id: str) -> FileKey | None:
+        """The key of the file ``files`` read ``doc_id`` from (a record: ``file#id``), by
+        the path it was read at: the file may be gone since (None: not read there)."""
+        path = next((files.paths[n] for n in _file_names(doc_id) if n in files.paths), None)
         found = None if path is None else self._locate(str(path))
         return None if found is None else (found[0], "/".join(found[1]))
 
@@ -398,14 +406,14 @@ class Watcher:
         for doc in docs:
             # a file removed since it was read is found by its path: its removal is among
             # the first events (`rechunk watch` watches before it reads), and deletes these
-            key = self._file_key(doc.doc_id) or self._path_key(files.paths.get(doc.doc_id))
+            key = self._file_key(doc.doc_id) or self._read_from(files, doc.doc_id)
             if key is not None:
                 mapping.setdefault(key, set()).add(doc.doc_id)
             else:
                 unmapped += 1
         report.files = len(mapping) + unmapped  # a file of records counts once
         for doc_id in files.empty:
-            key = self._file_key(doc_id)
+            key = self._file_key(doc_id) or self._read_from(files, doc_id)
             if key is not None:
                 mapping.setdefault(key, set())
         read_ids = {doc.doc_id for doc in docs}
