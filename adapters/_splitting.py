@@ -378,6 +378,11 @@ def build_sizing(
                 f"reads (chunk_size counts its tokens): the model would truncate such chunks "
                 f"silently. Use chunk_size<={window.tokens}, or pass the tokenizer of the model "
                 "you embed with"
+                + (
+                    "; to count characters, as LangChain does by default, pass length_function=len"
+                    if receiver == "the splitter"
+                    else ""
+                )
             )
         if overlap >= size:
             raise ConfigError(

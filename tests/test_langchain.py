@@ -448,6 +448,10 @@ def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
     # LangChain arguments that cannot be honoured get an answer, not a TypeError
     with pytest.raises(ConfigError, match=r"above the 254 content tokens all-MiniLM-L6-v2"):
         RechunkTextSplitter(chunk_size=300, chunk_overlap=30)
+    # LangChain's own line, meant as characters: the way to keep that meaning is named
+    with pytest.raises(ConfigError, match=r"as LangChain does by default, pass length_function=len"):
+        RechunkTextSplitter(chunk_size=1000, chunk_overlap=200)
+    assert RechunkTextSplitter(chunk_size=1000, chunk_overlap=200, length_function=len)
     with pytest.raises(ConfigError, match=r"chunk_size and max_tokens both size"):
         RechunkTextSplitter("fixed", chunk_size=100, max_tokens=50)
     with pytest.raises(ConfigError):
