@@ -270,6 +270,13 @@ def test_a_damaged_point_or_meta_file_is_a_store_error_that_quotes_nothing(
     with pytest.raises(StoreError, match=r"damaged \(JSONDecodeError") as got:
         local_client(tmp_path / "q")
     assert "secret" not in str(got.value)
+    # settings a newer qdrant-client may write are no damage: say which it is
+    (tmp_path / "q" / "meta.json").write_text(
+        '{"collections": {"docs": {"vectors": {"size": 4, "distance": "Cosine"}, '
+        '"some_new_option": 1}}, "aliases": {}}', encoding="utf-8"
+    )
+    with pytest.raises(StoreError, match=r"written by a newer qdrant-client"):
+        local_client(tmp_path / "q")
 
 
 def test_a_script_that_leaves_its_embedded_client_open_exits_quietly(tmp_path: Path) -> None:
