@@ -806,8 +806,8 @@ class SQLiteCache:
                 return
             # a new cache that cannot be made (a full or read-only file system) stops
             # nothing either: no 0-byte file is left where it was to be
-            with contextlib.suppress(OSError):
-                if self.path.stat().st_size == 0:
+            with contextlib.suppress(OSError):  # a link stays, and what it points at
+                if not self.path.is_symlink() and self.path.stat().st_size == 0:
                     self.path.unlink()
             self._to_memory(
                 f"cache {self.path} cannot be created ({exc.reason}); vectors are kept in "
