@@ -64,7 +64,9 @@ def sync(
     :class:`~rechunk.errors.StaleCheckError` (a :class:`StoreError`), whose ``report``
     is the full :class:`SyncReport` with ``stale_check == "failed"``.
     ``reuse_from`` names further collections (same model) whose vectors may be
-    copied by input key (a reindex reuses the live generation this way).
+    copied by input key (a reindex reuses the live generation this way); one another
+    model wrote is a :class:`~rechunk.errors.ConfigError` (none of its vectors could
+    serve this model).
     ``progress(stage, done, total)`` is called as documents are chunked and
     planned, inputs embedded and documents published.
     ``chunker_for(document)`` picks another chunker for a document (code by its
