@@ -411,6 +411,23 @@ def test_hyphens_at_line_and_page_ends() -> None:
         assert "Typeset Test Document" not in doc.text and "- 2 -" not in doc.text
 
 
+def test_a_hyphenated_word_moved_whole_to_the_next_line_does_not_end_the_paragraph() -> None:
+    """reportlab never breaks a line after a hyphen: it moves "shift-swap" whole to the
+    next line, leaving room for "shift-" on the line before. That room read as the end of
+    a paragraph, and sentences were cut in two ("...attributes to the new" | "shift-swap
+    feature..."), differently in each layout (an evaluator's reflowed report)."""
+    words = ["shift-swap", "cross-dock", "on-time", "part-time", "long-haul", "two-way"]
+    paragraphs = [
+        " ".join(
+            f"The {words[(i + k) % len(words)]} plan for depot {i * 7 + k} moved its vans."
+            for k in range(9)
+        )
+        for i in range(6)
+    ]
+    for justify in (False, True):
+        assert block_texts(parse(render(paragraphs, justify=justify, header=None))) == paragraphs
+
+
 def test_a_span_of_a_paragraph_across_page_breaks_cites_the_pages_its_text_is_on() -> None:
     """A paragraph goes on over two page breaks: the block cites its first and last page,
     and a span of it cites the pages of the lines it covers: one that starts after a

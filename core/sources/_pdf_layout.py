@@ -123,6 +123,7 @@ class _Line:
     segments: list[tuple[float, float, str]] = field(default_factory=list)
     cells: list[list[list[_Line]]] | None = None  # a ruled table: rows of cells' lines
     first_word: float = 0.0  # how wide its first unbreakable piece is
+    first_whole: float = 0.0  # how wide its first word is, hyphens and all
     marker: tuple[str, int | None] | None = None  # the list marker it starts with
     after_marker: float = 0.0  # where its text after that marker starts
 
@@ -227,6 +228,7 @@ def _line(runs: list[_Run], page: int) -> _Line:
     # what the blocks need of the glyphs, so that a page's glyphs can go (only code
     # keeps them: its spacing is read glyph by glyph)
     line.first_word = _first_word_width(line)
+    line.first_whole = _first_word_width(line, at_hyphens=False)
     line.marker = _list_marker(line)
     line.after_marker = line.x0
     if line.marker is not None:
@@ -610,9 +612,10 @@ _NO_START = set("、。，．：；？！）」』】〕〉》’”…‥ー々
 _NO_END = set("（「『【〔〈《‘“([{")
 
 
-def _first_word_width(line: _Line) -> float:
+def _first_word_width(line: _Line, *, at_hyphens: bool = True) -> float:
     """How wide the line's first unbreakable piece is: a word, or a CJK character with
-    the punctuation it may not be parted from."""
+    the punctuation it may not be parted from; ``at_hyphens``: a line may break after a
+    hyphen, a dash or a slash inside a word (else the whole word counts)."""
     glyphs = [g for run in line.runs for g in run.glyphs]
     first = glyphs[0]
     end = first.x1
@@ -633,7 +636,7 @@ def _first_word_width(line: _Line) -> float:
         if _CJK_CHAR.match(glyph.char) and glyph.char not in _NO_START:
             break
         end = glyph.x1
-        if glyph.char in _HYPHENS or glyph.char in "/–—":
+        if at_hyphens and (glyph.char in _HYPHENS or glyph.char in "/–—"):
             break  # a line may break after a hyphen, a dash or a slash
     return end - first.x0
 
@@ -813,6 +816,10 @@ def _flush(line: _Line) -> bool:
     return line.x1 >= line.right - 1.0
 
 
+#: a word of letters joined by hyphens, with the punctuation that may follow it
+_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+[,.;:!?)\]]*")
+
+
 def _full(a: _Line, b: _Line) -> bool:
     """Whether ``a`` had no room left for the first word of ``b``: ``b`` continues it."""
     if _flush(a):
@@ -821,7 +828,19 @@ def _full(a: _Line, b: _Line) -> bool:
     if len(text) >= 2 and text[-1] in _HYPHENS and text[-2].isalpha():
         return True
     space = 0.0 if _CJK_CHAR.match(b.text.lstrip()[:1] or " ") else 0.25 * b.size
-    return a.x1 + space + b.first_word > a.right + 0.5
+    if a.x1 + space + b.first_word > a.right + 0.5:
+        return True
+    # a typesetter that never breaks after a hyphen (reportlab, some PDF exporters)
+    # moves a hyphenated word whole: a line that ends no sentence and had room for the
+    # word's first part only goes on in the next (a paragraph ends a sentence); only a
+    # word of letters ("shift-swap"), not an identifier ("r[items.traits.vis-a]")
+    words = b.text.split(maxsplit=1)
+    return (
+        bool(words)
+        and _HYPHENATED.fullmatch(words[0]) is not None
+        and not _sentence_end(a.text)
+        and a.x1 + space + b.first_whole > a.right + 0.5
+    )
 
 
 def _code_lines(lines: list[_Line]) -> list[str]:
