@@ -30,10 +30,6 @@ class FileEvents:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def start(self, *, debounce_ms: int = 1000, step_ms: int = 30) -> None:
         """Start watching, from a thread; returns once the watcher is in place (at most
         5 s). Starting a running one does nothing."""

@@ -497,8 +497,8 @@ _MARKERS = (
     b"table" + b"vectors" * 2,
     b"sqlite_autoindex_rechunk_schema_1" + b"rechunk_schema",
 )
-#: How a file rechunk will not use as its cache, nor set aside as a damaged one (it does not
-#: hold a rechunk cache's schema records, so it may be another program's), is left.
+#: What a refusal says of a file that does not hold a rechunk cache's schema records: it
+#: may be another program's, so it is neither used nor set aside as a damaged cache.
 _UNTOUCHED = (
     "left untouched (a cache whose first page is damaged cannot be told from another "
     "program's file: if it was rechunk's, move it aside and run again, which starts a new "

@@ -24,7 +24,7 @@ from rechunk.errors import ConfigError, InputError, StoreError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.engine import sync
-from rechunk.sync.inputs import check_flags, check_inputs, check_parts
+from rechunk.sync.inputs import check_flags, check_inputs, check_parts, lends_to
 from rechunk.sync.report import Progress, SyncReport
 from rechunk.sync.store import VectorStore
 
@@ -89,7 +89,7 @@ def _lends_to(store: Any, model_id: str) -> bool:
     """Whether ``store``'s collection exists and may hold vectors of ``model_id`` (it holds
     that model's points, or no rechunk point yet)."""
     info = store.collection_info()
-    return info is not None and (not info.model_ids or model_id in info.model_ids)
+    return info is not None and lends_to(info, model_id)
 
 
 def _aliases(store: Any) -> dict[str, str] | None:

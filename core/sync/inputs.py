@@ -180,6 +180,12 @@ def _check_store(
     return info
 
 
+def lends_to(info: CollectionInfo, model_id: str) -> bool:
+    """Whether a collection may hold vectors of ``model_id``: it holds that model's points,
+    or no rechunk point yet (input keys name the model, so no other's can serve it)."""
+    return not info.model_ids or model_id in info.model_ids
+
+
 def check_lenders(reuse_from: Sequence[VectorStore], embedder: Embedder) -> None:
     """Refuse a ``reuse_from`` collection another model wrote: no vector of it can serve
     this model (input keys name the model), so it would lend nothing, silently, to a
@@ -187,7 +193,7 @@ def check_lenders(reuse_from: Sequence[VectorStore], embedder: Embedder) -> None
     either, and is allowed (a reindex's first generation)."""
     for lender in reuse_from:
         info = lender.collection_info()
-        if info is not None and info.model_ids and embedder.model_id not in info.model_ids:
+        if info is not None and not lends_to(info, embedder.model_id):
             raise ConfigError(
                 f"reuse_from collection {info.name!r} was written by another model "
                 f"({', '.join(sorted(info.model_ids))}): none of its vectors can serve "
