@@ -88,6 +88,13 @@ def execute(args: BenchArgs) -> int:
             "language/band"
         )
         print(format_table(result, printable))
+        code = sum(1 for p in pairs if _is_language(p["lang"]))
+        if "all" in (args.chunker or ["all"]) and 0 < code < len(pairs):
+            print(
+                f"the code policy is left out: {len(pairs) - code} of the {len(pairs)} pairs "
+                "are not in a programming language it reads (bench the code pairs alone to "
+                "see it beside the others)"
+            )
         if chart is not None:
             print(f"chart written to {chart}")
     failed = any(row["failures"] for row in result["chunkers"].values())

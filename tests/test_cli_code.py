@@ -74,6 +74,12 @@ def test_bench_takes_code_pairs_by_language(
     code = result["chunkers"]["code"]
     assert not code["failures"] and code["control_max"] == 0.0
     assert code["cells"]["go/all"]["n"] == 1 and code["cells"]["python/all"]["n"] == 1
+    # prose beside the code: the code policy is left out, and the table says so
+    with corpus.open("a") as out:
+        out.write(json.dumps({"id": "en", "lang": "en", "old": "One line.", "new": "Two."}) + "\n")
+    assert main(["bench", str(corpus)]) == 0
+    said = capsys.readouterr().out
+    assert "the code policy is left out: 1 of the 3 pairs are not in a programming" in said
     # a language without a grammar is a failure of its pair, not of the run
     corpus.write_text(json.dumps({"id": "pl", "lang": "perl", "old": OLD, "new": NEW}) + "\n")
     assert main(["bench", str(corpus), "--chunker", "code", "--json"]) == 1
