@@ -811,9 +811,9 @@ class Watcher:
 
     def _file_of(self, index: int, doc_id: str) -> FileKey:
         root = self.selections[index].root
-        for i in [len(doc_id)] + [i for i, c in enumerate(doc_id) if c == "#"]:
-            if (root / doc_id[:i]).is_file():
-                return index, doc_id[:i]
+        for name in _file_names(doc_id):
+            if (root / name).is_file():
+                return index, name
         return index, doc_id
 
     def _collect(
@@ -831,10 +831,7 @@ class Watcher:
         ``max_bytes`` keeps what it had in the store."""
 
         def rel_of(doc_id: str) -> str | None:
-            for i in [len(doc_id)] + [i for i, c in enumerate(doc_id) if c == "#"]:
-                if doc_id[:i] in by_rel:
-                    return doc_id[:i]
-            return None
+            return next((name for name in _file_names(doc_id) if name in by_rel), None)
 
         for doc in files.documents:
             rel = rel_of(doc.doc_id)
