@@ -78,11 +78,13 @@ class DyingEmbedder(HashEmbedder):
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A head node and a second node on 127.0.0.1 (one CPU each), joined by this process;
-    ``ray stop`` at the end, also when a test failed."""
+    """A head node and a second node on 127.0.0.1 (one CPU each), joined by this process,
+    ended at the module's end, also when a test failed. Its workers run at the tests' own
+    priority: at Ray's default (nice 15) they got about nothing of a core while the
+    suite's other test process was busy, and this module's tests waited on them."""
     if shutil.which(str(RAY)) is None:
         pytest.skip(f"no ray executable beside {sys.executable}")
-    with running_ray(2) as address:
+    with running_ray(2, worker_niceness=0) as address:
         yield address
 
 
@@ -228,11 +230,13 @@ def test_a_cluster_that_wants_a_token_says_so(tmp_path: Path) -> None:
             "another token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 32},
             "token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
         }
-        said = {
-            name: subprocess.run([sys.executable, "-c", code], env=run_env,
-                                 capture_output=True, text=True, timeout=120).stdout
+        # at once: a refused driver waits out Ray's connection retries (about 15 s)
+        started = {
+            name: subprocess.Popen([sys.executable, "-c", code], env=run_env,
+                                   stdout=subprocess.PIPE, text=True)
             for name, run_env in runs.items()
         }  # fmt: skip
+        said = {name: run.communicate(timeout=120)[0] for name, run in started.items()}
     finally:
         stop_cluster(temp, address, env)
         shutil.rmtree(temp, ignore_errors=True)
@@ -711,4 +715,6 @@ def test_rechunk_reindex_engine_ray_builds_the_local_generation(
     assert remote["sync"]["inputs"]["embedded"] > 0
     assert remote["previous"] == "rx-cli-ray" and remote["collection"] != "rx-cli-ray"
     client = http_client("127.0.0.1", chroma.port)
-    _assert_same(ChromaStore(client, local["collection"]), ChromaStore(client, remote["collection"]))
+    _assert_same(
+        ChromaStore(client, local["collection"]), ChromaStore(client, remote["collection"])
+    )
