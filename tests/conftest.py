@@ -48,17 +48,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "revisions: reads ../shared/revisions")
 
 
-# The slowest test files, slowest first (seconds on one core, 2026-12-06): `make test` hands
-# whole files to two workers in collection order, and a long file handed out last kept one
-# worker busy alone for minutes at the end.
+# The slowest test files, slowest first (seconds each took in a 3-worker `make test` on 2
+# cores, 2026-12-07): `make test` hands whole files to its workers in collection order, and
+# a long file handed out last kept one worker busy alone for minutes at the end.
 SLOWEST_FIRST = (
-    "test_ray.py",  # 121
-    "test_sync.py",  # 97
-    "test_cli.py",  # 97
-    "test_openai_embedder.py",  # 50
-    "test_examples.py",  # 46
-    "test_cache_crash.py",  # 41
-    "test_watch.py",  # 32
+    "test_ray.py",  # 304
+    "test_sync.py",  # 175
+    "test_examples.py",  # 160
+    "test_cli.py",  # 137
+    "test_openai_embedder.py",  # 93
+    "test_watch.py",  # 86
+    "test_cache_crash.py",  # 72
+    "test_llamaindex.py",  # 69
 )
 
 
@@ -71,7 +72,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in item.iter_markers("requires"):
             for pkg in mark.args:
                 if importlib.util.find_spec(pkg) is None:
-                    item.add_marker(pytest.mark.skip(reason=f"optional package {pkg} not installed"))
+                    item.add_marker(
+                        pytest.mark.skip(reason=f"optional package {pkg} not installed")
+                    )
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
