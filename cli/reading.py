@@ -4,6 +4,8 @@ each read as it was synced."""
 
 from __future__ import annotations
 
+import shlex
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +15,13 @@ from rechunk.cli.manifest import READ_AS, Source, read_manifest, recorded_roots,
 from rechunk.cli.options import InputOptions, StoreOptions
 from rechunk.errors import ConfigError
 
-__all__ = ["files_elsewhere", "read_paths", "read_recorded"]
+__all__ = ["ReadOtherwiseWarning", "files_elsewhere", "read_paths", "read_recorded"]
+
+
+class ReadOtherwiseWarning(UserWarning):
+    """A folder synced before is read now with other ``--format``, ``--id-field``,
+    ``--encoding`` or HTML selectors than it was synced with: its documents may all read
+    differently, and be embedded again."""
 
 
 def read_paths(
@@ -45,6 +53,7 @@ def read_paths(
         include_generated=inputs.include_generated,
         max_bytes=inputs.max_file_bytes,
     )
+    _warn_if_read_otherwise(recorded, files.roots, inputs)
     if complete:
         return files
     elsewhere = files_elsewhere(recorded, files.roots)
@@ -56,6 +65,48 @@ def read_paths(
                 "each its own --collection, or keep only the folders given now with --prune"
             )
     return files
+
+
+def _warn_if_read_otherwise(
+    recorded: Mapping[str, Source], roots: Sequence[str], inputs: InputOptions
+) -> None:
+    """A :class:`ReadOtherwiseWarning` for each of ``roots`` that was synced with other
+    options of :data:`READ_AS` than ``inputs`` gives: a cron job's command line that lost
+    its ``--html-exclude`` read every page's menu again, and said nothing."""
+    for root in roots:
+        how = recorded.get(root)
+        if how is None or not how.read_as_recorded:
+            continue
+        changed = [
+            f"{_read_with(name, getattr(how, name))} and is read now {_read_with(name, given)}"
+            for name, given in _given(inputs).items()
+            if (given or None) != (getattr(how, name) or None)
+        ]
+        if changed:
+            warnings.warn(
+                f"{root} was synced {'; it was synced '.join(changed)}: its documents are read "
+                "anew, and what reads differently is embedded again (give the options it was "
+                "synced with to read it as before)",
+                ReadOtherwiseWarning,
+                stacklevel=3,
+            )
+
+
+def _given(inputs: InputOptions) -> dict[str, Any]:
+    """The options of :data:`READ_AS` as ``inputs`` gives them (None or empty: not given)."""
+    return {
+        name: inputs.format if name == "format" else getattr(inputs.parse, name) for name in READ_AS
+    }
+
+
+def _read_with(name: str, value: Any) -> str:
+    """``with --html-exclude nav --html-exclude '.menu, #footer'`` (as a command line
+    gives it) / ``without --html-exclude``."""
+    option = "--" + name.replace("_", "-")
+    if not value:
+        return f"without {option}"
+    values = value if isinstance(value, tuple) else (value,)
+    return "with " + " ".join(f"{option} {shlex.quote(v)}" for v in values)
 
 
 def files_elsewhere(
@@ -136,23 +187,18 @@ def _read_as_synced(root: str, how: Source, inputs: InputOptions) -> tuple[str |
     """The ``--format`` and parsers' options ``root`` was synced with. One given in
     ``inputs`` that differs from the root's (none included) is refused; for a root an
     earlier version recorded, which recorded none of them, the given ones apply."""
-    parse = inputs.parse
     read: dict[str, Any] = {}
-    for name in READ_AS:
-        option = "--" + name.replace("_", "-")
-        given = inputs.format if name == "format" else getattr(parse, name)
+    for name, given in _given(inputs).items():
         if not how.read_as_recorded:
             read[name] = given
             continue
         synced = getattr(how, name)
         if given and given != synced:
-            shown = " ".join(given) if isinstance(given, tuple) else given
-            was = " ".join(synced) if isinstance(synced, tuple) else synced
             raise ConfigError(
-                f"{root} was synced {f'with {option} {was}' if was else f'without {option}'}, "
-                f"not with {option} {shown}: without PATH every recorded folder is read as it "
-                "was synced (pass the folder to read it otherwise)"
+                f"{root} was synced {_read_with(name, synced)}, not {_read_with(name, given)}: "
+                "without PATH every recorded folder is read as it was synced (pass the folder "
+                "to read it otherwise)"
             )
         read[name] = synced
     fmt = read.pop("format")
-    return fmt, replace(parse, **read)
+    return fmt, replace(inputs.parse, **read)

@@ -18,6 +18,7 @@ from qdrant_client import QdrantClient
 from test_files import tree
 
 from rechunk.cli import main
+from rechunk.cli.reading import ReadOtherwiseWarning
 from rechunk.sources.documents import OTHER_CODE_SUFFIXES, documents_from_file
 from rechunk.sources.files import read_documents
 
@@ -553,6 +554,14 @@ def test_a_site_template_of_plain_divs_is_left_out_by_selectors(
     write("Teams, Holidays")  # the template's menu changes on every page
     code, second = run_json(capsys, "sync", "site", *selectors)
     assert code == 0 and second["documents"]["unchanged"] == 3 and second["tokens_embedded"] == 0
+    # a later command line without the selectors reads the menus again: it says so
+    with pytest.warns(ReadOtherwiseWarning) as said:
+        code, again = run_json(capsys, "sync", "site", "--dry-run")
+    assert code == 0 and again["documents"]["changed"] == 3
+    assert str(said[0].message).startswith(
+        f"{site} was synced with --html-exclude div.navbar --html-exclude '.breadcrumbs, "
+        "#footer' and is read now without --html-exclude: its documents are read anew"
+    )
     code, rebuilt = run_json(capsys, "reindex", "--policy", "recursive")
     assert code == 0 and rebuilt["sync"]["documents"]["synced"] == 3, rebuilt
     text = " ".join(p["text"] for points in stored(tmp_path).values() for p in points)
