@@ -264,7 +264,8 @@ def derive_identity(underlying: object, framework: str) -> str:
 
     ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The
     configuration is the object's pydantic fields (LangChain and LlamaIndex
-    models are pydantic models), else its public attributes holding scalars.
+    models are pydantic models), else its public attributes (``__slots__`` too) holding
+    scalars.
     A secret enters as a one-way digest (:func:`_digest`), so that it is written
     nowhere while two settings that pick two models still give two identities: the
     value of a setting named for a secret (``api_key``, ``token``, ``password``, ... as
@@ -274,10 +275,14 @@ def derive_identity(underlying: object, framework: str) -> str:
     settings that never change the vectors (batch sizes, workers, retries, timeouts,
     callbacks, progress bars); ``None``; clients and other objects. Two objects of one
     class with the same configuration share the identity; anything else that changes
-    the vectors
-    (weights fine-tuned in place, a prompt held in a client) is invisible here:
-    pass ``model_id`` then. rechunk's own embeddings that name their model
-    (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
+    the vectors (weights fine-tuned in place, a prompt held in a client) is invisible
+    here: pass ``model_id`` then. An object none of whose settings enters (LlamaIndex's
+    ``model_name="unknown"`` counts as none) while it holds state that does not
+    (private attributes, clients: a hand-written embeddings class keeping its model name
+    in ``self._model``), and whose class sets no plain value (``model = "..."``), is
+    refused with a :class:`~rechunk.ConfigError` that asks for ``model_id``: two of them
+    would share one identity. rechunk's own embeddings that
+    name their model (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
     :class:`~rechunk.adapters.llamaindex_embedding.RechunkEmbedding`) are that name, the
     one ``rechunk sync`` keys its cache with and records in a collection: their model is
     an object, which the rule above leaves out, so every such model had one identity.
@@ -289,20 +294,63 @@ def derive_identity(underlying: object, framework: str) -> str:
     fields = getattr(cls, "model_fields", None)
     if isinstance(fields, Mapping) and fields:
         items = [(name, getattr(underlying, name, None)) for name in fields]
+        items += list((getattr(underlying, "__pydantic_private__", None) or {}).items())
         nested = True
     else:
-        items = list(getattr(underlying, "__dict__", {}).items())
+        items = [*getattr(underlying, "__dict__", {}).items(), *_slot_items(underlying)]
         nested = False
-    parts = []
+    parts, unread = [], []
     for name, value in sorted(items):
-        if name.startswith("_") or name in _OPERATIONAL:
+        if name in _OPERATIONAL or value is None or type(value).__name__.startswith("Secret"):
             continue
-        text = _identity_value(value, nested)
-        if text is not None:
+        text = None if name.startswith("_") else _identity_value(value, nested)
+        if text is None:
+            unread.append(name)
+        else:
             # a plain value under a secret's name (a key that may pick a deployment) as a
             # digest; a SecretStr stays out (its model cannot depend on it alone)
             parts.append(f"{name}={_digest(value) if _secret(name) else text}")
+    named = [part for part in parts if part != _UNKNOWN_MODEL.get(framework)]
+    if unread and not named and not _class_settings(cls):
+        raise ConfigError(
+            f"cannot tell which model this {cls.__qualname__} is: no setting of it names one, "
+            f"and it keeps its state where rechunk does not read it ({', '.join(unread[:4])}), "
+            "so two such models would share one cache identity and get each other's vectors; "
+            "pass model_id='...' naming the model and whatever else changes its vectors"
+        )
     return f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+
+
+#: a framework's placeholder for a model it was not told the name of (LlamaIndex's
+#: ``BaseEmbedding.model_name`` default): not a setting that tells two models apart
+_UNKNOWN_MODEL: Final = {"llamaindex": "model_name=unknown"}
+
+
+#: modules whose classes' attributes are a framework's, not a user's configuration
+_FRAMEWORK_MODULES: Final = ("langchain", "llama_index", "pydantic", "builtins", "abc", "typing")
+
+
+def _class_settings(cls: type) -> bool:
+    """Whether ``cls`` or a user's class it derives from sets a public plain value as a
+    class attribute (``model = "all-MiniLM-L6-v2"``): the class then fixes its model, and
+    its path (in the identity) tells it apart."""
+    return any(
+        not name.startswith("_") and isinstance(value, (str, int, float)) and value != ""
+        for klass in cls.__mro__
+        if not klass.__module__.startswith(_FRAMEWORK_MODULES)
+        for name, value in vars(klass).items()
+    )
+
+
+def _slot_items(obj: object) -> list[tuple[str, object]]:
+    """The attributes an object keeps in ``__slots__`` (set ones only)."""
+    names = {
+        name
+        for klass in type(obj).__mro__
+        for name in (getattr(klass, "__slots__", ()) or ())
+        if isinstance(name, str) and name not in ("__dict__", "__weakref__")
+    }
+    return [(name, getattr(obj, name)) for name in sorted(names) if hasattr(obj, name)]
 
 
 # --------------------------------------------------------------------------- metadata keys

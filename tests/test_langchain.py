@@ -664,6 +664,59 @@ def test_model_identity_is_in_the_key() -> None:
     assert CachedEmbeddings(explicit, cache, model_id="mine").model_id == "mine"
 
 
+class _ModelInPrivate(Embeddings):
+    """A hand-written client keeping its model's name in a private attribute."""
+
+    def __init__(self, model: str) -> None:
+        self._model = model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(len(self._model)), float(len(t))] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class _ModelInClient(_ModelInPrivate):
+    def __init__(self, model: str) -> None:
+        self.client = _ModelInPrivate(model)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.client.embed_documents(texts)
+
+
+class _ModelInSlot(Embeddings):
+    __slots__ = ("model_name",)
+
+    def __init__(self, model: str) -> None:
+        self.model_name = model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(len(self.model_name)), float(len(t))] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class _ModelInClass(_ModelInPrivate):
+    model = "small-v1"
+
+
+def test_a_model_whose_settings_name_nothing_asks_for_a_model_id() -> None:
+    """Two hand-written clients of two models (the name in ``self._model``, or in a client
+    object) both derived ``...()``: the second got the first's vectors from one cache."""
+    cache = MemoryCache()
+    for cls in (_ModelInPrivate, _ModelInClient):
+        with pytest.raises(ConfigError, match=r"this _Model\w+ is: .* pass model_id="):
+            CachedEmbeddings(cls("small"), cache)
+        small = CachedEmbeddings(cls("small"), cache, model_id=f"{cls.__name__}/small")
+        large = CachedEmbeddings(cls("large-model"), cache, model_id=f"{cls.__name__}/large")
+        assert small.embed_documents(["a"]) != large.embed_documents(["a"])
+    # a setting kept in __slots__ is read; a class that fixes its model is told by its path
+    assert derive_model_id(_ModelInSlot("small")).endswith("._ModelInSlot(model_name=small)")
+    assert derive_model_id(_ModelInClass("x")).endswith("._ModelInClass()")
+
+
 def test_queries_are_cached_only_when_asked() -> None:
     fake = FakeEmbeddings()
     plain = CachedEmbeddings(fake, MemoryCache())

@@ -413,6 +413,38 @@ def test_parser_pickles_a_module_level_tokenizer_and_refuses_a_lambda() -> None:
 # --------------------------------------------------------------------------- CachedEmbedding
 
 
+class _PrivateModel(BaseEmbedding):
+    """LlamaIndex's custom-embedding pattern: the model in a private attribute,
+    ``model_name`` left at its default, "unknown"."""
+
+    _model: str = PrivateAttr()
+
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._model = model
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [float(len(self._model)), float(len(text))]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+
+def test_a_model_named_unknown_holding_a_private_model_asks_for_a_model_id() -> None:
+    """Two such models over one cache both derived ``...(model_name=unknown)``: the
+    second was served the first's vectors."""
+    cache = MemoryCache()
+    with pytest.raises(ConfigError, match=r"this _PrivateModel is: .* pass model_id="):
+        CachedEmbedding(_PrivateModel("instructor-large"), cache)
+    named = CachedEmbedding(_PrivateModel("instructor-large", model_name="instructor-large"), cache)
+    assert named.model_id.endswith("._PrivateModel(model_name=instructor-large)")
+    given = CachedEmbedding(_PrivateModel("base"), cache, model_id="instructor-base")
+    assert given.get_text_embedding("a") != named.get_text_embedding("a")
+
+
 def test_text_embeddings_send_only_distinct_misses() -> None:
     fake = FakeEmbedding()
     cached = CachedEmbedding(fake, MemoryCache(), embed_batch_size=2)
