@@ -128,9 +128,11 @@ def execute(args: SyncArgs) -> int:
         compose.share_cache(embedder, cache)
         store = compose.follow_lender(opened.store, lenders, args.layout)
         chunker = policy_for(embedder, compose.policy_kind(args.policy, store, lenders))
-        if not args.dry_run:
-            from rechunk.sync.generations import open_live
+        from rechunk.sync.generations import check_live_policy, open_live
 
+        if args.dry_run:  # refused as the sync itself would be, nothing made
+            check_live_policy(store, chunker)
+        else:
             store = open_live(store, chunker, embedder.dimension)
         # files that exist but were not read (unreadable, or in a folder that could not
         # be listed) keep their documents; an empty file's are pruned like a deleted one's

@@ -637,9 +637,10 @@ def test_every_command_has_help() -> None:
 def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sync", "docs", "--policy", "recursive"]) == 0
     capsys.readouterr()
-    assert main(["sync", "docs", "--policy", "fixed"]) == 2  # a policy change is a reindex
-    err = capsys.readouterr().err
-    assert "--policy recursive" in err and "rechunk reindex --policy fixed" in err
+    for dry in ((), ("--dry-run",)):  # a dry run planned the change the sync refuses
+        assert main(["sync", "docs", "--policy", "fixed", *dry]) == 2  # a reindex, not a sync
+        err = capsys.readouterr().err
+        assert "--policy recursive" in err and "rechunk reindex --policy fixed" in err
     code, result = run_json(capsys, "reindex", "--policy", "fixed")  # folders from the last sync
     assert code == 0 and result["switched"]
     assert result["collection"].startswith("rechunk__fixed-")

@@ -116,6 +116,30 @@ def live_policy_kind(store: Any) -> str | None:
     return live.split("-")[0] or None
 
 
+def check_live_policy(
+    store: Any, chunker: Chunker, aliases: dict[str, str] | None = None
+) -> str | None:
+    """The live generation (``"<policy id>[__...]"``) of the alias ``store`` is opened on,
+    or None (no such alias, or one the application manages); :class:`ConfigError` when
+    it was built with another policy than ``chunker``'s (that change is a
+    :func:`reindex`). Reads only: a dry run checks what the sync would refuse."""
+    if aliases is None:
+        aliases = _aliases(store)
+    name = store.collection
+    live = _live_generation(aliases, name)  # None: an alias the application manages
+    if live is None or aliases is None:
+        return None
+    expected = generation_name(name, chunker.policy_id)
+    if not (aliases[name] == expected or aliases[name].startswith(expected + "__")):
+        raise ConfigError(
+            f"{name!r} points at generation {aliases[name]!r}, built with policy "
+            f"{live.split('__')[0]}, not {chunker.policy_id}: sync with the policy it was "
+            f"built with (--policy {live.split('-')[0]}), or run `rechunk reindex "
+            f"--policy {chunker.policy_id.split('-')[0]}` to switch policies"
+        )
+    return live
+
+
 def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     """The store a sync should write to under ``store.collection`` (created if needed).
 
@@ -135,17 +159,7 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
             warnings.warn(NewerGenerationWarning(name, newer), stacklevel=2)
         return store
     if name in aliases:
-        expected = generation_name(name, chunker.policy_id)
-        live = _live_generation(aliases, name)  # None: an alias the application manages
-        if live is not None and not (
-            aliases[name] == expected or aliases[name].startswith(expected + "__")
-        ):
-            raise ConfigError(
-                f"{name!r} points at generation {aliases[name]!r}, built with policy "
-                f"{live.split('__')[0]}, not {chunker.policy_id}: sync with the policy it was "
-                f"built with (--policy {live.split('-')[0]}), or run `rechunk reindex "
-                f"--policy {chunker.policy_id.split('-')[0]}` to switch policies"
-            )
+        live = check_live_policy(store, chunker, aliases)
         if live is not None and _renew_if_empty(store.with_collection(aliases[name]), dimension):
             store.switch_alias(aliases[name])  # a store may drop a collection's aliases with it
         store.ensure_collection(dimension)
