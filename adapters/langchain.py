@@ -258,8 +258,9 @@ class RechunkTextSplitter(TextSplitter):
     * ``chunk_size``: the most units a chunk holds, counted by ``length_function``
       when given, else in tokens of ``tokenizer``; the chunker is sized from it.
       Unset, chunks are sized for the tokenizer's model when its window is known
-      (all-MiniLM-L6-v2 by default: structured 138/198 tokens, never above 254).
-      A size above a known window is a :class:`~rechunk.ConfigError`.
+      (all-MiniLM-L6-v2 by default: structured 138/198 tokens, never above 254);
+      with ``length_function`` it must be given. A size above a known window is a
+      :class:`~rechunk.ConfigError`.
     * ``chunk_overlap`` (default 0): every chunk after the first also starts with
       up to this many units of the text before it (whole words: a run without
       whitespace is one word, so unspaced Chinese mostly gets none), and no chunk
@@ -335,6 +336,13 @@ class RechunkTextSplitter(TextSplitter):
         **params: Any,
     ) -> None:
         check_separators(separators, is_separator_regex)
+        if length_function is not None and chunk_size is None:
+            raise ConfigError(
+                "length_function without chunk_size: LangChain's default then is 4000 of "
+                "your units (4000 characters are about 900 all-MiniLM-L6-v2 tokens, past its "
+                "254), and rechunk's defaults are sized in tokens; give chunk_size in your "
+                "units, or leave length_function out to have chunks sized for the model"
+            )
         keep = check_keep_separator(keep_separator)
         add_start = check_flag("add_start_index", add_start_index)
         strip = check_flag("strip_whitespace", strip_whitespace)

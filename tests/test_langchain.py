@@ -452,6 +452,9 @@ def test_policy_errors_and_ready_chunkers(minilm: Any) -> None:
     with pytest.raises(ConfigError, match=r"as LangChain does by default, pass length_function=len"):
         RechunkTextSplitter(chunk_size=1000, chunk_overlap=200)
     assert RechunkTextSplitter(chunk_size=1000, chunk_overlap=200, length_function=len)
+    # LangChain's default size (4000 of its units) is past the window: a size is asked for
+    with pytest.raises(ConfigError, match=r"length_function without chunk_size.*give chunk_size"):
+        RechunkTextSplitter(length_function=len)
     with pytest.raises(ConfigError, match=r"chunk_size and max_tokens both size"):
         RechunkTextSplitter("fixed", chunk_size=100, max_tokens=50)
     with pytest.raises(ConfigError):
