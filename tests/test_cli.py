@@ -413,6 +413,9 @@ def test_sync_and_reindex_follow_gitignore(notes: Path,
     assert "excluded by .gitignore" in capsys.readouterr().err
     code, nothing = run_json(capsys, "sync", "notes", "--glob", "wip.md")
     assert code == 0 and nothing["nothing_matched"] and nothing["ignored"] == ["drafts/"]
+    # a parser of the usual report finds its counts (a CI user's broke on their absence)
+    assert nothing["documents"]["new"] == nothing["inputs"]["embedded"] == 0
+    assert nothing["tokens_embedded"] == 0 and nothing["chunks"]["added"] == 0
 
 
 def test_reindex_reads_roots_recorded_by_earlier_versions(
