@@ -17,11 +17,17 @@ from rechunk.sync.planning import _changed_bytes
 
 
 def difflib_changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
-    """The quadratic reference: difflib over every line, then over the atoms of each
-    changed block (what _changed_bytes computed before it was made near-linear)."""
+    """The quadratic reference: difflib over every line (whitespace collapsed), then over
+    the atoms of each changed block (what _changed_bytes computed before it was made
+    near-linear)."""
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    lines = difflib.SequenceMatcher(
+        None,
+        [" ".join(line.split()) for line in old_lines],
+        [" ".join(line.split()) for line in new_lines],
+        autojunk=False,
+    )
     changed = 0
     for tag, i1, i2, j1, j2 in lines.get_opcodes():
         if tag == "equal":
@@ -91,3 +97,20 @@ def test_one_edit_in_a_large_repetitive_text_is_fast_and_exact() -> None:
     edited[150_001] = ""
     removed = len("repeats") + len("".join(atoms(paragraph)))
     assert _changed_bytes(lines, edited) == removed + len("changed") + len("once")
+
+
+def test_a_reindented_file_changed_no_byte() -> None:
+    """A CI user reindented a Java class from 4 spaces to 2: the line diff paired blocks of
+    other lines (the braces matched), and the words inside counted as 1,744 changed
+    bytes, though not one word changed."""
+    body = [f"int f{i}(int x) {{\n    return x + {i};\n}}\n" for i in range(40)]
+    old = "class A {\n" + "".join("    " + line for text in body for line in text.splitlines(True))
+    new = "class A {\n" + "".join("  " + line for text in body for line in text.splitlines(True))
+    assert _changed_bytes([old + "}\n"], [new + "}\n"]) == 0
+    assert _changed_bytes([old], [new.replace("return x + 7;", "return x + 8;")]) == 2
+
+
+@given(st.lists(st.sampled_from(["a", "bb", "{", "}", "c d"]), max_size=30), st.randoms())
+def test_whitespace_is_no_edit(words: list[str], rnd: Any) -> None:
+    spaced = [" " * rnd.randint(0, 3) + w + " " * rnd.randint(0, 2) for w in words]
+    assert _changed_bytes(["\n".join(words)], ["\n".join(spaced)]) == 0

@@ -68,8 +68,9 @@ def _payload(
 def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     """UTF-8 bytes of the edit atoms (words, CJK characters, punctuation marks, as
     :func:`~rechunk.chunking.measure.edit_fraction` counts them) that the new inputs add or the
-    stored ones lose. Whitespace is no edit. A line diff first, then an atom diff inside
-    each block of lines that differs, so a long paragraph costs only its changed words.
+    stored ones lose. Whitespace is no edit. A line diff first (of the lines with their
+    whitespace collapsed), then an atom diff inside each block of lines that differs, so a long
+    paragraph costs only its changed words.
 
     Both diffs are :func:`~rechunk.chunking.measure.changed_blocks`: difflib's opcodes where the
     part that differs is small (every dev revision), anchored on unique lines or atoms
@@ -78,12 +79,19 @@ def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")
     changed = 0
-    for i1, i2, j1, j2 in changed_blocks(old_lines, new_lines):
+    # lines compared with whitespace collapsed: a reindented file's lines all match (else
+    # the diff paired blocks of other lines, and counted their words as edits)
+    for i1, i2, j1, j2 in changed_blocks(_words_of(old_lines), _words_of(new_lines)):
         before, after = atoms("\n".join(old_lines[i1:i2])), atoms("\n".join(new_lines[j1:j2]))
         for a1, a2, b1, b2 in changed_blocks(before, after):
             changed += len("".join(before[a1:a2]).encode("utf-8"))
             changed += len("".join(after[b1:b2]).encode("utf-8"))
     return changed
+
+
+def _words_of(lines: list[str]) -> list[str]:
+    """Each line with its runs of whitespace as one space, none at its ends."""
+    return [" ".join(line.split()) for line in lines]
 
 
 def _typed(metadata: Mapping[str, Any]) -> str:
