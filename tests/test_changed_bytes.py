@@ -114,3 +114,22 @@ def test_a_reindented_file_changed_no_byte() -> None:
 def test_whitespace_is_no_edit(words: list[str], rnd: Any) -> None:
     spaced = [" " * rnd.randint(0, 3) + w + " " * rnd.randint(0, 2) for w in words]
     assert _changed_bytes(["\n".join(words)], ["\n".join(spaced)]) == 0
+
+
+def test_a_reindented_document_leaves_the_amplification_of_the_others_alone() -> None:
+    """The review's repro: a reindent (0 changed bytes, its inputs re-embedded) beside a
+    20-byte edit made the sync's amplification 117.6, where the edit alone gave 30.0."""
+    from rechunk.sync.report import DocumentReport, SyncReport, changed_totals
+
+    def doc(changed: int, reindexed: int) -> DocumentReport:
+        return DocumentReport(
+            "d", "changed", tokens_total=100, recompute_fraction=0.5,
+            changed_bytes=changed, reindexed_bytes=reindexed,
+        )  # fmt: skip
+
+    report = SyncReport("c", "p", "m", "upsert-then-delete")
+    changed_totals(report, [doc(20, 600), doc(0, 1752)])
+    assert report.reindex_amplification == 30.0
+    alone = SyncReport("c", "p", "m", "upsert-then-delete")
+    changed_totals(alone, [doc(0, 1752)])
+    assert alone.reindex_amplification is None  # no edit to divide by

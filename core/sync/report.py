@@ -55,20 +55,21 @@ class SyncReport:
     model was asked for), also when several documents of the sync share it;
     ``tokens_total`` is the tokens of every distinct input of the synced
     documents. A :class:`DocumentReport` counts its own document's inputs.
-    ``recompute_fraction`` is R_c over the changed documents (token-weighted over
-    their distinct new inputs): the share that the stored revision did not have,
-    which a sync must embed unless the cache or the collection holds it; new
-    documents are counted in ``documents["new"]`` and cost their full size.
-    ``reindex_amplification`` is the bytes of the inputs embedded for changed
-    documents per byte of edit atoms added or removed (words, CJK characters,
-    punctuation; whitespace is no edit). ``stale_points`` counts points of a
-    synced document that carry another revision, or that the new revision lacks, after
-    the sync (the check queries the store). When it is not 0, ``stale_check`` is
-    ``"failed"`` and :func:`sync` raises :class:`~rechunk.errors.StaleCheckError` whose
-    ``report`` is this report. ``chunks_not_given`` is the number of points the collection
-    held when the sync started beside the given documents' (those of documents it was
-    not given, ``keep``'s among them): the count the sync reads first, less the given
-    documents' points that it reads to plan, so it costs no further read.
+    ``recompute_fraction`` is R_c over the changed documents (token-weighted over their
+    distinct new inputs): the share that the stored revision did not have, which a sync must
+    embed unless the cache or the collection holds it; new documents are counted in
+    ``documents["new"]`` and cost their full size. ``reindex_amplification`` is the bytes of
+    the inputs embedded for changed documents per byte of edit atoms added or removed
+    (words, CJK characters, punctuation; whitespace is no edit), over the documents with
+    such an edit (a reindented file's inputs count in ``tokens_embedded``, not here).
+    ``stale_points`` counts points of a synced document that carry another revision, or that
+    the new revision lacks, after the sync (the check queries the store). When it is not 0,
+    ``stale_check`` is ``"failed"`` and :func:`sync` raises
+    :class:`~rechunk.errors.StaleCheckError` whose ``report`` is this report.
+    ``chunks_not_given`` is the number of points the collection held when the sync started
+    beside the given documents' (those of documents it was not given, ``keep``'s among
+    them): the count the sync reads first, less the given documents' points that it reads to
+    plan, so it costs no further read.
     ``seconds`` is the time the sync spent in each stage;
     chunking done by the helper process while the sync published counts only as long
     as the sync waited for it.
@@ -115,6 +116,10 @@ def changed_totals(report: SyncReport, changed: Sequence[DocumentReport]) -> Non
     fresh = sum(r.tokens_total * (r.recompute_fraction or 0.0) for r in changed)
     total = sum(r.tokens_total for r in changed)
     report.recompute_fraction = fresh / total if total else 0.0
-    changed_bytes = sum(r.changed_bytes for r in changed)
+    # a document whose edit is whitespace only (a reindent) has no changed byte to divide
+    # by: its inputs, re-embedded, would swell the ratio of the others (as the watcher's
+    # per-document figure leaves it out too)
+    edited = [r for r in changed if r.changed_bytes]
+    changed_bytes = sum(r.changed_bytes for r in edited)
     if changed_bytes:
-        report.reindex_amplification = sum(r.reindexed_bytes for r in changed) / changed_bytes
+        report.reindex_amplification = sum(r.reindexed_bytes for r in edited) / changed_bytes
