@@ -305,20 +305,24 @@ def derive_identity(underlying: object, framework: str) -> str:
             continue
         text = None if name.startswith("_") else _identity_value(value, nested)
         if text is None:
-            unread.append(name)
+            if not name.startswith("__") and not isinstance(value, bool):  # not a flag
+                unread.append(name)
         else:
             # a plain value under a secret's name (a key that may pick a deployment) as a
             # digest; a SecretStr stays out (its model cannot depend on it alone)
             parts.append(f"{name}={_digest(value) if _secret(name) else text}")
+    identity = f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
     named = [part for part in parts if part != _UNKNOWN_MODEL.get(framework)]
     if unread and not named and not _class_settings(cls):
         raise ConfigError(
             f"cannot tell which model this {cls.__qualname__} is: no setting of it names one, "
             f"and it keeps its state where rechunk does not read it ({', '.join(unread[:4])}), "
             "so two such models would share one cache identity and get each other's vectors; "
-            "pass model_id='...' naming the model and whatever else changes its vectors"
+            "pass model_id='...' naming the model and whatever else changes its vectors (an "
+            f"earlier version derived {identity!r}: for one model only, pass that to keep "
+            "its cached vectors)"
         )
-    return f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
+    return identity
 
 
 #: a framework's placeholder for a model it was not told the name of (LlamaIndex's
@@ -326,18 +330,30 @@ def derive_identity(underlying: object, framework: str) -> str:
 _UNKNOWN_MODEL: Final = {"llamaindex": "model_name=unknown"}
 
 
-#: modules whose classes' attributes are a framework's, not a user's configuration
-_FRAMEWORK_MODULES: Final = ("langchain", "llama_index", "pydantic", "builtins", "abc", "typing")
+#: the top-level packages whose classes' attributes are a framework's, not a user's
+#: configuration (and any ``langchain_*`` package)
+_FRAMEWORK_PACKAGES: Final = frozenset(
+    {"langchain", "llama_index", "pydantic", "builtins", "abc", "typing"}
+)
+
+
+def _framework_class(klass: type) -> bool:
+    package = klass.__module__.split(".", 1)[0]
+    return package in _FRAMEWORK_PACKAGES or package.startswith("langchain_")
 
 
 def _class_settings(cls: type) -> bool:
     """Whether ``cls`` or a user's class it derives from sets a public plain value as a
-    class attribute (``model = "all-MiniLM-L6-v2"``): the class then fixes its model, and
-    its path (in the identity) tells it apart."""
+    class attribute (``model = "all-MiniLM-L6-v2"``; not a batch size or a flag): the
+    class then fixes its model, and its path (in the identity) tells it apart."""
     return any(
-        not name.startswith("_") and isinstance(value, (str, int, float)) and value != ""
+        not name.startswith("_")
+        and name not in _OPERATIONAL
+        and isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+        and value != ""
         for klass in cls.__mro__
-        if not klass.__module__.startswith(_FRAMEWORK_MODULES)
+        if not _framework_class(klass)
         for name, value in vars(klass).items()
     )
 

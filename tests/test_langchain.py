@@ -715,9 +715,16 @@ def test_a_model_whose_settings_name_nothing_asks_for_a_model_id() -> None:
         small = CachedEmbeddings(cls("small"), cache, model_id=f"{cls.__name__}/small")
         large = CachedEmbeddings(cls("large-model"), cache, model_id=f"{cls.__name__}/large")
         assert small.embed_documents(["a"]) != large.embed_documents(["a"])
+    # the identity an earlier version derived is named, for a user of one model to keep
+    with pytest.raises(ConfigError, match=r"derived 'langchain:[\w.]+\._ModelInPrivate\(\)'"):
+        CachedEmbeddings(_ModelInPrivate("small"), cache)
     # a setting kept in __slots__ is read; a class that fixes its model is told by its path
     assert derive_model_id(_ModelInSlot("small")).endswith("._ModelInSlot(model_name=small)")
     assert derive_model_id(_ModelInClass("x")).endswith("._ModelInClass()")
+    flagged = _ModelInPrivate("x")
+    del flagged._model
+    flagged._ready = True  # a private flag names no model: no refusal for it
+    assert derive_model_id(flagged).endswith("._ModelInPrivate()")
 
 
 def test_queries_are_cached_only_when_asked() -> None:
