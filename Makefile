@@ -32,7 +32,7 @@ lint:
 # Its cache lives outside the checkout, beside the tests' infinity-emb venv: analysing the
 # installed libraries rechunk calls takes about 50 s cold and none warm (mypy re-checks
 # whatever changed, by content)
-MYPY_CACHE ?= $(or $(RECHUNK_TEST_CACHE),$(HOME)/.cache/rechunk/test)/mypy
+MYPY_CACHE ?= $(abspath $(or $(RECHUNK_TEST_CACHE),$(HOME)/.cache/rechunk/test)/mypy)
 typecheck:
 	rm -rf .typecheck build
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation --target .typecheck .

@@ -61,12 +61,18 @@ def edit(text: str) -> str:
 
 
 def reference_changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
-    """The former ``_changed_bytes``: difflib over all lines, then over each block's atoms."""
+    """The former ``_changed_bytes``: difflib over all lines (whitespace collapsed), then
+    over each block's atoms."""
     from rechunk.chunking.measure import atoms
 
     old_lines = "\n".join(old_texts).split("\n")
     new_lines = "\n".join(new_texts).split("\n")
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    lines = difflib.SequenceMatcher(
+        None,
+        [" ".join(line.split()) for line in old_lines],
+        [" ".join(line.split()) for line in new_lines],
+        autojunk=False,
+    )
     changed = 0
     for tag, i1, i2, j1, j2 in lines.get_opcodes():
         if tag == "equal":

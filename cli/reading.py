@@ -80,7 +80,7 @@ def _warn_if_read_otherwise(
         changed = [
             f"{_read_with(name, getattr(how, name))} and is read now {_read_with(name, given)}"
             for name, given in _given(inputs).items()
-            if (given or None) != (getattr(how, name) or None)
+            if _same(given) != _same(getattr(how, name))
         ]
         if changed:
             warnings.warn(
@@ -90,6 +90,13 @@ def _warn_if_read_otherwise(
                 ReadOtherwiseWarning,
                 stacklevel=3,
             )
+
+
+def _same(value: Any) -> Any:
+    """An option as compared: None when not given, selectors in any order."""
+    if not value:
+        return None
+    return tuple(sorted(value)) if isinstance(value, tuple) else value
 
 
 def _given(inputs: InputOptions) -> dict[str, Any]:

@@ -209,17 +209,8 @@ def _nothing_matched(args: SyncArgs, files: Any) -> int:
     if args.json:  # a reader of stdout gets an answer too, with a sync report's counts
         from rechunk.sync import SyncReport
 
-        counts = SyncReport(args.collection, "", "", "upsert-then-delete")
+        counts = SyncReport(args.collection, "", "", "upsert-then-delete", args.dry_run)
         counts.documents["skipped"] = len(files.skipped)
-        data = {
-            "nothing_matched": True,
-            "written": False,
-            **{name: getattr(counts, name) for name in _COUNTS},
-            **file_fields(files),
-        }
-        print_json(data)
+        print_json({"nothing_matched": True, "written": False, **counts.to_dict(),
+                    **file_fields(files)})  # fmt: skip
     return EXIT_PARTIAL if files.skipped else EXIT_OK
-
-
-#: the counts of a sync report that a run which read no file gives too (all 0 but skipped)
-_COUNTS = ("documents", "chunks", "inputs", "tokens_embedded", "tokens_total")

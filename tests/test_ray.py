@@ -230,13 +230,18 @@ def test_a_cluster_that_wants_a_token_says_so(tmp_path: Path) -> None:
             "another token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 32},
             "token": {**env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
         }
-        # at once: a refused driver waits out Ray's connection retries (about 15 s)
+        # at once: a refused driver waits out Ray's connection retries (about 21 s)
         started = {
             name: subprocess.Popen([sys.executable, "-c", code], env=run_env,
                                    stdout=subprocess.PIPE, text=True)
             for name, run_env in runs.items()
         }  # fmt: skip
-        said = {name: run.communicate(timeout=120)[0] for name, run in started.items()}
+        try:
+            said = {name: run.communicate(timeout=120)[0] for name, run in started.items()}
+        finally:
+            for run in started.values():
+                run.kill()
+                run.wait()
     finally:
         stop_cluster(temp, address, env)
         shutil.rmtree(temp, ignore_errors=True)
