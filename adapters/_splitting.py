@@ -305,6 +305,48 @@ def _check_size(name: str, value: object, minimum: int) -> int:
     return value
 
 
+#: another splitter's arguments, which a user swapping it for rechunk's keeps by habit,
+#: and what to do instead (a bare "unexpected keyword argument" named nothing)
+_SENTENCES = (
+    "rechunk's chunkers find sentence ends themselves (Latin and full-width terminators) "
+    "and cannot take another sentence splitter; drop it, or keep SentenceSplitter for this "
+    "content"
+)
+_CODE_SIZES = (
+    "the code policy sizes chunks in tokens, not lines or characters: give chunk_size (and "
+    "chunk_overlap) in tokens with policy='code', language=..."
+)
+FOREIGN: Final[dict[str, str]] = {
+    "chunking_tokenizer_fn": _SENTENCES,
+    "secondary_chunking_regex": _SENTENCES,
+    "backup_separators": (
+        "TokenTextSplitter's fallback separators: rechunk cuts between words and at "
+        "sentence, paragraph and section ends itself; drop it (a whitespace separator= is "
+        "accepted)"
+    ),
+    "keep_whitespaces": (
+        "a chunk's text is always the exact slice of the document, whitespace included; "
+        "drop it"
+    ),
+    "chunk_lines": _CODE_SIZES,
+    "chunk_lines_overlap": _CODE_SIZES,
+    "max_chars": _CODE_SIZES,
+}
+
+
+def check_foreign(params: Mapping[str, Any], policy: object) -> None:
+    """:class:`~rechunk.ConfigError` naming what to use for another splitter's argument in
+    ``params`` (see :data:`FOREIGN`), or for ``language`` without the code policy."""
+    for name in params:
+        if name in FOREIGN:
+            raise ConfigError(f"{name}: {FOREIGN[name]}")
+    if "language" in params and policy != "code":
+        raise ConfigError(
+            f"language={params['language']!r} is the code policy's: pass policy='code' "
+            "with it (CodeSplitter's place), or leave it out for prose"
+        )
+
+
 def build_sizing(
     policy: str | Chunker,
     tokenizer: Any,
@@ -323,6 +365,7 @@ def build_sizing(
     :class:`~rechunk.ConfigError` for what cannot be honoured, naming what to use.
     """
     overlap = _check_size("chunk_overlap", chunk_overlap, 0)
+    check_foreign(params, policy)
     if isinstance(policy, Chunker):
         given = [n for n, v in (("tokenizer", tokenizer), ("chunk_size", chunk_size),
                                 ("length_function", length_function)) if v is not None]  # fmt: skip

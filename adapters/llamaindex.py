@@ -89,6 +89,7 @@ from rechunk.adapters._reuse import (
 )
 from rechunk.adapters._splitting import (
     FACTORIES,
+    FOREIGN,
     SIZE_PARAMS,
     Piece,
     Sizing,
@@ -465,11 +466,7 @@ class RechunkNodeParser(NodeParser):
             ("secondary_chunking_regex", secondary_chunking_regex),
         ):
             if value is not None:
-                raise ConfigError(
-                    f"{name}: rechunk's chunkers find sentence ends themselves (Latin and "
-                    "full-width terminators) and cannot take another sentence splitter; drop it, "
-                    "or keep SentenceSplitter for this content"
-                )
+                raise ConfigError(f"{name}: {FOREIGN[name]}")
         return cls(
             policy,
             tokenizer,

@@ -1039,3 +1039,27 @@ def test_llamaindex_readers_follow_previous_and_next_of_synced_points(
     report, again = synced(edited)
     assert report.documents["unchanged"] == 1 and report.chunks["updated"] == 0
     assert [n.node_id for n in again] == [n.node_id for n in after]
+
+
+@pytest.mark.parametrize(
+    ("swapped", "arguments", "says"),
+    [
+        ("TokenTextSplitter", {"backup_separators": ["\n"]}, "cuts between words"),
+        ("TokenTextSplitter", {"keep_whitespaces": True}, "exact slice"),
+        ("CodeSplitter", {"chunk_lines": 40}, "in tokens, not lines"),
+        ("CodeSplitter", {"max_chars": 1500}, "in tokens, not lines"),
+        ("CodeSplitter", {"language": "python"}, "pass policy='code'"),
+        ("SentenceSplitter", {"secondary_chunking_regex": "[.]"}, "sentence ends"),
+        ("SentenceSplitter", {"chunking_tokenizer_fn": str.split}, "sentence ends"),
+    ],
+)
+def test_another_splitter_s_arguments_say_what_to_use(
+    swapped: str, arguments: dict[str, Any], says: str
+) -> None:
+    """A drop-in user kept their TokenTextSplitter's or CodeSplitter's arguments: the error
+    was "bad parameters for the 'structured' chunker: ... unexpected keyword argument",
+    which named nothing to use instead."""
+    for make in (RechunkNodeParser, RechunkNodeParser.from_defaults, RechunkTextSplitter):
+        with pytest.raises(ConfigError, match=says):
+            make(chunk_size=120, **arguments)
+    assert RechunkNodeParser(policy="code", language="python", chunk_size=120)
