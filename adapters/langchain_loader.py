@@ -29,6 +29,7 @@ from typing import Any
 
 from rechunk._optional import require
 from rechunk.adapters._locators import remember
+from rechunk.errors import ConfigError
 from rechunk.sources import ParseOptions, format_for, parse_file
 
 require("langchain_core", "langchain")
@@ -39,6 +40,26 @@ from langchain_core.documents import Document  # noqa: E402
 __all__ = ["RechunkLoader"]
 
 
+#: other loaders' arguments a user swapping them keeps by habit, and what to do instead
+_OTHER_LOADERS = {
+    "password": "encrypted PDFs are not read: decrypt the file first (qpdf --decrypt)",
+    "mode": (
+        "each file is one document (a record file: one per record); for pieces, split the "
+        "documents with RechunkTextSplitter"
+    ),
+    "extract_images": "images are not read (their text, if any, is not extracted)",
+    "bs_kwargs": "HTML is parsed by rechunk's own reader; name parts to drop with html_exclude",
+    "get_text_separator": "HTML text keeps its blocks as paragraphs; nothing to set",
+    "jq_schema": "a JSON or JSONL file is read record by record; name the id with id_field",
+    "content_key": "a record's text is all its fields; name the id with id_field",
+    "csv_args": "a CSV or TSV row is read as a line beside its header; nothing to set",
+}
+_NOT_TAKEN = (
+    "not an argument of RechunkLoader (paths or file_path, encoding or open_encoding, "
+    "autodetect_encoding, format, id_field, html_include, html_exclude)"
+)
+
+
 class RechunkLoader(BaseLoader):
     """Load files through rechunk's parsers.
 
@@ -47,6 +68,10 @@ class RechunkLoader(BaseLoader):
     parser (a name of :data:`rechunk.sources.FORMATS`); by default the suffix picks it.
     ``id_field`` names a JSON record's id field. A file that cannot be parsed raises
     :class:`rechunk.sources.ParseError` (an ``InputError``, so a ``ValueError``).
+
+    ``file_path`` (the name LangChain's file loaders give it) is taken for ``paths``, and
+    ``BSHTMLLoader``'s ``open_encoding`` for ``encoding``; another loader's argument
+    (``password``, ``mode``, ``jq_schema``...) is a ``ConfigError`` saying what to do.
 
     ``encoding`` and ``autodetect_encoding`` are ``TextLoader``'s, in its order, for text,
     Markdown, RST, AsciiDoc, Org, LaTeX, CSV and code files (and an HTML page that
@@ -59,7 +84,7 @@ class RechunkLoader(BaseLoader):
 
     def __init__(
         self,
-        paths: str | Path | Sequence[str | Path],
+        paths: str | Path | Sequence[str | Path] | None = None,
         encoding: str | None = None,
         autodetect_encoding: bool = False,
         *,
@@ -67,8 +92,21 @@ class RechunkLoader(BaseLoader):
         id_field: str | None = None,
         html_include: Sequence[str] = (),
         html_exclude: Sequence[str] = (),
+        file_path: str | Path | None = None,
+        open_encoding: str | None = None,
+        **others: Any,
     ) -> None:
-        self.paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        for name in others:
+            raise ConfigError(f"{name}: {_OTHER_LOADERS.get(name, _NOT_TAKEN)}")
+        if (paths is None) == (file_path is None):
+            raise ConfigError(
+                "give the files as paths (or file_path, as LangChain's file loaders name it)"
+            )
+        if open_encoding is not None and encoding is not None:
+            raise ConfigError("encoding and open_encoding name one thing: give one")
+        given = file_path if paths is None else paths
+        encoding = open_encoding if encoding is None else encoding
+        self.paths = [given] if isinstance(given, (str, Path)) else list(given or ())
         self.format = format
         self.options = ParseOptions(
             id_field,

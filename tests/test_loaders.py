@@ -546,3 +546,27 @@ def test_create_documents_names_the_call_that_keeps_locators(folder: Path) -> No
     with pytest.warns(LocatorWarning, match=r"call split_documents\(docs\)"):
         chunks = RechunkTextSplitter().create_documents([page.page_content], [page.metadata])
     assert chunks and all("section" not in c.metadata for c in chunks)
+
+
+def test_the_file_loaders_own_arguments_are_taken_or_say_what_to_do(tmp_path: Path) -> None:
+    """A drop-in user kept ``TextLoader(file_path=...)``, ``BSHTMLLoader(open_encoding=)``
+    and ``PyPDFLoader(password=...)``: each was a bare TypeError."""
+    pytest.importorskip("langchain_core")
+    from rechunk.adapters.langchain_loader import RechunkLoader
+    from rechunk.errors import ConfigError
+
+    page = tmp_path / "page.html"
+    page.write_bytes(
+        "<html><body><h1>Caf\xe9</h1><p>Open daily.</p></body></html>".encode("cp1252")
+    )
+    by_path = RechunkLoader(page, "cp1252").load()
+    assert RechunkLoader(file_path=page, open_encoding="cp1252").load() == by_path
+    assert "Café" in by_path[0].page_content
+    for given, says in (({"password": "x"}, "decrypt the file first"),
+                        ({"mode": "elements"}, "RechunkTextSplitter"),
+                        ({"jq_schema": ".[]"}, "id_field"),
+                        ({"colour": "red"}, "not an argument of RechunkLoader")):  # fmt: skip
+        with pytest.raises(ConfigError, match=says):
+            RechunkLoader(page, **given)
+    with pytest.raises(ConfigError, match=r"paths \(or file_path"):
+        RechunkLoader()
