@@ -22,6 +22,7 @@ from rechunk.errors import ConfigError, InputError
 from rechunk.sources import ParseError, ParseOptions, parse_file
 from rechunk.sources.encoding import check_encoding, declared_encoding, decode_text, decode_text_as
 from rechunk.sources.files import read_documents, read_text_file
+from rechunk.sources.generated import generated_by_content
 
 TEXT = "Café crème: the façade's naïve señor paid 5 € for a Größe-M jacket."
 MARKED = [
@@ -67,11 +68,18 @@ def test_utf16_without_a_mark_is_read_when_named_and_named_otherwise(codec: str)
 
 
 def test_nul_bytes_are_binary_whatever_is_named() -> None:
-    for data in (b"ok\x00nul", b"\x00\x01\x02\x03binary\x00\x00data\x00"):
+    # the last: a compiled object with bytes UTF-8 never holds, named a .c file (a CI
+    # user was told it was "not valid UTF-8: name its encoding", then, given latin-1, "not
+    # valid text in any encoding tried"; with no newline it was called minified)
+    elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\xfe\xed" * 100
+    for data in (b"ok\x00nul", b"\x00\x01\x02\x03binary\x00\x00data\x00", elf):
         with pytest.raises(ParseError, match="contains NUL bytes"):
             decode_text(data)
         with pytest.raises(ParseError, match="contains NUL bytes"):
             decode_text(data, "cp1252")
+        with pytest.raises(ParseError, match="contains NUL bytes"):
+            decode_text(data, "latin-1")
+    assert generated_by_content(elf) is None  # not minified: binary, as reading it says
 
 
 def test_what_no_encoding_decodes_names_each_one_tried() -> None:

@@ -186,6 +186,10 @@ def decode_text_as(
                 reason = _BINARY if why == _NUL else f"not valid {name.upper()} ({why})"
                 raise ParseError(f"{reason}, despite its byte-order mark")
             return text, name
+    if encoding is None and b"\x00" in data[:_SNIFF_BYTES] and _utf16_unmarked(data) is None:
+        # no text file holds NUL bytes (but UTF-16 and UTF-32 without a mark, which an
+        # encoding names): "not valid UTF-8, name its encoding" sent a user to --encoding
+        raise ParseError(_BINARY)
     failures: dict[str, str] = {}  # codec name -> why it failed
     for candidate in _candidates(data, encoding, detect, declared):
         codec = codecs.lookup(candidate).name
@@ -201,7 +205,7 @@ def decode_text_as(
             f"{unmarked} (encoding={unmarked!r} in Python; the option applies to every file "
             "read that is not UTF-8)"
         )
-    if all(why == _NUL for why in failures.values()):
+    if _NUL in failures.values():  # the encoding named read it, NUL bytes and all
         raise ParseError(_BINARY)
     if len(failures) == 1:
         raise ParseError(

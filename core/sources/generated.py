@@ -174,7 +174,11 @@ def generated_by_content(data: bytes) -> str | None:
             or _AUTOCONF.search(line)
         ):
             return MARKED
-    if len(data) >= MIN_BYTES and _long_line_share(data) > MINIFIED_SHARE:
+    if (
+        len(data) >= MIN_BYTES
+        and b"\x00" not in data[:MIN_BYTES]  # a binary file: reading it says so
+        and _long_line_share(data) > MINIFIED_SHARE
+    ):
         return MINIFIED
     return None
 
