@@ -262,30 +262,28 @@ def _identity_value(value: object, nested: bool) -> str | None:
 def derive_identity(underlying: object, framework: str) -> str:
     """A model identity for any embeddings object: its class path and non-secret configuration.
 
-    ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The
-    configuration is the object's pydantic fields (LangChain and LlamaIndex
-    models are pydantic models), else its public attributes (``__slots__`` too) holding
-    scalars.
-    A secret enters as a one-way digest (:func:`_digest`), so that it is written
-    nowhere while two settings that pick two models still give two identities: the
-    value of a setting named for a secret (``api_key``, ``token``, ``password``, ... as
-    whole words), and inside a dict or a URL (an ``Authorization`` header,
-    ``?api_key=``: see :func:`_without_secrets`). Left out: names starting with ``_``;
-    ``SecretStr`` values (a key held as one: the model cannot depend on it alone);
-    settings that never change the vectors (batch sizes, workers, retries, timeouts,
-    callbacks, progress bars); ``None``; clients and other objects. Two objects of one
-    class with the same configuration share the identity; anything else that changes
-    the vectors (weights fine-tuned in place, a prompt held in a client) is invisible
-    here: pass ``model_id`` then. An object none of whose settings enters (LlamaIndex's
-    ``model_name="unknown"`` counts as none) while it holds state that does not
-    (private attributes, clients: a hand-written embeddings class keeping its model name
-    in ``self._model``), and whose class sets no plain value (``model = "..."``), is
-    refused with a :class:`~rechunk.ConfigError` that asks for ``model_id``: two of them
-    would share one identity. rechunk's own embeddings that
-    name their model (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
-    :class:`~rechunk.adapters.llamaindex_embedding.RechunkEmbedding`) are that name, the
-    one ``rechunk sync`` keys its cache with and records in a collection: their model is
-    an object, which the rule above leaves out, so every such model had one identity.
+    ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The configuration
+    is the object's pydantic fields (LangChain and LlamaIndex models are pydantic models),
+    else its public attributes (``__slots__`` too) holding scalars. A secret enters as a
+    one-way digest (:func:`_digest`), so that it is written nowhere while two settings that
+    pick two models still give two identities: the value of a setting named for a secret
+    (``api_key``, ``token``, ``password``, ... as whole words), and inside a dict or a URL
+    (an ``Authorization`` header, ``?api_key=``: see :func:`_without_secrets`). Left out:
+    names starting with ``_``; ``SecretStr`` values (a key held as one: the model cannot
+    depend on it alone); settings that never change the vectors (batch sizes, workers,
+    retries, timeouts, callbacks, progress bars); ``None``; clients and other objects. Two
+    objects of one class with the same configuration share the identity; anything else that
+    changes the vectors (weights fine-tuned in place, a prompt held in a client) is
+    invisible here: pass ``model_id`` then. An object none of whose settings enters
+    (LlamaIndex's ``model_name="unknown"`` counts as none) while it holds state that does
+    not (private attributes, clients: a hand-written embeddings class keeping its model name
+    in ``self._model``), and whose class sets no plain value (``model = "..."``), is refused
+    with a :class:`~rechunk.ConfigError` that asks for ``model_id``: two of them would share
+    one identity. rechunk's own embeddings that name their model
+    (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
+    :class:`~rechunk.adapters.llamaindex_embedding.RechunkEmbedding`) are that name, the one
+    ``rechunk sync`` keys its cache with and records in a collection: their model is an
+    object, which the rule above leaves out, so every such model had one identity.
     """
     cls = type(underlying)
     own = getattr(underlying, "model_id", None) if cls.__module__.startswith("rechunk.") else None

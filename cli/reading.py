@@ -80,7 +80,7 @@ def _warn_if_read_otherwise(
         changed = [
             f"{_read_with(name, getattr(how, name))} and is read now {_read_with(name, given)}"
             for name, given in _given(inputs).items()
-            if _same(given) != _same(getattr(how, name))
+            if _compared(given) != _compared(getattr(how, name))
         ]
         if changed:
             warnings.warn(
@@ -92,7 +92,7 @@ def _warn_if_read_otherwise(
             )
 
 
-def _same(value: Any) -> Any:
+def _compared(value: Any) -> Any:
     """An option as compared: None when not given, selectors in any order."""
     if not value:
         return None

@@ -81,7 +81,7 @@ def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     changed = 0
     # lines compared with whitespace collapsed: a reindented file's lines all match (else
     # the diff paired blocks of other lines, and counted their words as edits)
-    for i1, i2, j1, j2 in changed_blocks(_words_of(old_lines), _words_of(new_lines)):
+    for i1, i2, j1, j2 in changed_blocks(_collapsed(old_lines), _collapsed(new_lines)):
         before, after = atoms("\n".join(old_lines[i1:i2])), atoms("\n".join(new_lines[j1:j2]))
         for a1, a2, b1, b2 in changed_blocks(before, after):
             changed += len("".join(before[a1:a2]).encode("utf-8"))
@@ -89,7 +89,7 @@ def _changed_bytes(old_texts: Sequence[str], new_texts: Sequence[str]) -> int:
     return changed
 
 
-def _words_of(lines: list[str]) -> list[str]:
+def _collapsed(lines: list[str]) -> list[str]:
     """Each line with its runs of whitespace as one space, none at its ends."""
     return [" ".join(line.split()) for line in lines]
 
