@@ -70,21 +70,23 @@ def read_paths(
 def _warn_if_read_otherwise(
     recorded: Mapping[str, Source], roots: Sequence[str], inputs: InputOptions
 ) -> None:
-    """A :class:`ReadOtherwiseWarning` for each of ``roots`` that was synced with other
-    options of :data:`READ_AS` than ``inputs`` gives: a cron job's command line that lost
-    its ``--html-exclude`` read every page's menu again, and said nothing."""
+    """A :class:`ReadOtherwiseWarning` for each of ``roots`` that was synced (itself, or
+    as part of the outermost recorded folder holding it) with other options of
+    :data:`READ_AS` than ``inputs`` gives: a cron job's command line that lost its
+    ``--html-exclude`` read every page's menu again, and said nothing."""
     for root in roots:
-        how = recorded.get(root)
-        if how is None or not how.read_as_recorded:
+        synced = _synced_as(recorded, root)
+        if synced is None:
             continue
+        folder, how = synced
         changed = [
             f"{_read_with(name, getattr(how, name))} and is read now {_read_with(name, given)}"
             for name, given in _given(inputs).items()
-            if _compared(given) != _compared(getattr(how, name))
+            if _compared(name, given) != _compared(name, getattr(how, name))
         ]
         if changed:
             warnings.warn(
-                f"{root} was synced {'; it was synced '.join(changed)}: its documents are read "
+                f"{folder} was synced {'; it was synced '.join(changed)}: its documents are read "
                 "anew, and what reads differently is embedded again (give the options it was "
                 "synced with to read it as before)",
                 ReadOtherwiseWarning,
@@ -92,9 +94,21 @@ def _warn_if_read_otherwise(
             )
 
 
-def _compared(value: Any) -> Any:
-    """An option as compared: None when not given, selectors in any order."""
-    if not value:
+def _synced_as(recorded: Mapping[str, Source], root: str) -> tuple[str, Source] | None:
+    """``root`` as recorded, else the outermost recorded folder it lies in, and how that was
+    read; None when there is none, or it was recorded without its read options."""
+    holding = [folder for folder in recorded if Path(root).is_relative_to(folder)]
+    if not holding:
+        return None
+    folder = root if root in recorded else min(holding, key=len)
+    how = recorded[folder]
+    return (folder, how) if how.read_as_recorded else None
+
+
+def _compared(name: str, value: Any) -> Any:
+    """An option as compared: None when not given (or, for the encoding, UTF-8, which is
+    read first anyway), selectors in any order."""
+    if not value or (name == "encoding" and value == "utf-8"):
         return None
     return tuple(sorted(value)) if isinstance(value, tuple) else value
 

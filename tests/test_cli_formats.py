@@ -566,7 +566,14 @@ def test_a_site_template_of_plain_divs_is_left_out_by_selectors(
     with warnings.catch_warnings():  # the same selectors in another order read the same
         warnings.simplefilter("error", ReadOtherwiseWarning)
         code, again = run_json(capsys, "sync", "site", "--dry-run", *selectors[2:], *selectors[:2])
-    assert code == 0 and again["documents"]["unchanged"] == 3
+        assert code == 0 and again["documents"]["unchanged"] == 3
+        # UTF-8 is read first anyway: naming it reads the same
+        code, again = run_json(capsys, "sync", "site", "--dry-run", *selectors, "--encoding", "utf8")
+        assert code == 0 and again["documents"]["unchanged"] == 3
+    # one page of the folder, named alone without the selectors, is read otherwise too
+    with pytest.warns(ReadOtherwiseWarning, match=f"{site} was synced with --html-exclude"):
+        code, one = run_json(capsys, "sync", "site/page0.html", "--dry-run")
+    assert code == 0 and one["documents"]["changed"] == 1
     code, rebuilt = run_json(capsys, "reindex", "--policy", "recursive")
     assert code == 0 and rebuilt["sync"]["documents"]["synced"] == 3, rebuilt
     text = " ".join(p["text"] for points in stored(tmp_path).values() for p in points)
