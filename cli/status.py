@@ -78,9 +78,8 @@ def execute(args: StatusArgs) -> int:
             "queries leave them out"
         )
     for name in ("policies", "models"):
-        print(
-            f"{name}: " + ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
-        )
+        held = ", ".join(f"{printable(k)} ({v} chunks)" for k, v in status[name].items())
+        print(f"{name}: {held or 'none (no rechunk chunks yet)'}")
     revisions = list(status["revisions"].items())
     for doc_id, revs in revisions[:_LISTED]:
         print(f"  {printable(doc_id)}: revision {', '.join(printable(r[:12]) for r in revs)}")

@@ -285,10 +285,9 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
     for name, value in [*rows, *notes]:
         print(f"  {name:<14}{printable(value)}")
     if report.dry_run:
-        print("plan:")
-        for doc in report.per_document:
-            if doc.status == "unchanged":
-                continue
+        changing = [doc for doc in report.per_document if doc.status != "unchanged"]
+        print("plan:" if changing else "plan: nothing to change")
+        for doc in changing:
             counts = f"+{doc.added} ~{doc.updated} -{doc.deleted} chunks"
             print(
                 f"  {doc.status:<9} {printable(doc.doc_id)}: {counts}, "

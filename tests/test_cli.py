@@ -76,6 +76,8 @@ def test_dry_run_prune_and_skipped_files(workdir: Path,
     )
     code, first = run_json(capsys, "sync", "docs")
     chunks_of = {d["doc_id"]: d["chunks"] for d in first["per_document"]}
+    assert main(["sync", "docs", "--dry-run"]) == 0  # a plan with nothing in it says so
+    assert "plan: nothing to change\n" in capsys.readouterr().out
     (workdir / "docs" / "reuse-cache.md").unlink()
     (workdir / "docs" / "broken.md").write_bytes(b"caf\xe9\n")
     code, kept = run_json(capsys, "sync", "docs")
@@ -1031,6 +1033,16 @@ def test_status_lists_the_first_documents_and_counts_the_rest(
     assert "  ... and 5 more documents (--json lists every one)" in out
     code, status = run_json(capsys, "status")
     assert code == 0 and len(status["revisions"]) == 25
+    # a collection that holds nothing yet says so (its rows were blank)
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(tmp_path / ".rechunk" / "qdrant"))
+    client.create_collection("empty", vectors_config=models.VectorParams(
+        size=384, distance=models.Distance.COSINE))  # fmt: skip
+    client.close()
+    assert main(["status", "--collection", "empty"]) == 0
+    out = capsys.readouterr().out
+    assert "policies: none (no rechunk chunks yet)\nmodels: none (no rechunk chunks yet)\n" in out
 
 
 def test_max_file_bytes_leaves_large_files_out_and_keeps_what_they_had(
