@@ -987,6 +987,8 @@ def _run(
                 _, unready = ray.wait(pending, num_returns=len(pending), timeout=0,
                                       fetch_local=False)  # fmt: skip
                 watch += unready
+            if not watch:  # the vectors came in since the loop above looked: commit them now
+                continue
             ready, _ = ray.wait(watch, num_returns=1)
             if ready[0] not in planning and ready[0] not in committing:
                 continue
