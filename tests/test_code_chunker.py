@@ -1040,6 +1040,44 @@ def test_a_tiny_piece_of_the_head_joins_the_next() -> None:
     assert chunks[1].text.startswith("package cart\n\nfunc Total0")
 
 
+@pytest.mark.parametrize("language", sorted(HEADS))
+def test_a_short_notice_is_cut_apart_whatever_its_size(language: str) -> None:
+    """A copyright or licence notice smaller than the floor still starts no chunk with the
+    imports: a year bumped every January re-embeds the notice alone."""
+    licence = HEADS[language][0]
+    text = _head_file(language, 60)
+    chunker = CodeChunker(language, min_tokens=200, max_tokens=300)
+    assert chunker._counter.count_many([licence])[0] < chunker._floor  # below the floor
+    chunks = chunker.chunk(text)
+    check_tiles(text, chunks)
+    olds = {c.text for c in chunks}
+    fresh = [c for c in chunker.chunk(text.replace("2026", "2027", 1)) if c.text not in olds]
+    assert len(fresh) == 1 and len(fresh[0].text) < len(text) // 20, fresh
+
+
+def test_a_notice_right_above_the_module_docstring_is_cut_apart_too() -> None:
+    """With no blank line a comment belongs to the item below it, but a notice does not
+    take the docstring and imports with it."""
+    licence, prologue, function = HEADS["python"]
+    text = licence + prologue + "\n" + "\n".join(function(i) for i in range(60))
+    chunker = CodeChunker("python", min_tokens=200, max_tokens=300)
+    chunks = chunker.chunk(text)
+    assert [c.start for c in chunks[:2]] == [0, len(licence)]
+
+
+@pytest.mark.parametrize(
+    "lead", ["#!/usr/bin/env python3\n", "# Totals of carts, one per kind.\n"]
+)
+def test_a_short_leading_comment_that_is_no_notice_joins_the_prologue(lead: str) -> None:
+    """A shebang or a one-line remark changes no more often than the imports below it: no
+    chunk of a few tokens for it."""
+    _, prologue, function = HEADS["python"]
+    text = lead + "\n" + prologue + "\n" + "\n".join(function(i) for i in range(60))
+    chunks = CodeChunker("python", min_tokens=200, max_tokens=300).chunk(text)
+    check_tiles(text, chunks)
+    assert chunks[0].text.startswith(lead) and prologue in chunks[0].text
+
+
 def test_comments_after_the_imports_go_with_the_code_below_them() -> None:
     licence, prologue, function = HEADS["python"]
     doc = "# Totals, one per\n# kind of cart.\n\n"

@@ -100,6 +100,9 @@ class _Structure:
     #: rows where the head of the file is cut: after its leading comments and after
     #: its prologue (see :func:`_prologue_cuts`)
     cuts: list[int]
+    #: the row after leading comments that hold a copyright or licence notice (cut
+    #: there whatever the notice's size, even with no blank line), else None
+    notice: int | None
 
 
 def _byte_to_char(text: str, source: bytes) -> Callable[[int], int]:
@@ -190,10 +193,23 @@ def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
             level[row] = TEXT_BLOCK  # a paragraph inside a docstring or block comment
     # the rows that start those items (or what is attached above them); whether a cut
     # is made there is decided with the token counts (CodeChunker._word_levels)
-    cuts = [head[item.start_point.row] for item in _prologue_cuts(spec, tree.root_node)]
+    cut_items = _prologue_cuts(spec, tree.root_node)
+    cuts = [head[item.start_point.row] for item in cut_items]
+    notice = None
+    top = next((c for c in tree.root_node.children if c.is_named), None)
+    if cuts and top is not None and top.type in attached:  # the first cut ends the comments
+        row = cut_items[0].start_point.row
+        if _NOTICE.search(text, 0, line_starts[row]):
+            # cut right above the code, even when the notice is attached to it
+            notice = cuts[0] = row
     return _Structure(
-        text, source, first, level, head, spans, line_starts, tree, char_of, item_rows, cuts
+        text, source, first, level, head, spans, line_starts, tree, char_of, item_rows, cuts,
+        notice,
     )
+
+
+#: words of a copyright or licence notice (a year in it is bumped every January)
+_NOTICE = re.compile(r"copyright|licen[cs]e|spdx|\u00a9", re.I)
 
 
 def _prologue_cuts(spec: LanguageSpec, root: Any) -> list[Any]:
@@ -384,7 +400,10 @@ class CodeChunker(BaseChunker):
     further down), and grouped with the first definition an added import would
     re-embed that definition too. A piece of fewer than ``min_tokens // 4`` tokens
     (a lone ``package main``, or a short item between two long ones) is not cut
-    off: it joins the piece after it.
+    off: it joins the piece after it; but leading comments that hold a copyright or
+    licence notice (``copyright``, ``license``, ``SPDX``) are cut off whatever their
+    size, since a year bumped in every file each January would otherwise re-embed
+    each file's imports too.
 
     **The cut rule** is the structured policy's, with content *after* a
     boundary: each boundary's key is its level, then 28 bits of a hash of the
@@ -417,7 +436,7 @@ class CodeChunker(BaseChunker):
     """
 
     kind = "code"
-    version = 4
+    version = 5
 
     def __init__(
         self,
@@ -546,17 +565,23 @@ class CodeChunker(BaseChunker):
             within = np.zeros(n, dtype=np.bool_)
         if n:
             levels[0] = _TOP
+        notice = -1
         for row in structure.cuts:  # the head of the file
             w = int(np.searchsorted(starts, structure.first[row]))
             if w < n and starts[w] == structure.first[row]:
                 forced.append(w)
+                if row == structure.notice:
+                    notice = w
         if forced and prefix[n] > self.max_tokens:
             # in a file longer than one chunk; a piece of fewer than a quarter of
-            # min_tokens joins the next one (no chunk of a lone `package main`)
+            # min_tokens joins the next one (no chunk of a lone `package main`), but for
+            # a copyright or licence notice
             floor = self._floor
             last = 0
             for w in sorted(set(forced)):
-                if w == 0 or levels[w] < _BASE or prefix[w] - prefix[last] < floor:
+                if w == 0:
+                    continue
+                if w != notice and (levels[w] < _BASE or prefix[w] - prefix[last] < floor):
                     continue
                 if prefix[n] - prefix[w] < floor:
                     break
