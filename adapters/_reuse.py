@@ -278,6 +278,8 @@ def derive_identity(underlying: object, framework: str) -> str:
     (LlamaIndex's ``model_name="unknown"`` counts as none) while it holds state that does
     not (private attributes, clients: a hand-written embeddings class keeping its model name
     in ``self._model``), and whose class sets no plain value (``model = "..."``), is refused
+    (numbers and flags name no model: ``self._model`` or a client beside
+    ``self.dimension = 384`` is refused too, a public list beside it is not)
     with a :class:`~rechunk.ConfigError` that asks for ``model_id``: two of them would share
     one identity. rechunk's own embeddings that name their model
     (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
@@ -297,7 +299,8 @@ def derive_identity(underlying: object, framework: str) -> str:
     else:
         items = [*getattr(underlying, "__dict__", {}).items(), *_slot_items(underlying)]
         nested = False
-    parts, unread = [], []
+    parts, unread, hidden = [], [], []
+    naming = []  # settings that can name a model: not a number, a flag or a secret
     for name, value in sorted(items):
         if name in _OPERATIONAL or value is None or type(value).__name__.startswith("Secret"):
             continue
@@ -305,16 +308,28 @@ def derive_identity(underlying: object, framework: str) -> str:
         if text is None:
             if not name.startswith("__") and not isinstance(value, bool):  # not a flag
                 unread.append(name)
+                # where a model is kept: a private attribute or an object (a client), not
+                # a public list or dict (a log of calls)
+                if name.startswith("_") or not isinstance(value, (list, tuple, dict, set)):
+                    hidden.append(name)
         else:
             # a plain value under a secret's name (a key that may pick a deployment) as a
             # digest; a SecretStr stays out (its model cannot depend on it alone)
-            parts.append(f"{name}={_digest(value) if _secret(name) else text}")
+            part = f"{name}={_digest(value) if _secret(name) else text}"
+            parts.append(part)
+            if not _secret(name) and not isinstance(value, (bool, int, float)):
+                naming.append(part)
     identity = f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
-    named = [part for part in parts if part != _UNKNOWN_MODEL.get(framework)]
-    if unread and not named and not _class_settings(cls):
+    unknown = _UNKNOWN_MODEL.get(framework)
+    named = [part for part in parts if part != unknown]
+    # state rechunk does not read may hold the model: with no setting read, any such state;
+    # with numbers, flags and secrets only, a private attribute or an object
+    at_risk = unread if not named else [] if any(p != unknown for p in naming) else hidden
+    if at_risk and not _class_settings(cls):
         raise ConfigError(
-            f"cannot tell which model this {cls.__qualname__} is: no setting of it names one, "
-            f"and it keeps its state where rechunk does not read it ({', '.join(unread[:4])}), "
+            f"cannot tell which model this {cls.__qualname__} is: no setting of it names one "
+            "(numbers and flags do not), "
+            f"and it keeps its state where rechunk does not read it ({', '.join(at_risk[:4])}), "
             "so two such models would share one cache identity and get each other's vectors; "
             "pass model_id='...' naming the model and whatever else changes its vectors (an "
             f"earlier version derived {identity!r}: for one model only, pass that to keep "

@@ -705,11 +705,20 @@ class _ModelInClass(_ModelInPrivate):
     model = "small-v1"
 
 
+class _ModelBesideNumbers(_ModelInPrivate):
+    """The model in a private attribute, beside public settings that name none."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self.dimension = 2
+        self.normalize = True
+
+
 def test_a_model_whose_settings_name_nothing_asks_for_a_model_id() -> None:
     """Two hand-written clients of two models (the name in ``self._model``, or in a client
     object) both derived ``...()``: the second got the first's vectors from one cache."""
     cache = MemoryCache()
-    for cls in (_ModelInPrivate, _ModelInClient):
+    for cls in (_ModelInPrivate, _ModelInClient, _ModelBesideNumbers):
         with pytest.raises(ConfigError, match=r"this _Model\w+ is: .* pass model_id="):
             CachedEmbeddings(cls("small"), cache)
         small = CachedEmbeddings(cls("small"), cache, model_id=f"{cls.__name__}/small")
