@@ -206,7 +206,8 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
 
 def _read_as_synced(root: str, how: Source, inputs: InputOptions) -> tuple[str | None, Any]:
     """The ``--format`` and parsers' options ``root`` was synced with. One given in
-    ``inputs`` that differs from the root's (none included) is refused; for a root an
+    ``inputs`` that reads otherwise than the root's (none included; compared as the
+    warning of :func:`_warn_if_read_otherwise` compares them) is refused; for a root an
     earlier version recorded, which recorded none of them, the given ones apply."""
     read: dict[str, Any] = {}
     for name, given in _given(inputs).items():
@@ -214,7 +215,7 @@ def _read_as_synced(root: str, how: Source, inputs: InputOptions) -> tuple[str |
             read[name] = given
             continue
         synced = getattr(how, name)
-        if given and given != synced:
+        if given and _compared(name, given) != _compared(name, synced):
             raise ConfigError(
                 f"{root} was synced {_read_with(name, synced)}, not {_read_with(name, given)}: "
                 "without PATH every recorded folder is read as it was synced (pass the folder "

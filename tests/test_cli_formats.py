@@ -576,6 +576,12 @@ def test_a_site_template_of_plain_divs_is_left_out_by_selectors(
     assert code == 0 and one["documents"]["changed"] == 1
     code, rebuilt = run_json(capsys, "reindex", "--policy", "recursive")
     assert code == 0 and rebuilt["sync"]["documents"]["synced"] == 3, rebuilt
+    # given without PATH, options that read the same are taken, as the warning takes them
+    code, _ = run_json(
+        capsys, "reindex", "--policy", "recursive", *selectors[2:], *selectors[:2],
+        "--encoding", "utf8",
+    )
+    assert code == 0
     text = " ".join(p["text"] for points in stored(tmp_path).values() for p in points)
     assert "Handbook" not in text
     # a page the selectors to read find nothing in is skipped; a refused reindex says so,
