@@ -1019,15 +1019,19 @@ def test_the_licence_is_cut_apart_in_a_file_with_no_prologue(language: str) -> N
     assert len(fresh) == 1 and fresh[0].text.startswith(licence[:2]), fresh
 
 
-def test_a_file_that_fits_in_one_chunk_stays_whole() -> None:
-    for language, (licence, item) in LEADS.items():
-        text = licence + item(0)
-        chunker = CodeChunker(language, min_tokens=60, max_tokens=200)
-        assert [c.text for c in chunker.chunk(text)] == [rechunk.embedding_input(text)]
-    for language in HEADS:
-        text = _head_file(language, 1)
-        chunker = CodeChunker(language, min_tokens=60, max_tokens=200)
-        assert [c.text for c in chunker.chunk(text)] == [rechunk.embedding_input(text)]
+def test_a_file_that_fits_in_one_chunk_stays_whole_but_for_its_notice() -> None:
+    """A small file is one chunk; a copyright or licence notice at its head is a chunk
+    of its own (a year bumped each January re-embeds the notice, not the file)."""
+    texts = [(language, licence, licence + item(0)) for language, (licence, item) in LEADS.items()]
+    texts += [(language, HEADS[language][0], _head_file(language, 1)) for language in HEADS]
+    for language, licence, text in texts:
+        chunker = CodeChunker(language, min_tokens=40, max_tokens=200)
+        spans = [(c.start, c.end) for c in chunker.chunk(text)]
+        after = text[text.index(licence) + len(licence) :]
+        notice = len(text) - len(after.lstrip("\n"))  # blank lines go with the notice
+        assert spans == [(0, notice), (notice, len(text))], (language, spans)
+        remark = text.replace(LICENCE, "Totals of the carts, one per kind.")
+        assert [c.text for c in chunker.chunk(remark)] == [rechunk.embedding_input(remark)]
 
 
 def test_a_tiny_piece_of_the_head_joins_the_next() -> None:
@@ -1063,6 +1067,22 @@ def test_a_notice_right_above_the_module_docstring_is_cut_apart_too() -> None:
     chunker = CodeChunker("python", min_tokens=200, max_tokens=300)
     chunks = chunker.chunk(text)
     assert [c.start for c in chunks[:2]] == [0, len(licence)]
+
+
+@pytest.mark.parametrize("attached", [False, True])
+def test_the_comment_of_the_code_below_a_notice_stays_with_that_code(attached: bool) -> None:
+    """A package comment (or the doc comment of the first definition) below the notice is
+    the code's, whether a blank line parts it from the notice or not."""
+    notice = "// SPDX-License-Identifier: Apache-2.0\n// Copyright 2026 The Cart Authors.\n"
+    package = "// Package cart keeps the lines of a cart.\npackage cart\n"
+    functions = "\n".join(
+        f"// Total{i} sums the cart.\nfunc Total{i}(items []int) int {{\n\treturn len(items) + {i}\n}}\n"
+        for i in range(40)
+    )
+    text = notice + ("" if attached else "\n") + package + "\n" + functions
+    chunks = CodeChunker("go", min_tokens=200, max_tokens=300).chunk(text)
+    check_tiles(text, chunks)
+    assert chunks[1].start == text.index(package)
 
 
 @pytest.mark.parametrize(

@@ -196,16 +196,53 @@ def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
     cut_items = _prologue_cuts(spec, tree.root_node)
     cuts = [head[item.start_point.row] for item in cut_items]
     notice = None
-    top = next((c for c in tree.root_node.children if c.is_named), None)
-    if cuts and top is not None and top.type in attached:  # the first cut ends the comments
-        row = cut_items[0].start_point.row
-        if _NOTICE.search(text, 0, line_starts[row]):
-            # cut right above the code, even when the notice is attached to it
-            notice = cuts[0] = row
+    named = [c for c in tree.root_node.children if c.is_named]
+    leading = named[: _first_code(spec, named) or 0]  # comments above the first code
+    if leading and cuts:  # then the first cut ends them (see _prologue_cuts)
+        notice = _notice_cut(text, char_of, leading, cut_items[0], cuts[0], line_starts)
+        if notice is not None:
+            cuts[0] = notice
     return _Structure(
-        text, source, first, level, head, spans, line_starts, tree, char_of, item_rows, cuts,
+        text,
+        source,
+        first,
+        level,
+        head,
+        spans,
+        line_starts,
+        tree,
+        char_of,
+        item_rows,
+        cuts,
         notice,
     )
+
+
+def _notice_cut(
+    text: str,
+    char_of: Callable[[int], int],
+    leading: list[Any],
+    code: Any,
+    cut: int,
+    line_starts: list[int],
+) -> int | None:
+    """The row a file's head is cut at after a copyright or licence notice among its
+    ``leading`` comments (above the item ``code``, which the head's first cut at row
+    ``cut`` starts with what is attached to it), else None. After a blank line that cut
+    is kept; with none, the comments are all attached to ``code`` (a notice right above a
+    module docstring or a package comment), and the cut moves to after the last comment
+    that names the notice."""
+    if cut > 0:
+        return cut if _NOTICE.search(text, 0, line_starts[cut]) else None
+    last = None
+    for k, comment in enumerate(leading):
+        if _NOTICE.search(text, char_of(comment.start_byte), char_of(comment.end_byte)):
+            last = k
+    if last is None:
+        return None
+    after = leading[last + 1] if last + 1 < len(leading) else code
+    row: int = after.start_point.row
+    return row
 
 
 #: words of a copyright or licence notice (a year in it is bumped every January)
@@ -400,10 +437,15 @@ class CodeChunker(BaseChunker):
     further down), and grouped with the first definition an added import would
     re-embed that definition too. A piece of fewer than ``min_tokens // 4`` tokens
     (a lone ``package main``, or a short item between two long ones) is not cut
-    off: it joins the piece after it; but leading comments that hold a copyright or
-    licence notice (``copyright``, ``license``, ``SPDX``) are cut off whatever their
-    size, since a year bumped in every file each January would otherwise re-embed
-    each file's imports too.
+    off: it joins the piece after it.
+
+    **A copyright or licence notice** among the leading comments (they name
+    ``copyright``, ``license``, ``SPDX`` or hold ``\u00a9``) is cut off whatever its
+    size, in a file of any length (when at least ``min_tokens // 4`` tokens follow
+    it): a year bumped in every file each January then re-embeds the notices, not
+    the imports or the whole of a small file. Comments after the notice (a package
+    comment, the first definition's doc comment) stay with the code below them, with
+    or without a blank line between.
 
     **The cut rule** is the structured policy's, with content *after* a
     boundary: each boundary's key is its level, then 28 bits of a hash of the
@@ -572,14 +614,14 @@ class CodeChunker(BaseChunker):
                 forced.append(w)
                 if row == structure.notice:
                     notice = w
-        if forced and prefix[n] > self.max_tokens:
-            # in a file longer than one chunk; a piece of fewer than a quarter of
-            # min_tokens joins the next one (no chunk of a lone `package main`), but for
-            # a copyright or licence notice
+        whole = prefix[n] <= self.max_tokens  # a file of one chunk: only a notice is cut
+        if forced and (not whole or notice > 0):
+            # a piece of fewer than a quarter of min_tokens joins the next one (no chunk
+            # of a lone `package main`), but for a copyright or licence notice
             floor = self._floor
             last = 0
             for w in sorted(set(forced)):
-                if w == 0:
+                if w == 0 or (whole and w != notice):
                     continue
                 if w != notice and (levels[w] < _BASE or prefix[w] - prefix[last] < floor):
                     continue
