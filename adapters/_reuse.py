@@ -25,6 +25,7 @@ import datetime
 import hashlib
 import json
 import math
+import os
 import re
 import time
 import uuid
@@ -178,14 +179,23 @@ _OPERATIONAL: Final = frozenset(
 #: ``tokenizer_kwargs`` is no token); ``sig`` and ``code`` only in a URL's query (Azure's
 #: SAS signature, Azure Functions' key).
 _SECRET_WORDS: Final = frozenset(
-    {"key", "apikey", "token", "secret", "password", "passwd", "credential", "credentials",
-     "auth", "authorization", "cookie", "signature", "session"}
+    {"key", "keys", "apikey", "token", "tokens", "secret", "secrets", "password", "passwd",
+     "pwd", "pass", "passphrase", "credential", "credentials", "creds", "auth",
+     "authorization", "bearer", "cookie", "signature", "session", "pat", "sk"}
 )  # fmt: skip
 _SECRET_PARAMETERS: Final = frozenset({"sig", "code"})
 _NAME_WORDS: Final = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 #: A value that is an HTTP credential by its form (an ``Authorization`` header's value):
 #: the whole value one scheme and one token (a prompt that starts "Token ..." is text)
-_CREDENTIAL: Final = re.compile(r"(?:Bearer|Basic|Token|Digest) +[\w.~+/=-]+", re.I)
+_CREDENTIAL: Final = re.compile(
+    r"(?:Bearer|Basic|Token|Digest|Api-?Key|OAuth|SharedAccessSignature) +[\w.~+/=&%-]+", re.I
+)
+#: the secret parts of a connection string (``Endpoint=...;AccountKey=...``)
+_CONNECTION_SECRET: Final = re.compile(
+    r"(?<![^;\s])((?:Account|SharedAccess)Key|SharedAccessSignature|Password|Pwd)=([^;]*)", re.I
+)
+#: a URL with user information (``scheme://user:password@host``; a password may hold a ``/``)
+_USERINFO: Final = re.compile(r"([A-Za-z][\w+.-]*://)([^@?#]*)@", re.S)
 _BARE: Final = re.compile(r"[\w./:@+-]*")
 
 
@@ -212,24 +222,45 @@ def _without_secrets(value: object) -> object:
     if isinstance(value, str):
         if _CREDENTIAL.fullmatch(value):
             return _digest(value)
+        value = _CONNECTION_SECRET.sub(lambda m: f"{m[1]}={_digest(m[2])}", value)
         if "://" not in value:
             return value
-        if "@" in value.split("://", 1)[1].split("/", 1)[0]:
-            return None
+        user = _USERINFO.match(value)
+        if user and (":" in user[2] or "/" not in user[2]):
+            # the credentials as a digest; the host and path still tell servers apart
+            value = f"{user[1]}{_digest(user[2])}@{value[user.end() :]}"
         parts = urlsplit(value)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        if not any(_secret(k, parameter=True) for k, _ in query):
+        fragment = parse_qsl(parts.fragment, keep_blank_values=True)  # #access_token=...
+        if not any(_secret(k, parameter=True) for k, _ in (*query, *fragment)):
             return value
-        hidden = [(k, _digest(v) if _secret(k, parameter=True) else v) for k, v in query]
-        return urlunsplit(parts._replace(query=urlencode(hidden)))
+        return urlunsplit(
+            parts._replace(query=_hidden_params(query), fragment=_hidden_params(fragment))
+            if fragment
+            else parts._replace(query=_hidden_params(query))
+        )
     if isinstance(value, dict):
         return {
             key: _digest(item) if isinstance(key, str) and _secret(key) else _without_secrets(item)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
+        if value and all(_pair(item) for item in value):  # headers as (name, value) pairs
+            return [
+                [key, _digest(item) if _secret(key) else _without_secrets(item)]
+                for key, item in value
+            ]
         return [_without_secrets(item) for item in value]
     return value
+
+
+def _hidden_params(params: list[tuple[str, str]]) -> str:
+    """URL parameters encoded again with the values of secret ones as digests."""
+    return urlencode([(k, _digest(v) if _secret(k, parameter=True) else v) for k, v in params])
+
+
+def _pair(item: object) -> bool:
+    return isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
 
 
 def _identity_value(value: object, nested: bool) -> str | None:
@@ -253,82 +284,117 @@ def _identity_value(value: object, nested: bool) -> str | None:
         return json.dumps(value)
     if nested and isinstance(value, (list, tuple, dict)):
         try:
-            return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+            return json.dumps(
+                value, sort_keys=True, ensure_ascii=False, allow_nan=False, default=_leaf
+            )
         except (TypeError, ValueError):
             return None
     return None
 
 
-def derive_identity(underlying: object, framework: str) -> str:
+def _leaf(value: object) -> str:
+    """A value inside a nested setting that JSON has no form for (a ``torch.device``, a
+    dtype, a path): its text when that is short and names no memory address, else its
+    type, so that the rest of the setting (a ``truncate_dim`` beside a device) still
+    enters the identity."""
+    text = str(value)
+    return text if len(text) <= 200 and " at 0x" not in text else f"<{type(value).__qualname__}>"
+
+
+def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     """A model identity for any embeddings object: its class path and non-secret configuration.
 
     ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The configuration
     is the object's pydantic fields (LangChain and LlamaIndex models are pydantic models),
-    else its public attributes (``__slots__`` too) holding scalars. A secret enters as a
-    one-way digest (:func:`_digest`), so that it is written nowhere while two settings that
-    pick two models still give two identities: the value of a setting named for a secret
-    (``api_key``, ``token``, ``password``, ... as whole words), and inside a dict or a URL
-    (an ``Authorization`` header, ``?api_key=``: see :func:`_without_secrets`). Left out:
-    names starting with ``_``; ``SecretStr`` values (a key held as one: the model cannot
-    depend on it alone); settings that never change the vectors (batch sizes, workers,
-    retries, timeouts, callbacks, progress bars); ``None``; clients and other objects. Two
-    objects of one class with the same configuration share the identity; anything else that
-    changes the vectors (weights fine-tuned in place, a prompt held in a client) is
-    invisible here: pass ``model_id`` then. An object none of whose settings enters
-    (LlamaIndex's ``model_name="unknown"`` counts as none) while it holds state that does
-    not (private attributes, clients: a hand-written embeddings class keeping its model name
-    in ``self._model``), and whose class sets no plain value (``model = "..."``), is refused
-    (numbers and flags name no model: ``self._model`` or a client beside
-    ``self.dimension = 384`` is refused too, a public list beside it is not)
-    with a :class:`~rechunk.ConfigError` that asks for ``model_id``: two of them would share
-    one identity. rechunk's own embeddings that name their model
+    else its public attributes (``__slots__`` too) holding scalars or dicts (a list is
+    taken for run-time state, such as a log of calls). Also read: an embeddings object
+    held by this one (a wrapper such as LlamaIndex's ``LangchainEmbedding``), as its own
+    identity; the ``truncate_dim`` and ``default_prompt_name`` a loaded model object was
+    given (a private sentence-transformers model); a relative local path, made absolute.
+    A value JSON has no form for inside a nested setting (a ``torch.device``) enters as
+    its short text or its type. A secret enters as a one-way digest (:func:`_digest`), so
+    that it is written nowhere while two settings that pick two models still give two
+    identities: the value of a setting named for a secret (``api_key``, ``token``, ``pwd``,
+    ``creds``, ... as whole words), and inside a dict, a list of header pairs, a
+    connection string or a URL (an ``Authorization`` header, ``Api-Key ...``,
+    ``AccountKey=``, ``?api_key=``, ``#access_token=``, a URL's ``user:password@``: see
+    :func:`_without_secrets`). Left out: names starting with ``_``; ``SecretStr`` values (a
+    key held as one: the model cannot depend on it alone); settings that never change the
+    vectors (batch sizes, workers, retries, timeouts, callbacks, progress bars); ``None``;
+    clients and other objects. Two objects of one class with the same configuration share
+    the identity; anything else that changes the vectors (weights fine-tuned in place, a
+    model chosen by an environment variable when it embeds) is invisible here: pass
+    ``model_id`` then.
+
+    Refused with a :class:`~rechunk.ConfigError` that asks for ``model_id``, since two of
+    them would share one identity: an object none of whose settings enters (LlamaIndex's
+    ``model_name="unknown"`` counts as none) while it holds state that does not (private
+    attributes, clients: a hand-written class keeping its model name in ``self._model``);
+    and one with no setting that names a model (a non-empty string under a name such as
+    ``model``, ``name``, ``deployment``, ``path`` or ``url``: see :func:`_names_model`;
+    not ``device = "cpu"``, ``dimension = 384``, a flag or a secret) while it keeps a
+    private attribute or an object, or while its methods read a variable of the function
+    that made its class (``make("bge")``); unless its class names the model in a class
+    attribute (``model = "..."``). rechunk's own embeddings that name their model
     (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
     :class:`~rechunk.adapters.llamaindex_embedding.RechunkEmbedding`) are that name, the one
-    ``rechunk sync`` keys its cache with and records in a collection: their model is an
-    object, which the rule above leaves out, so every such model had one identity.
+    ``rechunk sync`` keys its cache with and records in a collection.
     """
     cls = type(underlying)
     own = getattr(underlying, "model_id", None) if cls.__module__.startswith("rechunk.") else None
     if isinstance(own, str) and own:
         return own
     fields = getattr(cls, "model_fields", None)
+    pydantic = isinstance(fields, Mapping) and bool(fields)
     if isinstance(fields, Mapping) and fields:
         items = [(name, getattr(underlying, name, None)) for name in fields]
         items += list((getattr(underlying, "__pydantic_private__", None) or {}).items())
-        nested = True
     else:
         items = [*getattr(underlying, "__dict__", {}).items(), *_slot_items(underlying)]
-        nested = False
+    unknown = _UNKNOWN_MODEL.get(framework)
     parts, unread, hidden = [], [], []
-    naming = []  # settings that can name a model: not a number, a flag or a secret
+    naming = False  # a setting read names a model (see _names_model)
     for name, value in sorted(items):
         if name in _OPERATIONAL or value is None or type(value).__name__.startswith("Secret"):
             continue
+        inside = _embeddings_inside(value, _depth)  # a wrapped model: its own identity
+        if inside is not None:
+            parts.append(f"{name}=<{inside}>")
+            naming = True
+            continue
+        # a run-time list of the object's own (a log of calls) is not read; a dict of its
+        # own is read like a declared field's (model or encode arguments)
+        nested = pydantic or isinstance(value, dict)
         text = None if name.startswith("_") else _identity_value(value, nested)
         if text is None:
+            parts.extend(f"{name}.{setting}" for setting in _model_object_settings(value))
             if not name.startswith("__") and not isinstance(value, bool):  # not a flag
                 unread.append(name)
                 # where a model is kept: a private attribute or an object (a client), not
-                # a public list or dict (a log of calls)
+                # a public list or set (a log of calls)
                 if name.startswith("_") or not isinstance(value, (list, tuple, dict, set)):
                     hidden.append(name)
-        else:
-            # a plain value under a secret's name (a key that may pick a deployment) as a
-            # digest; a SecretStr stays out (its model cannot depend on it alone)
-            part = f"{name}={_digest(value) if _secret(name) else text}"
-            parts.append(part)
-            if not _secret(name) and not isinstance(value, (bool, int, float)):
-                naming.append(part)
+            continue
+        # a plain value under a secret's name (a key that may pick a deployment) as a
+        # digest; a SecretStr stays out (its model cannot depend on it alone)
+        if _secret(name):
+            text = _digest(value)
+        elif _names_model(name, value):
+            text = _identity_value(_local_path(value), nested) or text
+            naming = naming or f"{name}={text}" != unknown
+        parts.append(f"{name}={text}")
     identity = f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
-    unknown = _UNKNOWN_MODEL.get(framework)
     named = [part for part in parts if part != unknown]
     # state rechunk does not read may hold the model: with no setting read, any such state;
-    # with numbers, flags and secrets only, a private attribute or an object
-    at_risk = unread if not named else [] if any(p != unknown for p in naming) else hidden
+    # with none that names a model (a device, a dimension, a flag, a secret), a private
+    # attribute or an object
+    at_risk = unread if not named else [] if naming else hidden
+    if not naming:  # a class made by a function may read the model from its variables
+        at_risk = [*at_risk, *_captured(cls)]
     if at_risk and not _class_settings(cls):
         raise ConfigError(
             f"cannot tell which model this {cls.__qualname__} is: no setting of it names one "
-            "(numbers and flags do not), "
+            "(a model, name, deployment, path or URL setting), "
             f"and it keeps its state where rechunk does not read it ({', '.join(at_risk[:4])}), "
             "so two such models would share one cache identity and get each other's vectors; "
             "pass model_id='...' naming the model and whatever else changes its vectors (an "
@@ -356,19 +422,84 @@ def _framework_class(klass: type) -> bool:
 
 
 def _class_settings(cls: type) -> bool:
-    """Whether ``cls`` or a user's class it derives from sets a public plain value as a
-    class attribute (``model = "all-MiniLM-L6-v2"``; not a batch size or a flag): the
-    class then fixes its model, and its path (in the identity) tells it apart."""
+    """Whether ``cls`` or a user's class it derives from names a model in a class
+    attribute (``model = "all-MiniLM-L6-v2"``; not ``dimension = 384``): the class then
+    fixes its model, and its path (in the identity) tells it apart."""
     return any(
-        not name.startswith("_")
-        and name not in _OPERATIONAL
-        and isinstance(value, (str, int, float))
-        and not isinstance(value, bool)
-        and value != ""
+        not name.startswith("_") and _names_model(name, value)
         for klass in cls.__mro__
         if not _framework_class(klass)
         for name, value in vars(klass).items()
     )
+
+
+def _captured(cls: type) -> list[str]:
+    """The variables of an enclosing function that the methods of ``cls`` (or a user's
+    class it derives from) read: a class made inside a function (``make("bge")``) keeps
+    its model there, where nothing of the object shows it."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__:
+        if _framework_class(klass):
+            continue
+        for value in vars(klass).values():
+            code = getattr(getattr(value, "__func__", value), "__code__", None)
+            for name in getattr(code, "co_freevars", ()):
+                if name != "__class__":  # super()'s own
+                    names[f"the enclosing variable {name!r}"] = None
+    return list(names)
+
+
+#: the words of a setting's name that say it picks a model or the server that runs one
+_MODEL_WORDS: Final = frozenset(
+    {"model", "models", "name", "deployment", "repo", "checkpoint", "engine", "id", "path",
+     "dir", "folder", "file", "url", "uri", "endpoint", "base", "host", "server", "address"}
+)  # fmt: skip
+
+
+def _names_model(name: str, value: object) -> bool:
+    """Whether a setting can tell two models apart: a non-empty string, not a secret,
+    under a name with a word of :data:`_MODEL_WORDS` (``model_name``, ``azure_deployment``,
+    ``base_url``; not ``device`` or ``prompt``)."""
+    if not isinstance(value, str) or not value or _secret(name):
+        return False
+    return any(word.lower() in _MODEL_WORDS for word in _NAME_WORDS.split(name) if word)
+
+
+def _local_path(value: str) -> str:
+    """``value`` made absolute when it is a relative path to a local model (``./model``):
+    the same words in two project folders name two models."""
+    if "://" in value or os.path.isabs(value):
+        return value
+    if value.startswith(("./", "../", ".\\", "..\\")) or os.path.exists(value):
+        return os.path.abspath(value)
+    return value
+
+
+def _embeddings_inside(value: object, depth: int) -> str | None:
+    """The identity of an embeddings object held by another (LlamaIndex's
+    ``LangchainEmbedding``, a cache-backed wrapper), else None."""
+    if depth >= 3 or isinstance(value, (str, bytes, int, float, dict, list, tuple, set, type)):
+        return None
+    if callable(getattr(value, "embed_documents", None)):
+        return derive_identity(value, "langchain", depth + 1)
+    if callable(getattr(value, "get_text_embedding", None)):
+        return derive_identity(value, "llamaindex", depth + 1)
+    return None
+
+
+#: settings of a loaded model object that change its vectors (sentence-transformers'
+#: SentenceTransformer, which a wrapper keeps privately and was given them as arguments)
+_OBJECT_SETTINGS: Final = ("truncate_dim", "default_prompt_name")
+
+
+def _model_object_settings(value: object) -> list[str]:
+    """``name=value`` of :data:`_OBJECT_SETTINGS` that a model object has set."""
+    out = []
+    for name in _OBJECT_SETTINGS:
+        setting = getattr(value, name, None)
+        if isinstance(setting, (str, int)) and not isinstance(setting, bool):
+            out.append(f"{name}={setting}")
+    return out
 
 
 def _slot_items(obj: object) -> list[tuple[str, object]]:

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -714,11 +715,70 @@ class _ModelBesideNumbers(_ModelInPrivate):
         self.normalize = True
 
 
+class _ModelBesideDevice(_ModelInPrivate):
+    """The model in a private attribute beside a string setting that names no model."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        self.device = "cpu"
+
+
+class _ModelWithDimensionInClass(_ModelInPrivate):
+    dimension = 384  # a class attribute that names no model
+
+
+def _model_in_closure(model: str) -> Embeddings:
+    class Closure(_ModelInPrivate):
+        def __init__(self) -> None:
+            pass
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return [[float(len(model)), float(len(t))] for t in texts]
+
+    return Closure()
+
+
+class _Wrapper(Embeddings):
+    """A model wrapped by another object (LlamaIndex's LangchainEmbedding, a cache)."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self._inner = inner
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._inner.embed_query(text)
+
+
+class _Truncated(_ModelInPrivate):
+    def __init__(self, dimension: int) -> None:
+        self.model_name = "small"
+        self._model = SimpleNamespace(truncate_dim=dimension)  # type: ignore[assignment]
+
+
+class _Configured(Embeddings):
+    """A hand-written client whose settings are a dict and a URL."""
+
+    def __init__(self, url: str, encode: dict[str, Any]) -> None:
+        self.base_url = url
+        self.encode_kwargs = encode
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(len(self.base_url)), float(len(t))] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
 def test_a_model_whose_settings_name_nothing_asks_for_a_model_id() -> None:
     """Two hand-written clients of two models (the name in ``self._model``, or in a client
     object) both derived ``...()``: the second got the first's vectors from one cache."""
     cache = MemoryCache()
-    for cls in (_ModelInPrivate, _ModelInClient, _ModelBesideNumbers):
+    for cls in (
+        _ModelInPrivate, _ModelInClient, _ModelBesideNumbers, _ModelBesideDevice,
+        _ModelWithDimensionInClass,
+    ):
         with pytest.raises(ConfigError, match=r"this _Model\w+ is: .* pass model_id="):
             CachedEmbeddings(cls("small"), cache)
         small = CachedEmbeddings(cls("small"), cache, model_id=f"{cls.__name__}/small")
@@ -734,6 +794,93 @@ def test_a_model_whose_settings_name_nothing_asks_for_a_model_id() -> None:
     del flagged._model
     flagged._ready = True  # a private flag names no model: no refusal for it
     assert derive_model_id(flagged).endswith("._ModelInPrivate()")
+    # a class made inside a function reads its model from the function's variables
+    with pytest.raises(ConfigError, match=r"the enclosing variable 'model'"):
+        CachedEmbeddings(_model_in_closure("small"), cache)
+
+
+def test_every_setting_that_picks_the_model_tells_two_apart(tmp_path: Path) -> None:
+    """Settings an earlier version left out while they changed the vectors: a wrapped
+    model, the server behind a URL with credentials, a dict of a hand-written class, a
+    nested value JSON has no form for, a relative path in two project folders. Each pair
+    got one identity, and the second model the first one's vectors."""
+    pairs = [
+        (_Wrapper(FakeEmbeddings(model="a")), _Wrapper(FakeEmbeddings(model="b"))),
+        (
+            _Configured("https://svc:pw@bge-host/v1", {}),
+            _Configured("https://svc:pw@e5-host/v1", {}),
+        ),
+        (
+            _Configured("http://h", {"prompt": "query: "}),
+            _Configured("http://h", {"prompt": "passage: "}),
+        ),
+        (
+            _Configured("http://h", {"dtype": Path("f16"), "truncate_dim": 64}),
+            _Configured("http://h", {"dtype": Path("f16"), "truncate_dim": 32}),
+        ),
+        # a loaded SentenceTransformer keeps what it was given (LlamaIndex's
+        # HuggingFaceEmbedding(truncate_dim=...) keeps it nowhere else)
+        (_Truncated(64), _Truncated(32)),
+    ]
+    for one, other in pairs:
+        assert derive_model_id(one) != derive_model_id(other), derive_model_id(one)
+    for project in ("a", "b"):
+        (tmp_path / project / "model").mkdir(parents=True)
+    ids = set()
+    for project in ("a", "b"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(tmp_path / project)
+            ids.add(derive_model_id(_Configured("./model", {})))
+    assert len(ids) == 2 and all(str(tmp_path) in i for i in ids), ids
+    # and the wrapped model's refusal is the wrapper's
+    with pytest.raises(ConfigError, match="this _ModelInPrivate is"):
+        derive_model_id(_Wrapper(_ModelInPrivate("small")))
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"creds": "SECRET-1"},
+        {"api_keys": ["SECRET-2"]},
+        {"pwd": "SECRET-3"},
+        {"headers": [("x-api-key", "SECRET-4")]},
+        {"grpc_metadata": [["authorization", "Api-Key SECRET-4"]]},
+        {"headers": {"X": "Api-Key SECRET-5"}},
+        {"headers": {"X": "OAuth SECRET-6"}},
+        {"connection": "Endpoint=https://a;AccountKey=SECRET-7"},
+        {"endpoint": "https://u:pa/ss-SECRET-8@host/v1"},
+        {"endpoint": "https://host/v1#access_token=SECRET-9"},
+        {"endpoint": "https://user:SECRET-10@host/v1"},
+    ],
+)
+def test_no_secret_reaches_a_derived_identity(setting: dict[str, Any]) -> None:
+    """Secrets under other names and forms than a SecretStr or an api_key (plurals, a
+    header list, credential schemes, a connection string, a URL's credentials or
+    fragment) enter the identity, which the cache and every chunk's metadata store, as
+    digests only."""
+    model = FakeEmbeddings(model="m")
+    for name, value in setting.items():
+        setattr(model, name, value)
+    other = FakeEmbeddings(model="m")
+    for name, value in setting.items():
+        setattr(other, name, json.loads(json.dumps(value).replace("SECRET", "OTHER")))
+    assert "SECRET" not in derive_model_id(model), derive_model_id(model)
+    if not any(isinstance(v, list) for v in setting.values()):  # a list: run-time state
+        assert derive_model_id(model) != derive_model_id(other)  # still two identities
+
+
+def test_a_declared_list_of_header_pairs_enters_as_digests() -> None:
+    """A pydantic field of (name, value) pairs (gRPC metadata) is read like a dict."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    class Metadata(DeterministicFakeEmbedding):
+        grpc_metadata: list[tuple[str, str]] = []  # noqa: RUF012 (a pydantic field)
+
+    ids = [
+        derive_model_id(Metadata(size=4, grpc_metadata=[("authorization", f"Api-Key K-{k}")]))
+        for k in "ab"
+    ]
+    assert ids[0] != ids[1] and not any("K-" in i for i in ids), ids
 
 
 def test_queries_are_cached_only_when_asked() -> None:
