@@ -544,20 +544,27 @@ def fallback_reference(pairs: list[dict[str, Any]], sizes: dict[str, Any]) -> di
     return out
 
 
-#: the first year in a file's head, and the words of the copyright or licence notice
-#: it must follow (within 200 characters) to be that notice's year
+#: a year, the words of a copyright or licence notice, and a comment line
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
-_NOTICE = re.compile(r"copyright|licen[cs]e|spdx", re.I)
+_NOTICE = re.compile(r"copyright|licen[cs]e|spdx|\(c\)|\u00a9", re.I)
+_COMMENT = re.compile(r"\s*(#|//|/\*|\*|--|;|<!--)")
 
 
 def year_bumped(text: str) -> str | None:
-    """``text`` with the year of its copyright or licence notice (in its first 2,000
-    characters) one higher: what every January's commit does to many files. None when it
-    has no such year."""
-    year = _YEAR.search(text, 0, 2000)
-    if year is None or not _NOTICE.search(text, 0, year.start() + 200):
-        return None
-    return f"{text[: year.start()]}{int(year.group()) + 1}{text[year.end() :]}"
+    """``text`` with the first year on a notice line (``Copyright 2024 ...``) of its
+    leading comments one higher: what every January's commit does to many files. None
+    when its leading comments have no such line (a year in code is never touched).
+    """
+    at = 0
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not _COMMENT.match(line):
+            return None  # the leading comments ended
+        year = _YEAR.search(line)
+        if year and _NOTICE.search(line):
+            start, end = at + year.start(), at + year.end()
+            return f"{text[:start]}{int(year.group()) + 1}{text[end:]}"
+        at += len(line)
+    return None
 
 
 def _year_bump(

@@ -1083,6 +1083,43 @@ def test_the_comment_of_the_code_below_a_notice_stays_with_that_code(attached: b
     chunks = CodeChunker("go", min_tokens=200, max_tokens=300).chunk(text)
     check_tiles(text, chunks)
     assert chunks[1].start == text.index(package)
+    # a blank line between the package comment and `package`: still not the notice's
+    parted = text.replace("cart.\npackage", "cart.\n\npackage")
+    chunks = CodeChunker("go", min_tokens=200, max_tokens=300).chunk(parted)
+    assert chunks[1].start == parted.index("// Package cart")
+
+
+def test_a_notice_below_a_shebang_is_cut_off_too() -> None:
+    licence, prologue, function = HEADS["python"]
+    head = "#!/usr/bin/env python3\n\n" + licence
+    text = head + prologue + "\n" + "\n".join(function(i) for i in range(60))
+    chunks = CodeChunker("python", min_tokens=200, max_tokens=300).chunk(text)
+    assert [c.start for c in chunks[:2]] == [0, len(head)]
+
+
+@pytest.mark.parametrize(
+    ("language", "doc", "definition"),
+    [
+        ("go", "// CheckLicense reports whether the license key is valid.\n", "func CheckLicense"),
+        ("javascript", "/** Returns the licence text of the package. */\n", "export function"),
+    ],
+)
+def test_a_definitions_doc_that_speaks_of_a_licence_stays_with_it(
+    language: str, doc: str, definition: str
+) -> None:
+    """A comment right above a definition is its doc, not a notice, whatever it says."""
+    body = {
+        "go": "func CheckLicense(key string) bool {\n\treturn len(key) == 12\n}\n",
+        "javascript": "export function licenceText() {\n  return 'MIT';\n}\n",
+    }[language]
+    others = {
+        "go": lambda i: f"func Other{i}(n int) int {{\n\treturn n + {i}\n}}\n",
+        "javascript": lambda i: f"export function other{i}(n) {{\n  return n + {i};\n}}\n",
+    }[language]
+    head = "package licence\n\n" if language == "go" else ""
+    text = head + doc + body + "\n" + "\n".join(others(i) for i in range(40))
+    chunks = CodeChunker(language, min_tokens=200, max_tokens=300).chunk(text)
+    assert all(c.start != text.index(definition) for c in chunks), [c.start for c in chunks]
 
 
 @pytest.mark.parametrize(

@@ -199,7 +199,7 @@ def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
     named = [c for c in tree.root_node.children if c.is_named]
     leading = named[: _first_code(spec, named) or 0]  # comments above the first code
     if leading and cuts:  # then the first cut ends them (see _prologue_cuts)
-        notice = _notice_cut(text, char_of, leading, cut_items[0], cuts[0], line_starts)
+        notice = _notice_cut(spec, text, char_of, leading, cut_items[0], cuts[0])
         if notice is not None:
             cuts[0] = notice
     return _Structure(
@@ -219,34 +219,66 @@ def _parse_structure(spec: LanguageSpec, text: str) -> _Structure:
 
 
 def _notice_cut(
+    spec: LanguageSpec,
     text: str,
     char_of: Callable[[int], int],
     leading: list[Any],
     code: Any,
     cut: int,
-    line_starts: list[int],
 ) -> int | None:
     """The row a file's head is cut at after a copyright or licence notice among its
-    ``leading`` comments (above the item ``code``, which the head's first cut at row
-    ``cut`` starts with what is attached to it), else None. After a blank line that cut
-    is kept; with none, the comments are all attached to ``code`` (a notice right above a
-    module docstring or a package comment), and the cut moves to after the last comment
-    that names the notice."""
-    if cut > 0:
-        return cut if _NOTICE.search(text, 0, line_starts[cut]) else None
-    last = None
-    for k, comment in enumerate(leading):
-        if _NOTICE.search(text, char_of(comment.start_byte), char_of(comment.end_byte)):
-            last = k
-    if last is None:
+    ``leading`` comments, else None. ``code`` is the first item below them and ``cut``
+    the row of what is attached to it (comments with no blank line between).
+
+    The comments fall in runs with no blank line inside; the last run that names a
+    notice holds its end. The cut is after the last comment of that run that names
+    the notice when another comment of the run follows (a package's or module's doc);
+    else, when a blank line parts the run from ``code``, at what follows the run (the
+    next comment, or ``code`` with its attached doc); else (the notice right above
+    ``code``) right above ``code`` when ``code`` is a prologue item (a module
+    docstring, ``package``, an import) or the notice has the strongest words
+    (``copyright``, ``SPDX-License``, ``(c)``): a comment right above a definition that
+    only speaks of a licence is that definition's doc.
+    """
+    runs: list[list[Any]] = []
+    for comment in leading:
+        if runs and comment.start_point.row <= _last_row(runs[-1][-1]) + 1:
+            runs[-1].append(comment)
+        else:
+            runs.append([comment])
+
+    def names(nodes: list[Any]) -> bool:
+        return _NOTICE.search(text, *_span(nodes, char_of)) is not None
+
+    found = [k for k, run in enumerate(runs) if names(run)]
+    if not found:
         return None
-    after = leading[last + 1] if last + 1 < len(leading) else code
-    row: int = after.start_point.row
-    return row
+    run = runs[found[-1]]
+    last = max((k for k, comment in enumerate(run) if names([comment])), default=len(run) - 1)
+    if last + 1 < len(run):  # comments of what follows, in the notice's run
+        row: int = run[last + 1].start_point.row
+        return row
+    if run[0].start_point.row < cut:  # parted from the code by a blank line
+        after = runs[found[-1] + 1][0] if found[-1] + 1 < len(runs) else None
+        row = cut if after is None or after.start_point.row >= cut else after.start_point.row
+        return row
+    # right above the code: a module docstring's or a package's notice, or (but for the
+    # strongest words) a definition's doc that speaks of a licence
+    if _in_prologue(spec, code) or _STRONG_NOTICE.search(text, *_span(run[last:], char_of)):
+        row = code.start_point.row
+        return row
+    return None
 
 
+def _span(nodes: list[Any], char_of: Callable[[int], int]) -> tuple[int, int]:
+    """The characters from the first of ``nodes`` to the end of the last."""
+    return char_of(nodes[0].start_byte), char_of(nodes[-1].end_byte)
+
+
+#: words of a notice that a definition's doc does not use ("licence" alone may be one's)
+_STRONG_NOTICE = re.compile(r"copyright|spdx-license|\u00a9|\(c\)|all rights reserved", re.I)
 #: words of a copyright or licence notice (a year in it is bumped every January)
-_NOTICE = re.compile(r"copyright|licen[cs]e|spdx|\u00a9", re.I)
+_NOTICE = re.compile(r"copyright|licen[cs]e|spdx|\u00a9|\(c\)|all rights reserved", re.I)
 
 
 def _prologue_cuts(spec: LanguageSpec, root: Any) -> list[Any]:
