@@ -179,10 +179,13 @@ _OPERATIONAL: Final = frozenset(
 #: ``tokenizer_kwargs`` is no token); ``sig`` and ``code`` only in a URL's query (Azure's
 #: SAS signature, Azure Functions' key).
 _SECRET_WORDS: Final = frozenset(
-    {"key", "keys", "apikey", "token", "tokens", "secret", "secrets", "password", "passwd",
-     "pwd", "pass", "passphrase", "credential", "credentials", "creds", "auth",
-     "authorization", "bearer", "cookie", "signature", "session", "pat", "sk"}
+    {"key", "keys", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd",
+     "pass", "passphrase", "credential", "credentials", "creds", "auth", "authorization",
+     "bearer", "cookie", "signature", "session", "pat", "sk"}
 )  # fmt: skip
+#: the endings of a word run together that say it names a secret (``accesstoken``,
+#: ``clientsecret``, ``privatekey``)
+_SECRET_ENDINGS: Final = ("key", "token", "secret", "password", "passwd", "credentials")
 _SECRET_PARAMETERS: Final = frozenset({"sig", "code"})
 _NAME_WORDS: Final = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 #: A value that is an HTTP credential by its form (an ``Authorization`` header's value):
@@ -190,19 +193,17 @@ _NAME_WORDS: Final = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _CREDENTIAL: Final = re.compile(
     r"(?:Bearer|Basic|Token|Digest|Api-?Key|OAuth|SharedAccessSignature) +[\w.~+/=&%-]+", re.I
 )
-#: the secret parts of a connection string (``Endpoint=...;AccountKey=...``)
-_CONNECTION_SECRET: Final = re.compile(
-    r"(?<![^;\s])((?:Account|SharedAccess)Key|SharedAccessSignature|Password|Pwd)=([^;]*)", re.I
-)
-#: a URL with user information (``scheme://user:password@host``; a password may hold a ``/``)
-_USERINFO: Final = re.compile(r"([A-Za-z][\w+.-]*://)([^@?#]*)@", re.S)
+#: a ``name=value`` setting of a connection string (``Endpoint=...;AccountKey=...``)
+_CONNECTION_SETTING: Final = re.compile(r"(?:^|(?<=;))(\s*)([\w -]+?)(\s*=\s*)([^;]*)")
 _BARE: Final = re.compile(r"[\w./:@+-]*")
 
 
 def _secret(name: str, parameter: bool = False) -> bool:
     """Whether a dict key or a URL query parameter named ``name`` holds a secret."""
     words = {word.lower() for word in _NAME_WORDS.split(name) if word}
-    return bool(words & _SECRET_WORDS or (parameter and words & _SECRET_PARAMETERS))
+    if words & _SECRET_WORDS or (parameter and words & _SECRET_PARAMETERS):
+        return True
+    return any(word.endswith(_SECRET_ENDINGS) for word in words)
 
 
 def _digest(value: object) -> str:
@@ -213,22 +214,25 @@ def _digest(value: object) -> str:
     return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _without_secrets(value: object) -> object:
+def _without_secrets(value: object, depth: int = 0) -> object:
     """``value`` with every secret in it as a :func:`_digest`: the values of dict keys
     that name secrets (at any depth), of a URL's query parameters that do
     (``?api_key=...``) and of credential form (``Bearer ...``); a URL with credentials
     (``user:pass@host``) is None (it stays out). Nothing is dropped, so what told two
     models apart still does."""
+    if depth > 8:  # a setting that holds itself (or is nested deeper than any config)
+        return None
     if isinstance(value, str):
         if _CREDENTIAL.fullmatch(value):
             return _digest(value)
-        value = _CONNECTION_SECRET.sub(lambda m: f"{m[1]}={_digest(m[2])}", value)
+        if ";" in value and "=" in value:  # a connection string: its secret settings
+            value = _CONNECTION_SETTING.sub(
+                lambda m: m[0] if not _secret(m[2]) else f"{m[1]}{m[2]}{m[3]}{_digest(m[4])}",
+                value,
+            )
         if "://" not in value:
             return value
-        user = _USERINFO.match(value)
-        if user and (":" in user[2] or "/" not in user[2]):
-            # the credentials as a digest; the host and path still tell servers apart
-            value = f"{user[1]}{_digest(user[2])}@{value[user.end() :]}"
+        value = _without_credentials(value)
         parts = urlsplit(value)
         query = parse_qsl(parts.query, keep_blank_values=True)
         fragment = parse_qsl(parts.fragment, keep_blank_values=True)  # #access_token=...
@@ -241,17 +245,37 @@ def _without_secrets(value: object) -> object:
         )
     if isinstance(value, dict):
         return {
-            key: _digest(item) if isinstance(key, str) and _secret(key) else _without_secrets(item)
+            key: _digest(item)
+            if isinstance(key, str) and _secret(key)
+            else _without_secrets(item, depth + 1)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
         if value and all(_pair(item) for item in value):  # headers as (name, value) pairs
             return [
-                [key, _digest(item) if _secret(key) else _without_secrets(item)]
+                [key, _digest(item) if _secret(key) else _without_secrets(item, depth + 1)]
                 for key, item in value
             ]
-        return [_without_secrets(item) for item in value]
+        return [_without_secrets(item, depth + 1) for item in value]
     return value
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` with the user information of its authority (``user:password@``) as a
+    digest: the host and path still tell two servers apart. The authority ends at the
+    first ``/``, ``?`` or ``#``, and its user information at its last ``@`` (a password
+    may hold a raw ``@``); a password that holds a ``/`` (``user:pa/ss@host``) is told
+    from a port and a path (``host:8080/models/bge@v2``) by what follows the ``:``."""
+    scheme, rest = url.split("://", 1)
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" not in authority:
+        before = rest.split("@", 1)[0]
+        host, colon, after = before.partition(":")
+        if "@" not in rest or not colon or "/" in host or re.match(r"\d+(/|$)", after):
+            return url
+        authority = before + "@"
+    user = authority.rsplit("@", 1)[0]
+    return f"{scheme}://{_digest(user)}@{rest[len(user) + 1 :]}"
 
 
 def _hidden_params(params: list[tuple[str, str]]) -> str:
@@ -292,13 +316,18 @@ def _identity_value(value: object, nested: bool) -> str | None:
     return None
 
 
-def _leaf(value: object) -> str:
-    """A value inside a nested setting that JSON has no form for (a ``torch.device``, a
-    dtype, a path): its text when that is short and names no memory address, else its
-    type, so that the rest of the setting (a ``truncate_dim`` beside a device) still
-    enters the identity."""
-    text = str(value)
-    return text if len(text) <= 200 and " at 0x" not in text else f"<{type(value).__qualname__}>"
+def _leaf(value: object) -> object:
+    """A value inside a nested setting that JSON has no form for, so that the rest of
+    the setting (a ``truncate_dim`` beside a device) still enters the identity: a path,
+    a ``torch.device`` or dtype as its text, an enum as its value, a set sorted; any
+    other object as its type only (its text may hold a secret)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=lambda item: json.dumps(item, sort_keys=True, default=str))
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, PurePath) or type(value).__module__.split(".")[0] == "torch":
+        return str(value)
+    return f"<{type(value).__qualname__}>"
 
 
 def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
@@ -380,7 +409,8 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
         if _secret(name):
             text = _digest(value)
         elif _names_model(name, value):
-            text = _identity_value(_local_path(value), nested) or text
+            if isinstance(value, str):
+                text = _identity_value(_local_path(value), nested) or text
             naming = naming or f"{name}={text}" != unknown
         parts.append(f"{name}={text}")
     identity = f"{framework}:{cls.__module__}.{cls.__qualname__}({','.join(parts)})"
@@ -389,6 +419,8 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     # with none that names a model (a device, a dimension, a flag, a secret), a private
     # attribute or an object
     at_risk = unread if not named else [] if naming else hidden
+    if _framework_class(cls) and named:
+        at_risk = []  # a framework's class declares what picks its model in its fields
     if not naming:  # a class made by a function may read the model from its variables
         at_risk = [*at_risk, *_captured(cls)]
     if at_risk and not _class_settings(cls):
@@ -442,11 +474,25 @@ def _captured(cls: type) -> list[str]:
         if _framework_class(klass):
             continue
         for value in vars(klass).values():
-            code = getattr(getattr(value, "__func__", value), "__code__", None)
-            for name in getattr(code, "co_freevars", ()):
-                if name != "__class__":  # super()'s own
-                    names[f"the enclosing variable {name!r}"] = None
+            for function in _functions(value):
+                # a function defined inside a method passes its outer variables through
+                # the method's own free variables
+                for name in function.__code__.co_freevars:
+                    if name != "__class__":  # super()'s own
+                        names[f"the enclosing variable {name!r}"] = None
     return list(names)
+
+
+def _functions(value: object) -> list[Any]:
+    """The plain functions a class attribute runs: a method, a static or class method's,
+    a property's getter, setter and deleter, a cached property's, a partial's."""
+    found: list[object]
+    if isinstance(value, property):
+        found = [value.fget, value.fset, value.fdel]
+    else:
+        inner = getattr(value, "__func__", None) or getattr(value, "func", None)
+        found = [inner if inner is not None else value]
+    return [f for f in found if hasattr(f, "__code__")]
 
 
 #: the words of a setting's name that say it picks a model or the server that runs one
@@ -459,7 +505,13 @@ _MODEL_WORDS: Final = frozenset(
 def _names_model(name: str, value: object) -> bool:
     """Whether a setting can tell two models apart: a non-empty string, not a secret,
     under a name with a word of :data:`_MODEL_WORDS` (``model_name``, ``azure_deployment``,
-    ``base_url``; not ``device`` or ``prompt``)."""
+    ``base_url``; not ``device`` or ``prompt``), or a dict holding one
+    (``params={"model": ...}``)."""
+    if isinstance(value, dict):
+        return any(
+            isinstance(k, str) and isinstance(v, str) and _names_model(k, v)
+            for k, v in value.items()
+        )
     if not isinstance(value, str) or not value or _secret(name):
         return False
     return any(word.lower() in _MODEL_WORDS for word in _NAME_WORDS.split(name) if word)
@@ -468,9 +520,7 @@ def _names_model(name: str, value: object) -> bool:
 def _local_path(value: str) -> str:
     """``value`` made absolute when it is a relative path to a local model (``./model``):
     the same words in two project folders name two models."""
-    if "://" in value or os.path.isabs(value):
-        return value
-    if value.startswith(("./", "../", ".\\", "..\\")) or os.path.exists(value):
+    if value.startswith(("./", "../", ".\\", "..\\")):
         return os.path.abspath(value)
     return value
 
@@ -480,9 +530,10 @@ def _embeddings_inside(value: object, depth: int) -> str | None:
     ``LangchainEmbedding``, a cache-backed wrapper), else None."""
     if depth >= 3 or isinstance(value, (str, bytes, int, float, dict, list, tuple, set, type)):
         return None
-    if callable(getattr(value, "embed_documents", None)):
+    kind = type(value)  # the class's methods: a client answers any attribute (a proxy, a mock)
+    if callable(getattr(kind, "embed_documents", None)):
         return derive_identity(value, "langchain", depth + 1)
-    if callable(getattr(value, "get_text_embedding", None)):
+    if callable(getattr(kind, "get_text_embedding", None)):
         return derive_identity(value, "llamaindex", depth + 1)
     return None
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import pickle
 import re
 import subprocess
@@ -25,6 +26,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
@@ -751,6 +753,11 @@ class _Wrapper(Embeddings):
         return self._inner.embed_query(text)
 
 
+@dataclass
+class _Credentials:
+    api_key: str
+
+
 class _Truncated(_ModelInPrivate):
     def __init__(self, dimension: int) -> None:
         self.model_name = "small"
@@ -841,16 +848,18 @@ def test_every_setting_that_picks_the_model_tells_two_apart(tmp_path: Path) -> N
     "setting",
     [
         {"creds": "SECRET-1"},
-        {"api_keys": ["SECRET-2"]},
+        {"clientsecret": "SECRET-2"},
         {"pwd": "SECRET-3"},
-        {"headers": [("x-api-key", "SECRET-4")]},
-        {"grpc_metadata": [["authorization", "Api-Key SECRET-4"]]},
+        {"options": {"accesstoken": "SECRET-4"}},
         {"headers": {"X": "Api-Key SECRET-5"}},
         {"headers": {"X": "OAuth SECRET-6"}},
         {"connection": "Endpoint=https://a;AccountKey=SECRET-7"},
+        {"connection": "Endpoint=https://a;Id=abc;Secret = SECRET-7"},
         {"endpoint": "https://u:pa/ss-SECRET-8@host/v1"},
         {"endpoint": "https://host/v1#access_token=SECRET-9"},
         {"endpoint": "https://user:SECRET-10@host/v1"},
+        {"endpoint": "https://user:p@ss-SECRET-11@host/v1"},
+        {"options": {"client": _Credentials("SECRET-12")}},
     ],
 )
 def test_no_secret_reaches_a_derived_identity(setting: dict[str, Any]) -> None:
@@ -861,12 +870,66 @@ def test_no_secret_reaches_a_derived_identity(setting: dict[str, Any]) -> None:
     model = FakeEmbeddings(model="m")
     for name, value in setting.items():
         setattr(model, name, value)
+    assert "SECRET" not in derive_model_id(model), derive_model_id(model)
+    if "client" in str(setting):
+        return  # an object in a setting enters as its type only: nothing to tell apart
     other = FakeEmbeddings(model="m")
     for name, value in setting.items():
         setattr(other, name, json.loads(json.dumps(value).replace("SECRET", "OTHER")))
-    assert "SECRET" not in derive_model_id(model), derive_model_id(model)
-    if not any(isinstance(v, list) for v in setting.values()):  # a list: run-time state
-        assert derive_model_id(model) != derive_model_id(other)  # still two identities
+    assert derive_model_id(model) != derive_model_id(other)  # still two identities
+
+
+def test_settings_read_as_they_are_not_as_the_process_or_folder_sees_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An identity must not change from one run to the next (a set's order follows the
+    hash seed; a deployment named like a folder of the working directory), nor may a
+    client that answers any attribute (a mock, an RPC proxy) be taken for a model; a
+    port before a path with an '@' is no password, and a setting that holds itself ends."""
+    script = (
+        "from test_langchain import FakeEmbeddings, derive_model_id\n"
+        "m = FakeEmbeddings(model='m'); m.opts = {'stop': {'alpha', 'beta', 'gamma'}}\n"
+        "print(derive_model_id(m))"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).parent, env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(runs) == 1, runs
+    (tmp_path / "embeddings").mkdir()
+    monkeypatch.chdir(tmp_path)
+    deployed = _Configured("http://h", {})
+    deployed.azure_deployment = "embeddings"  # type: ignore[attr-defined]
+    assert "azure_deployment=embeddings" in derive_model_id(deployed)
+    from unittest.mock import MagicMock
+
+    mocked = FakeEmbeddings(model="m")
+    mocked.client = MagicMock()  # type: ignore[attr-defined]
+    assert derive_model_id(mocked).endswith("FakeEmbeddings(dim=8,model=m)")
+    ported = _Configured("http://localhost:8080/models/bge@v2", {})
+    assert "localhost:8080/models/bge@v2" in derive_model_id(ported)
+    itself: dict[str, Any] = {}
+    itself["self"] = itself
+    assert derive_model_id(_Configured("http://h", itself))  # no RecursionError
+
+
+def test_a_property_reading_an_enclosing_variable_is_refused() -> None:
+    def make(model: str) -> Embeddings:
+        class Made(_ModelInPrivate):
+            def __init__(self) -> None:
+                pass
+
+            @property
+            def used(self) -> str:
+                return model
+
+        return Made()
+
+    with pytest.raises(ConfigError, match="the enclosing variable 'model'"):
+        derive_model_id(make("bge"))
 
 
 def test_a_declared_list_of_header_pairs_enters_as_digests() -> None:
@@ -875,12 +938,15 @@ def test_a_declared_list_of_header_pairs_enters_as_digests() -> None:
 
     class Metadata(DeterministicFakeEmbedding):
         grpc_metadata: list[tuple[str, str]] = []  # noqa: RUF012 (a pydantic field)
+        api_keys: list[str] = []  # noqa: RUF012
 
-    ids = [
-        derive_model_id(Metadata(size=4, grpc_metadata=[("authorization", f"Api-Key K-{k}")]))
-        for k in "ab"
-    ]
-    assert ids[0] != ids[1] and not any("K-" in i for i in ids), ids
+    for settings in (
+        lambda k: {"grpc_metadata": [("authorization", f"Api-Key K-{k}")]},
+        lambda k: {"grpc_metadata": [("x-api-key", f"K-{k}")]},
+        lambda k: {"api_keys": [f"K-{k}"]},
+    ):
+        ids = [derive_model_id(Metadata(size=4, **settings(k))) for k in "ab"]
+        assert ids[0] != ids[1] and not any("K-" in i for i in ids), ids
 
 
 def test_queries_are_cached_only_when_asked() -> None:
