@@ -399,9 +399,9 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
             parts.extend(f"{name}.{setting}" for setting in _model_object_settings(value))
             if not name.startswith("__") and not isinstance(value, bool):  # not a flag
                 unread.append(name)
-                # where a model is kept: a private attribute or an object (a client), not
-                # a public list or set (a log of calls)
-                if name.startswith("_") or not isinstance(value, (list, tuple, dict, set)):
+                # where a model is kept: a private value or an object (a client), not a
+                # list, set or dict (a log of calls, a cache) unless it names a model
+                if not isinstance(value, (list, tuple, dict, set)) or _names_model("", value):
                     hidden.append(name)
             continue
         # a plain value under a secret's name (a key that may pick a deployment) as a
