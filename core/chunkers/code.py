@@ -100,8 +100,8 @@ class _Structure:
     #: rows where the head of the file is cut: after its leading comments and after
     #: its prologue (see :func:`_prologue_cuts`)
     cuts: list[int]
-    #: the row after leading comments that hold a copyright or licence notice (cut
-    #: there whatever the notice's size, even with no blank line), else None
+    #: the row where the head is cut after a copyright or licence notice among the
+    #: leading comments, whatever its size (see :func:`_notice_cut`), else None
     notice: int | None
 
 
@@ -256,17 +256,14 @@ def _notice_cut(
     run = runs[found[-1]]
     last = max((k for k, comment in enumerate(run) if names([comment])), default=len(run) - 1)
     if last + 1 < len(run):  # comments of what follows, in the notice's run
-        row: int = run[last + 1].start_point.row
-        return row
+        return int(run[last + 1].start_point.row)
     if run[0].start_point.row < cut:  # parted from the code by a blank line
         after = runs[found[-1] + 1][0] if found[-1] + 1 < len(runs) else None
-        row = cut if after is None or after.start_point.row >= cut else after.start_point.row
-        return row
+        return cut if after is None or after.start_point.row >= cut else int(after.start_point.row)
     # right above the code: a module docstring's or a package's notice, or (but for the
     # strongest words) a definition's doc that speaks of a licence
     if _in_prologue(spec, code) or _STRONG_NOTICE.search(text, *_span(run[last:], char_of)):
-        row = code.start_point.row
-        return row
+        return int(code.start_point.row)
     return None
 
 
@@ -472,12 +469,13 @@ class CodeChunker(BaseChunker):
     off: it joins the piece after it.
 
     **A copyright or licence notice** among the leading comments (they name
-    ``copyright``, ``license``, ``SPDX`` or hold ``\u00a9``) is cut off whatever its
-    size, in a file of any length (when at least ``min_tokens // 4`` tokens follow
-    it): a year bumped in every file each January then re-embeds the notices, not
-    the imports or the whole of a small file. Comments after the notice (a package
-    comment, the first definition's doc comment) stay with the code below them, with
-    or without a blank line between.
+    ``copyright``, ``license``, ``SPDX``, ``(c)`` or hold ``\u00a9``) is cut off
+    whatever its size, in a file of any length (when at least ``min_tokens // 4``
+    tokens follow it): a year bumped in every file each January then re-embeds the
+    notices, not the imports or the whole of a small file. Comments after the notice
+    (a package comment, the first definition's doc comment) stay with the code below
+    them, and a comment right above a definition that only speaks of a licence is that
+    definition's doc (see :func:`_notice_cut`).
 
     **The cut rule** is the structured policy's, with content *after* a
     boundary: each boundary's key is its level, then 28 bits of a hash of the
