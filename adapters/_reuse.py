@@ -339,7 +339,8 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     taken for run-time state, such as a log of calls). Also read: an embeddings object
     held by this one (a wrapper such as LlamaIndex's ``LangchainEmbedding``), as its own
     identity; the ``truncate_dim`` and ``default_prompt_name`` a loaded model object was
-    given (a private sentence-transformers model); a relative local path, made absolute.
+    given (a private sentence-transformers model); a local path written ``./`` or ``../``,
+    made absolute.
     A value JSON has no form for inside a nested setting (a ``torch.device``) enters as
     its short text or its type. A secret enters as a one-way digest (:func:`_digest`), so
     that it is written nowhere while two settings that pick two models still give two
@@ -362,9 +363,12 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     and one with no setting that names a model (a non-empty string under a name such as
     ``model``, ``name``, ``deployment``, ``path`` or ``url``: see :func:`_names_model`;
     not ``device = "cpu"``, ``dimension = 384``, a flag or a secret) while it keeps a
-    private attribute or an object, or while its methods read a variable of the function
-    that made its class (``make("bge")``); unless its class names the model in a class
-    attribute (``model = "..."``). rechunk's own embeddings that name their model
+    private value or an object (not a list, set or dict, unless it names a model), or
+    while its methods read a variable of the function that made its class
+    (``make("bge")``); unless its class names the model in a class attribute (``model =
+    "..."``). A framework's own class (LangChain's, LlamaIndex's) is refused only in the
+    first case: its fields declare what picks its model. rechunk's own embeddings that
+    name their model
     (:class:`~rechunk.adapters.langchain_embeddings.RechunkEmbeddings`,
     :class:`~rechunk.adapters.llamaindex_embedding.RechunkEmbedding`) are that name, the one
     ``rechunk sync`` keys its cache with and records in a collection.
@@ -417,7 +421,7 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     named = [part for part in parts if part != unknown]
     # state rechunk does not read may hold the model: with no setting read, any such state;
     # with none that names a model (a device, a dimension, a flag, a secret), a private
-    # attribute or an object
+    # value or an object that is not a log
     at_risk = unread if not named else [] if naming else hidden
     if _framework_class(cls) and named:
         at_risk = []  # a framework's class declares what picks its model in its fields
