@@ -86,7 +86,7 @@ def test_dry_run_prune_and_skipped_files(workdir: Path,
     assert kept["chunks_not_given"] == chunks_of["reuse-cache.md"]
     assert kept["documents"]["deleted"] == 0
     code, pruned = run_json(capsys, "sync", "docs", "--prune")
-    assert pruned["documents"]["deleted"] == 1
+    assert pruned["documents"]["deleted"] == 1 and pruned["chunks_not_given"] == 0
     code, status = run_json(capsys, "status")
     assert status["documents"] == 3
 

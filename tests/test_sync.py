@@ -247,8 +247,10 @@ def test_the_chunks_not_given_are_counted_without_a_read_of_their_own(
         assert run(edited, dry_run=True).chunks_not_given == others
         assert run(edited).chunks_not_given == others
         assert run([*edited, docs[1]]).chunks_not_given == len(store.get_points("c"))
-    pruned = run(edited, prune=True)  # what the collection held at its start
-    assert pruned.chunks_not_given == others and pruned.documents["deleted"] == 2
+    assert run(edited, prune=True, dry_run=True).chunks_not_given == 0  # would be pruned
+    pruned = run(edited, prune=True)  # what the collection holds after it
+    assert pruned.chunks_not_given == 0 and pruned.documents["deleted"] == 2
+    assert pruned.chunks["deleted"] == others
     assert store.doc_ids() == {"a"} and run(edited).chunks_not_given == 0
 
 

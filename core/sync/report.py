@@ -66,10 +66,10 @@ class SyncReport:
     the new revision lacks, after the sync (the check queries the store). When it is not 0,
     ``stale_check`` is ``"failed"`` and :func:`sync` raises
     :class:`~rechunk.errors.StaleCheckError` whose ``report`` is this report.
-    ``chunks_not_given`` is the number of points the collection held when the sync started
-    beside the given documents' (those of documents it was not given, ``keep``'s among
-    them): the count the sync reads first, less the given documents' points that it reads to
-    plan, so it costs no further read.
+    ``chunks_not_given`` is the number of points of documents the sync was not given
+    (``keep``'s among them) that the collection holds after it: the count the sync reads
+    first, less the given documents' points that it reads to plan and the points it
+    prunes (that a dry run would prune), so it costs no further read.
     ``seconds`` is the time the sync spent in each stage;
     chunking done by the helper process while the sync published counts only as long
     as the sync waited for it.

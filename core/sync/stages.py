@@ -442,8 +442,7 @@ def delete_gone(
             report.per_document.append(DocumentReport(doc_id, "deleted", deleted=n))
             report.documents["deleted"] += 1
             report.chunks["deleted"] += n
-            if scope is not None:  # counted among the chunks not given
-                report.chunks_not_given -= n
+            report.chunks_not_given -= n  # they were counted among the chunks not given
         if not dry_run and delete:
             t0 = time.perf_counter()
             store.delete(delete)
