@@ -69,6 +69,7 @@ import numpy as np
 
 from rechunk.document import json_problem
 from rechunk.errors import ConfigError, ForeignPointsWarning, InputError, StoreError
+from rechunk.reuse.identity import input_key, is_utf8
 from rechunk.sources.base import HOW_READ_KEYS
 from rechunk.sync.store import (
     RESERVED_METADATA_KEYS,
@@ -693,7 +694,78 @@ def _payload_from(
     if node is not None:
         values["previous_id"] = _neighbour(node, _PREVIOUS_RELATIONSHIP)
         values["next_id"] = _neighbour(node, _NEXT_RELATIONSHIP)
+    values["input_key"] = vector_key(values["input_key"], values["model_id"], text, fields, node)
     return PointPayload(text=text, metadata=metadata, **values)
+
+
+#: a key the framework adapters' splitters write and a sync does not (adapters._reuse)
+_ADAPTER_MARK: Final = "occurrence"
+
+
+def vector_key(
+    claimed: str,
+    model_id: str,
+    text: str,
+    fields: Mapping[str, Any],
+    node: Mapping[str, Any] | None,
+) -> str:
+    """The input key of the string a point's vector was embedded from, as its content
+    shows it; ``""`` when that string cannot be made again.
+
+    A point's ``input_key`` (``claimed``) is what its writer says the vector is of. A
+    sync writes the key of the text it embeds, but a framework embeds after its splitter
+    keyed a chunk and the pipeline may change the string in between: a LlamaIndex
+    extractor run after ``RechunkNodeParser`` adds metadata to what is embedded, a
+    LangChain transformer run after ``RechunkTextSplitter`` changes ``page_content``.
+    So for a point a framework wrote (the node JSON LlamaIndex writes holds
+    ``text_template``, which a sync's lacks; the splitters' metadata holds
+    ``occurrence``) the key is made again from what that framework embeds: LangChain
+    ``page_content``, LlamaIndex ``node.get_content(MetadataMode.EMBED)``. Decoding puts
+    it in place of the claim, and ``get_vectors`` hands out a vector only under it, so a
+    sync never keeps or shares a vector under a key it was not made from.
+    """
+    if node is not None:
+        if "text_template" not in node:
+            return claimed
+        embedded = _llamaindex_embedded(node, text)
+        if embedded is None:
+            return ""
+        text = embedded
+    elif _ADAPTER_MARK not in fields:
+        return claimed
+    if not is_utf8(text):
+        return ""
+    return input_key(model_id, text)
+
+
+def _llamaindex_embedded(node: Mapping[str, Any], text: str) -> str | None:
+    """``TextNode.get_content(MetadataMode.EMBED)`` of a node LlamaIndex serialised (its
+    text given apart: a Chroma record keeps it as the document); None when the node's
+    templates do not make a string."""
+    metadata = node.get("metadata")
+    excluded = node.get("excluded_embed_metadata_keys")
+    template = node.get("metadata_template", "{key}: {value}")
+    separator = node.get("metadata_separator", "\n")
+    around = node.get("text_template")
+    if not (
+        isinstance(metadata, Mapping)
+        and isinstance(template, str)
+        and isinstance(separator, str)
+        and isinstance(around, str)
+    ):
+        return None
+    hidden = set(excluded) if isinstance(excluded, list) else set()
+    try:
+        header = separator.join(
+            template.format(key=key, value=str(value))
+            for key, value in metadata.items()
+            if key not in hidden
+        ).strip()
+        if not header:
+            return text
+        return str(around.format(content=text, metadata_str=header)).strip()
+    except (KeyError, IndexError, ValueError, AttributeError):  # a template of its own
+        return None
 
 
 #: the fields of a stored payload that are rechunk's, not the document's metadata
@@ -736,6 +808,65 @@ def from_qdrant(
         )
     node = _node(point_id, payload, collection)
     return _payload_from(point_id, payload, node.get("text"), collection, layout, node)
+
+
+def qdrant_vouches(payload: Mapping[str, Any] | None, layout: Layout) -> str | None:
+    """The input key a Qdrant payload's vector is of, when the point says so and its
+    content agrees (:func:`vector_key`); None otherwise: another tool's point, or one
+    whose writer embedded another string than its key. What ``get_vectors`` checks
+    before it hands out a vector."""
+    payload = payload or {}
+    if layout == "langchain":
+        fields, node = payload.get(LANGCHAIN_METADATA_KEY), None
+        text = payload.get(LANGCHAIN_CONTENT_KEY)
+        if not isinstance(fields, Mapping):
+            return None
+    else:
+        fields, node = payload, _node_or_none(payload)
+        if node is None:
+            return None
+        text = node.get("text")
+    return _vouched(fields, text, node)
+
+
+def vouch_fields(layout: Layout) -> tuple[str, ...]:
+    """The payload fields a Qdrant read needs beside ``input_key`` and ``model_id`` for
+    :func:`qdrant_vouches`: the text and the adapters' mark (langchain), or the node JSON
+    (llamaindex)."""
+    if layout == "langchain":
+        return LANGCHAIN_CONTENT_KEY, f"{LANGCHAIN_METADATA_KEY}.{_ADAPTER_MARK}"
+    return (_NODE_CONTENT,)
+
+
+def chroma_vouches(
+    document: str | None, metadata: Mapping[str, Any] | None, layout: Layout
+) -> str | None:
+    """:func:`qdrant_vouches` of a Chroma record."""
+    fields = metadata or {}
+    node = None
+    if layout == "llamaindex":
+        node = _node_or_none(fields)
+        if node is None:
+            return None
+    return _vouched(fields, document, node)
+
+
+def _vouched(fields: Mapping[str, Any], text: object, node: Mapping[str, Any] | None) -> str | None:
+    claimed, model_id = fields.get("input_key"), fields.get("model_id")
+    if not (isinstance(claimed, str) and isinstance(model_id, str) and isinstance(text, str)):
+        return None
+    if not model_id:
+        return None
+    return claimed if vector_key(claimed, model_id, text, fields, node) == claimed else None
+
+
+def _node_or_none(fields: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    raw = fields.get(_NODE_CONTENT)
+    try:
+        node = json.loads(raw) if type(raw) is str else None
+    except ValueError:
+        return None
+    return node if isinstance(node, dict) else None
 
 
 def _node(point_id: str, fields: Mapping[str, Any], collection: str) -> Mapping[str, Any]:

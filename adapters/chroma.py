@@ -48,6 +48,7 @@ from rechunk.adapters._layout import (
     check_point_id,
     check_query_vector,
     chroma_record,
+    chroma_vouches,
     from_chroma,
     is_point_id,
     is_timeout,
@@ -532,13 +533,16 @@ class ChromaStore(StoreBase["ClientAPI"]):
         with self._errors("read vectors from"):
             for chunk in batches(keys, size):
                 where = {"$and": [{"input_key": {"$in": list(chunk)}}, {"model_id": model_id}]}
+                # the documents too: a vector is handed out only for the key its text
+                # was embedded as
                 for page in self._pages(
-                    collection, where=where, include=["embeddings", "metadatas"]
+                    collection, where=where, include=["embeddings", "metadatas", "documents"]
                 ):
-                    embeddings = page["embeddings"]
+                    embeddings, documents = page["embeddings"], page["documents"] or []
                     for index, metadata in enumerate(page["metadatas"] or []):
-                        key = (metadata or {}).get("input_key")
-                        if isinstance(key, str) and key not in found:
+                        document = documents[index] if index < len(documents) else None
+                        key = chroma_vouches(document, metadata, self._layout)
+                        if key is not None and key not in found:
                             found[key] = np.asarray(embeddings[index], dtype=np.float32)
         return found
 

@@ -49,6 +49,8 @@ from rechunk.adapters._layout import (
     layout_vector,
     prepare_writes,
     qdrant_payload,
+    qdrant_vouches,
+    vouch_fields,
 )
 from rechunk.errors import (
     ConfigError,
@@ -1064,7 +1066,9 @@ class QdrantStore(StoreBase["QdrantClient"]):
         if not keys:
             return {}
         vectors = self._require()
-        selector = models.PayloadSelectorInclude(include=[self._path("input_key")])
+        # the content too: a vector is handed out only for the key its text was embedded as
+        fields = [self._path("input_key"), self._path("model_id"), *vouch_fields(self._layout)]
+        selector = models.PayloadSelectorInclude(include=fields)
         wanted: bool | list[str] = True if vectors.name is None else [vectors.name]
         by_model = self._match("model_id", model_id)
         found: dict[str, npt.NDArray[np.float32]] = {}
@@ -1073,11 +1077,13 @@ class QdrantStore(StoreBase["QdrantClient"]):
             if index is not None:
                 wanted_ids = [p for k in keys for p in index.by_key.get(k, ())]
                 for point_id, payload in index.payloads(wanted_ids):
-                    key = self._field(payload, "input_key")
-                    if self._field(payload, "model_id") != model_id or key in found:
+                    if self._field(payload, "model_id") != model_id:
+                        continue
+                    key = qdrant_vouches(payload, self._layout)
+                    if key is None or key in found:
                         continue
                     vector = index.vector(point_id, vectors.name)
-                    if isinstance(key, str) and vector is not None:
+                    if vector is not None:
                         found[key] = vector
                 return found
             if (
@@ -1098,8 +1104,8 @@ class QdrantStore(StoreBase["QdrantClient"]):
                     condition, payload=selector, vectors=wanted, page=32 * self._batch_size
                 )
                 for record in records:
-                    key = self._field(record.payload, "input_key")
-                    if isinstance(key, str) and key in asked and key not in found:
+                    key = qdrant_vouches(record.payload, self._layout)
+                    if key is not None and key in asked and key not in found:
                         vector = _vector_of(record, vectors.name)
                         if vector is not None:
                             found[key] = vector

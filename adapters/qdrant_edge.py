@@ -62,6 +62,8 @@ from rechunk.adapters._layout import (
     layout_vector,
     prepare_writes,
     qdrant_payload,
+    qdrant_vouches,
+    vouch_fields,
 )
 from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
 from rechunk.sync.store import (
@@ -981,7 +983,9 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         with self._errors("read vectors from"):
             shard, vectors = self._require()
             wanted: bool | list[str] = [vectors.name] if vectors.name else True
-            selector = [self._path("input_key"), self._path("model_id")]
+            # the content too: a vector is handed out only for the key its text was embedded as
+            fields = ("input_key", "model_id")
+            selector = [*map(self._path, fields), *vouch_fields(self._layout)]
             name = self._client.resolve(self._collection)
             for chunk in batches(keys, 4 * self._batch_size):
                 # the input keys alone go to Edge, the model is checked here: with a
@@ -997,8 +1001,8 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                     read += 1
                     if _field(record.payload, "model_id", self._layout) != model_id:
                         continue
-                    key = _field(record.payload, "input_key", self._layout)
-                    if isinstance(key, str) and key not in found:
+                    key = qdrant_vouches(record.payload, self._layout)
+                    if key is not None and key not in found:
                         vector = _vector_of(record.vector, vectors.name)
                         if vector is not None:
                             found[key] = vector

@@ -965,6 +965,53 @@ def test_llamaindex_layout_one_schema_whichever_path_wrote_it() -> None:
     assert first["relationships"]["3"]["node_id"] == nodes[2].id_  # NEXT
 
 
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+def test_page_content_changed_after_the_splitter_keyed_it_is_embedded_again() -> None:
+    """A LangChain pipeline that changes ``page_content`` after ``RechunkTextSplitter``
+    keyed it (a title put before each chunk) stores vectors of the new text under the
+    old key: a sync neither keeps them nor hands them to another document."""
+    import numpy as np
+
+    pytest.importorskip("langchain_qdrant")
+    from langchain_qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient, models
+
+    from rechunk.adapters.qdrant import QdrantStore
+
+    client = QdrantClient(":memory:")
+    client.create_collection(
+        "kb", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE)
+    )
+    embeddings = CachedEmbeddings(HashEmbeddings(), rechunk.MemoryCache(), model_id="hash-8")
+    vectorstore = QdrantVectorStore(client=client, collection_name="kb", embedding=embeddings)
+    docs = RechunkTextSplitter(model_id="hash-8").split_documents(
+        [Document(page_content=GUIDE, metadata={"source": "guide.md"})]
+    )
+    for doc in docs:
+        doc.page_content = "Chunking guide\n\n" + doc.page_content
+    manager = InMemoryRecordManager(namespace="titled")
+    manager.create_schema()
+    index(docs, manager, vectorstore, cleanup="incremental", source_id_key="source",
+          key_encoder=rechunk_key_encoder)  # fmt: skip
+    store, embedder = QdrantStore(client, "kb", "langchain"), HashEmbedder()
+
+    def sync(doc_id: str) -> Any:
+        doc = rechunk.Document(doc_id, GUIDE)
+        return rechunk.sync([doc], store, chunker=_guide_chunker(), embedder=embedder)
+
+    copy = sync("copy.md")
+    assert copy.inputs["from_store"] == 0 and copy.inputs["embedded"] == len(docs)
+    again = sync("guide.md")
+    assert again.chunks["updated"] == 0 and again.chunks["added"] == len(docs)
+    vectors = _vectors_by_id(store)
+    for doc_id in ("guide.md", "copy.md"):
+        for point in store.get_points(doc_id):
+            (expected,) = embedder.embed([point.payload.text])
+            np.testing.assert_allclose(
+                vectors[point.id], expected / np.linalg.norm(expected), rtol=1e-5, atol=1e-6
+            )
+
+
 def _llamaindex_reader(backend: str, tmp_path: Path) -> tuple[Any, Any]:
     """A rechunk store in the llamaindex layout and LlamaIndex's own vector store on the
     same collection: embedded Qdrant or embedded Chroma."""
@@ -1004,6 +1051,76 @@ def _walk(reader: Any, first: str) -> list[Any]:
         nodes.append(after)
         assert len(nodes) < 1000
     return nodes
+
+
+def _vectors_by_id(store: Any) -> dict[str, Any]:
+    """Every point's vector, read from the store's client as it holds it."""
+    import numpy as np
+
+    if hasattr(store.client, "retrieve"):  # Qdrant
+        points = store.client.scroll(store.collection, limit=1000, with_vectors=True)[0]
+        return {
+            str(p.id): np.asarray(next(iter(p.vector.values())) if isinstance(p.vector, dict)
+                                  else p.vector)
+            for p in points
+        }
+    held = store.client.get_collection(store.collection).get(include=["embeddings"])
+    return {i: np.asarray(v) for i, v in zip(held["ids"], held["embeddings"])}
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+@pytest.mark.parametrize("backend", ["qdrant", "chroma"])
+def test_a_vector_embedded_from_another_string_than_its_key_is_never_reused(
+    backend: str, tmp_path: Path
+) -> None:
+    """An extractor run after ``RechunkNodeParser`` adds metadata to what LlamaIndex
+    embeds after the parser keyed each node: the points say ``input_key`` of the bare
+    text, their vectors are of a title and the text. A sync neither keeps those vectors
+    (a payload-only update) nor hands them to another document of the same text: every
+    vector the collection holds afterwards is of its point's text. Points whose vector is
+    of their key are still reused."""
+    import numpy as np
+    from llama_index.core.extractors import TitleExtractor
+    from llama_index.core.llms import MockLLM
+
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+
+    store, reader = _llamaindex_reader(backend, tmp_path)
+    embedder = HashEmbedder()
+
+    def pipeline(*extra: Any) -> Any:
+        return IngestionPipeline(
+            transformations=[
+                RechunkNodeParser(model_id=embedder.model_id, embed_metadata=False),
+                *extra,
+                CachedEmbedding(RechunkEmbedding(embedder), rechunk.MemoryCache()),
+            ],
+            vector_store=reader,
+        )
+
+    titled = pipeline(TitleExtractor(llm=MockLLM(max_tokens=5), nodes=2))
+    nodes = titled.run(documents=[LlamaDocument(text=GUIDE, id_="guide.md")])
+    assert all(n.get_content("embed") != n.text for n in nodes)  # the title is embedded
+
+    def sync(doc_id: str, text: str = GUIDE) -> Any:
+        doc = rechunk.Document(doc_id, text)
+        return rechunk.sync([doc], store, chunker=_guide_chunker(), embedder=embedder)
+
+    copy = sync("copy.md")  # the same text: its keys are those the pipeline's points name
+    assert copy.inputs["from_store"] == 0 and copy.inputs["embedded"] == len(nodes)
+    again = sync("guide.md")
+    assert again.chunks["updated"] == 0 and again.chunks["added"] == len(nodes)
+    assert again.inputs["embedded"] == 0  # copy.md's vectors are of these keys
+    pipeline().run(documents=[LlamaDocument(text=CORPUS["README.md"], id_="readme.md")])
+    honest = sync("readme.md", CORPUS["README.md"])
+    assert honest.inputs["embedded"] == 0 and honest.chunks["added"] == 0
+    vectors = _vectors_by_id(store)
+    for doc_id in ("guide.md", "copy.md", "readme.md"):
+        for point in store.get_points(doc_id):
+            (expected,) = embedder.embed([point.payload.text])
+            held = vectors[point.id]
+            cosine = held @ expected / np.linalg.norm(held) / np.linalg.norm(expected)
+            assert cosine > 0.9999, (doc_id, point.payload.ordinal)
 
 
 @pytest.mark.filterwarnings("ignore:Payload indexes have no effect")

@@ -31,7 +31,8 @@ class _Plan:
     needs_vector: dict[str, str]  # input key -> text, for points that are new
     delete: list[str]
     report: DocumentReport
-    # ids of existing points written again with a vector: theirs failed the vector check
+    # ids of existing points written again with a vector: theirs failed the vector check,
+    # or is of another input than the point's key (see _plan)
     revector: frozenset[str] = frozenset()
 
 
@@ -187,6 +188,14 @@ def _plan(
         plan.keys.append(key)
         plan.ids.append(point_id(doc.doc_id, key, occurrences[key]))
         occurrences[key] += 1
+    # a stored point keeps its vector only when it is of its key: a framework pipeline may
+    # have embedded another string than the one its splitter keyed, and a store's decoding
+    # gives the key of what the point's content shows was embedded
+    plan.revector = revector | {
+        pid
+        for pid, key in zip(plan.ids, plan.keys)
+        if pid in existing and existing[pid].payload.input_key != key
+    }
     last = len(chunks) - 1
     for ordinal, (chunk, key, pid) in enumerate(zip(chunks, plan.keys, plan.ids)):
         around: tuple[str | None, str | None] = (None, None)
@@ -198,7 +207,7 @@ def _plan(
         located = _located(doc, chunk)
         payload = _payload(doc, policy, model_id, key, ordinal, chunk, around, located)
         current = existing.get(pid)
-        if current is None or pid in revector:
+        if current is None or pid in plan.revector:
             plan.writes.append(PointWrite(pid, payload, None))
             plan.needs_vector.setdefault(key, chunk.text)
             report.added += 1
