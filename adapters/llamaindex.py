@@ -562,7 +562,7 @@ class RechunkNodeParser(NodeParser):
         tokens = counter.count_many([header])[0]
         budget = sizing.limit - tokens
         largest = largest_chunk(sizing.chunker)
-        if largest <= budget:
+        if largest + sizing.overlap <= budget:  # a chunk with its overlap fits
             return sizing
         if budget < _MIN_BUDGET:
             raise InputError(
@@ -580,14 +580,15 @@ class RechunkNodeParser(NodeParser):
             return sizing
         cached = self._resized.get(budget)
         if cached is None:
-            factor = budget / largest
+            overlap = sizing.overlap if sizing.overlap < budget // 2 else budget // 10
+            core = budget - overlap  # what a chunk holds beside its overlap
+            factor = core / largest
             params = {
                 k: (max(1, int(v * factor)) if k in SIZE_PARAMS else v)
                 for k, v in self.params.items()
             }
-            params["hard_max_tokens"] = budget
+            params["hard_max_tokens"] = core
             chunker = FACTORIES[self.policy](tokenizer=counter, **params)
-            overlap = sizing.overlap if sizing.overlap < budget // 2 else budget // 10
             cached = replace(sizing, chunker=chunker, limit=budget, overlap=overlap)
             self._resized[budget] = cached
         return cached

@@ -562,6 +562,22 @@ def test_llamaindex_embeds_the_metadata_header_its_templates_make() -> None:
     assert not {n.id_ for n in retitled} & {n.id_ for n in nodes}
 
 
+@pytest.mark.parametrize("chunk_size, chunk_overlap", [(254, 50), (100, 30), (200, 90)])
+def test_header_text_and_overlap_fit_chunk_size_together(chunk_size: int, chunk_overlap: int) -> None:
+    """A chunk's overlap is part of what is embedded after the header: header, overlap
+    and text together stay within ``chunk_size`` (with no overlap this held already)."""
+    doc = LlamaDocument(
+        text=GUIDE * 2,
+        id_="guide.md",
+        metadata={"title": "A fairly long document title for the header", "kind": "guide"},
+    )
+    parser = RechunkNodeParser(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    nodes = parser.get_nodes_from_documents([doc])
+    embedded = [n.get_content("embed") for n in nodes]
+    assert all(e.startswith("title: A fairly") for e in embedded)
+    assert max(map(content_tokens, embedded)) <= chunk_size
+
+
 def test_llamaindex_templates_are_the_users() -> None:
     from llama_index.core.schema import MetadataMode
 
