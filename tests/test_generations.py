@@ -72,9 +72,25 @@ def test_reindex_switches_the_alias_atomically(qdrant: Any, minilm: Any,
 def test_sync_refuses_a_policy_change_on_an_alias(qdrant: Any, minilm: Any,
                                                   documents: list[Document]) -> None:
     first = policy_for(minilm, "recursive")
-    open_live(qdrant, first, minilm.dimension)
+    live = open_live(qdrant, first, minilm.dimension)
+    sync(documents[:1], live, chunker=first, embedder=minilm)
     with pytest.raises(ConfigError, match="reindex"):
         open_live(qdrant, policy_for(minilm, "cdc"), minilm.dimension)
+
+
+def test_an_empty_generation_of_another_policy_is_replaced(qdrant: Any, minilm: Any,
+                                                          documents: list[Document]) -> None:
+    """A first sync that failed after making its generation (a model that could not be
+    reached, whose window gave another policy) left it empty: every later sync was
+    refused it ('built with policy ...'). Empty, it gives way to the new policy's."""
+    failed = policy_for(minilm, "recursive")
+    open_live(qdrant, failed, 8)
+    chunker = policy_for(minilm, "cdc")
+    live = open_live(qdrant, chunker, minilm.dimension)
+    assert qdrant.aliases() == {"docs": generation_name("docs", chunker.policy_id)}
+    assert qdrant.with_collection(generation_name("docs", failed.policy_id)).collection_info() is None
+    report = sync(documents, live, chunker=chunker, embedder=minilm)
+    assert report.stale_check == "passed" and live.collection_info().dimension == minilm.dimension
 
 
 def test_an_empty_generation_of_another_size_is_made_again(qdrant: Any, minilm: Any,
@@ -269,6 +285,23 @@ def test_chroma_never_rewrites_an_existing_collection(tmp_path: Path, minilm: An
     store.with_collection(f"{first.collection}__c").ensure_collection(minilm.dimension)
     third = reindex(documents, store, fixed, minilm, cache=cache)
     assert third.collection == f"{first.collection}__c" and snapshot(app) == held
+
+
+def test_chroma_takes_an_empty_collection_of_another_size(tmp_path: Path, minilm: Any,
+                                                        documents: list[Document]) -> None:
+    """A first sync that failed after making its collection (a 1536-dimensional model that
+    could not be reached) left it empty: a sync with MiniLM was refused it ('holds
+    1536-dimensional vectors') for ever. One that holds points still is."""
+    import chromadb
+
+    store = ChromaStore(chromadb.PersistentClient(path=str(tmp_path)), "docs")
+    chunker = policy_for(minilm)
+    open_live(store, chunker, 1536)
+    live = open_live(store, chunker, minilm.dimension)
+    assert live.collection_info().dimension == minilm.dimension
+    sync(documents[:1], live, chunker=chunker, embedder=minilm)
+    with pytest.raises(StoreError, match="384-dimensional"):
+        open_live(store, chunker, 8)
 
 
 def test_an_engine_gets_progress_only_when_it_is_asked_for(

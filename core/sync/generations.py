@@ -153,12 +153,15 @@ def open_live(store: Any, chunker: Chunker, dimension: int) -> Any:
     aliases = _aliases(store)
     name = store.collection
     if aliases is None:
+        _renew_if_empty(store, dimension)
         store.ensure_collection(dimension)
         newer = generations(store)
         if newer:
             warnings.warn(NewerGenerationWarning(name, newer), stacklevel=2)
         return store
     if name in aliases:
+        if _replace_if_empty(store, chunker, aliases, dimension):
+            return store
         live = check_live_policy(store, chunker, aliases)
         if live is not None and _renew_if_empty(store.with_collection(aliases[name]), dimension):
             store.switch_alias(aliases[name])  # a store may drop a collection's aliases with it
@@ -184,6 +187,32 @@ class NewerGenerationWarning(UserWarning):
             "switched to one does not see this sync: sync that generation "
             f"(--collection {newer[-1]}), or drop the ones no one reads"
         )
+
+
+def _replace_if_empty(
+    store: Any, chunker: Chunker, aliases: dict[str, str], dimension: int
+) -> bool:
+    """Point the alias ``store`` is opened on at a new generation of ``chunker``'s policy
+    when the live one is rechunk's, of another policy, and holds no point at all (True
+    when it did; the empty one is dropped). A first sync that failed after making its
+    generation (a model that could not be reached, whose window gave another policy)
+    left it so, and every later sync was refused it for a policy nothing was built with."""
+    name = store.collection
+    current = aliases[name]
+    expected = generation_name(name, chunker.policy_id)
+    if _live_generation(aliases, name) is None or current == expected:
+        return False
+    if current.startswith(expected + "__"):
+        return False
+    info = store.with_collection(current).collection_info()
+    if info is None or info.points:
+        return False
+    generation = store.with_collection(expected)
+    _renew_if_empty(generation, dimension)
+    generation.ensure_collection(dimension)
+    store.switch_alias(expected)
+    store.with_collection(current).drop_collection()
+    return True
 
 
 def _renew_if_empty(generation: Any, dimension: int) -> bool:
