@@ -1587,3 +1587,28 @@ def test_grammars_parse_with_the_network_off() -> None:
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines] == list(LANGUAGES)
     assert all(line.split()[1].startswith(f"code-{line.split()[0]}-") for line in lines)
+
+
+@pytest.mark.parametrize("language", ["python", "javascript", "go", "rust", "java", "c", "cpp"])
+def test_the_locator_finds_the_innermost_definition_as_a_scan_would(language: str) -> None:
+    """The locator's bisection over swept segments gives, at every offset, what a scan of
+    every definition gives (the deepest holding it, then the latest to start, then the
+    first listed): the scan made a file of 30,000 functions take minutes."""
+    from rechunk.chunkers.code import _definitions, _parse_structure
+
+    chunker = CodeChunker(language)
+    text = SNIPPETS[language] * 3
+    definitions = _definitions(chunker._spec, _parse_structure(chunker._spec, text))
+    assert len(definitions) > 3
+    where = chunker.locator(text)
+
+    def scanned(at: int) -> str | None:
+        best, symbol = None, None
+        for start, end, depth, path in definitions:
+            if start <= at < end and (best is None or (depth, start) > best):
+                best, symbol = (depth, start), path
+        return symbol
+
+    for at in range(len(text)):
+        if not text[at].isspace():
+            assert where(at, at + 1).get("symbol") == scanned(at), at

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import re
 from collections.abc import Callable
@@ -728,14 +729,14 @@ class CodeChunker(BaseChunker):
         """
         text = check_text(text)
         structure = _parse_structure(self._spec, text)
-        definitions = _definitions(self._spec, structure)
+        symbol_at = _innermost(_definitions(self._spec, structure))
         starts = structure.line_starts
         language = self.language
 
         def where(start: int, end: int) -> dict[str, Any]:
             lines, first = span_lines(text, starts, start, end)
             out: dict[str, Any] = {"language": language}
-            symbol = _innermost(definitions, first)
+            symbol = symbol_at(first)
             if symbol is not None:
                 out["symbol"] = symbol
             out["lines"] = lines
@@ -778,6 +779,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
         row: int = node.start_point.row
         return row < len(first) and char_of(node.start_byte) == first[row]
 
+    holds_code_before = _CodeBefore(spec, starts_line)
     stack: list[tuple[Any, tuple[str, ...]]] = [(structure.tree.root_node, ())]
     while stack:
         node, path = stack.pop()
@@ -801,7 +803,7 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                         inner_node, above = above, above.parent
                         if above is None or above.type in spec.definitions:
                             break
-                        if _holds_code_before(spec, above, inner_node, starts_line):
+                        if holds_code_before(above, inner_node):
                             break
                     if item is not None and item.id not in claimed:
                         claimed.add(item.id)
@@ -835,32 +837,72 @@ def _decorated_from(node: Any, char_of: Callable[[int], int]) -> int:
     return int(char_of(start.start_byte))
 
 
-def _holds_code_before(
-    spec: LanguageSpec, node: Any, child: Any, starts_line: Callable[[Any], bool]
-) -> bool:
-    """Whether a node other than a comment, attribute or decorator starts a line in
-    ``node`` before its ``child``, or ``node`` is a body whose opening brace has a line of
-    its own above ``child``: ``node`` then contains code of its own above ``child``
-    rather than wrapping it."""
-    leading = spec.attached | _DECORATORS
-    for sibling in node.children:
-        if sibling.id == child.id:
-            return False
-        if sibling.is_named and sibling.type not in leading and starts_line(sibling):
+class _CodeBefore:
+    """Whether a node holds code of its own above one of its children, read once per node
+    (a scan of the siblings before each definition made a file's locator quadratic)."""
+
+    def __init__(self, spec: LanguageSpec, starts_line: Callable[[Any], bool]) -> None:
+        self._leading = spec.attached | _DECORATORS
+        self._starts_line = starts_line
+        self._seen: dict[int, tuple[dict[int, int], int, int, int]] = {}
+
+    def __call__(self, node: Any, child: Any) -> bool:
+        """Whether a node other than a comment, attribute or decorator starts a line in
+        ``node`` before its ``child``, or ``node`` is a body whose opening brace has a line
+        of its own above ``child``: ``node`` then contains code of its own above ``child``
+        rather than wrapping it."""
+        seen = self._seen.get(node.id)
+        if seen is None:
+            index: dict[int, int] = {}
+            code = brace = brace_row = -1
+            for i, sibling in enumerate(node.children):
+                index[sibling.id] = i
+                if (
+                    code < 0
+                    and sibling.is_named
+                    and sibling.type not in self._leading
+                    and self._starts_line(sibling)
+                ):
+                    code = i
+                if brace < 0 and sibling.type == "{":
+                    brace, brace_row = i, sibling.start_point.row
+            seen = self._seen[node.id] = (index, code, brace, brace_row)
+        index, code, brace, brace_row = seen
+        at = index.get(child.id, len(index))
+        if 0 <= code < at:
             return True
-        if sibling.type == "{" and sibling.start_point.row < child.start_point.row:
-            return True  # a body whose brace has a line of its own (C#'s style)
-    return False
+        # a body whose brace has a line of its own (C#'s style)
+        return 0 <= brace < at and brace_row < child.start_point.row
 
 
-def _innermost(definitions: list[tuple[int, int, int, str]], at: int) -> str | None:
-    best: tuple[int, int] | None = None
-    symbol = None
-    for start, end, depth, path in definitions:
-        if start <= at < end and (best is None or (depth, start) > best):
-            best = (depth, start)
-            symbol = path
-    return symbol
+def _innermost(
+    definitions: list[tuple[int, int, int, str]],
+) -> Callable[[int], str | None]:
+    """``symbol_at(offset)``: the path of the innermost definition holding ``offset``
+    (the deepest, then the latest to start, then the first listed), found by bisection in
+    the segments a sweep over the definitions' starts and ends makes (a query scanned
+    every definition, so a file of 30,000 functions took minutes)."""
+    order = sorted(range(len(definitions)), key=lambda i: definitions[i][0])
+    points = sorted({d[0] for d in definitions} | {d[1] for d in definitions})
+    active: list[tuple[int, int, int]] = []  # (-depth, -start, index): the innermost first
+    at: list[int] = []
+    symbols: list[str | None] = []
+    j = 0
+    for point in points:
+        while j < len(order) and definitions[order[j]][0] <= point:
+            start, _, depth, _ = definitions[order[j]]
+            heapq.heappush(active, (-depth, -start, order[j]))
+            j += 1
+        while active and definitions[active[0][2]][1] <= point:
+            heapq.heappop(active)  # ended: what is under it may be the innermost now
+        at.append(point)
+        symbols.append(definitions[active[0][2]][3] if active else None)
+
+    def symbol_at(offset: int) -> str | None:
+        k = bisect.bisect_right(at, offset) - 1
+        return symbols[k] if k >= 0 else None
+
+    return symbol_at
 
 
 def code_chunker_for(
