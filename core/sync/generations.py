@@ -131,11 +131,17 @@ def check_live_policy(
         return None
     expected = generation_name(name, chunker.policy_id)
     if not (aliases[name] == expected or aliases[name].startswith(expected + "__")):
+        built, wanted = live.split("-")[0], chunker.policy_id.split("-")[0]
+        # the same policy with other settings: another model's window, or other sizes
+        how = (
+            "the model and sizes it was built with"
+            if built == wanted
+            else f"the policy it was built with (--policy {built})"
+        )
         raise ConfigError(
             f"{name!r} points at generation {aliases[name]!r}, built with policy "
-            f"{live.split('__')[0]}, not {chunker.policy_id}: sync with the policy it was "
-            f"built with (--policy {live.split('-')[0]}), or run `rechunk reindex "
-            f"--policy {chunker.policy_id.split('-')[0]}` to switch policies"
+            f"{live.split('__')[0]}, not {chunker.policy_id}: sync with {how}, or run "
+            f"`rechunk reindex --policy {wanted}` to switch"
         )
     return live
 
