@@ -761,10 +761,12 @@ class OpenAIEmbedder:
                 return
             self._noticed = now
         log.warning(
-            "rechunk: waiting for %s (embeddings): %s s so far, giving up after %g s",
+            "rechunk: waiting for %s (embeddings): %s s so far, giving up after %g s or "
+            "%d tries, whichever comes first",
             self._host,
             f"{waited:.0f}" if waited >= 9.5 else f"{waited:.1f}",
             self.deadline,
+            self.max_retries + 1,
         )
 
     def _vectors(self, raw: Any, n: int, tokens: int) -> npt.NDArray[np.float32]:
