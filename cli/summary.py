@@ -233,13 +233,18 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
         docs += f", {d['skipped']} skipped"
     rows.append(("documents", docs))
     if report.chunks_not_given and not pruned:
-        rows.append(
-            (
-                "not given",
-                f"{report.chunks_not_given:,} chunks of other documents stay in the "
-                "collection (--prune deletes the documents this sync was not given)",
+        n = report.chunks_not_given
+        if d["skipped"]:  # a skipped file's chunks are among them: given, but not read
+            held = (
+                f"{n:,} chunks of documents this sync did not read stay in the collection "
+                "(skipped files' among them, which --prune keeps)"
             )
-        )
+        else:
+            held = (
+                f"{n:,} chunks of other documents stay in the collection (--prune deletes "
+                "the documents this sync was not given)"
+            )
+        rows.append(("not given", held))
     rows.append(
         (
             "chunks",
