@@ -1612,3 +1612,22 @@ def test_the_locator_finds_the_innermost_definition_as_a_scan_would(language: st
     for at in range(len(text)):
         if not text[at].isspace():
             assert where(at, at + 1).get("symbol") == scanned(at), at
+
+
+def test_a_yaml_list_item_s_first_line_is_its_list_s() -> None:
+    """A GitHub Actions step: the key with a block value below ``- name: Build`` (``run:
+    |``) took that line as if it were attached above it, so a chunk starting at the step
+    was cited as ``steps.run``; the line is the step's own, in ``steps``."""
+    text = "steps:\n  - name: Build\n    run: |\n      make\n  - name: Test\n    with:\n      x: 1\n"
+    where = CodeChunker("yaml").locator(text)
+    symbols = {}
+    for probe in ("- name: Build", "run: |", "- name: Test", "with:", "x: 1"):
+        start = text.index(probe)
+        symbols[probe] = where(start, start + len(probe)).get("symbol")
+    assert symbols == {
+        "- name: Build": "steps",
+        "run: |": "steps.run",
+        "- name: Test": "steps",
+        "with:": "steps.with",
+        "x: 1": "steps.with",
+    }

@@ -844,35 +844,37 @@ class _CodeBefore:
     def __init__(self, spec: LanguageSpec, starts_line: Callable[[Any], bool]) -> None:
         self._leading = spec.attached | _DECORATORS
         self._starts_line = starts_line
-        self._seen: dict[int, tuple[dict[int, int], int, int, int]] = {}
+        # YAML has no wrappers: a key on an earlier line (`- name: Build` above `run:`)
+        # is code of the item's own, though the item's dash starts that line
+        self._earlier_rows = spec.name == "yaml"
+        self._seen: dict[int, tuple[dict[int, int], int, int, int, int, int]] = {}
 
     def __call__(self, node: Any, child: Any) -> bool:
         """Whether a node other than a comment, attribute or decorator starts a line in
-        ``node`` before its ``child``, or ``node`` is a body whose opening brace has a line
-        of its own above ``child``: ``node`` then contains code of its own above ``child``
-        rather than wrapping it."""
+        ``node`` before its ``child`` (in YAML: lies on a line above it), or ``node`` is a
+        body whose opening brace has a line of its own above ``child``: ``node`` then
+        contains code of its own above ``child`` rather than wrapping it."""
         seen = self._seen.get(node.id)
         if seen is None:
             index: dict[int, int] = {}
-            code = brace = brace_row = -1
+            code = named = named_row = brace = brace_row = -1
             for i, sibling in enumerate(node.children):
                 index[sibling.id] = i
-                if (
-                    code < 0
-                    and sibling.is_named
-                    and sibling.type not in self._leading
-                    and self._starts_line(sibling)
-                ):
-                    code = i
+                if sibling.is_named and sibling.type not in self._leading:
+                    if named < 0:
+                        named, named_row = i, sibling.start_point.row
+                    if code < 0 and self._starts_line(sibling):
+                        code = i
                 if brace < 0 and sibling.type == "{":
                     brace, brace_row = i, sibling.start_point.row
-            seen = self._seen[node.id] = (index, code, brace, brace_row)
-        index, code, brace, brace_row = seen
-        at = index.get(child.id, len(index))
-        if 0 <= code < at:
+            seen = (index, code, named, named_row, brace, brace_row)
+            self._seen[node.id] = seen
+        index, code, named, named_row, brace, brace_row = seen
+        at, row = index.get(child.id, len(index)), child.start_point.row
+        if 0 <= code < at or (self._earlier_rows and 0 <= named < at and named_row < row):
             return True
         # a body whose brace has a line of its own (C#'s style)
-        return 0 <= brace < at and brace_row < child.start_point.row
+        return 0 <= brace < at and brace_row < row
 
 
 def _innermost(
