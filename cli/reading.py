@@ -196,6 +196,7 @@ def read_recorded(options: StoreOptions, inputs: InputOptions) -> Any:
         out.links.extend(files.links)
         out.unsupported.update(files.unsupported)
         out.generated += files.generated
+        out.binary += files.binary
         out.too_large += files.too_large
         out.record_files |= files.record_files
         out.inline_data += files.inline_data

@@ -59,6 +59,7 @@ def file_fields(files: Any) -> dict[str, Any]:
         "links_not_followed": files.links,
         "unsupported_files": dict(sorted(files.unsupported.items())),
         "generated_files": [{"doc_id": d, "reason": r} for d, r in files.generated],
+        "binary_files": files.binary,
         "too_large_files": [{"doc_id": d, "bytes": n} for d, n in files.too_large],
         "inline_data": [{"doc_id": d, "bytes": n} for d, n in files.inline_data],
     }
@@ -107,6 +108,14 @@ def file_notes(
                 "generated",
                 f"{counts} (not read: written by tools; --include-generated reads them, "
                 "--json lists them)",
+            )
+        )
+    if files.binary:
+        rows.append(
+            (
+                "binary",
+                f"{listed(files.binary)} (a source-code suffix on a file that is not text, "
+                "such as a video saved as .ts: not read)",
             )
         )
     if files.too_large:

@@ -141,3 +141,34 @@ def test_a_folder_of_one_language_names_its_code_policy(
     assert main(["sync", "svc", "--dry-run"]) == 0
     (row,) = [line for line in capsys.readouterr().out.splitlines() if "policy " in line]
     assert row.split()[0] == "policy" and row.split()[1].startswith("code-python-"), row
+
+
+def test_a_binary_with_a_code_suffix_is_not_read_and_no_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A video saved as ``clip.ts`` (an MPEG transport stream) beside TypeScript: every sync
+    exited 1 ('not valid UTF-8: name the encoding'), and with ``--encoding latin-1`` the
+    video was embedded as TypeScript. Bytes of a source-code suffix that are not text are
+    listed as binary and not read, and the sync succeeds; text in a legacy encoding is
+    still a skip that names --encoding."""
+    import random
+
+    monkeypatch.chdir(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "app.ts").write_text("export const answer = (): number => 42;\n")
+    rng = random.Random(5)
+    packets = b"".join(b"\x47" + rng.randbytes(187) for _ in range(40))
+    (repo / "clip.ts").write_bytes(packets)
+    (repo / "blob.py").write_bytes(rng.randbytes(4000).replace(b"\x00", b"\x01"))
+    for extra in ([], ["--encoding", "latin-1"]):
+        assert main(["sync", "repo", "--dry-run", "--json", *extra]) == 0
+        report = json.loads(capsys.readouterr().out)
+        expected = ["clip.ts"] if extra else ["blob.py", "clip.ts"]
+        assert sorted(report["binary_files"]) == expected and report["skipped_files"] == []
+    assert main(["sync", "repo", "--dry-run"]) == 0
+    assert "binary" in capsys.readouterr().out
+    (repo / "legacy.py").write_bytes("# café\nx = 1\n".encode("latin-1"))
+    assert main(["sync", "repo", "--dry-run", "--json"]) == 1
+    (skipped,) = json.loads(capsys.readouterr().out)["skipped_files"]
+    assert skipped["doc_id"] == "legacy.py" and "--encoding" in skipped["reason"]

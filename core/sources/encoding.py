@@ -48,6 +48,28 @@ _NUL = "NUL bytes"
 _SNIFF_BYTES = 4096  # of a file without a mark, looked at for UTF-16's pattern
 
 
+_TS_PACKET = 188  # an MPEG transport stream: packets of 188 bytes, each opening with 0x47
+_CONTROL = frozenset(range(32)) - {0, 9, 10, 11, 12, 13, 27}  # not whitespace, ESC or NUL
+_CONTROL_SHARE = 0.1  # of a file's head; random bytes hold about 10%, text none
+
+
+def binary_container(data: bytes) -> bool:
+    """Whether ``data`` opens as an MPEG transport stream (a video saved as ``.ts``): the
+    sync byte 0x47 at the start of four packets running."""
+    return len(data) >= 4 * _TS_PACKET and all(
+        data[k * _TS_PACKET] == 0x47 for k in range(4)
+    )
+
+
+def not_text(data: bytes) -> bool:
+    """Whether bytes that did not read as text are a binary file's: NUL bytes (no encoding
+    without them read it) or a tenth of the head in control characters no text holds."""
+    head = data[:8192]
+    if b"\x00" in head:
+        return True
+    return bool(head) and sum(b in _CONTROL for b in head) > _CONTROL_SHARE * len(head)
+
+
 #: codecs Python counts as text encodings that are no file's encoding: domain-name labels
 #: (whose errors quote the text they failed on) and the codec that always fails
 _NOT_FILE_ENCODINGS = frozenset({"idna", "punycode", "undefined"})

@@ -24,7 +24,7 @@ from rechunk.document import Document
 from rechunk.errors import ConfigError, InputError, MissingDependencyError
 from rechunk.sources.base import ParseError
 from rechunk.sources.documents import CODE, documents_from_file, kind_of
-from rechunk.sources.encoding import check_encoding, decode_text
+from rechunk.sources.encoding import binary_container, check_encoding, decode_text, not_text
 from rechunk.sources.generated import generated_by_content, generated_by_name
 from rechunk.sources.ignore import IgnoreRules, wildmatch
 from rechunk.sources.registry import ParseOptions
@@ -120,7 +120,10 @@ class FileSet:
     to folders, which are not followed (shown as ``link/``). ``unsupported``: how many
     matching files of each suffix no parser reads (``""``: no suffix); they are not read.
     ``generated``: ``(doc_id, reason)`` of the lockfiles, minified files and code marked
-    generated that were left out (see :mod:`rechunk.sources.generated`).
+    generated that were left out (see :mod:`rechunk.sources.generated`). ``binary``:
+    doc_ids of files with a source-code suffix that are not text (a video saved as
+    ``.ts``: an MPEG transport stream, or bytes that did not read as text and look
+    binary); not read, and no failure.
     ``inline_data``: ``(doc_id, bytes)`` of the documents whose text holds base64
     ``data:`` URIs of :data:`INLINE_DATA_NOTE` bytes or more (a picture pasted into a
     Markdown note): read and embedded as text, which costs many tokens and finds nothing.
@@ -141,6 +144,7 @@ class FileSet:
     links: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     generated: list[tuple[str, str]] = field(default_factory=list)
+    binary: list[str] = field(default_factory=list)
     too_large: list[tuple[str, int]] = field(default_factory=list)
     #: the file each doc_id was read from (a record file's doc_ids share its path's)
     paths: dict[str, Path] = field(default_factory=dict)
@@ -534,8 +538,12 @@ def read_documents(
             if max_bytes is not None and (size := _size(path)) is not None and size > max_bytes:
                 out.too_large.append((_printable(doc_id), size))
                 continue
+            data = None
             try:
                 data = read_bytes(path)
+                if read_as == CODE and binary_container(data):
+                    out.binary.append(_printable(doc_id))
+                    continue
                 if not include_generated and read_as == CODE:
                     tool_written = generated_by_content(data)
                     if tool_written is not None:
@@ -544,6 +552,9 @@ def read_documents(
                 parsed = documents_from_file(path, doc_id, read_as, options, data=data)
             except InputError as exc:  # a ParseError's reason: the row names the file
                 if _gone(exc, out, doc_id):
+                    continue
+                if read_as == CODE and data is not None and not_text(data):
+                    out.binary.append(_printable(doc_id))  # a binary with a code suffix
                     continue
                 why = exc.reason if isinstance(exc, ParseError) else str(exc)
                 out.skipped.append((_printable(doc_id), why))
