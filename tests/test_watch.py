@@ -727,6 +727,43 @@ def test_metrics_endpoint_and_no_text(tmp_path: Path, embedder: Any, chunker: An
         assert name + ".md" not in page and name + ".md" not in log
 
 
+def test_a_deleted_source_file_keeps_its_labels(tmp_path: Path, embedder: Any,
+                                               chunker: Any) -> None:
+    """A deleted Python file was counted as ``source_type="other"`` under the prose policy
+    in the metrics and the log, though it was published as code under the code policy:
+    per-type and per-policy views no longer lined up."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from rechunk.chunking.policy import code_policy_for
+
+    root = tmp_path / "src"
+    write_docs(root, ["notes"])
+    (root / "cart.py").write_text("def total(items):\n    return sum(items)\n")
+    code, _ = code_policy_for(embedder, "python")
+    store = qdrant_store(embedder, chunker)
+    metrics = LiveMetrics()
+
+    def pick(doc: Any) -> Any:
+        return code if (doc.metadata or {}).get("format") == "code" else None
+
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE,
+                      metrics=metrics, chunker_for=pick)  # fmt: skip
+    with Running(watcher) as run:
+        run.next()
+        assert store.doc_ids() == {"notes.md", "cart.py"}
+        (root / "cart.py").unlink()
+        assert run.next().deleted == 1
+    labels = {
+        (s.name, s.labels["source_type"], s.labels["policy"]): s.value
+        for family in text_string_to_metric_families(metrics.text())
+        for s in family.samples
+        if s.name in ("rechunk_documents_accepted_total", "rechunk_documents_published_total")
+    }
+    for name in ("rechunk_documents_accepted_total", "rechunk_documents_published_total"):
+        assert labels[(name, "code", code.policy_id)] == 2  # published, then deleted
+        assert (name, "other", chunker.policy_id) not in labels
+
+
 def test_status_shows_unretrievable_revisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """A revision accepted but never verified (a watcher killed mid-batch) is what
@@ -869,6 +906,8 @@ def test_files_removed_while_no_watcher_ran_are_deleted_at_the_next_start(
     others = store.get_points_many(["x.md", "api:note", "d.md"])
     assert report.sync is not None
     assert report.sync.chunks_not_given == sum(len(points) for points in others.values())
+    # and the summary counts them among the deleted (it said 0 deleted beside them)
+    assert report.sync.documents["deleted"] == 2 and report.sync.chunks["deleted"] >= 2
     assert read_freshness(path)["unretrievable"] == 0
     # a first start with no state of its folders deletes nothing it did not see
     (root / "a.md").unlink()

@@ -54,10 +54,10 @@ from rechunk.live.metrics import LiveMetrics
 from rechunk.live.selection import Selection
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
-from rechunk.sources.documents import CODE
+from rechunk.sources.documents import CODE, code_language, kind_of
 from rechunk.sources.files import DEFAULT_GLOBS, FileSet, doc_id_clash, read_documents
 from rechunk.sources.ignore import GITIGNORE, RECHUNKIGNORE
-from rechunk.sources.registry import FORMATS, format_for
+from rechunk.sources.registry import FORMATS
 from rechunk.sync import SyncReport, sync
 from rechunk.sync.inputs import check_flags, check_parts
 from rechunk.sync.store import StoredPoint, VectorStore
@@ -310,8 +310,19 @@ class Watcher:
         fmt = (doc.metadata or {}).get("format") if doc is not None else None
         if fmt in _SOURCE_TYPES:
             return str(fmt)
-        found = format_for(name.partition("#")[0])
+        found = kind_of(name.partition("#")[0])  # a deleted file's: its format, or code
         return found if found in _SOURCE_TYPES else "other"
+
+    def _deleted_policy(self, doc_id: str) -> str:
+        """The policy a deleted document's file is chunked with, for its labels (a source
+        file's was labelled with the prose policy)."""
+        language = code_language(doc_id.partition("#")[0])
+        if self.chunker_for is not None and language is not None:
+            named = Document(doc_id, "-", metadata={"format": CODE, "language": language})
+            picked = self.chunker_for(named)
+            if picked is not None:
+                return picked.policy_id
+        return self.chunker.policy_id
 
     def _locate(self, path: str) -> tuple[int, tuple[str, ...]] | None:
         """The root (the deepest that holds ``path``) and ``path``'s parts below it."""
@@ -454,7 +465,8 @@ class Watcher:
                     self._policy(doc),
                 )
         for doc_id in gone:
-            self.freshness.accept(doc_id, None, wall, self._source_type(None, doc_id))
+            source_type, policy = self._source_type(None, doc_id), self._deleted_policy(doc_id)
+            self.freshness.accept(doc_id, None, wall, source_type, policy)
         # what a deleting sync keeps (FileSet.kept_in, from the ids read above)
         keep = covered if self.prune or files.record_files else set()
         result = None
@@ -468,16 +480,25 @@ class Watcher:
                     complete_files=files.record_files,
                 )
             if gone:
+                before = report.deleted
                 deleted = self._delete(gone, report)
-                if result is not None:  # they were counted as chunks that stay
+                if result is not None:  # counted as chunks that stay: they are deleted ones
                     result.chunks_not_given = max(0, result.chunks_not_given - deleted)
+                    result.documents["deleted"] += report.deleted - before
+                    result.chunks["deleted"] += deleted
         except _Retry as failure:
             raise failure.cause from None
         if result is not None:
             for rep in result.per_document:
                 if rep.status == "deleted":
                     if rep.doc_id not in self.freshness.pending:
-                        self.freshness.accept(rep.doc_id, None, wall, "other")
+                        self.freshness.accept(
+                            rep.doc_id,
+                            None,
+                            wall,
+                            self._source_type(None, rep.doc_id),
+                            self._deleted_policy(rep.doc_id),
+                        )
                     self.freshness.published(rep.doc_id, time.time())
         by_id = {doc.doc_id: doc for doc in docs}
         self._account(result, by_id, wall, report, initial=True)
@@ -772,7 +793,11 @@ class Watcher:
             )
         for doc_id, entry in deleted.items():
             self._accept(
-                doc_id, None, entry.wall, self._source_type(None, doc_id), self.chunker.policy_id
+                doc_id,
+                None,
+                entry.wall,
+                self._source_type(None, doc_id),
+                self._deleted_policy(doc_id),
             )
         report.accepted = len(changed) + len(deleted)
         self.freshness.save()
