@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -893,9 +894,27 @@ class ChromaStore(StoreBase["ClientAPI"]):
             self._client.delete_collection(self._collection)
 
 
+#: Chroma's rule for collection names (chromadb 1.x): 3-512 characters from
+#: [a-zA-Z0-9._-], a letter or digit at each end, no "..", not an IPv4 address
+_CHROMA_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
+_IPV4 = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}")
+
+
 def check_collection_name(collection: str) -> None:
-    """:class:`ConfigError` for :data:`LOCK_COLLECTION`, which rechunk reserves: a store on
-    it would rewrite the lock records of every collection of the database."""
+    """:class:`ConfigError` for a name Chroma refuses (checked before a folder or a client
+    is made: a refused name left a new database behind), and for :data:`LOCK_COLLECTION`,
+    which rechunk reserves: a store on it would rewrite the lock records of every
+    collection of the database."""
+    if (
+        not _CHROMA_NAME.fullmatch(collection)
+        or ".." in collection
+        or _IPV4.fullmatch(collection)
+    ):
+        raise ConfigError(
+            f"Chroma refuses the collection name {collection!r}: it takes 3 to 512 "
+            "characters of letters, digits, '.', '_' and '-', a letter or digit at each "
+            "end, no '..', and no IPv4 address"
+        )
     if collection == LOCK_COLLECTION:
         raise ConfigError(
             f"the Chroma collection name {LOCK_COLLECTION!r} is reserved (rechunk keeps its "

@@ -51,6 +51,11 @@ def test_a_collection_name_the_store_rejects_is_a_usage_error(
 ) -> None:
     assert main(["sync", "notes", "--store", "chroma:chroma", "--collection", "a"]) == 2
     assert "refuses the collection name 'a'" in one_error_line(capsys.readouterr().err)
+    assert not (notes.parent / "chroma").exists()  # refused before a database was made
+    for name in ("a..b", "-ab", "127.0.0.1", "x" * 513):
+        assert main(["sync", "notes", "--store", "chroma:chroma", f"--collection={name}"]) == 2
+        assert "refuses the collection name" in one_error_line(capsys.readouterr().err)
+    assert not (notes.parent / "chroma").exists()
     assert main(["sync", "notes", "--store", "qdrant:qdrant", "--collection", "bad/name"]) == 2
     assert "refuses the collection name" in one_error_line(capsys.readouterr().err)
 
