@@ -1631,3 +1631,26 @@ def test_a_yaml_list_item_s_first_line_is_its_list_s() -> None:
         "with:": "steps.with",
         "x: 1": "steps.with",
     }
+
+
+def test_code_chunker_for_tells_a_cpp_header_by_its_text() -> None:
+    """``rechunk sync`` reads a ``.h`` holding C++ as C++; the API read every ``.h`` as C
+    (it took no text)."""
+    header = "namespace geo {\nclass Point {\n public:\n  int x;\n};\n}  // namespace geo\n"
+    assert code_chunker_for("geo/point.h", text=header)[0].language == "cpp"
+    assert code_chunker_for("geo/point.h")[0].language == "c"
+    assert code_chunker_for("geo/point.h", text="int x;\n")[0].language == "c"
+
+
+def test_a_deeply_nested_symbol_path_is_capped_keeping_the_innermost_names() -> None:
+    """Functions nested 400 deep gave a symbol of thousands of characters in every
+    payload; the path keeps the innermost names within 300 characters."""
+    depth = 400
+    text = "".join("    " * i + f"def level_{i}():\n" for i in range(depth))
+    text += "    " * depth + "return 1\n"
+    where = CodeChunker("python").locator(text)
+    symbol = where(len(text) - 9, len(text))["symbol"]
+    assert len(symbol) <= 300 and symbol.startswith("...")
+    assert symbol.endswith(f"level_{depth - 2}.level_{depth - 1}")
+    short = "def a():\n    def b():\n        return 1\n"
+    assert CodeChunker("python").locator(short)(len(short) - 9, len(short))["symbol"] == "a.b"

@@ -812,11 +812,31 @@ def _definitions(spec: LanguageSpec, structure: _Structure) -> list[tuple[int, i
                             start = top
                     start = min(start, _decorated_from(item or child, char_of))
                     end = char_of(child.end_byte)
-                    out.append((start, end, len(inner), spec.separator.join(inner)))
+                    out.append((start, end, len(inner), _symbol_path(inner, spec.separator)))
             if child.child_count:
                 later.append((child, inner))
         stack.extend(reversed(later))
     return out
+
+
+#: the longest symbol path a payload carries, in characters (the innermost names are kept)
+SYMBOL_CHARS = 300
+
+
+def _symbol_path(names: tuple[str, ...], separator: str) -> str:
+    """``names`` joined, or, past :data:`SYMBOL_CHARS`, the innermost of them that fit
+    after ``...`` (functions nested 4,000 deep made a 22,607-character symbol)."""
+    path = separator.join(names)
+    if len(path) <= SYMBOL_CHARS:
+        return path
+    kept: list[str] = []
+    room = SYMBOL_CHARS - 3
+    for name in reversed(names):
+        room -= len(name) + len(separator)
+        if room < 0 and kept:
+            break
+        kept.append(name)
+    return "..." + separator + separator.join(reversed(kept))[: SYMBOL_CHARS - 3 - len(separator)]
 
 
 #: decorator nodes (Python, TypeScript): the items a wrapper holds above its definition
@@ -915,8 +935,13 @@ def code_chunker_for(
     tokenizer: Any = None,
     hard_max_tokens: int = 512,
     fallback_target_tokens: int | None = None,
+    text: str | None = None,
 ) -> tuple[BaseChunker, str | None]:
     """The code policy for a file (by its suffix) or a language name, else the recursive one.
+
+    ``text``: the file's text, which tells a C++ header (``.h``) from a C one, as
+    ``rechunk sync`` tells them (:func:`~rechunk.chunkers.code_languages.language_for`);
+    without it a ``.h`` is C.
 
     Returns ``(CodeChunker, None)``, or ``(RecursiveChunker, reason)`` when the
     language has no grammar here or tree-sitter or its grammar wheel is not
@@ -930,7 +955,7 @@ def code_chunker_for(
     """
     check_sizes(hard_max_tokens, min_tokens=min_tokens, max_tokens=max_tokens)
     given = str(path_or_language)
-    name = _language_name(given) or language_for(given)
+    name = _language_name(given) or language_for(given, text)
     if name is None:
         reason = f"no code grammar for {given!r}: chunked with the recursive policy"
     else:

@@ -121,8 +121,7 @@ def code_policy_for(
     same size and the reason, one line for a report (:func:`rechunk.chunkers.code_chunker_for`).
     This is what ``rechunk sync`` gives each source file."""
     content, tokenizer = _window(embedder, overrides)
-    params = sized_params("code", content)
-    params.update(overrides)
+    params: dict[str, Any] = {**sized_params("code", content), **overrides}
     return code_chunker_for(path_or_language, tokenizer=tokenizer, **params)
 
 
