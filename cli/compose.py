@@ -153,6 +153,13 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
                 "pass the --model or --embedder it was synced with, with the same options "
                 "(dimension=, ...) (rechunk reindex --model changes it)"
             )
+        if model_id in info.model_ids:  # written by both: a query could use neither alone
+            names = ", ".join(sorted(m.split(";")[0] for m in info.model_ids))
+            raise ConfigError(
+                f"collection {store.collection!r} holds points of {len(info.model_ids)} "
+                f"models ({names}), whose vectors cannot be compared: rebuild it with one "
+                "(rechunk reindex --policy KIND --model PATH, KIND as rechunk status shows)"
+            )
         raise ConfigError(
             f"collection {store.collection!r} was written by {theirs}, not {ours}; {advice}"
         )

@@ -606,3 +606,32 @@ def test_a_read_only_qdrant_folder_is_named_read_only(
             assert "cannot open the Qdrant folder ro/q" in err and "read-only" in err, err
     finally:
         subprocess.run(["umount", "-l", "ro"], capture_output=True, timeout=30)
+
+
+def test_a_collection_of_two_models_is_named_so(
+    notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A collection the default model synced and another model wrote one point into:
+    query said it 'was written by' the other model, though all but one point were the
+    default's. It names both models, and what rebuilds it with one."""
+    import dataclasses
+    import uuid
+
+    from rechunk.adapters.qdrant import QdrantStore, local_client
+    from rechunk.sync.store import PointWrite
+
+    assert main(["sync", "notes"]) == 0
+    capsys.readouterr()
+    client = local_client(notes.parent / ".rechunk" / "qdrant")
+    try:
+        store = QdrantStore(client, "rechunk")
+        point = store.get_points("alpha.md")[0]
+        other = dataclasses.replace(point.payload, model_id="other/model", doc_id="other.md")
+        (vector,) = store.get_vectors([point.payload.input_key], point.payload.model_id).values()
+        store.write([PointWrite(str(uuid.uuid4()), other, vector)])
+    finally:
+        client.close()
+    assert main(["query", "alpha"]) == 2
+    said = one_error_line(capsys.readouterr().err)
+    assert "holds points of 2 models" in said and "other/model" in said
+    assert "rechunk reindex" in said
