@@ -482,13 +482,40 @@ class RechunkNodeParser(NodeParser):
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """Assign a field, checked as in the constructor; the chunker's fields are refused."""
+        """Assign a field, checked as in the constructor. ``chunk_size`` and
+        ``chunk_overlap`` build the chunker again for them (LlamaIndex's
+        ``Settings.chunk_size = 512`` assigns the node parser's); the chunker's other
+        fields, and those two on a parser given a ready chunker, are refused."""
+        if name in ("chunk_size", "chunk_overlap") and self.policy in FACTORIES:
+            self._resize(**{name: value})
+            return
         if name in _PARSER_FIXED:
             raise ConfigError(
                 f"{name} describes the chunker, which is built once: construct a new "
                 "RechunkNodeParser(...) instead of assigning it"
             )
         super().__setattr__(name, _checked(name, value))
+
+    def _resize(self, chunk_size: object = None, chunk_overlap: object = None) -> None:
+        """The chunker built again, as the constructor builds it, for a new ``chunk_size``
+        or ``chunk_overlap``; nothing changes when they cannot be honoured."""
+        sizing = build_sizing(
+            self.policy,
+            self._sizing.counter or getattr(self._chunker, "token_counter", None),
+            {},
+            chunk_size=self.chunk_size if chunk_size is None else chunk_size,
+            chunk_overlap=self.chunk_overlap if chunk_overlap is None else chunk_overlap,
+            receiver="the node parser",
+        )
+        chunker = sizing.chunker
+        for field, value in (
+            ("params", dict(getattr(chunker, "params", {}))),
+            ("chunk_size", sizing.limit),
+            ("chunk_overlap", sizing.overlap),
+            ("policy_id", chunker.policy_id),
+        ):
+            super().__setattr__(field, _checked(field, value))
+        self._chunker, self._sizing, self._resized = chunker, sizing, {}
 
     def __getstate__(self) -> dict[str, Any]:
         """LlamaIndex's pickle state, refused when it would lose the chunker."""

@@ -956,3 +956,26 @@ def test_pipeline_with_worker_processes_shares_an_sqlite_cache(
     assert sorted(embedded) == texts  # the first run embedded every input once ...
     assert embedded_again == embedded  # ... the second one nothing: all from the file
     assert second == first
+
+
+def test_settings_chunk_size_and_overlap_resize_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LlamaIndex's own way to size chunks, ``Settings.chunk_size = 128``, assigns the
+    node parser's ``chunk_size``: it raised ConfigError. The chunker is built again for
+    it, as the constructor would build it; what cannot be honoured changes nothing."""
+    from rechunk.chunking.tokens import resolve_tokenizer
+
+    parser = RechunkNodeParser()
+    monkeypatch.setattr(Settings, "_node_parser", parser)
+    Settings.chunk_size = 128
+    Settings.chunk_overlap = 20
+    fresh = RechunkNodeParser(chunk_size=128, chunk_overlap=20)
+    assert (parser.chunk_size, parser.chunk_overlap) == (128, 20)
+    assert parser.policy_id == fresh.policy_id and parser.to_dict() == fresh.to_dict()
+    doc = Document(text=GUIDE_V1 * 3, id_="g")
+    nodes = parser.get_nodes_from_documents([doc])
+    assert [n.id_ for n in nodes] == [n.id_ for n in fresh.get_nodes_from_documents([doc])]
+    counts = resolve_tokenizer(None).count_many([n.get_content("embed") for n in nodes])
+    assert max(counts) <= 128
+    with pytest.raises(ConfigError, match="chunk_overlap"):
+        Settings.chunk_size = 10  # below the overlap: refused, and nothing changed
+    assert parser.to_dict() == fresh.to_dict()
