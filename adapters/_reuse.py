@@ -29,6 +29,7 @@ import os
 import re
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,23 @@ SCHEMA_KEYS: Final = (
     DOC_ID_KEY, REVISION_KEY, POLICY_KEY, INPUT_KEY_KEY, MODEL_ID_KEY,
     ORDINAL_KEY, SPAN_START_KEY, SPAN_END_KEY, TOKENS_KEY, OCCURRENCE_KEY,
 )  # fmt: skip
+
+
+
+def warn_replaced_keys(metadatas: Iterable[Mapping[str, Any]], stacklevel: int) -> None:
+    """Warn, once for a call, when documents' metadata holds keys of :data:`SCHEMA_KEYS`:
+    every chunk gets rechunk's fields under those names, so the document's values (a
+    CRM's ``doc_id``, a transcript's ``start`` in seconds) would be lost unsaid."""
+    found = sorted({key for metadata in metadatas for key in metadata if key in SCHEMA_KEYS})
+    if found:
+        warnings.warn(
+            f"metadata key(s) {', '.join(found)} of the documents are replaced in every "
+            "chunk by rechunk's fields of the same names: rename them before splitting to "
+            "keep their values",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
 
 FACTORIES: Final[dict[str, Any]] = {
     "structured": StructuredChunker,

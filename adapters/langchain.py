@@ -123,6 +123,7 @@ from rechunk.adapters._reuse import (
     derive_identity,
     keyed_chunks,
     make_chunker,
+    warn_replaced_keys,
 )
 from rechunk.adapters._splitting import (
     Piece,
@@ -477,6 +478,7 @@ class RechunkTextSplitter(TextSplitter):
         ]
         # texts, not the loaded documents: their locators cannot be found from here
         warn_unlocated([(m, False) for m in metas], stacklevel=2, use="split_documents(docs)")
+        warn_replaced_keys(metas, stacklevel=2)
         return self._split_all(
             [
                 (text, metadata, None, f"text {i}", None)
@@ -498,6 +500,7 @@ class RechunkTextSplitter(TextSplitter):
         ]
         locators = [locator_for(doc, doc.page_content) for doc in docs]
         warn_unlocated([(m, loc is not None) for m, loc in zip(metas, locators)], stacklevel=2)
+        warn_replaced_keys(metas, stacklevel=2)
         return self._split_all(
             [
                 (doc.page_content, metadata, doc.id, f"document {doc.id or i}", locator)

@@ -86,6 +86,7 @@ from rechunk.adapters._reuse import (
     check_model_id,
     default_model_id,
     derive_identity,
+    warn_replaced_keys,
 )
 from rechunk.adapters._splitting import (
     FACTORIES,
@@ -556,6 +557,7 @@ class RechunkNodeParser(NodeParser):
                 roots.extend([_root_id(node)] * len(parsed))
             if self.include_metadata:
                 warn_unlocated(located, stacklevel=4)
+                warn_replaced_keys([metadata for metadata, _ in located], stacklevel=4)
             event.on_end(payload={EventPayload.CHUNKS: [n.text for n in out]})
         self._finish(out, roots)
         return list(out)

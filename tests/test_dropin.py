@@ -1196,3 +1196,19 @@ def test_another_splitter_s_arguments_say_what_to_use(
         with pytest.raises(ConfigError, match=says):
             make(chunk_size=120, **arguments)
     assert RechunkNodeParser(policy="code", language="python", chunk_size=120)
+
+
+def test_metadata_keys_rechunk_replaces_are_named() -> None:
+    """A CRM's ``doc_id`` and a transcript's ``start`` in seconds were replaced by
+    rechunk's fields in every chunk, with no word: both adapters now warn, naming them."""
+    meta = {"source": "call.txt", "doc_id": "CRM-42", "start": 12.5, "title": "Call"}
+    text = "The caller asked about the invoice. " * 10
+    for split in (
+        lambda m: RechunkTextSplitter().split_documents([Document(page_content=text, metadata=m)]),
+        lambda m: RechunkNodeParser().get_nodes_from_documents([LlamaDocument(text=text, metadata=m)]),
+    ):
+        with pytest.warns(UserWarning, match=r"metadata key\(s\) doc_id, start of the documents"):
+            split(meta)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            split({"source": "call.txt", "title": "Call"})
