@@ -51,6 +51,10 @@ class DocumentReport:
 class SyncReport:
     """The report of one :func:`sync` run (JSON-serialisable via :meth:`to_dict`).
 
+    ``chunks["added"]`` counts the points written with a vector: new ones, and ones
+    written again under the same id because their stored vector failed the vector check
+    or was of another input than their key (so ``added - deleted`` may exceed the change
+    in the collection's points); ``updated`` counts payload-only writes.
     ``inputs`` and ``tokens_embedded`` count each distinct input once (what the
     model was asked for), also when several documents of the sync share it;
     ``tokens_total`` is the tokens of every distinct input of the synced
