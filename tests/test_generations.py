@@ -21,7 +21,12 @@ from rechunk import (
 )
 from rechunk.adapters.chroma import ChromaStore
 from rechunk.adapters.qdrant import QdrantStore
-from rechunk.sync.generations import generation_name, generations, open_live
+from rechunk.sync.generations import (
+    check_live_policy,
+    generation_name,
+    generations,
+    open_live,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 
@@ -86,6 +91,7 @@ def test_an_empty_generation_of_another_policy_is_replaced(qdrant: Any, minilm: 
     failed = policy_for(minilm, "recursive")
     open_live(qdrant, failed, 8)
     chunker = policy_for(minilm, "cdc")
+    check_live_policy(qdrant, chunker)  # a dry run is not refused what the sync does
     live = open_live(qdrant, chunker, minilm.dimension)
     assert qdrant.aliases() == {"docs": generation_name("docs", chunker.policy_id)}
     assert qdrant.with_collection(generation_name("docs", failed.policy_id)).collection_info() is None

@@ -131,6 +131,9 @@ def check_live_policy(
         return None
     expected = generation_name(name, chunker.policy_id)
     if not (aliases[name] == expected or aliases[name].startswith(expected + "__")):
+        held = store.with_collection(aliases[name]).collection_info()
+        if held is not None and not held.points:
+            return live  # empty: a sync replaces it (see _replace_if_empty)
         built, wanted = live.split("-")[0], chunker.policy_id.split("-")[0]
         # the same policy with other settings: another model's window, or other sizes
         how = (
