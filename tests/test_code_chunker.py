@@ -1654,3 +1654,20 @@ def test_a_deeply_nested_symbol_path_is_capped_keeping_the_innermost_names() -> 
     assert symbol.endswith(f"level_{depth - 2}.level_{depth - 1}")
     short = "def a():\n    def b():\n        return 1\n"
     assert CodeChunker("python").locator(short)(len(short) - 9, len(short))["symbol"] == "a.b"
+
+
+def test_classic_mac_line_ends_are_read_as_lines() -> None:
+    """A file whose lines end in CR alone: every chunk was cited as line 1, and cuts fell
+    between words. It is chunked and located as the same file with LF would be, over the
+    same spans of its own text."""
+    lf = "def alpha():\n    return 1\n\n\ndef beta():\n    return 2\n" * 40
+    cr = lf.replace("\n", "\r")
+    chunker = CodeChunker("python", min_tokens=40, max_tokens=80)
+    by_lf, by_cr = chunker.chunk(lf), chunker.chunk(cr)
+    assert [(c.start, c.end, c.text, c.tokens) for c in by_cr] == [
+        (c.start, c.end, c.text, c.tokens) for c in by_lf
+    ]
+    assert "".join(cr[c.start : c.end] for c in by_cr) == cr
+    where_lf, where_cr = chunker.locator(lf), chunker.locator(cr)
+    assert [where_cr(c.start, c.end) for c in by_cr] == [where_lf(c.start, c.end) for c in by_lf]
+    assert where_cr(by_cr[-1].start, by_cr[-1].end)["lines"][1] == lf.count("\n")

@@ -35,7 +35,7 @@ from rechunk.chunkers.code_languages import (
 )
 from rechunk.chunkers.recursive import RecursiveChunker
 from rechunk.chunkers.structured import _chain, _local_maxima, _mix, _span_hashes
-from rechunk.chunking.chunk import NORMALIZATION_VERSION
+from rechunk.chunking.chunk import NORMALIZATION_VERSION, Chunk
 from rechunk.errors import ConfigError, MissingDependencyError
 from rechunk.reuse.identity import hash_fields
 
@@ -585,6 +585,13 @@ class CodeChunker(BaseChunker):
         """Re-counted chunks keep to ``max_tokens``, not only to the hard maximum."""
         return self.max_tokens
 
+    def chunk(self, text: str) -> list[Chunk]:
+        """Chunks whose spans tile ``text`` (see the class doc). A file whose lines end in
+        CR alone (classic Mac) is read with LF, which the parser and the line rules know:
+        the same length, so the same spans, and each chunk's text is what it would be
+        (``embedding_input`` makes every line end LF)."""
+        return super().chunk(_with_lf(text))
+
     def _chunk_starts(self, analysis: Analysis) -> tuple[Units, list[int]]:
         units, levels = self._units(analysis)
         keys = np.append(self._keys(analysis, units, levels), _MAX_KEY)
@@ -727,7 +734,7 @@ class CodeChunker(BaseChunker):
         (a comment or attribute attached above a definition counts as part of it;
         ``symbol`` is left out at top level, outside any definition).
         """
-        text = check_text(text)
+        text = _with_lf(check_text(text))
         structure = _parse_structure(self._spec, text)
         symbol_at = _innermost(_definitions(self._spec, structure))
         starts = structure.line_starts
@@ -743,6 +750,13 @@ class CodeChunker(BaseChunker):
             return out
 
         return where
+
+
+def _with_lf(text: str) -> str:
+    """``text`` with its line ends LF when every one is CR alone (of the same length)."""
+    if isinstance(text, str) and "\r" in text and "\n" not in text:
+        return text.replace("\r", "\n")
+    return text
 
 
 def row_starts(text: str) -> list[int]:
