@@ -172,3 +172,23 @@ def test_a_binary_with_a_code_suffix_is_not_read_and_no_failure(
     assert main(["sync", "repo", "--dry-run", "--json"]) == 1
     (skipped,) = json.loads(capsys.readouterr().out)["skipped_files"]
     assert skipped["doc_id"] == "legacy.py" and "--encoding" in skipped["reason"]
+
+
+def test_source_in_utf16_or_utf32_without_a_mark_is_not_called_binary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """UTF-16 source without a byte-order mark holds NUL bytes, yet it is text: it was
+    listed as binary, and --prune deleted its chunks. It is a skipped file again (its
+    chunks kept) that names the encoding to read it with."""
+    monkeypatch.chdir(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    source = "def total(items):\n    return sum(items)\n" * 5
+    (repo / "u16.py").write_bytes(source.encode("utf-16-le"))
+    (repo / "u32.py").write_bytes(source.encode("utf-32-le"))
+    (repo / "ok.py").write_text(source)
+    assert main(["sync", "repo", "--dry-run", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["binary_files"] == []
+    skipped = {s["doc_id"]: s["reason"] for s in report["skipped_files"]}
+    assert set(skipped) == {"u16.py", "u32.py"} and "utf-16-le" in skipped["u16.py"]

@@ -62,12 +62,25 @@ def binary_container(data: bytes) -> bool:
 
 
 def not_text(data: bytes) -> bool:
-    """Whether bytes that did not read as text are a binary file's: NUL bytes (no encoding
-    without them read it) or a tenth of the head in control characters no text holds."""
+    """Whether bytes that did not read as text are a binary file's: NUL bytes or a tenth
+    of the head in control characters no text holds, unless they look like UTF-16 or
+    UTF-32 without a byte-order mark (text, which ``--encoding`` reads)."""
     head = data[:8192]
+    if _utf16_unmarked(head) or _utf32_unmarked(head):
+        return False
     if b"\x00" in head:
         return True
     return bool(head) and sum(b in _CONTROL for b in head) > _CONTROL_SHARE * len(head)
+
+
+def _utf32_unmarked(data: bytes) -> bool:
+    """Whether ``data`` looks like UTF-32 of mostly Latin text without a byte-order mark:
+    most units of four bytes hold one byte that is not zero, at one end."""
+    units = [data[i : i + 4] for i in range(0, len(data) - 3, 4)]
+    if len(units) < 4:
+        return False
+    latin = sum(u[1:] == b"\0\0\0" or u[:3] == b"\0\0\0" for u in units)
+    return latin > 0.6 * len(units)
 
 
 #: codecs Python counts as text encodings that are no file's encoding: domain-name labels

@@ -541,7 +541,7 @@ def read_documents(
             data = None
             try:
                 data = read_bytes(path)
-                if read_as == CODE and binary_container(data):
+                if read_as == CODE and path.suffix.lower() == ".ts" and binary_container(data):
                     out.binary.append(_printable(doc_id))
                     continue
                 if not include_generated and read_as == CODE:
