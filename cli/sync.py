@@ -131,7 +131,7 @@ def execute(args: SyncArgs) -> int:
         from rechunk.sync.generations import check_live_policy, open_live
 
         if args.dry_run:  # refused as the sync itself would be, nothing made
-            check_live_policy(store, chunker)
+            check_live_policy(store, chunker, dimension=embedder.dimension)
         else:
             store = open_live(store, chunker, embedder.dimension)
         # files that exist but were not read (unreadable, or in a folder that could not

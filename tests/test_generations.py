@@ -91,12 +91,42 @@ def test_an_empty_generation_of_another_policy_is_replaced(qdrant: Any, minilm: 
     failed = policy_for(minilm, "recursive")
     open_live(qdrant, failed, 8)
     chunker = policy_for(minilm, "cdc")
-    check_live_policy(qdrant, chunker)  # a dry run is not refused what the sync does
+    # a dry run is not refused what the sync does
+    check_live_policy(qdrant, chunker, dimension=minilm.dimension)
     live = open_live(qdrant, chunker, minilm.dimension)
     assert qdrant.aliases() == {"docs": generation_name("docs", chunker.policy_id)}
     assert qdrant.with_collection(generation_name("docs", failed.policy_id)).collection_info() is None
     report = sync(documents, live, chunker=chunker, embedder=minilm)
     assert report.stale_check == "passed" and live.collection_info().dimension == minilm.dimension
+
+
+def test_an_empty_generation_of_the_same_size_or_read_elsewhere_is_kept(
+    qdrant: Any, minilm: Any
+) -> None:
+    """An empty generation of another policy but the same vector size may be another
+    first sync's, made a moment ago: replacing it would let that sync write its policy's
+    points into this one's generation. It is refused, as one another alias points at."""
+    from qdrant_client import models
+
+    first = policy_for(minilm, "recursive")
+    open_live(qdrant, first, minilm.dimension)
+    with pytest.raises(ConfigError, match="reindex"):
+        open_live(qdrant, policy_for(minilm, "cdc"), minilm.dimension)
+    assert qdrant.aliases() == {"docs": generation_name("docs", first.policy_id)}
+    other = QdrantStore(qdrant.client, "other")
+    open_live(other, first, 8)
+    other.client.update_collection_aliases(
+        change_aliases_operations=[
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(
+                    collection_name=generation_name("other", first.policy_id), alias_name="prod"
+                )
+            )
+        ]
+    )
+    with pytest.raises(ConfigError, match="reindex"):
+        open_live(other, policy_for(minilm, "cdc"), minilm.dimension)
+    assert qdrant.client.count("prod").count == 0  # the application's alias still reads
 
 
 def test_an_empty_generation_of_another_size_is_made_again(qdrant: Any, minilm: Any,

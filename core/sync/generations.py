@@ -117,12 +117,16 @@ def live_policy_kind(store: Any) -> str | None:
 
 
 def check_live_policy(
-    store: Any, chunker: Chunker, aliases: dict[str, str] | None = None
+    store: Any,
+    chunker: Chunker,
+    aliases: dict[str, str] | None = None,
+    dimension: int | None = None,
 ) -> str | None:
     """The live generation (``"<policy id>[__...]"``) of the alias ``store`` is opened on,
     or None (no such alias, or one the application manages); :class:`ConfigError` when
     it was built with another policy than ``chunker``'s (that change is a
-    :func:`reindex`). Reads only: a dry run checks what the sync would refuse."""
+    :func:`reindex`), unless, given the model's ``dimension``, a sync would replace it
+    (:func:`_replaceable`). Reads only: a dry run checks what the sync would refuse."""
     if aliases is None:
         aliases = _aliases(store)
     name = store.collection
@@ -130,10 +134,9 @@ def check_live_policy(
     if live is None or aliases is None:
         return None
     expected = generation_name(name, chunker.policy_id)
+    if dimension is not None and _replaceable(store, chunker, aliases, dimension):
+        return live
     if not (aliases[name] == expected or aliases[name].startswith(expected + "__")):
-        held = store.with_collection(aliases[name]).collection_info()
-        if held is not None and not held.points:
-            return live  # empty: a sync replaces it (see _replace_if_empty)
         built, wanted = live.split("-")[0], chunker.policy_id.split("-")[0]
         # the same policy with other settings: another model's window, or other sizes
         how = (
@@ -198,14 +201,15 @@ class NewerGenerationWarning(UserWarning):
         )
 
 
-def _replace_if_empty(
-    store: Any, chunker: Chunker, aliases: dict[str, str], dimension: int
-) -> bool:
-    """Point the alias ``store`` is opened on at a new generation of ``chunker``'s policy
-    when the live one is rechunk's, of another policy, and holds no point at all (True
-    when it did; the empty one is dropped). A first sync that failed after making its
-    generation (a model that could not be reached, whose window gave another policy)
-    left it so, and every later sync was refused it for a policy nothing was built with."""
+def _replaceable(store: Any, chunker: Chunker, aliases: dict[str, str], dimension: int) -> bool:
+    """Whether the live generation of the alias ``store`` is opened on gives way to a new
+    one of ``chunker``'s policy: it is rechunk's, of another policy, holds no point at
+    all, is made for vectors of another size than ``dimension``, and no other alias points
+    at it. A first sync whose model could not be reached (another model: another size and
+    window, so another policy) left it so, and every later sync was refused it for a
+    policy nothing was built with. One of the same size is kept, and refused: it may be
+    another first sync's, made a moment ago, which would then write its policy's points
+    into this one's generation (a sync of another size fails there)."""
     name = store.collection
     current = aliases[name]
     expected = generation_name(name, chunker.policy_id)
@@ -213,9 +217,21 @@ def _replace_if_empty(
         return False
     if current.startswith(expected + "__"):
         return False
+    if any(alias != name and target == current for alias, target in aliases.items()):
+        return False  # an application reads it by another alias
     info = store.with_collection(current).collection_info()
-    if info is None or info.points:
+    return info is not None and not info.points and info.dimension not in (0, dimension)
+
+
+def _replace_if_empty(
+    store: Any, chunker: Chunker, aliases: dict[str, str], dimension: int
+) -> bool:
+    """Point the alias at a new generation of ``chunker``'s policy in place of one that
+    gives way (:func:`_replaceable`), which is dropped; True when it did."""
+    if not _replaceable(store, chunker, aliases, dimension):
         return False
+    name = store.collection
+    current, expected = aliases[name], generation_name(name, chunker.policy_id)
     generation = store.with_collection(expected)
     _renew_if_empty(generation, dimension)
     generation.ensure_collection(dimension)
