@@ -500,10 +500,15 @@ class RechunkNodeParser(NodeParser):
     def _resize(self, chunk_size: object = None, chunk_overlap: object = None) -> None:
         """The chunker built again, as the constructor builds it, for a new ``chunk_size``
         or ``chunk_overlap``; nothing changes when they cannot be honoured."""
+        # the chunker's own parameters but its sizes, which chunk_size sets
+        kept = {k: v for k, v in self.params.items() if k not in SIZE_PARAMS}
+        language = getattr(self._chunker, "language", None)
+        if isinstance(language, str):  # the code policy's
+            kept["language"] = language
         sizing = build_sizing(
             self.policy,
             self._sizing.counter or getattr(self._chunker, "token_counter", None),
-            {},
+            kept,
             chunk_size=self.chunk_size if chunk_size is None else chunk_size,
             chunk_overlap=self.chunk_overlap if chunk_overlap is None else chunk_overlap,
             receiver="the node parser",

@@ -979,3 +979,17 @@ def test_settings_chunk_size_and_overlap_resize_the_parser(monkeypatch: pytest.M
     with pytest.raises(ConfigError, match="chunk_overlap"):
         Settings.chunk_size = 10  # below the overlap: refused, and nothing changed
     assert parser.to_dict() == fresh.to_dict()
+
+
+def test_a_resized_parser_keeps_its_own_parameters() -> None:
+    """``chunk_size`` assigned to a parser of a policy with parameters of its own (the
+    CDC window, the code policy's language) built it again without them: a window of 48
+    words, or a refusal naming a missing language."""
+    for kwargs, size in (
+        ({"policy": "cdc", "window_words": 16, "chunk_size": 200}, 150),
+        ({"policy": "code", "language": "python", "chunk_size": 120}, 200),
+    ):
+        parser = RechunkNodeParser(**kwargs)  # type: ignore[arg-type]
+        parser.chunk_size = size
+        fresh = RechunkNodeParser(**{**kwargs, "chunk_size": size})  # type: ignore[arg-type]
+        assert parser.to_dict() == fresh.to_dict()
