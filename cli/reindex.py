@@ -164,9 +164,16 @@ def execute(args: ReindexArgs) -> int:
         print(f"rechunk reindex -> {result.collection} ({report.policy})")
         print(f"  documents     {report.documents['synced']} in the new generation")
         chunks = report.chunks
+        # a generation built before holds documents gone since: the sync deletes them
+        gone = (
+            f", {chunks['deleted']} deleted ({report.documents['deleted']} document(s) "
+            "gone since the generation was built)"
+            if chunks["deleted"]
+            else ""
+        )
         print(
             f"  chunks        {chunks['added']} added, {chunks['kept']} kept (their points "
-            f"there already), {chunks['updated']} updated (payload only)"
+            f"there already), {chunks['updated']} updated (payload only){gone}"
         )
         print(
             f"  inputs        {report.inputs['embedded']} embedded, "

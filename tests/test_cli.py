@@ -663,6 +663,15 @@ def test_reindex_command(workdir: Path, capsys: pytest.CaptureFixture[str]) -> N
     code, plain = run_json(capsys, "sync", "docs")
     assert code == 0 and plain["documents"]["unchanged"] == 4
     assert plain["policy"] == result["sync"]["policy"]
+    # back onto the recursive generation, built before a file went: its chunks are
+    # deleted there, and the summary says so (it listed only what was added and kept)
+    gone = sorted((workdir / "docs").glob("*.md"))[0]
+    gone.unlink()
+    assert main(["sync", "docs", "--prune"]) == 0
+    capsys.readouterr()
+    assert main(["reindex", "--policy", "recursive"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "deleted (1 document(s) gone since the generation was built)" in out
 
 
 def test_reindex_on_chroma_says_what_to_switch(notes: Path,
