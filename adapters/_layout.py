@@ -855,7 +855,7 @@ def _vouched(fields: Mapping[str, Any], text: object, node: Mapping[str, Any] | 
     claimed, model_id = fields.get("input_key"), fields.get("model_id")
     if not (isinstance(claimed, str) and isinstance(model_id, str) and isinstance(text, str)):
         return None
-    if not model_id:
+    if not model_id:  # no key of any model: input_key refuses an empty one
         return None
     return claimed if vector_key(claimed, model_id, text, fields, node) == claimed else None
 

@@ -73,7 +73,6 @@ SCHEMA_KEYS: Final = (
 )  # fmt: skip
 
 
-
 def warn_replaced_keys(metadatas: Iterable[Mapping[str, Any]], stacklevel: int) -> None:
     """Warn, once for a call, when documents' metadata holds keys of :data:`SCHEMA_KEYS`:
     every chunk gets rechunk's fields under those names, so the document's values (a
@@ -256,11 +255,8 @@ def _without_secrets(value: object, depth: int = 0) -> object:
         fragment = parse_qsl(parts.fragment, keep_blank_values=True)  # #access_token=...
         if not any(_secret(k, parameter=True) for k, _ in (*query, *fragment)):
             return value
-        return urlunsplit(
-            parts._replace(query=_hidden_params(query), fragment=_hidden_params(fragment))
-            if fragment
-            else parts._replace(query=_hidden_params(query))
-        )
+        hidden = _hidden_params(fragment) if fragment else parts.fragment
+        return urlunsplit(parts._replace(query=_hidden_params(query), fragment=hidden))
     if isinstance(value, dict):
         return {
             key: _digest(item)
@@ -397,7 +393,7 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
         return own
     fields = getattr(cls, "model_fields", None)
     pydantic = isinstance(fields, Mapping) and bool(fields)
-    if isinstance(fields, Mapping) and fields:
+    if isinstance(fields, Mapping) and fields:  # (pydantic, spelt out for the type checker)
         items = [(name, getattr(underlying, name, None)) for name in fields]
         items += list((getattr(underlying, "__pydantic_private__", None) or {}).items())
     else:
