@@ -209,8 +209,9 @@ class _Failing:
 
 def test_a_library_failure_is_a_skipped_file_named_by_its_class() -> None:
     """Any exception a parser's library raises is a ParseError naming its class and not
-    its message (which may quote the file); rechunk's own errors, an environment's missing
-    module and a lack of memory are not a file's fault and go through as they are."""
+    its message (which may quote the file), and so is running out of memory while reading
+    it (a zip bomb's page ended a sync of a whole folder); rechunk's own errors and an
+    environment's missing module are not a file's fault and go through as they are."""
     from rechunk.errors import MissingDependencyError
     from rechunk.sources.registry import parse_bytes
 
@@ -222,9 +223,14 @@ def test_a_library_failure_is_a_skipped_file_named_by_its_class() -> None:
     kept = (
         MissingDependencyError("pypdfium2", "formats"),
         ModuleNotFoundError("no module named x"),
-        MemoryError(),
         ConfigError("a setting"),
     )
     for error in kept:
         with pytest.raises(type(error)):
             parse_bytes(_Failing(error), b"", ParseOptions())
+    import zlib
+
+    with pytest.raises(ParseError, match=r"\(zlib\.error\)"):  # not "(error)"
+        parse_bytes(_Failing(zlib.error(MARKER)), b"", ParseOptions())
+    with pytest.raises(ParseError, match="too large to read in the memory available"):
+        parse_bytes(_Failing(MemoryError()), b"x" * 10, ParseOptions())

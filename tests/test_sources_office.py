@@ -348,6 +348,26 @@ def test_docx_corrupt_files_are_parse_errors(office_docx: bytes) -> None:
         parse("docx", saved(docx.Document()))
 
 
+def test_docx_a_zip_bomb_is_refused_unread(office_docx: bytes) -> None:
+    """A package whose main part inflates a thousand times (a user's 442 KB file held
+    419 MB of it) is a ParseError before it is inflated, not a sync out of memory; a
+    real document's parts inflate far less and are read."""
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(office_docx)) as src,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as dst,
+    ):
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "word/document.xml":
+                body = b"<w:p><w:r><w:t>" + b"a " * (10 << 20) + b"</w:t></w:r></w:p>"
+                data = data.replace(b"<w:body>", b"<w:body>" + body, 1)
+            dst.writestr(item.filename, data)
+    with pytest.raises(ParseError, match=r"word/document\.xml inflates [\d,]+ times"):
+        parse("docx", buffer.getvalue())
+    assert parse("docx", office_docx).text
+
+
 def _encrypted(data: bytes) -> bytes:
     ooxml = pytest.importorskip(
         "msoffcrypto.format.ooxml",

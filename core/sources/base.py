@@ -49,10 +49,13 @@ def error_kind(exc: BaseException) -> str:
     input a syntax error lies. A parser's message may quote the file (libxml2 quotes the
     text around a fault, Python's idna codec the label it failed on), and a reason is
     printed, logged and sent in ``--json``, where no document text may go."""
+    name = type(exc).__name__
+    if name == "error":  # zlib's, binascii's, struct's: "(error)" said nothing
+        name = f"{type(exc).__module__}.error"
     where = getattr(exc, "position", None)
     if isinstance(where, tuple) and len(where) == 2 and all(type(n) is int for n in where):
-        return f"{type(exc).__name__} at line {where[0]}, column {where[1]}"
-    return type(exc).__name__
+        return f"{name} at line {where[0]}, column {where[1]}"
+    return name
 
 
 @dataclass(frozen=True)

@@ -149,12 +149,20 @@ def parse_bytes(parser: Parser, data: bytes, options: ParseOptions) -> list[Pars
     file nested deeper than Python's stack (thousands of nested elements: a parser walks
     them recursively) is a :class:`ParseError`, and so is any other exception a parser's
     library raises on a file it was not built for, named by its class only
-    (:func:`~rechunk.sources.base.error_kind`: its message may quote the file)."""
+    (:func:`~rechunk.sources.base.error_kind`: its message may quote the file). So is a
+    file whose reading ran out of memory: what it allocated is freed as the error
+    unwinds, and the other files are read (a page inflating to gigabytes of text ended
+    a sync of a whole folder)."""
     try:
         return parser.parse(data, options)
     except RecursionError:
         raise ParseError("corrupt: nested too deeply to read") from None
-    except (RechunkError, MemoryError, ImportError):  # ours, or the environment's
+    except MemoryError:
+        raise ParseError(
+            f"too large to read in the memory available ({len(data):,} bytes on disk; "
+            "--max-file-bytes leaves such files out unread)"
+        ) from None
+    except (RechunkError, ImportError):  # ours, or the environment's
         raise
     except Exception as exc:  # a library's own failure on a file it did not expect
         raise ParseError(
