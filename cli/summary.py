@@ -21,6 +21,7 @@ __all__ = [
     "formats",
     "listed",
     "progress_reporter",
+    "replaced",
     "sync_summary",
     "unknown_notes",
 ]
@@ -40,6 +41,12 @@ def encodings(files: Any) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
+def replaced(files: Any) -> list[str]:
+    """Documents whose bytes were not all valid in the encoding their file declares (an
+    HTML page's charset, an e-mail part's), read with U+FFFD in place of those bytes."""
+    return [doc.doc_id for doc in files.documents if (doc.metadata or {}).get("invalid_bytes")]
+
+
 def formats(files: Any) -> dict[str, int]:
     """Documents read, by format (``markdown``, ``pdf``, ``code``...)."""
     found = Counter(str((doc.metadata or {}).get("format", "text")) for doc in files.documents)
@@ -52,6 +59,7 @@ def file_fields(files: Any) -> dict[str, Any]:
     return {
         "formats": formats(files),
         "encodings": encodings(files),
+        "invalid_bytes_files": replaced(files),
         "skipped_files": [{"doc_id": d, "reason": r} for d, r in files.skipped],
         "empty_files": files.empty,
         "ignored": files.ignored,
@@ -73,7 +81,8 @@ def file_notes(
     .rechunkignore excluded, hidden files and folders, generated files (by reason), files
     over ``--max-file-bytes`` (kept, or with ``generation`` left out of the new
     generation a reindex builds), links to folders not followed and documents holding
-    large data: URIs; then the encodings documents were read in that are not UTF-8."""
+    large data: URIs; documents read with bytes not valid in their declared charset
+    replaced; then the encodings documents were read in that are not UTF-8."""
     rows = [("skipped", f"{doc_id}: {reason}") for doc_id, reason in files.skipped]
     for doc_id in files.empty:
         if prune is None:
@@ -143,6 +152,15 @@ def file_notes(
         )
         for doc_id, size in files.inline_data
     )
+    bad = replaced(files)
+    if bad:
+        rows.append(
+            (
+                "invalid bytes",
+                f"{listed(bad)} (bytes not valid in the charset the file declares, read as "
+                "U+FFFD: correct its declaration, or save it in the charset it declares)",
+            )
+        )
     read_as = encodings(files)
     if read_as:
         counts = ", ".join(f"{name} {n}" for name, n in read_as.items())

@@ -154,12 +154,8 @@ def test_each_text_format_reads_a_cp1252_file_when_told(
         pytest.importorskip("selectolax")
     path = tmp_path / "doc.any"
     path.write_bytes(text.encode("cp1252"))
-    if fmt == "html":  # a page that declares no charset has its bad bytes replaced
-        (doc,) = parse_file(path, fmt)
-        assert doc.metadata["invalid_bytes"] is True and expected not in doc.text
-    else:
-        with pytest.raises(ParseError, match=f"^{path}: not valid UTF-8"):
-            parse_file(path, fmt)
+    with pytest.raises(ParseError, match=f"^{path}: not valid UTF-8"):
+        parse_file(path, fmt)
     (doc,) = parse_file(path, fmt, ParseOptions(encoding="cp1252"))
     assert expected in doc.text
     assert "invalid_bytes" not in doc.metadata and doc.metadata["encoding"] == "cp1252"
@@ -427,3 +423,32 @@ def test_encoding_given_twice_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
     assert exit_.value.code == 2
     assert "--encoding given twice" in capsys.readouterr().err
     assert not (tmp_path / ".rechunk").exists()
+
+
+def test_sync_names_pages_read_with_replaced_bytes_and_skips_undeclared_legacy_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cp1252 page that declares no charset was stored with U+FFFD for its accents, and
+    one that declares UTF-8 wrongly too, both without a word. The first is skipped with
+    the reason and --encoding reads it; the second is read as a browser reads it and
+    named in the summary and in --json."""
+    pytest.importorskip("selectolax")
+    monkeypatch.chdir(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    body = "<html><body><main><h1>Caf\u00e9 policy</h1><p>Our caf\u00e9 serves fair trade coffee.</p></main></body></html>"
+    (site / "plain.html").write_bytes(body.encode("cp1252"))
+    (site / "lying.html").write_bytes(
+        body.replace("<html>", "<html><head><meta charset='utf-8'></head>").encode("cp1252")
+    )
+    (site / "fine.html").write_text(body, encoding="utf-8")
+    code, report = run_json(capsys, "sync", "site", "--dry-run")
+    assert code == 1
+    (skipped,) = report["skipped_files"]
+    assert skipped["doc_id"] == "plain.html" and "--encoding" in skipped["reason"]
+    assert report["invalid_bytes_files"] == ["lying.html"]
+    code, report = run_json(capsys, "sync", "site", "--dry-run", "--encoding", "cp1252")
+    assert code == 0 and report["skipped_files"] == [] and report["encodings"] == {"cp1252": 1}
+    assert main(["sync", "site", "--dry-run", "--encoding", "cp1252"]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if "invalid bytes" in line]
+    assert "lying.html" in row and "U+FFFD" in row

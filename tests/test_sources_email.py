@@ -126,14 +126,14 @@ def test_plain_body_is_preferred_and_attachments_are_named_not_read() -> None:
         "- Attachment: numbers.csv (text/csv, 8 bytes)\n"
     )
     assert "not read" not in doc.text and "a,b" not in doc.text
-    assert doc.version == "eml/1"
+    assert doc.version == "eml/2"
 
 
 def test_html_body_goes_through_the_html_parser() -> None:
     pytest.importorskip("selectolax.lexbor", reason="the formats extra is not installed")
     doc = parse(_html_only())
     assert doc.text == "# Newsletter\n\n## This week\n\nThree new features.\n\nColumn text.\n"
-    assert doc.version.startswith("eml/1 html/1 selectolax ")
+    assert doc.version.startswith("eml/2 html/1 selectolax ")
 
 
 def test_a_body_in_another_charset_is_decoded() -> None:
@@ -143,6 +143,23 @@ def test_a_body_in_another_charset_is_decoded() -> None:
     assert "crème".encode("iso-8859-1") in raw or b"=E8" in raw  # really not UTF-8
     doc = parse(raw)
     assert doc.text == "# Crème brûlée\n\nVoilà: une crème brûlée à la française.\n"
+
+
+def test_a_body_its_charset_does_not_read_is_read_as_utf8_or_said() -> None:
+    """A part labelled us-ascii that is UTF-8 (a common mail client slip) reads as UTF-8;
+    one labelled UTF-8 that is not has its bad bytes replaced, and the document says so
+    (rechunk sync names it), where before it was stored with U+FFFD without a word."""
+    head = bytes(message("Menu")).split(b"\n\n")[0]
+
+    def raw(charset: str, body: bytes) -> bytes:
+        mime = b"MIME-Version: 1.0\nContent-Transfer-Encoding: 8bit\n"
+        content = f"Content-Type: text/plain; charset={charset}\n".encode()
+        return head + b"\n" + mime + content + b"\n" + body
+
+    doc = parse(raw("us-ascii", "Une crème brûlée.\n".encode()))
+    assert "crème brûlée" in doc.text and "invalid_bytes" not in doc.metadata
+    doc = parse(raw("utf-8", "Une crème brûlée.\n".encode("cp1252")))
+    assert "\ufffd" in doc.text and doc.metadata["invalid_bytes"] is True
 
 
 def test_forwarded_message_and_attachment_only_message() -> None:

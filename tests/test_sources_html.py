@@ -246,11 +246,24 @@ def test_declared_charset_and_bom_decide_the_encoding() -> None:
     assert parse(page("<p>plain</p>").encode()).metadata["encoding"] == "utf-8"
 
 
-def test_bad_bytes_are_replaced_and_said() -> None:
-    doc = parse(b"<p>good \xff\xfe bytes</p>")
+def test_bad_bytes_are_replaced_and_said_under_a_declared_charset() -> None:
+    declared = b"<meta charset='utf-8'><p>good \xff\xfe bytes</p>"
+    doc = parse(declared)
     assert doc.text == "good \ufffd\ufffd bytes\n"
     assert doc.metadata["invalid_bytes"] is True
     assert "invalid_bytes" not in parse(b"<p>fine</p>").metadata
+
+
+def test_a_page_that_declares_no_charset_is_read_as_a_text_file_is() -> None:
+    """Not UTF-8 and no charset declared: skipped with the reason and the advice, as a
+    text file is, not stored with U+FFFD in place of its accents (a user's cp1252 page
+    was, without a word); the encoding named reads it."""
+    legacy = "<p>Our caf\u00e9 serves fair trade coffee.</p>".encode("cp1252")
+    with pytest.raises(ParseError, match=r"not valid UTF-8 .*--encoding"):
+        parse(legacy)
+    doc = HtmlParser().parse(legacy, ParseOptions(encoding="cp1252"))[0]
+    assert "caf\u00e9" in doc.text and doc.metadata["encoding"] == "cp1252"
+    assert "invalid_bytes" not in doc.metadata
 
 
 @pytest.mark.parametrize(

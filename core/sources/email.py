@@ -14,8 +14,9 @@ The text of a message, with :class:`~rechunk.sources.base.TextBuilder`:
 Sender and date are not in the text (they are no part of what the message says, and
 would put the same tokens in every chunk of a mailbox): they are metadata, beside the
 chunks: ``subject``, ``title`` (the subject, as other formats name it), ``from``,
-``to`` and ``date`` (ISO 8601 when the header parses, else as written). Bytes that are
-not valid in a part's declared charset are replaced by U+FFFD. A file without any
+``to`` and ``date`` (ISO 8601 when the header parses, else as written). A body part
+that is not valid in its declared charset is read as UTF-8 when it is that, else its bad
+bytes are replaced by U+FFFD and ``metadata["invalid_bytes"]`` is ``True``. A file without any
 message header (From, To, Subject, Date, Message-ID, MIME-Version, Content-Type) is not
 an e-mail: :class:`ParseError`; so is a message with neither subject, body text nor
 attachment ("no text").
@@ -81,17 +82,23 @@ def _date(message: Message) -> str:
     return moment.isoformat() if moment is not None else _header(message, "date")
 
 
-def _content(part: Message) -> str:
-    """A text part's text, decoded with its charset (bad bytes replaced)."""
+def _content(part: Message) -> tuple[str, bool]:
+    """A text part's text, decoded with its charset (bad bytes replaced), and whether
+    bytes were replaced."""
     payload = part.get_payload(decode=True)
     if not isinstance(payload, bytes):
-        return str(part.get_payload())
+        return str(part.get_payload()), False
     # an unknown charset, or one no text is saved in (idna, base64), reads as UTF-8
     charset = text_codec(part.get_content_charset() or "utf-8") or "utf-8"
+    for codec in (charset, "utf-8"):
+        try:
+            return payload.decode(codec), False
+        except UnicodeError:  # never shown: a codec's message may quote the text
+            pass
     try:
-        return payload.decode(charset, errors="replace")
-    except UnicodeError:  # a codec's own complaint (never shown: it may quote the text)
-        return payload.decode("utf-8", errors="replace")
+        return payload.decode(charset, errors="replace"), True
+    except UnicodeError:  # a codec's own complaint, even when told to replace
+        return payload.decode("utf-8", errors="replace"), True
 
 
 def _attachments(message: Message, body: Message | None) -> list[str]:
@@ -133,7 +140,7 @@ class EmailParser:
     suffixes = FORMATS["eml"][1]
 
     def version(self) -> str:
-        return "eml/1"
+        return "eml/2"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         if not data.strip():
@@ -148,8 +155,9 @@ class EmailParser:
         subject = _header(message, "subject")
         builder.heading(subject, 1)
         version = self.version()
+        replaced = False
         if body is not None:
-            text = _content(body)
+            text, replaced = _content(body)
             if body.get_content_subtype() == "html":
                 from rechunk.sources.html import HtmlParser, write_html
 
@@ -171,4 +179,6 @@ class EmailParser:
         ):
             if value:
                 metadata[key] = value
+        if replaced:
+            metadata["invalid_bytes"] = True
         return [builder.build(self.name, version, metadata=metadata)]

@@ -5,11 +5,13 @@ use (extra ``formats``). What is read, in this order:
 
 1. **Decoding.** A byte-order mark (UTF-8, UTF-16) decides; else a ``<meta charset>``
    (or ``http-equiv`` Content-Type, or an XML declaration's ``encoding``) in the first
-   4 kB; else UTF-8. As browsers do, a declared Latin-1 or ASCII is read as windows-1252,
-   and a declared UTF-16 without a byte-order mark as UTF-8. Bytes that are not valid in
-   that encoding are replaced by U+FFFD instead of failing the page; the document's
-   ``metadata["invalid_bytes"]`` is then ``True``. A NUL character means a binary file:
-   :class:`ParseError`.
+   4 kB; else UTF-8, else the encoding named for files that are not UTF-8
+   (``--encoding``), else a :class:`ParseError` that says to name it, as for a text file.
+   As browsers do, a declared Latin-1 or ASCII is read as windows-1252, and a declared
+   UTF-16 without a byte-order mark as UTF-8. Bytes that are not valid in a declared
+   (or marked) encoding are replaced by U+FFFD instead of failing the page; the
+   document's ``metadata["invalid_bytes"]`` is then ``True``, and ``rechunk sync`` names
+   it. A NUL character means a binary file: :class:`ParseError`.
 2. **Per-site selectors first** (:class:`~rechunk.sources.registry.ParseOptions`):
    ``html_exclude`` selectors are removed from the page; ``html_include`` selectors are
    the roots that are read, in document order (a match inside another is read once);
@@ -58,7 +60,7 @@ from typing import Any
 from rechunk._optional import require
 from rechunk.errors import ConfigError
 from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
-from rechunk.sources.encoding import text_codec
+from rechunk.sources.encoding import decode_text_as, text_codec
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = [
@@ -143,22 +145,20 @@ def _encoding(data: bytes) -> tuple[str | None, int]:
 
 def decode_html(data: bytes, fallback: str | None = None) -> tuple[str, str, bool]:
     """``(markup, encoding, invalid bytes were replaced)`` of an HTML file's bytes: a
-    byte-order mark, else the declared charset, else UTF-8, else ``fallback`` (the
-    encoding the user named for files that are not UTF-8); what is still invalid is
-    replaced."""
+    byte-order mark, else the declared charset (bytes not valid in it replaced, as a
+    browser does), else read as a text file is: UTF-8, else ``fallback`` (the encoding
+    the user named for files that are not UTF-8), else a :class:`ParseError` saying to
+    name it (a page that declares nothing has no charset to trust)."""
     encoding, skip = _encoding(data)
-    body = data[skip:]
-    tried = [encoding] if encoding else ["utf-8", *([fallback] if fallback else [])]
-    for name in tried:
-        try:
-            markup, replaced = body.decode(name), False
-            encoding = name
-            break
-        except UnicodeError:  # never shown: a codec's message may quote the text
-            continue
+    if encoding is None:
+        markup, encoding = decode_text_as(data, fallback)
+        replaced = False
     else:
-        encoding = tried[0]
-        markup, replaced = body.decode(encoding, errors="replace"), True
+        body = data[skip:]
+        try:
+            markup, replaced = body.decode(encoding), False
+        except UnicodeError:  # never shown: a codec's message may quote the text
+            markup, replaced = body.decode(encoding, errors="replace"), True
     if "\x00" in markup:
         raise ParseError("contains NUL bytes; is it a binary file?")
     return markup, encoding, replaced
