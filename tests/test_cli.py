@@ -1011,6 +1011,22 @@ def test_emptied_and_directly_named_files(notes: Path, capsys: pytest.CaptureFix
     assert status["documents"] == 4
 
 
+def test_an_emptied_file_of_any_format_is_empty_not_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PDF, DOCX, EPUB, page or e-mail truncated to 0 bytes (or left blank) was skipped
+    as corrupt or as "no text", so --prune kept its chunks, while a Markdown file emptied
+    the same way was pruned; every format's emptied file is now empty."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    names = ["a.pdf", "b.docx", "c.epub", "d.html", "e.eml", "f.adoc", "g.md", "h.odt"]
+    for name in names:
+        (tmp_path / "kb" / name).write_bytes(b"" if name < "e" else b" \n")
+    code, report = run_json(capsys, "sync", "kb", "--dry-run")
+    assert code == 0 and report["skipped_files"] == [], report["skipped_files"]
+    assert sorted(report["empty_files"]) == names
+
+
 def test_the_working_folder_is_its_owners_and_the_manifest_keeps_its_mode(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -201,7 +201,8 @@ def documents_from_file(
 
     Raises :class:`~rechunk.sources.ParseError` (one line: the file is skipped) when the
     file cannot be parsed, :class:`InputError` when it cannot be read or no parser reads
-    its type. A file whose text is empty or blank gives no document. ``data``: the
+    its type. A file whose text is empty or blank gives no document, and so does one
+    of any format whose bytes are (a PDF emptied to 0 bytes is emptied, not corrupt). ``data``: the
     file's bytes, when the caller has read them (see :func:`rechunk.sources.files.read_bytes`)."""
     path = Path(path)
     kind = kind_of(path, fmt)
@@ -212,6 +213,8 @@ def documents_from_file(
         raise InputError(f"{path}: no parser reads {path.suffix or 'files without a suffix'}")
     if data is None:
         data = _read(path)
+    if not data or data.isspace():  # emptied: a PDF or DOCX of 0 bytes as a text file's
+        return []
     options = options or ParseOptions()
     if kind == CODE:
         try:
