@@ -102,11 +102,13 @@ class StoreError(RechunkError):
     """The vector store refused the operation or holds an incompatible collection."""
 
 
-class StaleCheckError(StoreError):
+class StaleCheckError(StoreError, TransientError):
     """After publishing, the store does not hold exactly the synced revisions (points of
     another revision left, or points missing). ``report`` is the run's full
     :class:`~rechunk.sync.SyncReport` (``stale_check == "failed"``), so a caller keeps the
-    counts of what was written; running the same sync again repairs the store."""
+    counts of what was written; running the same sync again repairs the store, so it is a
+    :class:`TransientError` (a concurrent writer of a document without ``version`` may
+    leave points of both revisions until then)."""
 
     def __init__(self, message: str, report: object = None) -> None:
         super().__init__(message)

@@ -230,7 +230,10 @@ class _Clock:
 
 
 #: said where a server's own words are left out of an error
-LEFT_OUT = "the server's message is left out, as it may quote the input (--debug shows it)"
+LEFT_OUT = (
+    "the server's message is left out, as it may quote the input (--debug shows it; in "
+    "Python, the error's __cause__)"
+)
 # what an error's type, code or param may be to be named: an identifier, not a sentence
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 

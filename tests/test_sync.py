@@ -30,6 +30,7 @@ from rechunk import (
     RecursiveChunker,
     StaleCheckError,
     StoreError,
+    TransientError,
     policy_for,
     sync,
 )
@@ -393,6 +394,10 @@ def test_bad_input_changes_nothing(make_store: StoreFactory, minilm: Any, chunke
                                    embedder=minilm, prune="false")),  # type: ignore[arg-type]
         (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
                                    embedder=minilm, dry_run="False")),  # type: ignore[arg-type]
+        (ConfigError, lambda: sync([Document("x", NOTES)], None, chunker=chunker,  # type: ignore[arg-type]
+                                   embedder=minilm)),
+        (ConfigError, lambda: sync([Document("x", NOTES)], "qdrant:kb", chunker=chunker,  # type: ignore[arg-type]
+                                   embedder=minilm)),
         (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker="structured",  # type: ignore[arg-type]
                                    embedder=minilm)),
         (ConfigError, lambda: sync([Document("x", NOTES)], store, chunker=chunker,
@@ -1079,6 +1084,8 @@ def test_the_check_by_ids_still_names_a_fault(
     with pytest.raises(StaleCheckError, match=r"document 'd0' holds") as caught:
         sync([_numbered(0, True)], counting, chunker=chunker, embedder=minilm,
              cache=numbered_cache)
+    # running it again repairs the store: a service that retries TransientError retries it
+    assert isinstance(caught.value, TransientError)
     report = caught.value.report
     wrong = report.chunks["deleted"] if fault == "lose_deletes" else 0
     assert report.stale_points == wrong + (fault == "lose_one_write")

@@ -45,7 +45,6 @@ from rechunk.errors import (
     ConfigError,
     InputError,
     RechunkError,
-    StaleCheckError,
     TransientError,
 )
 from rechunk.live.events import FileEvents
@@ -233,7 +232,7 @@ class Watcher:
         elsewhere: Callable[[str, Path], Path | None] | None = None,
     ) -> None:
         check_flags(gitignore=gitignore, prune=prune, release_memory=release_memory)
-        check_parts(chunker, embedder, cache, chunker_for=chunker_for, elsewhere=elsewhere)
+        check_parts(store, chunker, embedder, cache, chunker_for=chunker_for, elsewhere=elsewhere)
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         if not paths:
@@ -1037,7 +1036,7 @@ class Watcher:
             return call()
         except (InputError, ConfigError):
             raise
-        except (TransientError, StaleCheckError) as exc:
+        except TransientError as exc:  # a stale check's failure among them
             raise _Retry(exc, counts=False) from exc
         except (RechunkError, OSError) as exc:
             raise _Retry(exc, counts=True) from exc

@@ -97,10 +97,12 @@ def sync(
     write: a store that offers ``writer_lock()`` (ChromaStore) is locked for the whole
     sync, so writers of one collection take turns. Documents without ``version`` have
     no order: concurrent writers of one of them on Qdrant may end with a failed stale
-    check (an error). Two first syncs of one collection with different models: without a
-    writer lock, a sync that found the collection without rechunk points checks after
-    publishing that no other model wrote into it meanwhile, and one that finds another
-    model's points removes its own and raises :class:`~rechunk.errors.StoreError`
+    check (an error, raised by at least one of them; the collection may then hold points
+    of both revisions until that document is synced again, which the error says). Two
+    first syncs of one collection with different models: without a writer lock, a sync
+    that found the collection without rechunk points checks after publishing that no
+    other model wrote into it meanwhile, and one that finds another model's points
+    removes its own and raises :class:`~rechunk.errors.StoreError`
     (:func:`~rechunk.sync.verifying.check_one_model`).
     """
     lock = None if dry_run else _method(store, "writer_lock")

@@ -142,12 +142,13 @@ def check_live_policy(
         how = (
             "the model and sizes it was built with"
             if built == wanted
-            else f"the policy it was built with (--policy {built})"
+            else f"the policy it was built with (--policy {built}; in Python "
+            f"rechunk.policy_for(embedder, {built!r}))"
         )
         raise ConfigError(
             f"{name!r} points at generation {aliases[name]!r}, built with policy "
-            f"{live.split('__')[0]}, not {chunker.policy_id}: sync with {how}, or run "
-            f"`rechunk reindex --policy {wanted}` to switch"
+            f"{live.split('__')[0]}, not {chunker.policy_id}: sync with {how}, or switch "
+            f"with `rechunk reindex --policy {wanted}` (rechunk.reindex in Python)"
         )
     return live
 
@@ -197,7 +198,8 @@ class NewerGenerationWarning(UserWarning):
             f"collection {name!r} has generations `rechunk reindex` built from it "
             f"({', '.join(repr(n) for n in newer)}); with no aliases here, an application "
             "switched to one does not see this sync: sync that generation "
-            f"(--collection {newer[-1]}), or drop the ones no one reads"
+            f"(--collection {newer[-1]}; in Python a store opened on it), or drop the ones "
+            "no one reads"
         )
 
 
@@ -344,7 +346,9 @@ def reindex(
     if not callable(getattr(store, "with_collection", None)):
         raise ConfigError(f"{type(store).__name__} cannot open another collection to reindex")
     check_flags(drop_old=drop_old)
-    check_parts(chunker, embedder, cache, chunker_for=chunker_for, engine=engine, progress=progress)
+    check_parts(
+        store, chunker, embedder, cache, chunker_for=chunker_for, engine=engine, progress=progress
+    )
     docs, _, _ = check_inputs(documents, store, chunker, embedder, cache)
     if not docs:
         raise InputError("reindex takes the complete set of documents, and got none")

@@ -32,15 +32,23 @@ def _check_has(value: object, name: str, members: tuple[str, ...], use: str) -> 
 
 
 def check_parts(
+    store: VectorStore,
     chunker: Chunker,
     embedder: Embedder,
     cache: EmbeddingCache | None,
     **callables: object,
 ) -> None:
-    """ConfigError for a chunker, embedder or cache that is not one (a policy name where
-    a chunker is due, a path where a cache is), an embedder whose ``model_id`` is not a
-    non-empty str or whose ``dimension`` is not a positive int, and each of
-    ``callables`` (``progress``, ``chunker_for``) that is neither None nor callable."""
+    """ConfigError for a store, chunker, embedder or cache that is not one (None where a
+    store is due, a policy name where a chunker is, a path where a cache is), an
+    embedder whose ``model_id`` is not a non-empty str or whose ``dimension`` is not a
+    positive int, and each of ``callables`` (``progress``, ``chunker_for``) that is
+    neither None nor callable."""
+    _check_has(
+        store,
+        "store",
+        ("collection_info", "get_points_many", "check_metadata", "write", "delete"),
+        "a rechunk store, such as rechunk.adapters.qdrant.QdrantStore(client, collection)",
+    )
     _check_has(
         chunker,
         "chunker",

@@ -159,7 +159,7 @@ def start(
     if order not in ORDERS:
         raise ConfigError(f"order must be one of {ORDERS}, not {order!r}")
     check_flags(prune=prune, dry_run=dry_run, check_stored=check_stored)
-    check_parts(chunker, embedder, cache, progress=progress, chunker_for=chunker_for)
+    check_parts(store, chunker, embedder, cache, progress=progress, chunker_for=chunker_for)
     if not isinstance(reuse_from, Sequence) or not all(
         hasattr(source, "get_vectors") for source in reuse_from
     ):
