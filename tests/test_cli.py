@@ -697,7 +697,7 @@ def test_reindex_on_chroma_says_what_to_switch(notes: Path,
     # the cron line that still syncs the old name is told where readers went
     from rechunk.sync.generations import NewerGenerationWarning
 
-    said = f"built from it \\('{generation}'\\).*\\(--collection {generation}\\)"
+    said = f"built from it \\('{generation}'\\).*\\(--collection {generation};"
     with pytest.warns(NewerGenerationWarning, match=said):
         assert main(["sync", "notes", "--store", "chroma:st"]) == 0
     # the generation's own sync: its nested generation is named the same way
