@@ -463,6 +463,8 @@ def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, c
             reports.append(run.next())
         failed = next(r for r in reports if r.failed)
         assert failed.errors and failed.errors[0][0] == "ParseError"
+        # the operator is told which file to fix (the reason alone did not say)
+        assert failed.errors[0][1].startswith("keep.md: not valid UTF-8")
         assert revisions(store) == before  # the last good revision stays
         # the log says so at once (it was written out only after a later batch's check)
         lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
@@ -547,11 +549,18 @@ def test_burst_is_a_few_batches(tmp_path: Path, embedder: Any, chunker: Any) -> 
                       cache=MemoryCache())
     with Running(watcher) as run:
         run.next()
-        for i in range(150):  # as a checkout writes them: a file at a time
+        for i in range(140):  # as a checkout writes them: a file at a time
             (root / f"f{i:03d}.md").write_text(f"File {i} of the burst.\n", encoding="utf-8")
+        (root / "sub").mkdir()  # a folder, and an editor's temporary file, are no files
+        for i in range(140, 150):
+            (root / "sub" / f"f{i:03d}.md").write_text(f"File {i}.\n", encoding="utf-8")
+        (root / "f000.md.swp").write_text("x", encoding="utf-8")
+        (root / "f000.md.swp").unlink()
         batches = run.until(lambda: len(store.doc_ids()) == 150, timeout=60)
         assert 1 <= len([b for b in batches if b.kind == "batch"]) <= 4
         assert revisions(store) == expected(root)
+        # "N file(s)" on the batch lines counts files, not every path an event named
+        assert sum(b.files for b in batches if b.kind == "batch") == 150
 
 
 def test_a_watcher_that_is_behind_says_so(tmp_path: Path, embedder: Any, chunker: Any) -> None:
@@ -574,6 +583,41 @@ def test_a_watcher_that_is_behind_says_so(tmp_path: Path, embedder: Any, chunker
     ]
     assert revisions(store) == expected(root)
     assert json.loads(json.dumps(reports[0].to_dict()))["queued"] == 2  # in --json lines
+
+
+def test_changes_made_during_a_batch_are_queued_and_timed_from_their_event(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """The watcher takes file events between batches. While a batch ran (a long embed, a
+    store that stopped answering), the changes made meanwhile were counted nowhere
+    (queue_depth 0 beside 250 unread saves) and their lag was timed from when the batch
+    ended, not from their event (11.8 s said for 20 s). Events not yet taken are counted,
+    and a path's first sighting is its event's time."""
+    root = tmp_path / "docs"
+    write_docs(root, ["alpha"])
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    watcher.start()
+    try:
+        watcher.initial_sync()
+        events = watcher._events
+        assert events is not None
+        (root / "beta.md").write_text(doc_text("beta"), encoding="utf-8")
+        (root / ".hidden.md").write_text(doc_text("hidden"), encoding="utf-8")
+        deadline = time.monotonic() + 20
+        while not events.waiting() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events.waiting(), "no file event in 20 s"
+        assert watcher._pending == {}  # not taken yet, as during a batch
+        count, age = watcher.queue_state()
+        assert count == 1 and age is not None  # beta.md; not the hidden file
+        time.sleep(1.0)  # the batch goes on
+        watcher._drain(0.5)  # taken now, a second after the event
+        (entry,) = watcher._pending.values()
+        assert time.monotonic() - entry.first_seen >= 1.0
+        assert watcher.queue_state()[0] == 1 and events.waiting() == []
+    finally:
+        watcher.stop_watching()
 
 
 # -- the store goes away -----------------------------------------------------------------
@@ -717,6 +761,10 @@ def test_metrics_endpoint_and_no_text(tmp_path: Path, embedder: Any, chunker: An
     assert [r["stage"] for r in records if r["revision"] is None] == [
         "accepted", "published", "retrievable"
     ]
+    # every revision published was logged accepted first, the initial sync's too
+    for doc in {r["doc"] for r in records}:
+        stages = [r["stage"] for r in records if r["doc"] == doc]
+        assert stages.count("accepted") == stages.count("published") >= 1, stages
     assert all(r["doc"] not in ("first.md", "second.md") for r in records)
     assert len({r["doc"] for r in records}) == 2  # one opaque id per document
     for text in texts:  # no 40-character piece of any document in the page or the log

@@ -102,7 +102,9 @@ class _Entry:
 class BatchReport:
     """What one batch did. Counts, sizes and durations only: no document text.
 
-    ``accepted``: document revisions read that differ from what the store held (new,
+    ``files``: the files the batch read or found gone (a file of records counts once;
+    folders and an editor's temporary files are none); ``accepted``: document revisions
+    read that differ from what the store held (new,
     changed, and deletions); ``published`` / ``deleted``: written and removed;
     ``retrievable``: revisions the probe found returned by the store's query path (and
     no earlier one); ``stale``: documents for which an earlier revision was still
@@ -287,12 +289,35 @@ class Watcher:
     # -- state --------------------------------------------------------------------------
 
     def queue_state(self) -> tuple[int, float | None]:
-        """Paths waiting, and the age in seconds of the oldest (None: none)."""
+        """Paths waiting, and the age in seconds of the oldest (None: none): those taken
+        from the file events and not yet read, and those whose events still wait to be
+        taken (a watcher takes events between batches, so a long batch, or one waiting
+        for a store that stopped answering, would otherwise hide every change made
+        meanwhile)."""
         with self._lock:
-            firsts = [e.first_seen for e in self._pending.values()]
+            firsts = {path: e.first_seen for path, e in self._pending.items()}
+        events = self._events
+        if events is not None:
+            for seen, _, paths in events.waiting():
+                for raw in paths:
+                    path = os.path.abspath(raw)
+                    if path not in firsts and self._watched(path):
+                        firsts[path] = seen
+                    elif path in firsts:
+                        firsts[path] = min(firsts[path], seen)
         if not firsts:
             return 0, None
-        return len(firsts), max(0.0, time.monotonic() - min(firsts))
+        return len(firsts), max(0.0, time.monotonic() - min(firsts.values()))
+
+    def _watched(self, path: str) -> bool:
+        """Whether an event on ``path`` queues it to be read (see :meth:`feed`)."""
+        found = self._locate(path)
+        if found is None:
+            return False
+        index, parts = found
+        if parts[-1] in (RECHUNKIGNORE, GITIGNORE):
+            return False  # a rescan, not a path to read
+        return not self.selections[index].hidden(parts)
 
     def freshness_state(self) -> tuple[int, int, float | None]:
         """Accepted revisions not yet retrievable, how many of them an earlier revision
@@ -465,7 +490,7 @@ class Watcher:
                 )
         for doc_id in gone:
             source_type, policy = self._source_type(None, doc_id), self._deleted_policy(doc_id)
-            self.freshness.accept(doc_id, None, wall, source_type, policy)
+            self._accept(doc_id, None, wall, source_type, policy)
         # what a deleting sync keeps (FileSet.kept_in, from the ids read above)
         keep = covered if self.prune or files.record_files else set()
         result = None
@@ -491,7 +516,7 @@ class Watcher:
             for rep in result.per_document:
                 if rep.status == "deleted":
                     if rep.doc_id not in self.freshness.pending:
-                        self.freshness.accept(
+                        self._accept(
                             rep.doc_id,
                             None,
                             wall,
@@ -512,7 +537,7 @@ class Watcher:
         if self.release_memory and getattr(self.embedder, "release_memory", None) is False:
             self.embedder.release_memory = True  # type: ignore[attr-defined]
         report.pending = len(self.freshness.pending)
-        report.queued = len(self._pending)
+        report.queued = self.queue_state()[0]
         report.seconds["total"] = time.monotonic() - started
         return report
 
@@ -529,10 +554,16 @@ class Watcher:
 
     # -- events -------------------------------------------------------------------------
 
-    def feed(self, paths: Iterable[str | os.PathLike[str]], now: float | None = None) -> None:
-        """Paths that changed (created, modified, deleted or moved: either name)."""
+    def feed(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        now: float | None = None,
+        wall: float | None = None,
+    ) -> None:
+        """Paths that changed (created, modified, deleted or moved: either name); ``now``
+        and ``wall``: when (monotonic and wall clock; by default, now)."""
         now = time.monotonic() if now is None else now
-        wall = time.time()
+        wall = time.time() if wall is None else wall
         with self._lock:
             for raw in paths:
                 path = os.path.abspath(raw)
@@ -603,7 +634,7 @@ class Watcher:
             return None
         report = self._step(now)
         if report is not None:
-            report.queued = len(self._pending)
+            report.queued = self.queue_state()[0]
         return report
 
     def _step(self, now: float) -> BatchReport | None:
@@ -709,7 +740,7 @@ class Watcher:
 
     def _process(self, batch: Sequence[tuple[str, _Entry]], now: float) -> BatchReport:
         started = time.monotonic()
-        report = BatchReport(files=len(batch))
+        report = BatchReport()
         to_read: dict[int, list[tuple[str, str, _Entry]]] = {}
         folders: list[tuple[int, tuple[str, ...], _Entry]] = []
         gone_files: dict[FileKey, _Entry] = {}
@@ -760,6 +791,9 @@ class Watcher:
                 empty.add((index, doc_id))
             report.too_large.extend(doc_id for doc_id, _ in files.too_large)
         report.seconds["read"] = time.monotonic() - t0
+        # files, not event paths: a folder, an editor's temporary file or one still
+        # changing (read next time) is none
+        report.files = len(entries.keys() | (gone_files.keys() & self._files.keys()))
         self._refuse_clashes(read, gone_files, report)
         # what the store should hold after this batch
         docs: dict[str, Document] = {}
@@ -880,7 +914,7 @@ class Watcher:
             if entry.parse_attempts <= self.parse_retries:
                 requeue.append((path, entry))
                 continue
-            self._fail(rel, "ParseError", reason, "parse", report)
+            self._fail(rel, "ParseError", f"{doc_id}: {reason}", "parse", report)
 
     def _refuse_clashes(
         self,
@@ -1140,9 +1174,7 @@ class Watcher:
                 continue
             if initial and rep.doc_id not in self.freshness.pending:
                 report.accepted += 1
-                self.freshness.accept(rep.doc_id, rep.revision, wall, source, policy)
-                if self.metrics is not None:
-                    self.metrics.accepted.labels(source, policy).inc()
+                self._accept(rep.doc_id, rep.revision, wall, source, policy)
             report.published += 1
             self.freshness.published(rep.doc_id, now)
             if self.metrics is not None:
@@ -1331,7 +1363,8 @@ class Watcher:
         for item in items:
             if isinstance(item, BaseException):
                 raise ConfigError(f"the file watcher stopped: {_one_line(item)}") from item
-            self.feed(item)
+            seen, wall, paths = item
+            self.feed(paths, seen, wall)
 
     def run(
         self,

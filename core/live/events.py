@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Sequence
 
 from rechunk._optional import require
@@ -19,14 +20,19 @@ from rechunk._optional import require
 __all__ = ["FileEvents"]
 
 
+#: one event's paths, with when it arrived: ``(time.monotonic(), time.time(), paths)``
+Event = tuple[float, float, list[str]]
+
+
 class FileEvents:
     """The changed paths under ``roots`` (folders, as given to ``watchfiles``), from
-    :meth:`start` until :meth:`stop`: each event's paths as one list in :attr:`queue`;
-    an exception the file watcher raised is put there in their place."""
+    :meth:`start` until :meth:`stop`: each event as one :data:`Event` in :attr:`queue`,
+    stamped when it arrived (a watcher busy with a batch takes it later, and its lag
+    counts from then); an exception the file watcher raised is put there in its place."""
 
     def __init__(self, roots: Sequence[str]) -> None:
         self.roots = [str(root) for root in roots]
-        self.queue: queue.Queue[list[str] | BaseException] = queue.Queue()
+        self.queue: queue.Queue[Event | BaseException] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -54,7 +60,8 @@ class FileEvents:
                 for found in changes:
                     ready.set()
                     if found:
-                        self.queue.put([path for _, path in found])
+                        paths = [path for _, path in found]
+                        self.queue.put((time.monotonic(), time.time(), paths))
             except BaseException as exc:  # the watcher failed: the loop raises it
                 self.queue.put(exc)
             finally:
@@ -63,6 +70,12 @@ class FileEvents:
         self._thread = threading.Thread(target=pump, name="rechunk-watch", daemon=True)
         self._thread.start()
         ready.wait(timeout=5)  # the first timeout yield: the watcher is in place
+
+    def waiting(self) -> list[Event]:
+        """The events queued and not yet taken (a watcher takes them between batches), for
+        a count of what waits while a batch runs; the queue is left as it is."""
+        with self.queue.mutex:
+            return [item for item in self.queue.queue if not isinstance(item, BaseException)]
 
     def stop(self) -> None:
         """Stop watching (waits at most 5 s for the thread); events queued stay."""
