@@ -219,7 +219,7 @@ def execute(args: WatchArgs) -> int:
             chunker = policy_for(embedder, compose.policy_kind(args.policy, opened.store))
             store = open_live(opened.store, chunker, embedder.dimension)
             elsewhere = None if args.prune else files_elsewhere(recorded, files.roots)
-            _watch(
+            undone = _watch(
                 args,
                 files,
                 events,
@@ -237,7 +237,7 @@ def execute(args: WatchArgs) -> int:
         if server is not None:
             server.stop()
     if not args.json:
-        print("rechunk watch: stopped", flush=True)
+        print(f"rechunk watch: stopped{undone}", flush=True)
     return EXIT_OK
 
 
@@ -253,9 +253,10 @@ def _watch(
     metrics: Any,
     server: Any,
     elsewhere: Any,
-) -> None:
+) -> str:
     """The initial sync of ``files`` (read after ``events`` started), then batches until a
-    signal stops the watcher."""
+    signal stops the watcher; returns what it leaves undone, for the line that says it
+    stopped ("" when nothing)."""
     from rechunk.cli.manifest import record_roots
     from rechunk.cli.options import STATE_DIR
     from rechunk.live import DiagnosisLog, Freshness, Watcher
@@ -322,6 +323,18 @@ def _watch(
         watcher.stop_watching()
         if diagnosis is not None:
             diagnosis.close()
+    return _left_undone(watcher.queue_state()[0], len(watcher.freshness.pending))
+
+
+def _left_undone(queued: int, pending: int) -> str:
+    """What a stopping watcher leaves: changed files not yet read and accepted revisions
+    not yet retrievable (the next start syncs and verifies both)."""
+    parts = [f"{queued} changed file(s) not yet read"] if queued else []
+    if pending:
+        parts.append(f"{pending} revision(s) not yet retrievable")
+    if not parts:
+        return ""
+    return f"; {' and '.join(parts)}: the next start syncs them"
 
 
 def _serve(metrics: Any, args: WatchArgs) -> Any:

@@ -1134,3 +1134,16 @@ def test_every_format_a_parser_reads_is_its_own_source_type() -> None:
             assert Watcher._source_type(None, f"kb/file{suffix}") == fmt, suffix
     assert Watcher._source_type(None, "kb/tickets.jsonl#T-1") == "jsonl"
     assert Watcher._source_type(None, "kb/logo.png") == "other"
+
+
+def test_a_stopping_watcher_says_what_it_leaves_undone() -> None:
+    """A watcher stopped during a store outage said only 'stopped', with edits unread and
+    revisions unpublished; the line now counts them (nothing when nothing is left)."""
+    from rechunk.cli.watch import _left_undone
+
+    assert _left_undone(0, 0) == ""
+    assert _left_undone(2, 1) == (
+        "; 2 changed file(s) not yet read and 1 revision(s) not yet retrievable: "
+        "the next start syncs them"
+    )
+    assert _left_undone(0, 3) == "; 3 revision(s) not yet retrievable: the next start syncs them"
