@@ -104,14 +104,14 @@ class BatchReport:
 
     ``files``: the files the batch read or found gone (a file of records counts once;
     folders and an editor's temporary files are none); ``accepted``: document revisions
-    read that differ from what the store held (new,
-    changed, and deletions); ``published`` / ``deleted``: written and removed;
-    ``retrievable``: revisions the probe found returned by the store's query path (and
-    no earlier one); ``stale``: documents for which an earlier revision was still
-    returned; ``pending``: accepted revisions not yet retrievable after the batch (all
-    batches); ``queued``: changed paths seen but not yet read after it (a revision is
-    accepted only when its file is read, so a watcher that is behind has changes that
-    no ``pending`` count shows yet: caught up means both are 0). ``lag``: seconds from
+    read that differ from what the store held (new, changed, and deletions);
+    ``published`` / ``deleted``: written and removed; ``retrievable``: revisions the
+    probe found returned by the store's query path (and no earlier one); ``stale``:
+    documents for which an earlier revision was still returned; ``pending``: accepted
+    revisions not yet retrievable after the batch (all batches); ``queued``: changed
+    paths seen but not yet read after it, events not yet taken among them (a revision
+    is accepted only when its file is read, so a watcher that is behind has changes
+    that no ``pending`` count shows yet: caught up means both are 0). ``lag``: seconds from
     each verified revision's first event to its verification. ``retry_in``: the batch
     failed and is queued again, to be tried after that many seconds; ``errors``: (kind,
     one line) of what failed; ``too_large``: the files read in the batch that were over
