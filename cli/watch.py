@@ -144,8 +144,8 @@ def _batch_lines(report: Any) -> list[str]:
     if report.retry_in is not None:
         kind, text = report.errors[0] if report.errors else ("error", "")
         return [
-            f"{clock} batch of {report.files} file(s) failed ({kind}: {text}); queued again, "
-            f"next try in {report.retry_in:.1f} s"
+            f"{clock} batch of {report.files} changed path(s) failed ({kind}: {text}); "
+            f"queued again, next try in {report.retry_in:.1f} s"
         ]
     parts = [
         f"{report.files} file(s)",

@@ -388,6 +388,13 @@ def test_the_langchain_loader_takes_textloader_s_encoding_arguments(legacy: Path
     # a guess: on so short a note charset-normalizer picks ISO 8859-14, whose 0xB0 is
     # not the degree sign; the letters it shares with cp1252 come out right
     assert "Die Kühlung im Serverraum" in found.page_content
+    # so does a page that declares no charset, read as a text file is
+    pytest.importorskip("selectolax")
+    page = legacy / "docs" / "kantine.html"
+    menu = "Heute in der Kantine: Käsespätzle mit Röstzwiebeln und grünem Salat. " * 6
+    page.write_bytes(f"<html><body><h1>Kantine</h1><p>{menu}</p></body></html>".encode("cp1252"))
+    (found,) = RechunkLoader(page, autodetect_encoding=True).load()
+    assert "Käsespätzle mit Röstzwiebeln" in found.page_content
     with pytest.raises(ConfigError):
         RechunkLoader(notes, "klingon")
 

@@ -108,6 +108,26 @@ def test_the_chapters_are_read_in_order_and_cited(book: bytes) -> None:
     assert locate(doc, at, at + 10)["section"] == ["When it fails"]
 
 
+def test_a_chapter_with_a_stray_byte_and_no_declaration_is_read_not_the_book_skipped(
+    book: bytes,
+) -> None:
+    """A hand-made chapter that declares no encoding and holds one cp1252 byte: XHTML
+    that declares nothing is UTF-8, so the byte reads as U+FFFD and the document says
+    so; the book is not skipped (an HTML page that declares nothing is)."""
+    with zipfile.ZipFile(io.BytesIO(book)) as zf:
+        chapter = next(n for n in zf.namelist() if n.endswith("ch002.xhtml"))
+    page = (
+        b'<html xmlns="http://www.w3.org/1999/xhtml"><body>'
+        b"<p>Chapter two, caf\xe9 au lait, and more text.</p></body></html>"
+    )
+    (doc,) = parser_for("epub").parse(_rewritten(book, {chapter: page}), ParseOptions())
+    assert "caf\ufffd au lait" in doc.text and doc.metadata["invalid_bytes"] is True
+    assert "Running it" in doc.text  # the other chapters are there
+    named = ParseOptions(encoding="cp1252")  # the encoding named still reads it
+    (doc,) = parser_for("epub").parse(_rewritten(book, {chapter: page}), named)
+    assert "caf\u00e9 au lait" in doc.text and "invalid_bytes" not in doc.metadata
+
+
 def test_an_epub2_book_reads_as_the_epub3_one(book: bytes) -> None:
     markdown = HANDBOOK.format(incidents=_incidents(3))
     (epub2,) = parser_for("epub").parse(_epub(markdown, "epub2"), ParseOptions())

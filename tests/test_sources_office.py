@@ -366,6 +366,27 @@ def test_docx_a_zip_bomb_is_refused_unread(office_docx: bytes) -> None:
     with pytest.raises(ParseError, match=r"word/document\.xml inflates [\d,]+ times"):
         parse("docx", buffer.getvalue())
     assert parse("docx", office_docx).text
+    # a report's table of 20,000 like rows inflates over 100 times, and is read
+    from rechunk.sources._office import read_part
+
+    cell = (
+        "<w:tc><w:tcPr><w:tcW w:w='1870' w:type='dxa'/></w:tcPr><w:p><w:pPr><w:spacing "
+        "w:after='0'/></w:pPr><w:r><w:rPr><w:rFonts w:ascii='Calibri' w:hAnsi='Calibri'/>"
+        "<w:sz w:val='20'/></w:rPr><w:t>{}</w:t></w:r></w:p></w:tc>"
+    )
+    values = ("OK", "0", "N/A", "2024-01-01")
+    rows = "".join(
+        "<w:tr>" + "".join(cell.format(v) for v in (i, *values)) + "</w:tr>"
+        for i in range(20_000)
+    )
+    table = f"<w:tbl>{rows}</w:tbl>".encode()
+    report = io.BytesIO()
+    with zipfile.ZipFile(report, "w", zipfile.ZIP_DEFLATED) as dst:
+        dst.writestr("word/document.xml", table)
+    with zipfile.ZipFile(report) as zf:
+        info = zf.getinfo("word/document.xml")
+        assert info.file_size > 16 << 20 and info.file_size > 100 * info.compress_size
+        assert read_part(zf, "word/document.xml") == table
 
 
 def _encrypted(data: bytes) -> bytes:

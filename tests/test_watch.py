@@ -1147,3 +1147,71 @@ def test_a_stopping_watcher_says_what_it_leaves_undone() -> None:
         "the next start syncs them"
     )
     assert _left_undone(0, 3) == "; 3 revision(s) not yet retrievable: the next start syncs them"
+
+
+def test_a_restart_logs_each_revision_accepted_once(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """What a killed watcher left pending: a deletion it had published is not logged
+    accepted again by the next start, and a revision edited again while no watcher ran
+    is logged accepted before it is published (neither was, after the first fix)."""
+    from rechunk.reuse.identity import text_revision
+
+    root = tmp_path / "docs"
+    write_docs(root, ["alpha", "beta"])
+    store = qdrant_store(embedder, chunker)
+    state = tmp_path / "state.json"
+    Watcher([root], store, chunker=chunker, embedder=embedder,
+            freshness=Freshness(state, "k")).initial_sync()  # fmt: skip
+    (root / "beta.md").unlink()
+    killed = Freshness(state, "k")  # what the killed watcher had written
+    killed.accept("beta.md", None, time.time() - 5, "markdown", chunker.policy_id)
+    killed.published("beta.md", time.time() - 4)
+    killed.accept("alpha.md", text_revision("an edit it never published"), time.time() - 5)
+    killed.save()
+    (root / "alpha.md").write_text(doc_text("alpha", 2), encoding="utf-8")
+    log = tmp_path / "diag.jsonl"
+    diagnosis = DiagnosisLog(log, "salt", hash_ids=False)
+    Watcher([root], store, chunker=chunker, embedder=embedder,
+            freshness=Freshness(state, "k"), diagnosis=diagnosis).initial_sync()  # fmt: skip
+    diagnosis.flush()
+    stages = [(r["doc"], r["stage"]) for r in map(json.loads, log.read_text().splitlines())]
+    assert ("beta.md", "accepted") not in stages and ("beta.md", "retrievable") in stages
+    alpha = [stage for doc, stage in stages if doc == "alpha.md"]
+    assert alpha == ["accepted", "published", "retrievable"]
+    assert revisions(store) == expected(root)
+
+
+def test_files_emptied_while_no_watcher_ran_keep_their_documents_until_deleted(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """Without --prune an emptied file keeps its documents, as a sync's does: a JSONL
+    file emptied while no watcher ran lost its records at the next start (its records'
+    ids are not the file's), and an emptied Markdown file deleted afterwards kept its
+    chunks for good (the restart had mapped it to no document)."""
+    root = tmp_path / "docs"
+    write_docs(root, ["alpha", "beta"])
+    rows = [json.dumps({"q": f"question {k}", "a": paragraph(f"answer {k}")}) for k in range(3)]
+    (root / "faq.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    store = qdrant_store(embedder, chunker)
+    state = tmp_path / "state.json"
+
+    def start() -> Watcher:
+        watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=0.0,
+                          max_wait=0.0, freshness=Freshness(state, "k"))  # fmt: skip
+        watcher.initial_sync()
+        return watcher
+
+    start()
+    held = set(store.doc_ids())
+    assert {"faq.jsonl#1", "faq.jsonl#3", "alpha.md"} <= held
+    (root / "faq.jsonl").write_bytes(b"")
+    (root / "alpha.md").write_text("", encoding="utf-8")
+    watcher = start()
+    assert set(store.doc_ids()) == held
+    for name in ("faq.jsonl", "alpha.md"):
+        (root / name).unlink()
+    watcher.feed([str(root / "faq.jsonl"), str(root / "alpha.md")])
+    report = watcher.step(time.monotonic() + 10)
+    assert report is not None and report.deleted == 4
+    assert store.doc_ids() == {"beta.md"}

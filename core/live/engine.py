@@ -103,7 +103,8 @@ class BatchReport:
     """What one batch did. Counts, sizes and durations only: no document text.
 
     ``files``: the files the batch read or found gone (a file of records counts once;
-    folders and an editor's temporary files are none); ``accepted``: document revisions
+    folders and an editor's temporary files are none; a batch that failed: the changed
+    paths it held, read again when it is retried); ``accepted``: document revisions
     read that differ from what the store held (new, changed, and deletions);
     ``published`` / ``deleted``: written and removed; ``retrievable``: revisions the
     probe found returned by the store's query path (and no earlier one); ``stale``:
@@ -453,21 +454,34 @@ class Watcher:
                 mapping.setdefault(key, set())
         read_ids = {doc.doc_id for doc in docs}
         # the stored documents of files that exist but were not read (over max_bytes,
-        # unreadable) stay theirs, so that deleting such a file later deletes them
+        # unreadable), or were emptied (kept without --prune), stay theirs, so that
+        # deleting such a file later deletes them
+        emptied = set(files.empty)
+
+        def kept(doc_id: str) -> bool:
+            return files.covers(doc_id) or (
+                not self.prune and not emptied.isdisjoint(_file_names(doc_id))
+            )
+
         covered: set[str] = set()  # read once: the collection's doc_ids are a read of all
-        if (files.too_large or files.skipped) and self.store.collection_info() is not None:
-            covered = {doc_id for doc_id in self.store.doc_ids() if files.covers(doc_id)}
+        if (
+            files.too_large or files.skipped or (emptied and not self.prune)
+        ) and self.store.collection_info() is not None:
+            covered = {doc_id for doc_id in self.store.doc_ids() if kept(doc_id)}
             for doc_id in covered - read_ids:
                 key = self._file_key(doc_id)
                 if key is not None:
                     mapping.setdefault(key, set()).add(doc_id)
         # the documents of files an earlier watcher of these folders synced that are gone
         # now (removed while no watcher ran, or just before it stopped) are deleted, as
-        # the watcher would have deleted them; an emptied file keeps its documents
+        # the watcher would have deleted them; an emptied file keeps its documents (a
+        # file of records, its records)
         gone = {
             doc_id
             for doc_id in self._watched_before()
-            if doc_id not in read_ids and doc_id not in files.empty and not files.covers(doc_id)
+            if doc_id not in read_ids
+            and emptied.isdisjoint(_file_names(doc_id))
+            and not files.covers(doc_id)
         }
         # an earlier watcher's pending deletions are finished; its pending revisions of
         # files not read now are forgotten (as a sync leaves documents it is not given)
@@ -478,19 +492,23 @@ class Watcher:
                 gone.add(doc_id)
             else:
                 del self.freshness.pending[doc_id]
-        for doc in docs:
+        for doc in docs:  # an earlier watcher's pending revision, edited since: accepted
             entry = self.freshness.pending.get(doc.doc_id)
             if entry is not None and entry.revision != doc.revision:
-                self.freshness.accept(
+                self._accept(
                     doc.doc_id,
                     doc.revision,
                     entry.accepted,
                     self._source_type(doc, doc.doc_id),
                     self._policy(doc),
                 )
-        for doc_id in gone:
+        for doc_id in gone:  # logged and counted once: not again for an earlier watcher's
             source_type, policy = self._source_type(None, doc_id), self._deleted_policy(doc_id)
-            self._accept(doc_id, None, wall, source_type, policy)
+            earlier = self.freshness.pending.get(doc_id)
+            if earlier is not None and earlier.revision is None:
+                self.freshness.accept(doc_id, None, wall, source_type, policy)
+            else:
+                self._accept(doc_id, None, wall, source_type, policy)
         # what a deleting sync keeps (FileSet.kept_in, from the ids read above)
         keep = covered if self.prune or files.record_files else set()
         result = None

@@ -26,9 +26,9 @@ ZIP_ERRORS = (
 MAX_PART = 1 << 30  # bytes a part may inflate to: past this the file is refused
 # a part that inflates to more than BOMB_RATIO times its compressed size and past
 # BOMB_BYTES is refused too: a zip bomb's ratio (a 442 KB package whose document part
-# inflated to 419 MB, 1,000 times, ran a sync out of memory); real XML and HTML parts
-# inflate 5-30 times
-BOMB_RATIO = 100
+# inflated to 419 MB, 1,000 times, ran a sync out of memory; DEFLATE's limit is about
+# 1,032); real parts inflate 5-30 times, and a report's table of 20,000 like rows 116
+BOMB_RATIO = 500
 BOMB_BYTES = 16 << 20
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"

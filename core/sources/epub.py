@@ -99,6 +99,7 @@ class EpubParser:
         from rechunk.sources.html import decode_html, write_html
 
         builder = TextBuilder()
+        replaced = False
         with open_package(data, "an EPUB package") as zf:
             rootfile = _rootfile(zf)
             if _encrypted_text(zf):
@@ -113,11 +114,22 @@ class EpubParser:
                 raw = read_part(zf, path)
                 if raw is None:
                     continue  # a spine entry the package lacks: the rest is still read
-                markup, _, _ = decode_html(raw, options.encoding)
+                try:
+                    markup, _, bad = decode_html(
+                        raw, options.encoding, detect=options.detect_encoding
+                    )
+                except ParseError:  # XHTML that declares nothing is UTF-8 (EPUB's rule):
+                    # a stray byte in one chapter is replaced, not a reason to skip the book
+                    markup, bad = raw.decode("utf-8", errors="replace"), True
+                    if "\x00" in markup:
+                        raise
+                replaced = replaced or bad
                 write_html(markup, builder, options, locator={"chapter": number})
         if builder.empty:
             raise ParseError("no text: the book's content documents hold no text")
         metadata: dict[str, Any] = {}
+        if replaced:
+            metadata["invalid_bytes"] = True
         title = package.findtext(f".//{_DC}title")
         if title and title.strip():
             metadata["title"] = " ".join(title.split())

@@ -143,15 +143,18 @@ def _encoding(data: bytes) -> tuple[str | None, int]:
     return None, 0
 
 
-def decode_html(data: bytes, fallback: str | None = None) -> tuple[str, str, bool]:
+def decode_html(
+    data: bytes, fallback: str | None = None, *, detect: bool = False
+) -> tuple[str, str, bool]:
     """``(markup, encoding, invalid bytes were replaced)`` of an HTML file's bytes: a
     byte-order mark, else the declared charset (bytes not valid in it replaced, as a
     browser does), else read as a text file is: UTF-8, else ``fallback`` (the encoding
-    the user named for files that are not UTF-8), else a :class:`ParseError` saying to
-    name it (a page that declares nothing has no charset to trust)."""
+    the user named for files that are not UTF-8), else, with ``detect``, the encoding
+    detected, else a :class:`ParseError` saying to name it (a page that declares
+    nothing has no charset to trust)."""
     encoding, skip = _encoding(data)
     if encoding is None:
-        markup, encoding = decode_text_as(data, fallback)
+        markup, encoding = decode_text_as(data, fallback, detect=detect)
         replaced = False
     else:
         body = data[skip:]
@@ -527,7 +530,9 @@ class HtmlParser:
         return f"html/1 selectolax {selectolax.__version__}"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
-        markup, encoding, replaced = decode_html(data, options.encoding)
+        markup, encoding, replaced = decode_html(
+            data, options.encoding, detect=options.detect_encoding
+        )
         builder = TextBuilder()
         title = write_html(markup, builder, options, self.rules)
         if builder.empty:
