@@ -252,6 +252,14 @@ class StoreBase(ABC, Generic[ClientT]):
         return self._layout == "llamaindex"
 
     @property
+    def text_locators(self) -> bool:
+        """Whether a chunk's locators are stored as text (``pages`` ``"3-4"``, ``section``
+        ``"Guide > Setup"``): in the llamaindex layout, as ``RechunkNodeParser`` gives
+        them, since LlamaIndex's own stores hold no lists; the langchain layout keeps
+        lists."""
+        return self._layout == "llamaindex"
+
+    @property
     def client(self) -> ClientT:
         """The client this store was given."""
         return self._client

@@ -25,7 +25,6 @@ from rechunk.errors import LocatorWarning
 from rechunk.sources.base import RANGED_LOCATOR_KEYS, Locator, Parsed
 
 __all__ = [
-    "flat",
     "locate_piece",
     "locator_digest",
     "locator_for",
@@ -87,21 +86,6 @@ def locate_piece(locator: Locator, start: int, end: int, own: tuple[int, int]) -
     if all(quoted.get(k) == located[k] for k in scope):
         located.update({k: v for k, v in quoted.items() if k in RANGED_LOCATOR_KEYS})
     return located
-
-
-def flat(located: dict[str, Any]) -> dict[str, Any]:
-    """``located`` with scalar values, for stores that hold no lists (LlamaIndex's
-    ``ChromaVectorStore`` refuses them): a range ``[first, last]`` as ``"first-last"``
-    (``"3"`` when it is one), a heading path as its titles joined by ``" > "``."""
-    out: dict[str, Any] = {}
-    for key, value in located.items():
-        if isinstance(value, list) and all(type(v) is int for v in value):
-            first, last = min(value), max(value)
-            value = str(first) if first == last else f"{first}-{last}"
-        elif isinstance(value, list):
-            value = " > ".join(str(v) for v in value)
-        out[key] = value
-    return out
 
 
 def locator_digest(parsed: Parsed) -> str:

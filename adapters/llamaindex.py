@@ -65,7 +65,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Final
 
 from rechunk._optional import require
-from rechunk.adapters._locators import flat, locate_piece, locator_for, warn_unlocated
+from rechunk.adapters._locators import locate_piece, locator_for, warn_unlocated
 from rechunk.adapters._reuse import (
     DOC_ID_KEY,
     INPUT_KEY_KEY,
@@ -103,6 +103,7 @@ from rechunk.adapters._splitting import (
     pieces,
 )
 from rechunk.chunking.chunk import Chunker
+from rechunk.document import locator_as_text
 from rechunk.errors import ConfigError, InputError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import check_texts
@@ -680,7 +681,7 @@ class RechunkNodeParser(NodeParser):
             if locator is None:
                 return {}
             own = (piece.tile_start, piece.tile_end)
-            at = flat(locate_piece(locator, piece.start, piece.end, own))
+            at = locator_as_text(locate_piece(locator, piece.start, piece.end, own))
             return {key: value for key, value in at.items() if key not in inherited}
 
         located = [where(piece) for piece in found]

@@ -10,7 +10,7 @@ from typing import Any
 from rechunk.errors import InputError
 from rechunk.reuse.identity import is_utf8, text_revision
 
-__all__ = ["MAX_NESTING", "Document", "flat_problem", "json_problem"]
+__all__ = ["MAX_NESTING", "Document", "flat_problem", "json_problem", "locator_as_text"]
 
 _INT64 = 1 << 63
 #: how deep metadata may nest lists and dicts (far past any real metadata; a value nested
@@ -81,6 +81,22 @@ def flat_problem(values: Mapping[str, Any], where: str) -> str | None:
         if problem:
             return problem
     return None
+
+
+def locator_as_text(located: Mapping[str, Any]) -> dict[str, Any]:
+    """``located`` with scalar values, for what holds no lists (LlamaIndex's node
+    metadata: its ``ChromaVectorStore`` refuses them): a range ``[first, last]`` as
+    ``"first-last"`` (``"3"`` when it is one), a heading path as its titles joined by
+    ``" > "``."""
+    out: dict[str, Any] = {}
+    for key, value in located.items():
+        if isinstance(value, list) and all(type(v) is int for v in value):
+            first, last = min(value), max(value)
+            value = str(first) if first == last else f"{first}-{last}"
+        elif isinstance(value, list):
+            value = " > ".join(str(v) for v in value)
+        out[key] = value
+    return out
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,15 @@ from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import changed_totals
 from rechunk.sync.stages import delete_gone, doc_id_set, records_of
-from rechunk.sync.store import VectorStore, _keeps, _method, _offers, batches, of_model
+from rechunk.sync.store import (
+    VectorStore,
+    _keeps,
+    _method,
+    _offers,
+    _text_locators,
+    batches,
+    of_model,
+)
 from rechunk.sync.vectors import _bad_stored
 from rechunk.sync.verifying import _check_published, check_one_model, stale_verdict
 
@@ -130,6 +138,8 @@ class _Spec:
     #: this run writes, so plans read nothing (as rechunk.sync does; a brand-new Chroma
     #: collection being written can also fail reads: "Nothing found on disk")
     empty: bool = False
+    #: the store holds locators as text (the llamaindex layout)
+    text_locators: bool = False
 
     def open_store(self, keep: bool = False) -> tuple[VectorStore, Callable[[], None]]:
         """The store and what closes it; ``keep``: a worker keeps a store it opened from a
@@ -353,6 +363,7 @@ def _plan_part(spec: _Spec, part: _Part) -> tuple[_State, _Summary]:
                     old,
                     spec.neighbours,
                     revector.get(doc.doc_id, frozenset()),
+                    spec.text_locators,
                 )
             )
             seconds["chunk"] += t1 - t0
@@ -814,7 +825,8 @@ def sync(
                          layout, embedder, embed_url, raw.model_id, raw.dimension, order,
                          lock is not None, _keeps(driver_store), raw.max_input_tokens,
                          int(getattr(raw, "special_tokens", 0) or 0),
-                         lock is not None and info.points == 0)  # fmt: skip
+                         lock is not None and info.points == 0,
+                         text_locators=_text_locators(driver_store))  # fmt: skip
             report = _run(
                 ray, spec, raw, docs, paths, chunker, pick, chunker_for, cache, info.points,
                 parse_options=parse_options, dry_run=dry_run, check_stored=check_stored,

@@ -565,8 +565,66 @@ def test_the_file_loaders_own_arguments_are_taken_or_say_what_to_do(tmp_path: Pa
     for given, says in (({"password": "x"}, "decrypt the file first"),
                         ({"mode": "elements"}, "RechunkTextSplitter"),
                         ({"jq_schema": ".[]"}, "id_field"),
+                        ({"extraction_mode": "layout"}, "reading order"),
+                        ({"web_path": "https://example.com"}, "save the page"),
                         ({"colour": "red"}, "not an argument of RechunkLoader")):  # fmt: skip
         with pytest.raises(ConfigError, match=says):
             RechunkLoader(page, **given)
     with pytest.raises(ConfigError, match=r"paths \(or file_path"):
         RechunkLoader()
+    pytest.importorskip("llama_index.core")
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+
+    # PDFReader's own argument: a bare TypeError before
+    with pytest.raises(ConfigError, match="nodes of it cite their pages"):
+        RechunkReader(return_full_document=True)
+    with pytest.raises(ConfigError, match="not an argument of RechunkReader"):
+        RechunkReader(colour="red")
+
+
+class _ListLocators:
+    """A llamaindex-layout store as it wrote before locators were text (lists)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    text_locators = False
+
+
+def test_a_sync_in_the_llamaindex_layout_stores_locators_as_the_node_parser_does(
+    folder: Path, minilm: Any
+) -> None:
+    """`rechunk sync --layout llamaindex` stored `section` as a list (shown to the LLM
+    as `['Release notes']`) where RechunkNodeParser gives `"Release notes"`, so one
+    collection held both shapes and a metadata filter matched half of it. Locators are
+    text in that layout now; a collection written with lists gets payload-only updates
+    once, nothing embedded."""
+    pytest.importorskip("llama_index.core")
+    from qdrant_client import QdrantClient
+
+    from rechunk import policy_for, sync
+    from rechunk.adapters.llamaindex import RechunkNodeParser
+    from rechunk.adapters.llamaindex_reader import RechunkReader
+    from rechunk.adapters.qdrant import QdrantStore
+    from rechunk.sources.files import read_documents
+
+    docs = read_documents([folder / "notes.html"]).documents
+    store = QdrantStore(QdrantClient(":memory:"), "kb", layout="llamaindex")
+    store.ensure_collection(minilm.dimension)
+    chunker = policy_for(minilm, "structured")
+    old = sync(docs, _ListLocators(store), chunker=chunker, embedder=minilm)  # type: ignore[arg-type]
+    assert old.inputs["embedded"] > 0
+    (stored,) = store.get_points_many(["notes.html"]).values()
+    assert all(isinstance(p.payload.metadata["section"], list) for p in stored)
+    moved = sync(docs, store, chunker=chunker, embedder=minilm)
+    assert moved.inputs["embedded"] == 0 and moved.chunks["updated"] == len(stored)
+    assert sync(docs, store, chunker=chunker, embedder=minilm).chunks["updated"] == 0
+    (stored,) = store.get_points_many(["notes.html"]).values()
+    synced = sorted(p.payload.metadata["section"] for p in stored)
+    (page,) = RechunkReader().load_data(folder / "notes.html")
+    nodes = RechunkNodeParser().get_nodes_from_documents([page])
+    assert synced == sorted(n.metadata["section"] for n in nodes)
+    assert all(isinstance(s, str) for s in synced) and "Release notes > Fixes" in synced

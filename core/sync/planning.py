@@ -13,7 +13,7 @@ from typing import Any
 
 from rechunk.chunking.chunk import Chunk, Chunker, embedding_input
 from rechunk.chunking.measure import atoms, changed_blocks, recompute_fraction
-from rechunk.document import Document, flat_problem
+from rechunk.document import Document, flat_problem, locator_as_text
 from rechunk.errors import InputError
 from rechunk.reuse.identity import input_key, point_id, text_revision
 from rechunk.sync.report import DocumentReport
@@ -163,11 +163,13 @@ def _plan(
     stored: list[StoredPoint],
     neighbours: bool = False,
     revector: frozenset[str] = frozenset(),
+    text_locators: bool = False,
 ) -> _Plan:
     """What to write and delete so that the store holds exactly ``chunks`` of ``doc``.
     ``neighbours``: the store keeps each point's PREVIOUS / NEXT ids (a point whose
     neighbour changed is updated, payload only). ``revector``: ids of stored points whose
-    vector failed the vector check; each is written again, with a vector, as if absent."""
+    vector failed the vector check; each is written again, with a vector, as if absent.
+    ``text_locators``: the store holds locators as text (:func:`locator_as_text`)."""
     existing = {p.id: p for p in stored}
     policy = chunker.policy_id  # a hash of the chunker's settings: once per document
     report = DocumentReport(doc.doc_id, "new" if not existing else "changed", doc.revision)
@@ -205,6 +207,8 @@ def _plan(
                 plan.ids[ordinal + 1] if ordinal < last else None,
             )
         located = _located(doc, chunk)
+        if located is not None and text_locators:
+            located = locator_as_text(located)
         payload = _payload(doc, policy, model_id, key, ordinal, chunk, around, located)
         current = existing.get(pid)
         if current is None or pid in plan.revector:

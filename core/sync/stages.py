@@ -49,6 +49,7 @@ from rechunk.sync.store import (
     VectorStore,
     _keeps,
     _offers,
+    _text_locators,
     batches,
     of_model,
 )
@@ -105,6 +106,7 @@ class _Run:
     check_stored: bool
     sources: list[VectorStore]  # where a vector is looked up: the collection, reuse_from
     neighbours: bool  # the store keeps each point's PREVIOUS / NEXT ids
+    text_locators: bool  # the store holds locators as text
     keep_held: bool  # a prune lists the collection's ids: ``held`` is kept
     progress: Progress | None
     published: _Published  # what this sync wrote, for later batches to reuse
@@ -198,6 +200,7 @@ def start(
         check_stored=check_stored,
         sources=[*([] if info is None else [store]), *reuse_from],
         neighbours=_keeps(store),
+        text_locators=_text_locators(store),
         keep_held=(prune or bool(whole)) and _offers(store, *_LISTS_IDS),
         progress=progress,
         published=_Published(store, PUBLISHED_BYTES, PUBLISHED_IDS),
@@ -294,7 +297,14 @@ def plan(
         run.held.update(p.id for p in stored)
     t0 = time.perf_counter()
     planned = _plan(
-        doc, chunks, run.pick(doc), run.embedder.model_id, stored, run.neighbours, revector
+        doc,
+        chunks,
+        run.pick(doc),
+        run.embedder.model_id,
+        stored,
+        run.neighbours,
+        revector,
+        run.text_locators,
     )
     if run.keep_held:
         run.held.update(planned.ids)

@@ -139,6 +139,8 @@ class VectorStore(Protocol):
 
     Optional attributes a sync looks for: ``keeps_neighbours`` (true: the store holds
     :attr:`PointPayload.previous_id` / ``next_id``, and reads them back),
+    ``text_locators`` (true: what a document's locator says of a chunk is stored as
+    text, :func:`~rechunk.document.locator_as_text`),
     ``conditional_versions`` / ``writer_lock()`` (see :func:`rechunk.sync`), and reads
     by point id for a store whose filtered reads scan the collection (Chroma):
     ``present_ids(ids)`` (the check after publishing), ``get_vectors_at(points,
@@ -280,3 +282,8 @@ def _offers(store: object, *methods: str) -> bool:
 def _keeps(store: VectorStore) -> bool:
     """Whether ``store`` keeps each point's PREVIOUS / NEXT ids (``keeps_neighbours``)."""
     return bool(getattr(store, "keeps_neighbours", False))
+
+
+def _text_locators(store: VectorStore) -> bool:
+    """Whether ``store`` holds locators as text (``text_locators``)."""
+    return bool(getattr(store, "text_locators", False))

@@ -22,6 +22,7 @@ from rechunk.sync.store import (
     VectorStore,
     _keeps,
     _method,
+    _text_locators,
     batches,
     of_model,
 )
@@ -189,7 +190,13 @@ def settle(
             # ones an older writer wrote: plan and publish again (conditional writes)
             points = held[doc_id]
             redo = _plan(
-                plan.doc, plan.chunks, pick(plan.doc), embedder.model_id, points, _keeps(store)
+                plan.doc,
+                plan.chunks,
+                pick(plan.doc),
+                embedder.model_id,
+                points,
+                _keeps(store),
+                text_locators=_text_locators(store),
             )
             if redo.report.status != "skipped":  # skipped: a newer version, seen next round
                 found, _ = _vectors([redo], embedder, cache, [store], False, seconds, None)
