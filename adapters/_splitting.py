@@ -259,7 +259,7 @@ def check_separators(separators: object, is_regex: object, name: str = "separato
         return
     items = [separators] if isinstance(separators, str) else separators
     if not isinstance(items, Sequence) or not all(isinstance(s, str) for s in items):
-        raise ConfigError(f"{name} must be a list of str, got {separators!r}")
+        raise ConfigError(f"{name} must be a str or a list of str, got {separators!r}")
     for sep in items:
         if not sep or sep.isspace() or (is_regex and sep in _WHITESPACE_PATTERNS):
             continue

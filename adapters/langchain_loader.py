@@ -53,6 +53,21 @@ _OTHER_LOADERS = {
     "jq_schema": "a JSON or JSONL file is read record by record; name the id with id_field",
     "content_key": "a record's text is all its fields; name the id with id_field",
     "csv_args": "a CSV or TSV row is read as a line beside its header; nothing to set",
+    "extraction_mode": (
+        "a PDF's text is read in reading order, its running headers, footers and page "
+        "numbers left out; nothing to set"
+    ),
+    "extraction_kwargs": "a PDF's text is read in reading order; nothing to set",
+    "pages_delimiter": (
+        "a PDF is one document, and the chunks RechunkTextSplitter cuts of it cite their "
+        "pages (pages); nothing to set"
+    ),
+    "images_parser": "images are not read (their text, if any, is not extracted)",
+    "headers": "paths are local files: download the file, then load it",
+    "web_path": "paths are local files: save the page, then load it",
+    "web_paths": "paths are local files: save the pages, then load them",
+    "strategy": "each format has one reader; nothing to set",
+    "chunking_strategy": "each file is one document: split them with RechunkTextSplitter",
 }
 _NOT_TAKEN = (
     "not an argument of RechunkLoader (paths or file_path, encoding or open_encoding, "

@@ -28,6 +28,7 @@ from typing import Any
 
 from rechunk._optional import require
 from rechunk.adapters._locators import locator_digest, remember
+from rechunk.errors import ConfigError
 from rechunk.sources import ParseOptions, format_for, parse_file, supported_suffixes
 from rechunk.sources.base import HOW_READ_KEYS
 
@@ -44,6 +45,22 @@ LOCATOR_DIGEST = "locator_digest"
 #: Keys that say how a document's text was read, not what it says: kept out of what is
 #: embedded and of what the LLM is shown
 _HOW_READ = (*HOW_READ_KEYS, LOCATOR_DIGEST)
+
+
+#: other readers' arguments a user swapping them keeps by habit, and what to do instead
+_OTHER_READERS = {
+    "return_full_document": (
+        "a PDF is one document, and RechunkNodeParser's nodes of it cite their pages "
+        "(pages); nothing to set"
+    ),
+    "concat_pages": "a PDF is one document whose nodes cite their pages; nothing to set",
+    "password": "encrypted PDFs are not read: decrypt the file first (qpdf --decrypt)",
+    "extract_images": "images are not read (their text, if any, is not extracted)",
+}
+_NOT_TAKEN = (
+    "not an argument of RechunkReader (format, id_field, html_include, html_exclude, "
+    "encoding)"
+)
 
 
 class RechunkReader(BaseReader):
@@ -69,7 +86,10 @@ class RechunkReader(BaseReader):
         html_include: Sequence[str] = (),
         html_exclude: Sequence[str] = (),
         encoding: str | None = None,
+        **other: Any,
     ) -> None:
+        for name in other:  # another reader's argument, kept by habit
+            raise ConfigError(f"{name}: {_OTHER_READERS.get(name, _NOT_TAKEN)}")
         self.format = format
         self.options = ParseOptions(
             id_field, tuple(html_include), tuple(html_exclude), encoding=encoding
