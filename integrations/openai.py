@@ -538,6 +538,7 @@ class OpenAIEmbedder:
         self.max_backoff = float(max_backoff)
         self.cache = cache
         self._client = client
+        self._owns_client = client is None  # a client given is its owner's to close
         self._lock = threading.Lock()
         self._pending: dict[str, npt.NDArray[np.float32]] = {}
         self._stats = RequestStats()
@@ -545,6 +546,23 @@ class OpenAIEmbedder:
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder({self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the connections of the API client this embedder made (a client given to
+        it is its owner's to close); the next request makes a new one. A ``with`` block
+        closes it too."""
+        with self._lock:
+            client = self._client if self._owns_client else None
+            if client is not None:
+                self._client = None
+        if client is not None:
+            client.close()
+
+    def __enter__(self) -> OpenAIEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ----------------------------------------------------------------- static facts
 
