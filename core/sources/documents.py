@@ -202,8 +202,9 @@ def documents_from_file(
     Raises :class:`~rechunk.sources.ParseError` (one line: the file is skipped) when the
     file cannot be parsed, :class:`InputError` when it cannot be read or no parser reads
     its type. A file whose text is empty or blank gives no document, and so does one
-    of any format whose bytes are (a PDF emptied to 0 bytes is emptied, not corrupt). ``data``: the
-    file's bytes, when the caller has read them (see :func:`rechunk.sources.files.read_bytes`)."""
+    of any format whose bytes are (a PDF emptied to 0 bytes is emptied, not corrupt).
+    ``data``: the file's bytes, when the caller has read them (see
+    :func:`rechunk.sources.files.read_bytes`)."""
     path = Path(path)
     kind = kind_of(path, fmt)
     if kind is None and not path.suffix:  # a script, if its first line says so

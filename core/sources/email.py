@@ -16,10 +16,10 @@ would put the same tokens in every chunk of a mailbox): they are metadata, besid
 chunks: ``subject``, ``title`` (the subject, as other formats name it), ``from``,
 ``to`` and ``date`` (ISO 8601 when the header parses, else as written). A body part
 that is not valid in its declared charset is read as UTF-8 when it is that, else its bad
-bytes are replaced by U+FFFD and ``metadata["invalid_bytes"]`` is ``True``. A file without any
-message header (From, To, Subject, Date, Message-ID, MIME-Version, Content-Type) is not
-an e-mail: :class:`ParseError`; so is a message with neither subject, body text nor
-attachment ("no text").
+bytes are replaced by U+FFFD and ``metadata["invalid_bytes"]`` is ``True``. A file
+without any message header (From, To, Subject, Date, Message-ID, MIME-Version,
+Content-Type) is not an e-mail: :class:`ParseError`; so is a message with neither
+subject, body text nor attachment ("no text").
 """
 
 from __future__ import annotations
