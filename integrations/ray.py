@@ -46,6 +46,8 @@ import hashlib
 import math
 import os
 import socket
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -642,16 +644,25 @@ def _refused_for_token(exc: BaseException) -> bool:
 PROBE_SECONDS = 5.0
 
 
+def _host_port(address: str | None) -> tuple[str, int] | None:
+    """``(host, port)`` of ``address`` (``HOST:PORT``, or ``ray://HOST:PORT``); None for
+    ``auto``, ``local``, none, or what is not HOST:PORT (Ray says what it makes of it)."""
+    if not address or address == "auto" or address == "local":
+        return None
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
 def _probe(address: str | None) -> None:
     """StoreUnavailableError when ``address`` (``HOST:PORT``, or ``ray://HOST:PORT``)
     accepts no connection: ``ray.init`` retries a cluster that is down for ever."""
-    if not address or address == "auto" or address == "local":
+    target = _host_port(address)
+    if target is None:
         return
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        return  # not HOST:PORT: Ray says what it makes of it
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+        socket.create_connection(target, timeout=PROBE_SECONDS).close()
     except OSError as exc:
         from rechunk.errors import StoreUnavailableError
 
@@ -1266,6 +1277,59 @@ def engine(
     return run
 
 
+#: how often a command-line run looks at its head node, and how many refusals in a row
+#: end it (seconds; a head that restarts in between is not lost)
+HEAD_CHECK_SECONDS = 5.0
+HEAD_REFUSALS = 2
+
+
+@contextlib.contextmanager
+def _head_watch(address: str | None, lost: Callable[[str], None]) -> Iterator[None]:
+    """While the block runs, look at the head node at ``address`` (``HOST:PORT``) every
+    :data:`HEAD_CHECK_SECONDS`; when it refuses connections :data:`HEAD_REFUSALS` times
+    in a row (its process is gone), call ``lost`` with what to say. Ray's own core ends
+    a driver whose head went away after 60 s, with exit 1 and only its own log line:
+    a cron job read that as a sync that skipped a file. A timeout (a busy head) is not
+    counted."""
+    target = _host_port(address)
+    if target is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        refused = 0
+        while not stop.wait(HEAD_CHECK_SECONDS):
+            try:
+                socket.create_connection(target, timeout=PROBE_SECONDS).close()
+                refused = 0
+            except ConnectionRefusedError:
+                refused += 1
+                if refused >= HEAD_REFUSALS and not stop.is_set():
+                    lost(
+                        f"the Ray cluster at {address} went away during the run (its head "
+                        "node refuses connections): what the run had not committed is not "
+                        "in the collection; start the cluster and run it again"
+                    )
+                    return
+            except OSError:  # a timeout or a busy network: not a head that is gone
+                continue
+
+    watcher = threading.Thread(target=watch, name="rechunk-ray-head", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
+def _end_cli_run(message: str) -> None:
+    """End a command-line run whose cluster went away, as the CLI ends a run whose store
+    did: one error line and exit 3 (Ray's core would end it with exit 1 a minute later)."""
+    print(f"rechunk: error: {message}", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
 def engine_for_cli(args: Any) -> Callable[..., RaySyncReport]:
     """``--engine ray`` of ``rechunk sync`` and ``rechunk reindex``: :func:`engine` on the
     cluster at ``--ray-address`` and the server of ``--store``, each embedding actor
@@ -1281,4 +1345,11 @@ def engine_for_cli(args: Any) -> Callable[..., RaySyncReport]:
         model=getattr(args, "model", None),
         embed_url=getattr(args, "embed_url", None),
     )
-    return engine(str(args.store), embedder=factory, address=getattr(args, "ray_address", None))
+    address = getattr(args, "ray_address", None)
+    run = engine(str(args.store), embedder=factory, address=address)
+
+    def watched(*given: Any, **options: Any) -> RaySyncReport:
+        with _head_watch(address, _end_cli_run):
+            return run(*given, **options)
+
+    return watched

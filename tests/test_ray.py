@@ -723,3 +723,29 @@ def test_rechunk_reindex_engine_ray_builds_the_local_generation(
     _assert_same(
         ChromaStore(client, local["collection"]), ChromaStore(client, remote["collection"])
     )
+
+
+def test_a_head_node_that_goes_away_ends_a_cli_run_with_its_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ray head killed during `rechunk sync --engine ray` left the run to Ray's core,
+    which ended it a minute later with exit 1 (a skipped file, to a cron job) and no
+    line of rechunk's. The command-line run watches its head's port: refused twice in a
+    row, it says so (and the CLI exits 3); an open port, or the run's end, says nothing."""
+    import socket
+
+    monkeypatch.setattr(rray, "HEAD_CHECK_SECONDS", 0.05)
+    head = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{head.getsockname()[1]}"
+    said: list[str] = []
+    with rray._head_watch(address, said.append):
+        time.sleep(0.4)
+        assert said == []  # up: nothing to say
+        head.close()
+        deadline = time.monotonic() + 5
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert len(said) == 1 and f"the Ray cluster at {address} went away" in said[0]
+    with rray._head_watch("auto", said.append):  # no HOST:PORT to look at
+        time.sleep(0.2)
+    assert len(said) == 1
