@@ -357,7 +357,7 @@ WRONG_ANSWERS = {
         ),
         r"a JSON object without 'data' \(keys: 'error'\), an error, type invalid_request_error, "
         r"code model_not_found; the server's message is left out, as it may quote the input "
-        r"\(--debug shows it\)",
+        r"\(--debug shows it; in Python, the error's __cause__\)",
     ),
     "no embeddings": (
         json_reply({"data": [{"object": "embedding", "index": i} for i in range(2)]}),
