@@ -112,6 +112,18 @@ def execute(args: QueryArgs) -> int:
     return EXIT_OK
 
 
+def _span(value: object) -> tuple[str, str] | None:
+    """``(first, last)`` of a range locator: ``[3, 4]``, or its text in the llamaindex
+    layout (``"3-4"``, ``"3"``); None for anything else."""
+    if isinstance(value, list) and len(value) == 2:
+        return str(value[0]), str(value[1])
+    if isinstance(value, str):
+        first, _, last = value.partition("-")
+        if first.isdigit() and (last.isdigit() or not last):
+            return first, last or first
+    return None
+
+
 def citation(row: dict[str, Any]) -> str:
     """Where a hit lies, for a person: ``p. 3-4``, ``lines 12-30, Cart.add``, ``sheet Q3,
     row 14``, or the heading path (``Guide > Setup``); empty when the parser recorded none."""
@@ -120,12 +132,14 @@ def citation(row: dict[str, Any]) -> str:
         value = row.get(key)
         if value is None or value == "" or value == []:
             continue
-        if key in _RANGES and isinstance(value, list) and len(value) == 2:
-            first, last = value
+        span = _span(value) if key in _RANGES else None
+        if span is not None:
+            first, last = span
             plural = "pp." if key == "pages" else f"{_RANGES[key]}s"
             parts.append(f"{_RANGES[key]} {first}" if first == last else f"{plural} {first}-{last}")
-        elif key == "section" and isinstance(value, list):
-            parts.append(" > ".join(str(v) for v in value)[:80])
+        elif key == "section":  # a heading path, or its text (the llamaindex layout's)
+            path = " > ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+            parts.append(path[:80])
         elif key in ("sheet", "record"):
             parts.append(f"{key} {value}")
         else:

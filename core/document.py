@@ -10,7 +10,15 @@ from typing import Any
 from rechunk.errors import InputError
 from rechunk.reuse.identity import is_utf8, text_revision
 
-__all__ = ["MAX_NESTING", "Document", "flat_problem", "json_problem", "locator_as_text"]
+__all__ = [
+    "HEADING_PATH_KEY",
+    "MAX_NESTING",
+    "RANGED_LOCATOR_KEYS",
+    "Document",
+    "flat_problem",
+    "json_problem",
+    "locator_as_text",
+]
 
 _INT64 = 1 << 63
 #: how deep metadata may nest lists and dicts (far past any real metadata; a value nested
@@ -83,19 +91,25 @@ def flat_problem(values: Mapping[str, Any], where: str) -> str | None:
     return None
 
 
+#: the keys of rechunk's parsers' locators that are ``[first, last]`` ranges over what a
+#: span overlaps (``rechunk.sources`` makes them), and the one that is a heading path
+RANGED_LOCATOR_KEYS = frozenset({"pages", "slides", "lines", "cells", "rows", "chapters"})
+HEADING_PATH_KEY = "section"
+
+
 def locator_as_text(located: Mapping[str, Any]) -> dict[str, Any]:
-    """``located`` with scalar values, for what holds no lists (LlamaIndex's node
-    metadata: its ``ChromaVectorStore`` refuses them): a range ``[first, last]`` as
-    ``"first-last"`` (``"3"`` when it is one), a heading path as its titles joined by
-    ``" > "``."""
-    out: dict[str, Any] = {}
+    """``located`` with the ranges and the heading path of rechunk's locators as text,
+    for what holds no lists (LlamaIndex's node metadata: its ``ChromaVectorStore``
+    refuses them): a range ``[first, last]`` as ``"first-last"`` (``"3"`` when it is
+    one), a heading path as its titles joined by ``" > "``. Other values (a locator of
+    one's own) are left as they are."""
+    out = dict(located)
     for key, value in located.items():
-        if isinstance(value, list) and all(type(v) is int for v in value):
-            first, last = min(value), max(value)
-            value = str(first) if first == last else f"{first}-{last}"
-        elif isinstance(value, list):
-            value = " > ".join(str(v) for v in value)
-        out[key] = value
+        if key in RANGED_LOCATOR_KEYS and isinstance(value, list) and len(value) == 2:
+            first, last = value
+            out[key] = str(first) if first == last else f"{first}-{last}"
+        elif key == HEADING_PATH_KEY and isinstance(value, list):
+            out[key] = " > ".join(str(v) for v in value)
     return out
 
 

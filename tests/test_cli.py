@@ -1257,3 +1257,19 @@ def test_query_of_a_euclidean_collection_prints_distances(
     assert " score " not in out
     code, hits = run_json(capsys, "query", "what happens when a sync crashes?", "-k", "3", *args)
     assert code == 0 and [-hit["score"] for hit in hits] == pytest.approx(distances, abs=1e-3)
+
+
+def test_a_query_cites_where_a_hit_lies_in_either_layout() -> None:
+    """The llamaindex layout stores locators as text ("3-4", "Guide > Setup"), which the
+    citation printed bare ("3-4, Cart") where the langchain layout's lists read
+    "pp. 3-4"; both shapes now read the same."""
+    from rechunk.cli.query import citation
+
+    as_lists = {"pages": [3, 4], "lines": [12, 30], "symbol": "Cart.add",
+                "section": ["Guide", "Setup"], "sheet": "Q3", "rows": [14, 14]}  # fmt: skip
+    as_text = {"pages": "3-4", "lines": "12-30", "symbol": "Cart.add",
+               "section": "Guide > Setup", "sheet": "Q3", "rows": "14"}  # fmt: skip
+    assert citation(as_lists) == citation(as_text)
+    assert "pp. 3-4" in citation(as_text) and "row 14" in citation(as_text)
+    assert citation({"pages": "3"}) == "p. 3"
+    assert citation({"section": "x" * 200}) == "x" * 80

@@ -628,3 +628,18 @@ def test_a_sync_in_the_llamaindex_layout_stores_locators_as_the_node_parser_does
     nodes = RechunkNodeParser().get_nodes_from_documents([page])
     assert synced == sorted(n.metadata["section"] for n in nodes)
     assert all(isinstance(s, str) for s in synced) and "Release notes > Fixes" in synced
+
+
+def test_locators_as_text_touch_rechunks_ranges_and_heading_path_only() -> None:
+    """A locator of one's own keeps its lists (`[4, 9, 17]` had become "4-17", losing
+    page 9, and `["x", "y"]` "x > y"); the parsers' range keys are the ones named."""
+    from rechunk.document import RANGED_LOCATOR_KEYS, locator_as_text
+    from rechunk.sources.base import _RANGED
+
+    assert set(_RANGED.values()) == RANGED_LOCATOR_KEYS
+    located = {"pages": [3, 4], "rows": [7, 7], "section": ["Guide", "Setup"],
+               "visits": [4, 9, 17], "where": ["x", "y"], "sheet": "Q3"}  # fmt: skip
+    assert locator_as_text(located) == {
+        "pages": "3-4", "rows": "7", "section": "Guide > Setup",
+        "visits": [4, 9, 17], "where": ["x", "y"], "sheet": "Q3",
+    }  # fmt: skip

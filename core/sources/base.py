@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rechunk.document import RANGED_LOCATOR_KEYS
 from rechunk.errors import InputError
 
 if TYPE_CHECKING:
@@ -341,6 +342,7 @@ class TextBuilder:
         return [self.build(parser, version, metadata=metadata)]
 
 
+#: a locator's singular key -> its range key (:data:`RANGED_LOCATOR_KEYS`)
 _RANGED = {
     "page": "pages",
     "slide": "slides",
@@ -349,8 +351,6 @@ _RANGED = {
     "row": "rows",
     "chapter": "chapters",
 }
-#: the locator keys that are ``[first, last]`` ranges over what a span overlaps
-RANGED_LOCATOR_KEYS = frozenset(_RANGED.values())
 #: the metadata keys that say how a file was read (its format, the parser and its version,
 #: the text encoding a file was decoded from, a CSV's delimiter), not what the file says: a
 #: framework's node shows them neither to its embedder nor to an LLM
