@@ -229,6 +229,12 @@ class _Clock:
         return self.give_up_at - time.monotonic()
 
 
+def _closed(client: Any) -> bool:
+    """Whether an API client was closed (``openai.OpenAI.is_closed()``)."""
+    is_closed = getattr(client, "is_closed", None)
+    return bool(is_closed()) if callable(is_closed) else False
+
+
 #: said where a server's own words are left out of an error
 LEFT_OUT = (
     "the server's message is left out, as it may quote the input (--debug shows it; in "
@@ -673,7 +679,6 @@ class OpenAIEmbedder:
         starts and a try's wait ends (:class:`_Stopped`)."""
         stop = stop or threading.Event()
         openai = require("openai", "openai")
-        client = self._get_client()
         options: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
             options["dimensions"] = self.dimensions
@@ -688,6 +693,7 @@ class OpenAIEmbedder:
             tries += 1
             # the try's own timeout never reaches past the deadline
             timeout = min(self.timeout, left)
+            client = self._get_client()  # each try: close() may have ended the last one's
             try:
                 call = partial(client.embeddings.with_raw_response.create, **options)
                 raw = self._wait_for(partial(call, timeout=timeout), clock, stop)
@@ -715,6 +721,10 @@ class OpenAIEmbedder:
                 raise EmbeddingError(
                     f"the embeddings API at {self._host} failed: {type(exc).__name__}; {LEFT_OUT}"
                 ) from exc
+            except RuntimeError as exc:  # httpx's "client has been closed": close() ran
+                if not _closed(client):  # during this try; the next one opens another
+                    raise
+                last = exc
             else:
                 self._add(requests=1)
                 return self._vectors(raw, len(texts), tokens)

@@ -514,6 +514,29 @@ def test_close_ends_the_connections_and_a_with_block_closes(folder: Path) -> Non
         assert not embedder.loaded
 
 
+def test_a_request_in_flight_when_the_embedder_is_closed_is_tried_again(folder: Path) -> None:
+    """close() from another thread (a job ending while another uses the embedder) closed
+    the client an embed was using, and each later try reused it: a bare RuntimeError
+    from httpx, which a sync took for a crash. The next try opens a new client."""
+    import threading
+
+    def slow(request: dict[str, Any]) -> tuple[int, str, bytes]:
+        time.sleep(0.5)
+        data = [{"index": i, "embedding": [1.0] * 384} for i in range(len(request["input"]))]
+        return 200, "application/json", json.dumps({"data": data}).encode()
+
+    with BadEmbeddingsServer(reply=slow) as server:
+        embedder = api(server.url, folder, deadline=10)
+        embedder.embed(["warm"])
+        out: dict[str, Any] = {}
+        job = threading.Thread(target=lambda: out.update(v=embedder.embed(["in flight"])))
+        job.start()
+        time.sleep(0.2)
+        embedder.close()
+        job.join(timeout=15)
+    assert out["v"].shape == (1, 384) and embedder.stats.retries == 1
+
+
 def test_deadline_in_the_uri(folder: Path) -> None:
     url = "http://127.0.0.1:9"
     embedder = open_embedder(f"openai:minilm?tokenizer={folder}&deadline=2.5", embed_url=url)
