@@ -1277,10 +1277,11 @@ def engine(
     return run
 
 
-#: how often a command-line run looks at its head node, and how many refusals in a row
-#: end it (seconds; a head that restarts in between is not lost)
+#: how often a command-line run looks at its head node (seconds), and how many refusals
+#: in a row end it: about 45 s, under the 60 s after which Ray's core ends the driver
+#: itself, so a head that comes back sooner (Ray's GCS fault tolerance) is not lost
 HEAD_CHECK_SECONDS = 5.0
-HEAD_REFUSALS = 2
+HEAD_REFUSALS = 9
 
 
 @contextlib.contextmanager
@@ -1290,7 +1291,7 @@ def _head_watch(address: str | None, lost: Callable[[str], None]) -> Iterator[No
     in a row (its process is gone), call ``lost`` with what to say. Ray's own core ends
     a driver whose head went away after 60 s, with exit 1 and only its own log line:
     a cron job read that as a sync that skipped a file. A timeout (a busy head) is not
-    counted."""
+    counted, and a head that accepts again starts the count anew."""
     target = _host_port(address)
     if target is None:
         yield

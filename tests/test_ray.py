@@ -730,9 +730,11 @@ def test_a_head_node_that_goes_away_ends_a_cli_run_with_its_error(
 ) -> None:
     """A Ray head killed during `rechunk sync --engine ray` left the run to Ray's core,
     which ended it a minute later with exit 1 (a skipped file, to a cron job) and no
-    line of rechunk's. The command-line run watches its head's port: refused twice in a
-    row, it says so (and the CLI exits 3); an open port, or the run's end, says nothing."""
+    line of rechunk's. The command-line run watches its head's port: refused for
+    HEAD_REFUSALS checks in a row, it says so, and _end_cli_run prints the line and
+    exits 3; an open port, or the run's end, says nothing."""
     import socket
+    import subprocess
 
     monkeypatch.setattr(rray, "HEAD_CHECK_SECONDS", 0.05)
     head = socket.create_server(("127.0.0.1", 0))
@@ -749,3 +751,10 @@ def test_a_head_node_that_goes_away_ends_a_cli_run_with_its_error(
     with rray._head_watch("auto", said.append):  # no HOST:PORT to look at
         time.sleep(0.2)
     assert len(said) == 1
+    ended = subprocess.run(
+        [sys.executable, "-c", "from rechunk.integrations.ray import _end_cli_run as end; "
+         "end('the Ray cluster went away')"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ended.returncode == 3
+    assert ended.stderr == "rechunk: error: the Ray cluster went away\n"
