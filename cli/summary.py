@@ -43,7 +43,8 @@ def encodings(files: Any) -> dict[str, int]:
 
 def replaced(files: Any) -> list[str]:
     """Documents whose bytes were not all valid in the encoding their file declares (an
-    HTML page's charset, an e-mail part's), read with U+FFFD in place of those bytes."""
+    HTML page's charset, an e-mail part's) or its format prescribes (an EPUB chapter's
+    UTF-8), read with U+FFFD in place of those bytes."""
     return [doc.doc_id for doc in files.documents if (doc.metadata or {}).get("invalid_bytes")]
 
 
@@ -157,8 +158,9 @@ def file_notes(
         rows.append(
             (
                 "invalid bytes",
-                f"{listed(bad)} (bytes not valid in the charset the file declares, read as "
-                "U+FFFD: correct its declaration, or save it in the charset it declares)",
+                f"{listed(bad)} (bytes not valid in the charset the file declares, or its "
+                "format prescribes, read as U+FFFD: correct the declaration, or save the file "
+                "in that charset)",
             )
         )
     read_as = encodings(files)
