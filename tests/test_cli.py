@@ -1273,3 +1273,24 @@ def test_a_query_cites_where_a_hit_lies_in_either_layout() -> None:
     assert "pp. 3-4" in citation(as_text) and "row 14" in citation(as_text)
     assert citation({"pages": "3"}) == "p. 3"
     assert citation({"section": "x" * 200}) == "x" * 80
+
+
+def test_a_file_whose_name_is_not_utf8_is_skipped_saying_to_rename_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Latin-1 file name (a folder copied from an old system) was skipped as
+    "Document.doc_id ... holds a lone surrogate", which read as rechunk's own fault."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kb").mkdir()
+    try:
+        with open(os.path.join(b"kb", b"caf\xe9.md"), "wb") as fh:
+            fh.write(b"# Menu\n\nCoffee and cake.\n")
+    except OSError:
+        pytest.skip("this file system takes no name that is not UTF-8")
+    (tmp_path / "kb" / "ok.md").write_text("# Ok\n\nFine words.\n", encoding="utf-8")
+    code, report = run_json(capsys, "sync", "kb", "--dry-run")
+    (skipped,) = report["skipped_files"]
+    assert code == 1 and skipped["reason"].startswith("its path is not valid UTF-8")
+    assert report["documents"]["new"] == 1

@@ -349,6 +349,23 @@ def _escape(match: re.Match[str]) -> str:
     return _escape_char(match.group())
 
 
+def _utf8(name: str) -> bool:
+    """Whether ``name`` is valid UTF-8 (a name the file system gave as bytes it could not
+    decode holds lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+#: why a file whose name is not valid UTF-8 is skipped
+_NAME_NOT_UTF8 = (
+    "its path is not valid UTF-8 (saved under another system's encoding?), and a doc_id "
+    "must be: rename it (convmv -f latin1 -t utf-8 renames such files)"
+)
+
+
 def printable(text: str) -> str:
     """``text`` safe to print on one terminal line: control characters (a newline, ESC),
     separators, bidirectional overrides and every other invisible format character
@@ -535,6 +552,9 @@ def read_documents(
                 out.unsupported[path.suffix.lower()] += 1
                 continue
             read.add(real)
+            if not _utf8(doc_id):  # its documents could not be stored under any doc_id
+                out.skipped.append((_printable(doc_id), _NAME_NOT_UTF8))
+                continue
             if max_bytes is not None and (size := _size(path)) is not None and size > max_bytes:
                 out.too_large.append((_printable(doc_id), size))
                 continue
