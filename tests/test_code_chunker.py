@@ -1671,3 +1671,29 @@ def test_classic_mac_line_ends_are_read_as_lines() -> None:
     where_lf, where_cr = chunker.locator(lf), chunker.locator(cr)
     assert [where_cr(c.start, c.end) for c in by_cr] == [where_lf(c.start, c.end) for c in by_lf]
     assert where_cr(by_cr[-1].start, by_cr[-1].end)["lines"][1] == lf.count("\n")
+
+
+@pytest.mark.parametrize("language", ["typescript", "python"])
+def test_a_notice_cut_off_right_above_a_definition_is_cited_as_no_symbol(language: str) -> None:
+    """A licence header with no blank line below it is attached to the class it sits on,
+    and the notice cut makes it a chunk of its own: that chunk was cited as ``Cart``,
+    though it says nothing of it. It is at top level; the next chunk is ``Cart``'s."""
+    head = "Copyright (c) 2024 Acme Corp. All rights reserved.\nSPDX-License-Identifier: MIT\n"
+    if language == "typescript":
+        notice = "".join(f"// {line}\n" for line in head.splitlines())
+        body = "export interface Cart { id: string }\n\n" + "".join(
+            f"export function f{i}(a: number): number {{\n  const b = a * {i};\n"
+            f"  return b + {i};\n}}\n\n"
+            for i in range(12)
+        )
+    else:
+        notice = "".join(f"# {line}\n" for line in head.splitlines())
+        body = "class Cart:\n    id = ''\n\n\n" + "".join(
+            f"def f{i}(a):\n    b = a * {i}\n    return b + {i}\n\n\n" for i in range(16)
+        )
+    text = notice + body
+    chunker = CodeChunker(language, min_tokens=125, max_tokens=209)
+    where = chunker.locator(text)
+    first, second = chunker.chunk(text)[:2]
+    assert first.end <= len(notice) and "symbol" not in where(first.start, first.end)
+    assert where(second.start, second.end)["symbol"] == "Cart"

@@ -731,19 +731,25 @@ class CodeChunker(BaseChunker):
         ``where`` gives ``{"language": ..., "symbol": "Cart.add", "lines": [first, last]}``:
         the 1-based lines of the span's first and last non-whitespace characters, and
         the path of the innermost definition holding its first non-whitespace character
-        (a comment or attribute attached above a definition counts as part of it;
-        ``symbol`` is left out at top level, outside any definition).
+        (a comment or attribute attached above a definition counts as part of it, but
+        for a licence or copyright notice cut off above it; ``symbol`` is left out at top
+        level, outside any definition).
         """
         text = _with_lf(check_text(text))
         structure = _parse_structure(self._spec, text)
         symbol_at = _innermost(_definitions(self._spec, structure))
         starts = structure.line_starts
         language = self.language
+        # a copyright or licence notice is cut off the code below it (see the class doc):
+        # a span of the notice alone documents no definition, though it may sit right
+        # above one, attached
+        row = structure.notice
+        notice_end = -1 if row is None else max(structure.first[row], starts[row])
 
         def where(start: int, end: int) -> dict[str, Any]:
             lines, first = span_lines(text, starts, start, end)
             out: dict[str, Any] = {"language": language}
-            symbol = symbol_at(first)
+            symbol = None if end <= notice_end else symbol_at(first)
             if symbol is not None:
                 out["symbol"] = symbol
             out["lines"] = lines
