@@ -90,7 +90,7 @@ def execute(args: QueryArgs) -> int:
             "start": p.payload.start,
             "end": p.payload.end,
             "score": round(float(score), 4),
-            **{k: p.payload.metadata[k] for k in CITED if k in p.payload.metadata},
+            **{k: p.payload.metadata[k] for k in (*CITED, "language") if k in p.payload.metadata},
             "excerpt": " ".join(p.payload.text.split())[:160],
         }
         for p, score in hits

@@ -436,7 +436,7 @@ def test_query_says_where_each_hit_lies(kb: Path, capsys: pytest.CaptureFixture[
     assert code == 0
     by_doc = {hit["doc_id"]: hit for hit in reversed(hits)}  # the best hit of each
     cart = by_doc["cart.py"]
-    assert cart["lines"][0] <= cart["lines"][1]
+    assert cart["lines"][0] <= cart["lines"][1] and cart["language"] == "python"
     assert by_doc["manual.pdf"]["pages"][0] >= 1
     assert by_doc["report.docx"]["section"] == ["How a sync publishes changes"]
     assert by_doc["faq.jsonl#q1"]["record"] == "q1"
