@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -302,7 +302,7 @@ class Watcher:
             for seen, _, paths in events.waiting():
                 for raw in paths:
                     path = os.path.abspath(raw)
-                    if path not in firsts and self._watched(path):
+                    if path not in firsts and self._event_kind(path) == "read":
                         firsts[path] = seen
                     elif path in firsts:
                         firsts[path] = min(firsts[path], seen)
@@ -310,15 +310,18 @@ class Watcher:
             return 0, None
         return len(firsts), max(0.0, time.monotonic() - min(firsts.values()))
 
-    def _watched(self, path: str) -> bool:
-        """Whether an event on ``path`` queues it to be read (see :meth:`feed`)."""
+    def _event_kind(self, path: str) -> Literal["read", "rescan"] | None:
+        """What an event on the absolute ``path`` asks for: ``"read"`` it (queued until
+        stable), a ``"rescan"`` of every folder (a ``.rechunkignore`` changed, or a
+        ``.gitignore`` that applies), or nothing (outside the folders, or hidden)."""
         found = self._locate(path)
         if found is None:
-            return False
+            return None
         index, parts = found
-        if parts[-1] in (RECHUNKIGNORE, GITIGNORE):
-            return False  # a rescan, not a path to read
-        return not self.selections[index].hidden(parts)
+        hidden = self.selections[index].hidden
+        if parts[-1] == RECHUNKIGNORE or (parts[-1] == GITIGNORE and self.gitignore):
+            return None if hidden(parts[:-1]) else "rescan"
+        return None if hidden(parts) else "read"
 
     def freshness_state(self) -> tuple[int, int, float | None]:
         """Accepted revisions not yet retrievable, how many of them an earlier revision
@@ -585,17 +588,12 @@ class Watcher:
         with self._lock:
             for raw in paths:
                 path = os.path.abspath(raw)
-                found = self._locate(path)
-                if found is None:
-                    continue
-                index, parts = found
-                if parts[-1] == RECHUNKIGNORE or (parts[-1] == GITIGNORE and self.gitignore):
-                    if not self.selections[index].hidden(parts[:-1]):
-                        if self._rescan is None:
-                            self._rescan = _Entry(now, wall, now)
-                        self._rescan.last_event = now
-                    continue
-                if self.selections[index].hidden(parts):
+                kind = self._event_kind(path)
+                if kind == "rescan":
+                    if self._rescan is None:
+                        self._rescan = _Entry(now, wall, now)
+                    self._rescan.last_event = now
+                if kind != "read":
                     continue
                 entry = self._pending.get(path)
                 if entry is None:
