@@ -16,6 +16,7 @@ __all__ = [
     "RANGED_LOCATOR_KEYS",
     "Document",
     "flat_problem",
+    "is_utf8",  # what a doc_id must be, for the rooms that may not import reuse
     "json_problem",
     "locator_as_text",
 ]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rechunk.document import Document
+from rechunk.document import Document, is_utf8
 from rechunk.errors import ConfigError, InputError, MissingDependencyError
 from rechunk.sources.base import ParseError
 from rechunk.sources.documents import CODE, documents_from_file, kind_of
@@ -349,16 +349,6 @@ def _escape(match: re.Match[str]) -> str:
     return _escape_char(match.group())
 
 
-def _utf8(name: str) -> bool:
-    """Whether ``name`` is valid UTF-8 (a name the file system gave as bytes it could not
-    decode holds lone surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 #: why a file whose name is not valid UTF-8 is skipped
 _NAME_NOT_UTF8 = (
     "its path is not valid UTF-8 (saved under another system's encoding?), and a doc_id "
@@ -552,7 +542,7 @@ def read_documents(
                 out.unsupported[path.suffix.lower()] += 1
                 continue
             read.add(real)
-            if not _utf8(doc_id):  # its documents could not be stored under any doc_id
+            if not is_utf8(doc_id):  # its documents could not be stored under any doc_id
                 out.skipped.append((_printable(doc_id), _NAME_NOT_UTF8))
                 continue
             if max_bytes is not None and (size := _size(path)) is not None and size > max_bytes:
