@@ -90,7 +90,7 @@ def _content(part: Message) -> tuple[str, bool]:
         return str(part.get_payload()), False
     # an unknown charset, or one no text is saved in (idna, base64), reads as UTF-8
     charset = text_codec(part.get_content_charset() or "utf-8") or "utf-8"
-    for codec in (charset, "utf-8"):
+    for codec in dict.fromkeys((charset, "utf-8")):  # each once
         try:
             return payload.decode(codec), False
         except UnicodeError:  # never shown: a codec's message may quote the text
