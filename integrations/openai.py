@@ -375,12 +375,13 @@ class OpenAIEmbedder:
     ``max_input_tokens`` is the window including special tokens; ``dimension``
     the vector size.
 
-    ``model_id`` is ``openai/v1:{model}@{host};dim={dimension}``: the vectors
+    ``model_id`` is ``openai/v1:{model}@{server};dim={dimension}``: the vectors
     depend on the model, on the dimension asked for, and on the server that
-    serves that name (``host`` is ``api.openai.com`` for OpenAI and the URL's
-    host:port for any other server, where a name means what that server says
-    it means). Pass ``identity`` to name the model yourself, e.g. one served
-    behind several URLs.
+    serves that name (``server`` is ``api.openai.com`` for OpenAI and the URL's
+    host:port and path for any other server, where a name means what that
+    server says it means; a path of ``/v1`` is left out). Pass ``identity`` to
+    name the server yourself, e.g. one model served behind several URLs: it
+    takes the server's place, and the model and dimension still count.
 
     Batching, retries and what is kept after a failure: see the module
     docstring. ``timeout`` bounds one try (seconds without an answer);
@@ -485,6 +486,11 @@ class OpenAIEmbedder:
             raise ConfigError(f"base URL {shown!r} must be an http:// or https:// URL with a host")
         self.base_url = url.rstrip("/")
         self._host = parts.hostname + (f":{port}" if port else "")
+        # where the name is served: host:port and the base path, since gateways route
+        # models by path (/tei-bge/v1, Azure's /openai/deployments/NAME); the usual /v1
+        # (or none) is left out so that those identities read as before
+        path = parts.path.rstrip("/")
+        self._server = self._host + ("" if path in ("", "/v1") else path)
         self._api_key_env = api_key_env
         if client is None and self._host == "api.openai.com" and not os.environ.get(api_key_env):
             raise ConfigError(f"set {api_key_env} to use OpenAI's API (the key is read from it)")
@@ -574,10 +580,10 @@ class OpenAIEmbedder:
 
     @property
     def model_id(self) -> str:
-        """``openai/v1:{model}@{host};dim={dimension}``, or the ``identity`` given."""
-        if self._identity:
-            return self._identity
-        return f"{_MODEL_ID_VERSION}:{self.model}@{self._host};dim={self._dimension}"
+        """``openai/v1:{model}@{server};dim={dimension}``, the ``identity`` given (if
+        any) in place of the server."""
+        server = self._identity or self._server
+        return f"{_MODEL_ID_VERSION}:{self.model}@{server};dim={self._dimension}"
 
     @property
     def dimension(self) -> int:

@@ -171,9 +171,9 @@ def _openai(spec: str, embed_url: str | None) -> Any:
         if key == "deadline":
             options["deadline"] = _seconds(value, key, spec)
             continue
-        if key == "identity":  # one model behind several URLs: one model_id
+        if key == "identity":  # one model behind several URLs: one name for the server
             if not value.strip():
-                raise ConfigError(f"option identity of openai:{spec} must name the model")
+                raise ConfigError(f"option identity of openai:{spec} must name the server")
             options["identity"] = value
             continue
         if not value.isdigit() or int(value) <= 0:

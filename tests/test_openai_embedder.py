@@ -108,8 +108,18 @@ def test_identity_holds_model_server_and_dimension(folder: Path) -> None:
     assert local.model_id == "openai/v1:minilm@127.0.0.1:9;dim=384"
     assert (local.dimension, local.max_input_tokens, local.special_tokens) == (384, 256, 2)
     assert api("http://10.0.0.2:9", folder).model_id != local.model_id
+    assert api("http://127.0.0.1:9", folder).model_id == local.model_id  # /v1 or none
+    assert api("http://127.0.0.1:9/v1/", folder).model_id == local.model_id
+    # a gateway routing models by path: two backends, two identities
+    routed = {api(f"http://127.0.0.1:9/{name}/v1", folder).model_id for name in ("a", "b")}
+    assert routed == {"openai/v1:minilm@127.0.0.1:9/a/v1;dim=384",
+                      "openai/v1:minilm@127.0.0.1:9/b/v1;dim=384"}  # fmt: skip
+    # identity= names the server; the model and the dimension still count
     named = api("http://127.0.0.1:9", folder, identity="minilm-everywhere")
-    assert named.model_id == "minilm-everywhere"
+    assert named.model_id == "openai/v1:minilm@minilm-everywhere;dim=384"
+    other = OpenAIEmbedder("e5", base_url="http://127.0.0.1:9", tokenizer=folder,
+                           identity="minilm-everywhere")  # fmt: skip
+    assert other.model_id == "openai/v1:e5@minilm-everywhere;dim=384"
     assert not local.loaded  # nothing is created before the first request
 
 
@@ -160,10 +170,10 @@ def test_uri_options(folder: Path) -> None:
     # one model behind two URLs, named once: the identity the Python API offers
     named = [open_embedder(f"openai:minilm?tokenizer={folder}&identity=team/minilm-v1",
                            embed_url=where) for where in (url, "http://localhost:9")]  # fmt: skip
-    assert [e.model_id for e in named] == ["team/minilm-v1", "team/minilm-v1"]
+    assert {e.model_id for e in named} == {"openai/v1:minilm@team/minilm-v1;dim=384"}
     for bad, match in (
         ("openai:", "model name"),
-        ("openai:m?identity=", "must name the model"),
+        ("openai:m?identity=", "must name the server"),
         ("openai:m?colour=red", "unknown option"),
         (f"openai:m?tokenizer={tok}&window=x&dimension=4", "positive integer"),
         ("bert:x", "unknown embedder URI"),
