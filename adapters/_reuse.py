@@ -344,13 +344,29 @@ def _leaf(value: object) -> object:
     return f"<{type(value).__qualname__}>"
 
 
+def _plain(value: object) -> object:
+    """A setting's value as plain data where it is a kind JSON has no form for but that
+    only configures: an enum as its value, a path as its text, a pydantic model (an
+    options object) as its fields; any other value as it is."""
+    if isinstance(value, Enum) and not isinstance(value, (str, int, float)):
+        return _plain(value.value)
+    if isinstance(value, PurePath):
+        return str(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and isinstance(getattr(type(value), "model_fields", None), Mapping):
+        return dump()
+    return value
+
+
 def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     """A model identity for any embeddings object: its class path and non-secret configuration.
 
     ``"<framework>:<module>.<class>(<name>=<value>,...)"``, names sorted. The configuration
     is the object's pydantic fields (LangChain and LlamaIndex models are pydantic models),
     else its public attributes (``__slots__`` too) holding scalars or dicts (a list is
-    taken for run-time state, such as a log of calls). Also read: an embeddings object
+    taken for run-time state, such as a log of calls); in either, an enum enters as its
+    value, a path as its text and a pydantic model (an options object) as its fields.
+    Also read: an embeddings object
     held by this one (a wrapper such as LlamaIndex's ``LangchainEmbedding``), as its own
     identity; the ``truncate_dim`` and ``default_prompt_name`` a loaded model object was
     given (a private sentence-transformers model); a local path written ``./`` or ``../``,
@@ -409,6 +425,7 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
             parts.append(f"{name}=<{inside}>")
             naming = True
             continue
+        value = _plain(value)
         # a run-time list of the object's own (a log of calls) is not read; a dict of its
         # own is read like a declared field's (model or encode arguments)
         nested = pydantic or isinstance(value, dict)

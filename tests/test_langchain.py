@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
+from enum import Enum
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -47,6 +48,7 @@ from langchain_text_splitters import (
     RecursiveCharacterTextSplitter,
     TextSplitter,
 )
+from pydantic import BaseModel
 from sync_helpers import Memo
 from test_cache import CacheContract
 
@@ -668,6 +670,64 @@ def test_model_identity_is_in_the_key() -> None:
     with pytest.raises(ConfigError):
         CachedEmbeddings(object(), cache)
     assert CachedEmbeddings(explicit, cache, model_id="mine").model_id == "mine"
+
+
+class _Pooling(Enum):
+    MEAN = 1
+    CLS = 2
+
+
+class _EncodeOptions(BaseModel):
+    prefix: str = ""
+
+
+class _TypedSettings(BaseModel, Embeddings):
+    """The usual LangChain shape, with settings JSON has no form for."""
+
+    model_name: str = "bge"
+    pooling: _Pooling = _Pooling.MEAN
+    checkpoint: Path = Path("/models/bge/step-1000")
+    options: _EncodeOptions = _EncodeOptions()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(self.pooling.value), float(len(self.options.prefix + t))] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class _TypedAttributes(Embeddings):
+    """A hand-written class holding the same kinds of settings as public attributes."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.model_name = "bge"
+        self.pooling = settings.get("pooling", _Pooling.MEAN)
+        self.checkpoint = settings.get("checkpoint", Path("/models/bge/step-1000"))
+        self.options = settings.get("options", _EncodeOptions())
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[float(self.pooling.value), float(len(self.options.prefix + t))] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+@pytest.mark.parametrize("cls", [_TypedSettings, _TypedAttributes])
+def test_enum_path_and_options_settings_enter_the_identity(cls: Any) -> None:
+    # each of these settings changes the vectors: two values, two identities, and the
+    # cache never serves one's vector for the other's
+    base = cls()
+    others = [
+        cls(pooling=_Pooling.CLS),
+        cls(checkpoint=Path("/models/bge/step-2000")),
+        cls(options=_EncodeOptions(prefix="query: ")),
+    ]
+    ids = [derive_model_id(model) for model in (base, *others)]
+    assert len(set(ids)) == 4, ids
+    assert "pooling=1" in ids[0] and "checkpoint=/models/bge/step-1000" in ids[0]
+    cache = MemoryCache()
+    for model in (base, *others):
+        assert CachedEmbeddings(model, cache).embed_documents(["a"]) == model.embed_documents(["a"])
 
 
 class _ModelInPrivate(Embeddings):
