@@ -23,8 +23,14 @@ from rechunk.sources.files import printable
 __all__ = ["QueryArgs", "add_parser", "citation", "execute", "run"]
 
 #: the locator keys a hit is cited by, in the order they are printed
-CITED = ("pages", "slides", "sheet", "rows", "cells", "lines", "record", "symbol", "section")
-_RANGES = {"pages": "p.", "slides": "slide", "rows": "row", "cells": "cell", "lines": "line"}
+CITED = (
+    "pages", "chapters", "slides", "sheet", "rows", "cells", "lines", "record", "symbol",
+    "section",
+)  # fmt: skip
+_RANGES = {
+    "pages": "p.", "chapters": "chapter", "slides": "slide", "rows": "row", "cells": "cell",
+    "lines": "line",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

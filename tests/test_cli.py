@@ -1276,6 +1276,17 @@ def test_a_query_cites_where_a_hit_lies_in_either_layout() -> None:
     assert citation({"section": "x" * 200}) == "x" * 80
 
 
+def test_every_range_a_parser_records_is_cited() -> None:
+    """An EPUB hit's chapters were left out of the citation and of --json's rows."""
+    from rechunk.cli.query import CITED, citation
+    from rechunk.document import RANGED_LOCATOR_KEYS
+
+    assert set(CITED) >= RANGED_LOCATOR_KEYS
+    for key in RANGED_LOCATOR_KEYS:
+        assert citation({key: [2, 3]}).endswith(" 2-3") and citation({key: "4"}).endswith(" 4")
+    assert citation({"chapters": [4, 4], "section": ["Locks"]}) == "chapter 4, Locks"
+
+
 def test_a_file_whose_name_is_not_utf8_is_skipped_saying_to_rename_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
