@@ -324,6 +324,10 @@ FOREIGN: Final[dict[str, str]] = {
         "sentence, paragraph and section ends itself; drop it (a whitespace separator= is "
         "accepted)"
     ),
+    "parser": (
+        "CodeSplitter's tree-sitter parser: rechunk parses with the grammar its language "
+        "names; pass language='python' (or another) instead"
+    ),
     "keep_whitespaces": (
         "a chunk's text is always the exact slice of the document, whitespace included; "
         "drop it"
@@ -344,6 +348,11 @@ def check_foreign(params: Mapping[str, Any], policy: object) -> None:
         raise ConfigError(
             f"language={params['language']!r} is the code policy's: pass policy='code' "
             "with it (CodeSplitter's place), or leave it out for prose"
+        )
+    if policy == "code" and "language" not in params:
+        raise ConfigError(
+            "the code policy needs the source's language: pass language='python' (or "
+            "'typescript', 'go', ...: rechunk.chunkers.code.LANGUAGES) beside policy='code'"
         )
 
 

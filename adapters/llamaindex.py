@@ -498,14 +498,20 @@ class RechunkNodeParser(NodeParser):
             )
         super().__setattr__(name, _checked(name, value))
 
+    def _chunker_params(self) -> dict[str, Any]:
+        """The chunker's parameters as its factory takes them: its ``params``, and the
+        code policy's ``language`` (an argument of its own, not among them)."""
+        params = dict(self.params)
+        language = getattr(self._chunker, "language", None)
+        if isinstance(language, str):
+            params["language"] = language
+        return params
+
     def _resize(self, chunk_size: object = None, chunk_overlap: object = None) -> None:
         """The chunker built again, as the constructor builds it, for a new ``chunk_size``
         or ``chunk_overlap``; nothing changes when they cannot be honoured."""
         # the chunker's own parameters but its sizes, which chunk_size sets
-        kept = {k: v for k, v in self.params.items() if k not in SIZE_PARAMS}
-        language = getattr(self._chunker, "language", None)
-        if isinstance(language, str):  # the code policy's
-            kept["language"] = language
+        kept = {k: v for k, v in self._chunker_params().items() if k not in SIZE_PARAMS}
         sizing = build_sizing(
             self.policy,
             self._sizing.counter or getattr(self._chunker, "token_counter", None),
@@ -620,7 +626,7 @@ class RechunkNodeParser(NodeParser):
             factor = core / largest
             params = {
                 k: (max(1, int(v * factor)) if k in SIZE_PARAMS else v)
-                for k, v in self.params.items()
+                for k, v in self._chunker_params().items()
             }
             params["hard_max_tokens"] = core
             chunker = FACTORIES[self.policy](tokenizer=counter, **params)

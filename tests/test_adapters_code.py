@@ -60,5 +60,28 @@ def test_llamaindex_node_parser_takes_the_code_policy() -> None:
     # nodes start where the code chunker's chunks start (their ends leave out trailing space)
     assert [n.start_char_idx for n in nodes] == [c.start for c in expected]
     assert parser.policy_id.startswith("code-")
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="language='python'"):
         RechunkNodeParser(policy="code")  # which language?
+    with pytest.raises(ConfigError, match="instead"):  # CodeSplitter's own argument
+        RechunkNodeParser(policy="code", language="python", parser=object())
+
+
+def test_a_sized_code_parser_makes_room_for_the_metadata() -> None:
+    """With chunk_size (or chunk_overlap) and documents carrying metadata, as
+    SimpleDirectoryReader's do, the chunker was rebuilt for the header without its
+    language: a TypeError on every document."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document
+    from llama_index.core.schema import MetadataMode
+
+    from rechunk.adapters.llamaindex import RechunkNodeParser
+
+    metadata = {"file_path": "/srv/repo/store.py", "file_name": "store.py", "team": "shelves"}
+    for sizing in ({"chunk_size": 150}, {"chunk_overlap": 20}):
+        parser = RechunkNodeParser(policy="code", language="python", **sizing)
+        nodes = parser.get_nodes_from_documents([Document(text=SOURCE, metadata=metadata)])
+        assert len(nodes) > 1 and all(n.metadata["policy"].startswith("code-") for n in nodes)
+        counter = parser.chunker.token_counter
+        limit = parser.chunk_size
+        embedded = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+        assert max(counter.count_many(embedded)) <= limit
