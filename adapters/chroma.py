@@ -57,6 +57,7 @@ from rechunk.adapters._layout import (
     prepare_writes,
 )
 from rechunk.errors import (
+    CollectionMismatchError,
     ConfigError,
     RechunkError,
     StoreError,
@@ -412,7 +413,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
         config = self._config(collection)
         if (config.distance != distance) or (config.dimension not in (0, dimension)):
             have = f"{config.dimension}-dimensional " if config.dimension else ""
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"Chroma collection {self._collection!r} holds {have}{config.distance} vectors, "
                 f"not the {dimension}-dimensional {distance} vectors asked for; "
                 f"use another collection for another model or distance"

@@ -53,6 +53,7 @@ from rechunk.adapters._layout import (
     vouch_fields,
 )
 from rechunk.errors import (
+    CollectionMismatchError,
     ConfigError,
     RechunkError,
     StoreError,
@@ -887,7 +888,7 @@ class QdrantStore(StoreBase["QdrantClient"]):
             self._create(dimension, distance)
             vectors = self._require()
         if (vectors.dimension, vectors.distance) != (dimension, distance):
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"Qdrant collection {self._collection!r} holds {vectors.dimension}-dimensional "
                 f"{vectors.distance} vectors, not the {dimension}-dimensional {distance} "
                 f"vectors asked for; use another collection for another model or distance"

@@ -65,7 +65,13 @@ from rechunk.adapters._layout import (
     qdrant_vouches,
     vouch_fields,
 )
-from rechunk.errors import ConfigError, RechunkError, StoreError, StoreUnavailableError
+from rechunk.errors import (
+    CollectionMismatchError,
+    ConfigError,
+    RechunkError,
+    StoreError,
+    StoreUnavailableError,
+)
 from rechunk.sync.store import (
     SUPERSEDED_KEY,
     SUPERSEDED_MARK,
@@ -873,7 +879,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
                 opened = self._require()
             shard, found = opened
             if (found.dimension, found.distance) != (dimension, distance):
-                raise StoreError(
+                raise CollectionMismatchError(
                     f"Qdrant Edge collection {self._collection!r} holds {found.dimension}-"
                     f"dimensional {found.distance} vectors, not the {dimension}-dimensional "
                     f"{distance} vectors asked for; use another collection for another model "

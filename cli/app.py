@@ -19,6 +19,7 @@ from rechunk.cli import bench, eval, measure, query, reindex, status, sync, watc
 from rechunk.cli.output import EXIT_BACKEND, EXIT_USAGE, one_line, report_error
 from rechunk.errors import (
     CacheError,
+    CollectionMismatchError,
     ConfigError,
     EmbeddingError,
     InputError,
@@ -172,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except RechunkError as exc:
         report_error(exc, args.debug)
+        if isinstance(exc, CollectionMismatchError):  # the command names the wrong one
+            return EXIT_USAGE
         if isinstance(exc, (StoreError, EmbeddingError, CacheError)):
             return EXIT_BACKEND
         if isinstance(exc, (ConfigError, InputError, MissingDependencyError)):

@@ -39,6 +39,7 @@ from rechunk.document import Document
 from rechunk.errors import (
     BadVectorError,
     CacheError,
+    CollectionMismatchError,
     ConfigError,
     EmbeddingError,
     ForeignPointsWarning,
@@ -71,6 +72,7 @@ __all__ = [
     "Chunk",
     "Chunker",
     "CodeChunker",
+    "CollectionMismatchError",
     "ConfigError",
     "Document",
     "DocumentReport",

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "BadVectorError",
     "CacheError",
+    "CollectionMismatchError",
     "ConfigError",
     "EmbeddingError",
     "ForeignPointsWarning",
@@ -100,6 +101,12 @@ class CacheError(RechunkError):
 
 class StoreError(RechunkError):
     """The vector store refused the operation or holds an incompatible collection."""
+
+
+class CollectionMismatchError(StoreError):
+    """The collection holds vectors of another dimension, distance or model than the
+    ones asked for: sync into another collection, or reindex it (the command line's
+    exit 2, a usage error, not a failing store's 3)."""
 
 
 class StaleCheckError(StoreError, TransientError):

@@ -1229,6 +1229,33 @@ def test_a_root_an_earlier_version_recorded_stays_unrecorded_when_copied(
     assert not how.read_as_recorded
 
 
+def test_a_collection_of_another_distance_or_dimension_is_a_usage_error(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sync into a collection LangChain made with euclidean distance exited 3, which
+    cron and CI read as the store failing; the command named the wrong collection (2).
+    Nothing is written to it."""
+    from qdrant_client import QdrantClient
+
+    from rechunk import CollectionMismatchError, StoreError
+    from rechunk.adapters.qdrant import QdrantStore
+
+    client = QdrantClient(path=str(workdir / "q"))
+    QdrantStore(client, "euclidean").ensure_collection(384, "euclid")
+    QdrantStore(client, "small").ensure_collection(16, "cosine")
+    with pytest.raises(CollectionMismatchError, match="another model or distance") as caught:
+        QdrantStore(client, "small").ensure_collection(384, "cosine")
+    assert isinstance(caught.value, StoreError)  # still caught as a store's refusal
+    client.close()
+    for collection in ("euclidean", "small"):
+        args = ["sync", "docs", "--store", f"qdrant:{workdir / 'q'}", "--collection", collection]
+        assert main(args) == 2
+        assert "use another collection" in capsys.readouterr().err
+    client = QdrantClient(path=str(workdir / "q"))
+    assert [client.count(c).count for c in ("euclidean", "small")] == [0, 0]
+    client.close()
+
+
 def test_query_of_a_euclidean_collection_prints_distances(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

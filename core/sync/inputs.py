@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.errors import ConfigError, InputError, StoreError
+from rechunk.errors import CollectionMismatchError, ConfigError, InputError, StoreError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.cached_embedder import CachedEmbedder
 from rechunk.reuse.embedding import Embedder
@@ -174,14 +174,14 @@ def _check_store(
             "store.ensure_collection(embedder.dimension) first"
         )
     if info.dimension != embedder.dimension:
-        raise StoreError(
+        raise CollectionMismatchError(
             f"collection {info.name!r} holds {info.dimension}-dimensional vectors but "
             f"{embedder.model_id} makes {embedder.dimension}-dimensional ones"
         )
     others = sorted(set(info.model_ids) - {embedder.model_id})
     if others:
         also = f" (and {embedder.model_id})" if embedder.model_id in info.model_ids else ""
-        raise StoreError(
+        raise CollectionMismatchError(
             f"collection {info.name!r} was written by another model ({', '.join(others)})"
             f"{also}; sync into a new collection or reindex"
         )
