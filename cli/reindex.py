@@ -153,6 +153,7 @@ def execute(args: ReindexArgs) -> int:
                 engine=engine,
                 progress=progress,
             )
+        opened.check_on_disk()
         if args.paths:  # without, the recorded roots (and how each is read) stay as they are
             record_roots(args, args, files.roots, replace=True)
         if not result.switched:  # Chroma: later commands name the new generation

@@ -159,6 +159,7 @@ def execute(args: SyncArgs) -> int:
                     raise
                 report, failed = exc.report, exc
         if not args.dry_run:
+            opened.check_on_disk()
             record_roots(args, args, files.roots, replace=args.prune)
             advice = compose.size_advice(store)
             if advice:  # in place of the store client's own warning

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,6 +231,7 @@ def execute(args: WatchArgs) -> int:
                 metrics,
                 server,
                 elsewhere,
+                opened.check_on_disk,
             )
     finally:
         events.stop()
@@ -253,6 +254,7 @@ def _watch(
     metrics: Any,
     server: Any,
     elsewhere: Any,
+    check_on_disk: Callable[[], None],
 ) -> str:
     """The initial sync of ``files`` (read after ``events`` started), then batches until a
     signal stops the watcher; returns what it leaves undone, for the line that says it
@@ -295,6 +297,7 @@ def _watch(
         with _signals(stop):
             watcher.start(events)
             initial = watcher.initial_sync(files)
+            check_on_disk()
             record_roots(args, args, files.roots, replace=args.prune)
             _print_initial(args, initial, files)
             where = (
@@ -311,6 +314,7 @@ def _watch(
                 print(json.dumps({"kind": "metrics", "port": server.port}), flush=True)
 
             def on_batch(report: Any) -> None:
+                check_on_disk()  # an embedded store's folder removed: stop (exit 3)
                 if args.json:
                     print(json.dumps({"time": round(time.time(), 3), **report.to_dict()}))
                 else:

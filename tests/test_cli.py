@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import importlib
 import json
 import os
 import re
@@ -1254,6 +1255,36 @@ def test_a_collection_of_another_distance_or_dimension_is_a_usage_error(
     client = QdrantClient(path=str(workdir / "q"))
     assert [client.count(c).count for c in ("euclidean", "small")] == [0, 0]
     client.close()
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_a_store_folder_removed_during_a_sync_fails_it(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    replaced: bool,
+) -> None:  # fmt: skip
+    """An embedded Qdrant client writes on after its folder is removed, and its own reads
+    find what it wrote: a sync whose folder an operator removed exited 0 with "stale
+    check passed" and nothing on disk. It exits 3 now, and the next sync rebuilds."""
+    engine = importlib.import_module("rechunk.sync")  # (rechunk.sync is the function)
+    real = engine.sync
+    folder = workdir / "q"
+
+    def then_removed(*args: Any, **kwargs: Any) -> Any:
+        report = real(*args, **kwargs)
+        shutil.rmtree(folder)
+        if replaced:  # another folder of the same name, as a restore from a backup makes
+            folder.mkdir()
+            (folder / "meta.json").write_text("{}", encoding="utf-8")
+        return report
+
+    monkeypatch.setattr(engine, "sync", then_removed)
+    assert main(["sync", "docs", "--store", f"qdrant:{folder}"]) == 3
+    assert "was removed or replaced while this command ran" in capsys.readouterr().err
+    monkeypatch.setattr(engine, "sync", real)
+    if replaced:
+        shutil.rmtree(folder)
+    code, again = run_json(capsys, "sync", "docs", "--store", f"qdrant:{folder}")
+    assert code == 0 and again["chunks"]["added"] > 0 and again["stale_check"] == "passed"
 
 
 def test_query_of_a_euclidean_collection_prints_distances(
