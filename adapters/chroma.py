@@ -876,8 +876,9 @@ class ChromaStore(StoreBase["ClientAPI"]):
 
     def _check_lease(self) -> None:
         lease = getattr(self, "_lease", None)
-        if lease is not None:
-            lease.check()
+        if lease is not None:  # a server gone while renewing it: unavailable, retried
+            with self._errors("renew the writer lock of"):
+                lease.check()
 
     # -- generations -----------------------------------------------------------------------
 

@@ -161,6 +161,28 @@ def test_server_going_away_is_store_unavailable(tmp_path: Path) -> None:
             assert isinstance(exc.value, TransientError)
 
 
+def test_a_server_gone_while_the_writer_lock_is_renewed_is_store_unavailable(
+    tmp_path: Path,
+) -> None:
+    """A write that renews the writer lock first raised the client's bare ConnectError
+    when the server had gone: publishing did not retry it (a user's sync gave up two
+    seconds after the server was killed, where it waits 1, 2 and 4 s for it)."""
+    import time
+
+    with running_chroma(tmp_path / "data") as running:
+        store = ChromaStore(running.client, "docs")
+        _fill(store)
+        with store.writer_lock(wait=5):
+            lease = store._lease
+            assert lease is not None
+            store.write([PointWrite(new_id(), payload(4), unit(4))])  # pins the collection
+            running.stop()
+            lease._valid_until = time.monotonic() + lease._ttl / 4  # a renewal is due
+            with pytest.raises(StoreUnavailableError, match="renew the writer lock") as exc:
+                store.write([PointWrite(new_id(), payload(5), unit(5))])
+            assert isinstance(exc.value, TransientError)
+
+
 def test_layout_mismatch_is_refused(persistent: Any) -> None:
     name = collection_name()
     ChromaStore(persistent, name, "langchain").ensure_collection(DIM)
