@@ -489,8 +489,8 @@ class OpenAIEmbedder:
         # where the name is served: host:port and the base path, since gateways route
         # models by path (/tei-bge/v1, Azure's /openai/deployments/NAME); the usual /v1
         # (or none) is left out so that those identities read as before
-        path = parts.path.rstrip("/")
-        self._server = self._host + ("" if path in ("", "/v1") else path)
+        base_path = parts.path.rstrip("/")
+        self._server = self._host + ("" if base_path in ("", "/v1") else base_path)
         self._api_key_env = api_key_env
         if client is None and self._host == "api.openai.com" and not os.environ.get(api_key_env):
             raise ConfigError(f"set {api_key_env} to use OpenAI's API (the key is read from it)")
