@@ -480,7 +480,7 @@ class _Room:
         return self.view()
 
 
-class _Flags(np.ndarray):
+class _Flags(np.ndarray[Any, Any]):
     """A 1-d array to which ``np.append(flags, value)`` adds in amortised constant time.
 
     Embedded Qdrant adds a point's "deleted" flags with ``np.append``, which copies the

@@ -64,6 +64,9 @@ class BadEmbeddingsServer:
         self.hold_seconds = hold_seconds
         self.trickle_every = trickle_every
         self.requests: list[dict[str, Any]] = []
+        #: when the first request came (time.monotonic()): a deadline counts from there,
+        #: not from a client process's start, which a loaded machine makes slow
+        self.first_request: float | None = None
         self._closing = threading.Event()
         self._lock = threading.Lock()
         server = self
@@ -81,6 +84,8 @@ class BadEmbeddingsServer:
                 except ValueError:
                     request = {}
                 with server._lock:
+                    if server.first_request is None:
+                        server.first_request = time.monotonic()
                     server.requests.append(request)
                 server._answer(self, request)
 

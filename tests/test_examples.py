@@ -15,7 +15,8 @@ EXAMPLES = ROOT / "examples"
 
 
 def run_example(name: str) -> str:
-    """Run ``examples/<name>`` in a fresh interpreter; its stdout (it must exit 0 within 120 s)."""
+    """Run ``examples/<name>`` in a fresh interpreter; its stdout (it must exit 0 within 300 s:
+    a bound on a hang, not a speed target)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     out = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
@@ -23,7 +24,7 @@ def run_example(name: str) -> str:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert out.returncode == 0, f"{name} failed:\n{out.stdout}\n{out.stderr}"
     return out.stdout
