@@ -313,7 +313,7 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
     # policy, not the prose default the sync was given); several: a policies row says
     used = getattr(report, "policies", {})
     rows.append(("policy", next(iter(used)) if len(used) == 1 else report.policy))
-    rows.append(("model", report.model_id.split(";")[0]))
+    rows.append(("model", report.model_id))  # whole: as status shows it and caches key it
     title = f"rechunk sync -> {printable(report.collection)}"
     print(title + (" (dry run: nothing was written)" if report.dry_run else ""))
     for name, value in [*rows, *notes]:
