@@ -55,6 +55,9 @@ OTHER_CODE_SUFFIXES = {
     ".hrl": "erlang",
     ".hs": "haskell",
     ".sol": "solidity",
+    ".pyx": "cython",
+    ".pxd": "cython",
+    ".pxi": "cython",
     # web components and stylesheets beside the JavaScript and CSS the grammars read
     ".vue": "vue",
     ".svelte": "svelte",
