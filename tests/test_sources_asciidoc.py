@@ -195,6 +195,26 @@ def test_a_file_of_only_comments_and_attributes_has_no_text() -> None:
         parse(":toc:\n// nothing here\n////\nhidden\n////\n")
 
 
+def test_references_read_as_the_values_their_entries_set() -> None:
+    """An operator's handbook read `Handbook version {version}`, the `4` of its
+    `:version: 4` entry nowhere in the index. A reference reads as the value set above
+    it, outside code ({nbsp} a space, as the parsers write every space); one not set, or
+    escaped, stays as AsciiDoc leaves it."""
+    text = parse(
+        "= Handbook\nAda Ops\n:version: 4\n:product: the {shop} job\n:shop: Harbour\n\n"
+        "Use {product}.{nbsp}Section {Version}, not \\{version} or {missing}.\n\n"
+        "== Release {version}\n\n* on {shop}\n\n:shop!:\nLater: {shop}.\n\n"
+        "|===\n|Name |Value\n|{version} |x\n|===\n\n----\nrun {version}\n----\n"
+    )
+    assert text == (
+        "# Handbook\n\nUse the {shop} job. Section 4, not {version} or {missing}.\n\n"
+        "## Release 4\n\n- on Harbour\n\nLater: {shop}.\n\n| Name | Value |\n| 4 | x |\n\n"
+        "```\nrun {version}\n```\n"
+    )
+    # a new value changes the text where it is referenced, and nowhere else
+    assert parse(":version: 5\n\nOne.\n\nVersion {version}.\n").endswith("Version 5.\n")
+
+
 class TestAsciidocContract(ParserContract):
     fmt = "asciidoc"
 

@@ -25,9 +25,15 @@ title):
   comments (``//`` lines, ``////`` blocks), attribute entries (``:toc:``), block
   attribute and anchor lines (``[NOTE]``, ``[[id]]``),
   preprocessor directives (``include::``, ``ifdef::``...), list continuations (``+``),
-  page and thematic breaks.
+  page and thematic breaks;
+* a reference to an attribute (``{product}``) outside code reads as the value its entry
+  gave above it (``:product: Harbour``), and AsciiDoc's character references (``{nbsp}``,
+  ``{amp}``, ``{startsb}``...) as their characters; a reference to an attribute not
+  set stays as written, as AsciiDoc leaves it, and so does an escaped one
+  (``\\{product}`` reads ``{product}``).
 
-Inline markup (``*bold*``, links, cross references) is kept as written. Includes are not
+Other inline markup (``*bold*``, links, cross references, ``kbd:[...]``) is kept as
+written. Includes are not
 followed (nothing outside the file is read), and two-line (underlined) section titles of
 the older AsciiDoc syntax are read as paragraphs. Blocks carry ``{"line": n}`` or
 ``{"line": [first, last]}`` (1-based lines of the file). The text comes from the file's
@@ -56,6 +62,17 @@ _ADMONITION = re.compile(r"(?:NOTE|TIP|IMPORTANT|CAUTION|WARNING):\s")
 _SOURCE = re.compile(r"\[(?:source)?,\s*([\w+#.-]+)")
 _COLS = re.compile(r"""cols\s*=\s*["']?([^"'\]]*)""")
 _CELL_SPEC = re.compile(r"^\s*(?:\d+\*|\d*\.?\d*\+)?[adehlmsv]?(?=\|)")
+_ATTRIBUTE_VALUE = re.compile(r":(!?)([\w][\w-]*)(!?):(?:\s+(.*))?$")
+_REFERENCE = re.compile(r"(\\?)\{([\w][\w-]*)\}")
+#: AsciiDoc's built-in character references
+_CHARACTERS = {
+    "empty": "", "sp": " ", "nbsp": "\u00a0", "zwsp": "\u200b", "wj": "\u2060",
+    "apos": "'", "quot": '"', "lsquo": "\u2018", "rsquo": "\u2019", "ldquo": "\u201c",
+    "rdquo": "\u201d", "deg": "\u00b0", "plus": "+", "brvbar": "\u00a6", "vbar": "|",
+    "amp": "&", "lt": "<", "gt": ">", "startsb": "[", "endsb": "]", "caret": "^",
+    "asterisk": "*", "tilde": "~", "backslash": "\\", "backtick": "`",
+    "two-colons": "::", "two-semicolons": ";;", "cpp": "C++", "pp": "++",
+}  # fmt: skip
 _VERBATIM = {"-": "listing", ".": "literal", "+": "pass", "/": "comment"}
 _COMPOUND = {"=": "example", "*": "sidebar", "_": "quote"}
 _BREAKS = frozenset({"'''", "---", "***", "- - -", "* * *", "<<<", "+"})
@@ -118,6 +135,35 @@ class _Reader:
         self.quote = 0  # quote blocks open
         self.document_title: str | None = None
         self.seen_text = False  # a block was written (the header is over)
+        self.values = dict(_CHARACTERS)  # the attributes set so far, by lower-case name
+
+    def entry(self, line: str) -> bool:
+        """Whether ``line`` is an attribute entry; one that sets or unsets an attribute is
+        taken into :attr:`values`."""
+        entry = _ATTRIBUTE_VALUE.match(line)
+        if entry is None:
+            return _ATTRIBUTE_ENTRY.match(line) is not None
+        name = entry.group(2).lower()
+        if entry.group(1) or entry.group(3):  # :!name: or :name!: unsets it
+            self.values.pop(name, None)
+        else:
+            self.values[name] = self.sub((entry.group(4) or "").strip())
+        return True
+
+    def sub(self, text: str) -> str:
+        """``text`` with its references to attributes set (``{product}``) read as their
+        values; any other, and an escaped one (``\\{product}``), as written."""
+        if "{" not in text:
+            return text
+
+        def value(match: re.Match[str]) -> str:
+            escaped, name = match.groups()
+            if escaped:
+                return match[0][1:]
+            found = self.values.get(name.lower())
+            return match[0] if found is None else found
+
+        return _REFERENCE.sub(value, text)
 
     def run(self) -> TextBuilder:
         lines, i = self.lines, 0
@@ -149,7 +195,7 @@ class _Reader:
             return i + 1
         if stripped.startswith("//"):
             return i + 1
-        if _ATTRIBUTE_ENTRY.match(line) or _DIRECTIVE.match(stripped):
+        if self.entry(line) or _DIRECTIVE.match(stripped):
             return i + 1
         if _BLOCK_ATTRIBUTES.match(line):
             self.attributes = stripped
@@ -160,7 +206,7 @@ class _Reader:
         title = _title(line)
         if title is not None:
             self.title_paragraph()
-            level, text = title
+            level, text = title[0], self.sub(title[1])
             self.out.heading(text, level, **_span(i, i))
             self.attributes = ""
             first = not self.seen_text
@@ -186,7 +232,7 @@ class _Reader:
             and "://" not in stripped
         )
         end = self.paragraph_end(i, terms=term)
-        text = " ".join(row.strip() for row in self.lines[i:end])
+        text = self.sub(" ".join(row.strip() for row in self.lines[i:end]))
         if term:
             self.out.list_item(text, **_span(i, end - 1))
         elif self.quote:
@@ -200,7 +246,7 @@ class _Reader:
         """A pending block title, as a paragraph of its own."""
         if self.title is not None:
             text, line = self.title
-            self.out.paragraph(text, **_span(line, line))
+            self.out.paragraph(self.sub(text), **_span(line, line))
             self.title = None
 
     def header_end(self, i: int) -> int:
@@ -210,6 +256,7 @@ class _Reader:
         while i < len(lines) and lines[i].strip():
             if _delimiter(lines[i].strip()) is not None or _BLOCK_ATTRIBUTES.match(lines[i]):
                 break
+            self.entry(lines[i])
             i += 1
         return i
 
@@ -244,7 +291,7 @@ class _Reader:
         marker = item.group(1)
         end = self.paragraph_end(i)
         rest = " ".join(row.strip() for row in self.lines[i + 1 : end])
-        text = f"{item.group(2)} {rest}" if rest else item.group(2)
+        text = self.sub(f"{item.group(2)} {rest}" if rest else item.group(2))
         if marker == "-":
             depth, ordered = 0, None
         elif marker[0] == "*":
@@ -287,8 +334,8 @@ class _Reader:
             line = _CELL_SPEC.sub("", line)
             pieces = re.split(r"(?<!\\)\|", line)
             if cells and pieces[0].strip():
-                cells[-1] += " " + pieces[0].strip()  # a cell continued on this line
-            new = [piece.strip().replace("\\|", "|") for piece in pieces[1:]]
+                cells[-1] += " " + self.sub(pieces[0].strip())  # a cell continued on this line
+            new = [self.sub(piece.strip().replace("\\|", "|")) for piece in pieces[1:]]
             if first_row is None and new:
                 first_row = len(new)
             cells.extend(new)
@@ -308,7 +355,7 @@ class AsciidocParser:
     suffixes = FORMATS["asciidoc"][1]
 
     def version(self) -> str:
-        return "asciidoc/1"
+        return "asciidoc/2"
 
     def parse(self, data: bytes, options: ParseOptions) -> list[Parsed]:
         text, read = options.decode(data)
