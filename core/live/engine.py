@@ -671,9 +671,28 @@ class Watcher:
                 report.seconds["release_memory"] = time.monotonic() - started
         return report
 
+    def _moot(self, path: str) -> bool:
+        """Whether ``path`` is gone without ever holding a synced document: an editor's
+        temporary file (``sed -i``'s, a swap file) made and renamed away between two
+        batches. Nothing is left to do for it; a folder is not moot while a synced file
+        lay in it."""
+        if os.path.lexists(path):
+            return False
+        found = self._locate(path)
+        if found is None:
+            return True
+        index, parts = found
+        name = "/".join(parts)
+        inside = name + "/"
+        return not any(
+            at == index and (held == name or held.startswith(inside)) for at, held in self._files
+        )
+
     def _failed(
         self, batch: Sequence[tuple[str, _Entry]], failure: _Retry, now: float
     ) -> BatchReport:
+        # a temporary file gone since is not tried again, nor counted as waiting
+        batch = [item for item in batch if not self._moot(item[0])]
         report = BatchReport(files=len(batch))
         kind = type(failure.cause).__name__
         report.errors.append((kind, _one_line(failure.cause)))
