@@ -246,7 +246,9 @@ def sizes_for(kind: str, size: int) -> dict[str, int]:
 _WHITESPACE_PATTERNS: Final = frozenset({r"\n\n", r"\n", r"\s", r"\s+", r"\n+", r"\n\n+", r"\t"})
 
 
-def check_separators(separators: object, is_regex: object, name: str = "separators") -> None:
+def check_separators(
+    separators: object, is_regex: object, name: str = "separators", *, policy: object = None
+) -> None:
     """Accept whitespace separators (where rechunk cuts anyway); refuse any other.
 
     ``separators`` is one ``str`` or a list of them; with ``is_regex`` a pattern
@@ -263,6 +265,12 @@ def check_separators(separators: object, is_regex: object, name: str = "separato
     for sep in items:
         if not sep or sep.isspace() or (is_regex and sep in _WHITESPACE_PATTERNS):
             continue
+        if policy == "code":
+            raise ConfigError(
+                f"{name}={separators!r}: the code policy cuts at the definitions its "
+                "language's grammar finds (functions, classes, methods), not at separators; "
+                f"drop {name}"
+            )
         raise ConfigError(
             f"{name}={separators!r}: rechunk's chunkers cut only between words (at headings "
             "and blank lines, line breaks, sentence ends, then token windows), so a "
@@ -305,6 +313,9 @@ def _check_size(name: str, value: object, minimum: int) -> int:
     return value
 
 
+#: the languages the frameworks' code splitters name that are markup for prose: the
+#: structured policy's, not the code policy's
+PROSE_LANGUAGES: Final = frozenset({"markdown", "rst", "latex", "html"})
 #: another splitter's arguments, which a user swapping it for rechunk's keeps by habit,
 #: and what to do instead (a bare "unexpected keyword argument" named nothing)
 _SENTENCES = (
@@ -353,6 +364,13 @@ def check_foreign(params: Mapping[str, Any], policy: object) -> None:
         raise ConfigError(
             "the code policy needs the source's language: pass language='python' (or "
             "'typescript', 'go', ...: rechunk.chunkers.code.LANGUAGES) beside policy='code'"
+        )
+    language = str(getattr(params.get("language"), "value", params.get("language")))
+    if policy == "code" and language in PROSE_LANGUAGES:
+        raise ConfigError(
+            f"{language!r} is prose, not code: leave policy='code' and language out for the "
+            "default structured policy, which keeps headings as hard boundaries and cuts at "
+            "paragraphs"
         )
 
 

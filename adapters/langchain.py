@@ -126,6 +126,7 @@ from rechunk.adapters._reuse import (
     warn_replaced_keys,
 )
 from rechunk.adapters._splitting import (
+    PROSE_LANGUAGES,
     Piece,
     build_sizing,
     check_flag,
@@ -189,8 +190,6 @@ END_KEY: Final = "end_index"
 SOURCE_ID_KEY: Final = DOC_ID_KEY
 #: Every metadata key this module writes on a chunk (existing values are replaced).
 METADATA_KEYS: Final = (START_KEY, END_KEY, *SCHEMA_KEYS)
-#: LangChain ``Language`` values that are markup for prose: the structured policy's
-_PROSE_LANGUAGES: Final = frozenset({"markdown", "rst", "latex", "html"})
 
 #: Model identity :func:`rechunk_key_encoder` uses for a document without ``model_id``.
 FOREIGN_MODEL_ID: Final = "langchain:page_content"
@@ -291,6 +290,17 @@ class RechunkTextSplitter(TextSplitter):
     in :data:`METADATA_KEYS` are overwritten). Blank texts produce no documents.
     """
 
+    @staticmethod
+    def get_separators_for_language(language: Any) -> list[str]:
+        """Refused with what to use instead: LangChain's separators for a language are
+        what ``RecursiveCharacterTextSplitter.from_language`` cuts at, and the code policy
+        cuts at the definitions the language's grammar finds."""
+        raise ConfigError(
+            "the code policy cuts at the definitions the language's grammar finds, not at "
+            "separators: use RechunkTextSplitter.from_language(language) (or "
+            "RecursiveCharacterTextSplitter.get_separators_for_language for LangChain's own)"
+        )
+
     @classmethod
     def from_language(cls, language: Any, **kwargs: Any) -> RechunkTextSplitter:
         """The code policy of ``language`` (a LangChain ``Language`` such as
@@ -303,7 +313,7 @@ class RechunkTextSplitter(TextSplitter):
         try:
             spec_for(name)
         except ConfigError:
-            if name in _PROSE_LANGUAGES:
+            if name in PROSE_LANGUAGES:
                 load = (
                     "load the files with rechunk.adapters.langchain_loader.RechunkLoader "
                     "(it reads them without their markup), then "
@@ -336,7 +346,7 @@ class RechunkTextSplitter(TextSplitter):
         is_separator_regex: bool = False,
         **params: Any,
     ) -> None:
-        check_separators(separators, is_separator_regex)
+        check_separators(separators, is_separator_regex, policy=policy)
         if length_function is not None and chunk_size is None:
             raise ConfigError(
                 "length_function without chunk_size: LangChain's default then is 4000 of "

@@ -379,8 +379,8 @@ class RechunkNodeParser(NodeParser):
         paragraph_separator: str | None = None,
         **chunker_params: Any,
     ) -> None:
-        check_separators(separator, False, "separator")
-        check_separators(paragraph_separator, False, "paragraph_separator")
+        check_separators(separator, False, "separator", policy=policy)
+        check_separators(paragraph_separator, False, "paragraph_separator", policy=policy)
         id_func = _id_func(id_func)
         if params is not None and not isinstance(params, Mapping):
             raise ConfigError(

@@ -41,6 +41,11 @@ def test_langchain_from_language_splits_with_the_code_policy() -> None:
         RechunkTextSplitter.from_language(Language.MARKDOWN)
     with pytest.raises(ConfigError, match="RechunkLoader"):
         RechunkTextSplitter.from_language(Language.HTML)
+    # advice for code, not for prose
+    with pytest.raises(ConfigError, match="grammar finds .* drop separators"):
+        RechunkTextSplitter.from_language(Language.PYTHON, separators=["\nclass ", "\ndef "])
+    with pytest.raises(ConfigError, match=r"from_language\(language\)"):
+        RechunkTextSplitter.get_separators_for_language(Language.PYTHON)
     # every language LangChain names that has a grammar here gets the code policy
     for language in (Language.CSHARP, Language.KOTLIN, Language.SWIFT, Language.SCALA,
                      Language.PHP, Language.RUBY, Language.LUA):  # fmt: skip
@@ -64,6 +69,8 @@ def test_llamaindex_node_parser_takes_the_code_policy() -> None:
         RechunkNodeParser(policy="code")  # which language?
     with pytest.raises(ConfigError, match="instead"):  # CodeSplitter's own argument
         RechunkNodeParser(policy="code", language="python", parser=object())
+    with pytest.raises(ConfigError, match="'markdown' is prose, not code"):
+        RechunkNodeParser(policy="code", language="markdown")
 
 
 def test_a_sized_code_parser_makes_room_for_the_metadata() -> None:
