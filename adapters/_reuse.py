@@ -339,19 +339,23 @@ def _leaf(value: object) -> object:
         return sorted(value, key=lambda item: json.dumps(item, sort_keys=True, default=str))
     if isinstance(value, Enum):
         return value.value
-    if isinstance(value, PurePath) or type(value).__module__.split(".")[0] == "torch":
+    if isinstance(value, PurePath):
+        return os.path.abspath(value)
+    if type(value).__module__.split(".")[0] == "torch":
         return str(value)
     return f"<{type(value).__qualname__}>"
 
 
 def _plain(value: object) -> object:
     """A setting's value as plain data where it is a kind JSON has no form for but that
-    only configures: an enum as its value, a path as its text, a pydantic model (an
-    options object) as its fields; any other value as it is."""
+    only configures: an enum as its value (not one that is also a str, int or float,
+    which enters as it did before this was read), a path as its absolute text (a path
+    object is local: ``Path("bge")`` in two project folders names two models), a
+    pydantic model (an options object) as its fields; any other value as it is."""
     if isinstance(value, Enum) and not isinstance(value, (str, int, float)):
         return _plain(value.value)
     if isinstance(value, PurePath):
-        return str(value)
+        return os.path.abspath(value)
     dump = getattr(value, "model_dump", None)
     if callable(dump) and isinstance(getattr(type(value), "model_fields", None), Mapping):
         return dump()
@@ -365,7 +369,8 @@ def derive_identity(underlying: object, framework: str, _depth: int = 0) -> str:
     is the object's pydantic fields (LangChain and LlamaIndex models are pydantic models),
     else its public attributes (``__slots__`` too) holding scalars or dicts (a list is
     taken for run-time state, such as a log of calls); in either, an enum enters as its
-    value, a path as its text and a pydantic model (an options object) as its fields.
+    value (see :func:`_plain`), a path as its absolute text and a pydantic model (an
+    options object) as its fields.
     Also read: an embeddings object
     held by this one (a wrapper such as LlamaIndex's ``LangchainEmbedding``), as its own
     identity; the ``truncate_dim`` and ``default_prompt_name`` a loaded model object was

@@ -725,6 +725,9 @@ def test_enum_path_and_options_settings_enter_the_identity(cls: Any) -> None:
     ids = [derive_model_id(model) for model in (base, *others)]
     assert len(set(ids)) == 4, ids
     assert "pooling=1" in ids[0] and "checkpoint=/models/bge/step-1000" in ids[0]
+    # a relative path object names a folder of the project it runs in
+    relative = derive_model_id(cls(checkpoint=Path("bge")))
+    assert f"checkpoint={Path.cwd() / 'bge'}" in relative
     cache = MemoryCache()
     for model in (base, *others):
         assert CachedEmbeddings(model, cache).embed_documents(["a"]) == model.embed_documents(["a"])
