@@ -300,6 +300,17 @@ def _restore(kind: type[BaseComponent], state: dict[str, Any]) -> BaseComponent:
     return component
 
 
+def _factory_params(chunker: Chunker) -> dict[str, Any]:
+    """A chunker's parameters as its factory takes them (the ``params`` field, which
+    ``from_dict`` and the rebuilds for a new size or a metadata header build it from): its
+    ``params``, and the code policy's ``language``, an argument of its own."""
+    params = dict(getattr(chunker, "params", {}))
+    language = getattr(chunker, "language", None)
+    if isinstance(language, str):
+        params["language"] = language
+    return params
+
+
 class RechunkNodeParser(NodeParser):
     """A LlamaIndex ``NodeParser`` whose nodes are rechunk chunks.
 
@@ -417,7 +428,7 @@ class RechunkNodeParser(NodeParser):
         kind = policy if isinstance(policy, str) else str(getattr(chunker, "kind", _CUSTOM))
         fields: dict[str, Any] = {  # this class's pydantic fields and NodeParser's
             "policy": kind,
-            "params": dict(getattr(chunker, "params", {})),
+            "params": _factory_params(chunker),
             "chunk_size": sizing.limit,
             "chunk_overlap": sizing.overlap,
             "model_id": model_id or default_model_id(chunker),
@@ -498,20 +509,11 @@ class RechunkNodeParser(NodeParser):
             )
         super().__setattr__(name, _checked(name, value))
 
-    def _chunker_params(self) -> dict[str, Any]:
-        """The chunker's parameters as its factory takes them: its ``params``, and the
-        code policy's ``language`` (an argument of its own, not among them)."""
-        params = dict(self.params)
-        language = getattr(self._chunker, "language", None)
-        if isinstance(language, str):
-            params["language"] = language
-        return params
-
     def _resize(self, chunk_size: object = None, chunk_overlap: object = None) -> None:
         """The chunker built again, as the constructor builds it, for a new ``chunk_size``
         or ``chunk_overlap``; nothing changes when they cannot be honoured."""
         # the chunker's own parameters but its sizes, which chunk_size sets
-        kept = {k: v for k, v in self._chunker_params().items() if k not in SIZE_PARAMS}
+        kept = {k: v for k, v in self.params.items() if k not in SIZE_PARAMS}
         sizing = build_sizing(
             self.policy,
             self._sizing.counter or getattr(self._chunker, "token_counter", None),
@@ -522,7 +524,7 @@ class RechunkNodeParser(NodeParser):
         )
         chunker = sizing.chunker
         for field, value in (
-            ("params", dict(getattr(chunker, "params", {}))),
+            ("params", _factory_params(chunker)),
             ("chunk_size", sizing.limit),
             ("chunk_overlap", sizing.overlap),
             ("policy_id", chunker.policy_id),
@@ -626,7 +628,7 @@ class RechunkNodeParser(NodeParser):
             factor = core / largest
             params = {
                 k: (max(1, int(v * factor)) if k in SIZE_PARAMS else v)
-                for k, v in self._chunker_params().items()
+                for k, v in self.params.items()
             }
             params["hard_max_tokens"] = core
             chunker = FACTORIES[self.policy](tokenizer=counter, **params)

@@ -42,7 +42,7 @@ def test_langchain_from_language_splits_with_the_code_policy() -> None:
     with pytest.raises(ConfigError, match="RechunkLoader"):
         RechunkTextSplitter.from_language(Language.HTML)
     # advice for code, not for prose
-    with pytest.raises(ConfigError, match="grammar finds .* drop separators"):
+    with pytest.raises(ConfigError, match=r"grammar finds .* drop separators"):
         RechunkTextSplitter.from_language(Language.PYTHON, separators=["\nclass ", "\ndef "])
     with pytest.raises(ConfigError, match=r"from_language\(language\)"):
         RechunkTextSplitter.get_separators_for_language(Language.PYTHON)
@@ -71,6 +71,11 @@ def test_llamaindex_node_parser_takes_the_code_policy() -> None:
         RechunkNodeParser(policy="code", language="python", parser=object())
     with pytest.raises(ConfigError, match="'markdown' is prose, not code"):
         RechunkNodeParser(policy="code", language="markdown")
+    # rebuilt from its own fields (LlamaIndex's from_dict and from_json, an ingestion
+    # pipeline's cache key) with its language
+    for again in (RechunkNodeParser.from_dict(parser.to_dict()),
+                  RechunkNodeParser.from_json(parser.to_json())):  # fmt: skip
+        assert again.policy_id == parser.policy_id and again.chunker.language == "python"
 
 
 def test_a_sized_code_parser_makes_room_for_the_metadata() -> None:
