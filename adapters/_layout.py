@@ -68,7 +68,13 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeVar
 import numpy as np
 
 from rechunk.document import json_problem
-from rechunk.errors import ConfigError, ForeignPointsWarning, InputError, StoreError
+from rechunk.errors import (
+    CollectionMismatchError,
+    ConfigError,
+    ForeignPointsWarning,
+    InputError,
+    StoreError,
+)
 from rechunk.reuse.identity import input_key, is_utf8
 from rechunk.sources.base import HOW_READ_KEYS
 from rechunk.sync.store import (
@@ -181,7 +187,9 @@ def layout_vector(layout: Layout, names: Iterable[str], what: str) -> str:
         if layout == "langchain"
         else f"the vector {LLAMAINDEX_VECTOR_NAME!r} or an unnamed one"
     )
-    raise StoreError(f"{what} has the named vectors {sorted(have)}; layout={layout!r} needs {need}")
+    raise CollectionMismatchError(
+        f"{what} has the named vectors {sorted(have)}; layout={layout!r} needs {need}"
+    )
 
 
 def check_version(version: object) -> int | None:

@@ -352,7 +352,7 @@ class ChromaStore(StoreBase["ClientAPI"]):
                 dimension = len(embeddings[0]) if embeddings is not None and len(embeddings) else 0
         distance = _FROM_CHROMA.get(str(space))
         if distance is None:
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"Chroma collection {self._collection!r} uses the {space!r} space; "
                 f"rechunk supports cosine, ip and l2"
             )

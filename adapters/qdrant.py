@@ -799,12 +799,12 @@ class QdrantStore(StoreBase["QdrantClient"]):
             name = layout_vector(self._layout, config, f"Qdrant collection {self._collection!r}")
             params = config[name]
         if not isinstance(params, models.VectorParams):
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"Qdrant collection {self._collection!r} has no dense vector rechunk can use"
             )
         distance = _FROM_QDRANT.get(params.distance)
         if distance is None:
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"Qdrant collection {self._collection!r} uses {params.distance} distance; "
                 f"rechunk supports cosine, dot and euclid"
             )

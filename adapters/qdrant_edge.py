@@ -784,7 +784,7 @@ class QdrantEdgeStore(StoreBase[EdgeClient]):
         vector = config[name]
         distance = _FROM_EDGE.get(vector.distance)
         if distance is None:
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"Qdrant Edge collection {self._collection!r} uses {vector.distance} distance; "
                 f"rechunk supports cosine, dot and euclid"
             )

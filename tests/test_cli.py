@@ -1236,7 +1236,7 @@ def test_a_collection_of_another_distance_or_dimension_is_a_usage_error(
     """A sync into a collection LangChain made with euclidean distance exited 3, which
     cron and CI read as the store failing; the command named the wrong collection (2).
     Nothing is written to it."""
-    from qdrant_client import QdrantClient
+    from qdrant_client import QdrantClient, models
 
     from rechunk import CollectionMismatchError, StoreError
     from rechunk.adapters.qdrant import QdrantStore
@@ -1244,16 +1244,21 @@ def test_a_collection_of_another_distance_or_dimension_is_a_usage_error(
     client = QdrantClient(path=str(workdir / "q"))
     QdrantStore(client, "euclidean").ensure_collection(384, "euclid")
     QdrantStore(client, "small").ensure_collection(16, "cosine")
+    client.create_collection(  # a distance rechunk cannot search by
+        "manhattan", vectors_config=models.VectorParams(size=384, distance=models.Distance.MANHATTAN)
+    )
     with pytest.raises(CollectionMismatchError, match="another model or distance") as caught:
         QdrantStore(client, "small").ensure_collection(384, "cosine")
     assert isinstance(caught.value, StoreError)  # still caught as a store's refusal
     client.close()
-    for collection in ("euclidean", "small"):
+    for collection, says in (("euclidean", "use another collection"),
+                             ("small", "use another collection"),
+                             ("manhattan", "rechunk supports cosine, dot and euclid")):  # fmt: skip
         args = ["sync", "docs", "--store", f"qdrant:{workdir / 'q'}", "--collection", collection]
         assert main(args) == 2
-        assert "use another collection" in capsys.readouterr().err
+        assert says in capsys.readouterr().err
     client = QdrantClient(path=str(workdir / "q"))
-    assert [client.count(c).count for c in ("euclidean", "small")] == [0, 0]
+    assert [client.count(c).count for c in ("euclidean", "small", "manhattan")] == [0, 0, 0]
     client.close()
 
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
-from rechunk.errors import ConfigError, InputError, StoreError
+from rechunk.errors import CollectionMismatchError, ConfigError, InputError, StoreError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder
 from rechunk.sync.engine import sync
@@ -363,7 +363,7 @@ def reindex(
     else:
         previous = aliases.get(alias)
         if previous is None and store.collection_info() is not None:
-            raise StoreError(
+            raise CollectionMismatchError(
                 f"{alias!r} is a plain Qdrant collection, not an alias, so no generation can "
                 "replace it atomically; reindex under a new alias name (alias=...): the new "
                 "generation reuses its vectors"
