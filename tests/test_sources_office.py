@@ -683,6 +683,31 @@ def test_xlsx_a_row_styled_out_to_the_last_column_is_read_by_its_values(
     assert [dict(b.locator).get("row") for b in styled.blocks][-1] == 41
 
 
+def test_xlsx_rows_listed_out_of_order_read_in_the_sheet_s_order() -> None:
+    """The sheet's XML may list a row after the ones below it (its number says where it
+    lies): read in row order, the header stays the header, and a row listed twice once."""
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    for row in (["Item", "Count"], ["apples", 3], ["pears", 5]):
+        sheet.append(row)
+    data = saved(workbook)
+
+    def reordered(xml: str) -> str:
+        rows = re.findall(r"<row [^>]*>.*?</row>", xml)
+        xml = xml.replace(rows[0], "", 1)
+        return xml.replace(rows[2], rows[2] + rows[0] + rows[1], 1)  # 2, 3, 1, 2
+
+    source = zipfile.ZipFile(io.BytesIO(data))
+    patched = io.BytesIO()
+    with zipfile.ZipFile(patched, "w") as out:
+        for item in source.infolist():
+            body = source.read(item.filename)
+            if item.filename == "xl/worksheets/sheet1.xml":
+                body = reordered(body.decode()).encode()
+            out.writestr(item, body)
+    assert parse("xlsx", patched.getvalue()).text == parse("xlsx", data).text
+
+
 def test_xlsx_corrupt_and_empty_are_parse_errors() -> None:
     with pytest.raises(ParseError, match="corrupt"):
         parse("xlsx", b"Region,Amount\nNorth,1\n")

@@ -315,26 +315,36 @@ def _rows(sheet: Any) -> Iterator[tuple[int, list[Any]]]:
         from openpyxl.worksheet._reader import WorkSheetParser
 
         book = sheet.parent
-        source = sheet._get_source()
-        parser = WorkSheetParser(
-            source,
-            sheet._shared_strings,
-            data_only=book.data_only,
-            epoch=book.epoch,
-            date_formats=book._date_formats,
-            timedelta_formats=book._timedelta_formats,
-        )
-    except (ImportError, AttributeError, TypeError):
-        for number, cells in enumerate(sheet.iter_rows(), start=1):
-            held = [c for c in cells if getattr(c, "value", None) is not None]
-            if held:
-                yield number, held
+        shared, open_source = sheet._shared_strings, sheet._get_source
+        options = {
+            "data_only": book.data_only,
+            "epoch": book.epoch,
+            "date_formats": book._date_formats,
+            "timedelta_formats": book._timedelta_formats,
+        }
+    except (ImportError, AttributeError):
+        yield from _iter_rows(sheet)
+        return
+    source = open_source()
+    try:
+        parser = WorkSheetParser(source, shared, **options)
+    except TypeError:
+        source.close()
+        yield from _iter_rows(sheet)
         return
     with source:
         for number, cells in parser.parse():
             held = [ReadOnlyCell(sheet, **c) for c in cells if c["value"] is not None]
             if held:
                 yield number, held
+
+
+def _iter_rows(sheet: Any) -> Iterator[tuple[int, list[Any]]]:
+    """:func:`_rows` by openpyxl's ``iter_rows`` (every cell of a row built)."""
+    for number, cells in enumerate(sheet.iter_rows(), start=1):
+        held = [c for c in cells if getattr(c, "value", None) is not None]
+        if held:
+            yield number, held
 
 
 class XlsxParser:
@@ -374,18 +384,18 @@ class XlsxParser:
         try:
             for sheet in book.worksheets:
                 sheet.reset_dimensions()  # some writers record wrong dimensions
-                rows: list[tuple[int, list[str]]] = []
+                rows: dict[int, list[str]] = {}
                 for number, cells in _rows(sheet):
                     values = [""] * max((c.column for c in cells), default=0)
                     for c in cells:
                         values[c.column - 1] = format_value(c.value, c.number_format)
                     while values and not values[-1].strip():
                         values.pop()
-                    if values:
-                        rows.append((number, values))
-                if rows:
+                    if values and number not in rows:  # a row listed twice: its first
+                        rows[number] = values
+                if rows:  # in the sheet's order, however its XML lists them
                     out.heading(sheet.title, 1, sheet=sheet.title)
-                    write_rows(out, rows, first_is_header=False, sheet=sheet.title)
+                    write_rows(out, sorted(rows.items()), first_is_header=False, sheet=sheet.title)
         except failures as exc:
             # the type only: openpyxl's message quotes the cell ("could not convert string
             # to float: '...'")
