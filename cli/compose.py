@@ -149,7 +149,7 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
                 "--model PATH (KIND as rechunk status shows)"
             )
         else:
-            advice = (
+            advice = _renamed_server(others[0], str(model_id)) or (
                 "pass the --model or --embedder it was synced with, with the same options "
                 "(dimension=, ...) (rechunk reindex --model changes it)"
             )
@@ -163,6 +163,43 @@ def check_collection(store: Any, model_id: str | None = None) -> None:
         raise ConfigError(
             f"collection {store.collection!r} was written by {theirs}, not {ours}; {advice}"
         )
+
+
+#: how to rebuild a collection under a new openai: identity
+_REBUILD_OPENAI = (
+    "rechunk reindex --policy KIND --embedder 'openai:...' --embed-url URL (KIND as rechunk "
+    "status shows) embeds it again under the new one"
+)
+
+
+def _renamed_server(theirs: str, ours: str) -> str | None:
+    """What to do when an earlier rechunk named this openai: server otherwise than now
+    (docs/upgrading.md): it left the base URL's path out, or made ``identity=`` the whole
+    identity; None for any other pair."""
+    prefix = "openai/v1:"
+    if not ours.startswith(prefix):
+        return None
+    model, _, rest = ours[len(prefix) :].partition("@")
+    server, _, size = rest.partition(";")
+    if theirs.startswith(prefix):
+        their_model, _, their_rest = theirs[len(prefix) :].partition("@")
+        their_server, _, their_size = their_rest.partition(";")
+        if (their_model, their_size) != (model, size) or not server.startswith(
+            their_server + "/"
+        ):
+            return None
+        return (
+            "an earlier rechunk left the base URL's path out of a server's identity; if "
+            f"this path's model wrote the collection and nothing else on {their_server} "
+            f"shared its cache, keep it with identity={their_server} (openai:{model}?"
+            f"identity={their_server}&...), else {_REBUILD_OPENAI}"
+        )
+    if ":" not in theirs and theirs == server:
+        return (
+            f"an earlier rechunk made identity={theirs} the whole identity (it now names the "
+            f"server, beside the model and dimension): {_REBUILD_OPENAI}"
+        )
+    return None
 
 
 def _short_hash(model_id: str) -> str:

@@ -123,6 +123,19 @@ def test_identity_holds_model_server_and_dimension(folder: Path) -> None:
     assert not local.loaded  # nothing is created before the first request
 
 
+def test_a_refusal_of_an_earlier_identity_says_which_change_it_is() -> None:
+    """An upgrading user passed the embedder they had synced with and was told to pass
+    the embedder they had synced with: the refusal names the identity change now."""
+    from rechunk.cli.compose import _renamed_server
+
+    old, new = "openai/v1:bge@10.0.0.2:80;dim=384", "openai/v1:bge@10.0.0.2:80/gw/bge/v1;dim=384"
+    assert "keep it with identity=10.0.0.2:80" in str(_renamed_server(old, new))
+    assert "rechunk reindex" in str(_renamed_server("team-bge", "openai/v1:bge@team-bge;dim=384"))
+    for other in ("openai/v1:e5@10.0.0.2:80;dim=384", "openai/v1:bge@10.0.0.2:80;dim=256",
+                  "st/v1:all-MiniLM-L6-v2", "openai/v1:bge@10.0.0.20:80;dim=384"):  # fmt: skip
+        assert _renamed_server(other, new) is None
+
+
 def test_openai_models_are_known(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
