@@ -472,6 +472,33 @@ def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, c
         assert failure["reason"] == "parse" and failure["source_type"] == "markdown"
 
 
+def test_a_file_unreadable_at_the_start_is_counted_failed(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """A file broken while no watcher ran was only a 'skipped' row of the first summary:
+    no failed counter, no log line, so RechunkDocumentsFailing could not fire while the
+    store served its old text. It counts as the same failure while watching does."""
+    root = tmp_path / "docs"
+    write_docs(root, ["keep", "broken"])
+    store = qdrant_store(embedder, chunker)
+    Watcher([root], store, chunker=chunker, embedder=embedder).initial_sync()
+    (root / "broken.md").write_bytes(b"# broken\n\nbad \xff\xfe bytes\n")
+    metrics, log = LiveMetrics(), tmp_path / "diag.jsonl"
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, metrics=metrics,
+                      diagnosis=DiagnosisLog(log, "salt"))  # fmt: skip
+    report = watcher.initial_sync()
+    assert report.failed == 1 and report.errors[0][0] == "ParseError"
+    assert report.errors[0][1].startswith("broken.md: not valid UTF-8")
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = [s for f in text_string_to_metric_families(metrics.text()) for s in f.samples]
+    assert sum(s.value for s in samples if s.name == "rechunk_documents_failed_total") == 1
+    failed = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(f["stage"], f["reason"]) for f in failed if f["stage"] == "failed"] == [
+        ("failed", "parse")
+    ]
+
+
 def test_a_file_that_would_take_another_folders_doc_id_is_left_out(
     tmp_path: Path, embedder: Any, chunker: Any
 ) -> None:
@@ -502,6 +529,14 @@ def test_a_file_that_would_take_another_folders_doc_id_is_left_out(
         (b / "new.md").write_text(doc_text("new"), encoding="utf-8")
         run.until(lambda: "new.md" in store.doc_ids())
         assert revisions(store)["readme.md"] == before["readme.md"]
+        # refused again; then the other folder's file goes, and the refused one is read
+        # (it was left out until written again, and nothing showed it missing)
+        (b / "readme.md").write_text(doc_text("readme", 7), encoding="utf-8")
+        reports = []
+        while not any(r.failed for r in reports):
+            reports.append(run.next())
+        (a / "readme.md").unlink()
+        run.until(lambda: revisions(store).get("readme.md") == expected(b).get("readme.md"))
     lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert any(line["stage"] == "failed" and line["reason"] == "clash" for line in lines)
 

@@ -302,10 +302,10 @@ class Watcher:
             for seen, _, paths in events.waiting():
                 for raw in paths:
                     path = os.path.abspath(raw)
-                    if path not in firsts and self._event_kind(path) == "read":
-                        firsts[path] = seen
-                    elif path in firsts:
+                    if path in firsts:
                         firsts[path] = min(firsts[path], seen)
+                    elif self._event_kind(path) == "read" and not self._moot(path):
+                        firsts[path] = seen
         if not firsts:
             return 0, None
         return len(firsts), max(0.0, time.monotonic() - min(firsts.values()))
@@ -547,6 +547,8 @@ class Watcher:
                     self.freshness.published(rep.doc_id, time.time())
         by_id = {doc.doc_id: doc for doc in docs}
         self._account(result, by_id, wall, report, initial=True)
+        for name, why in files.skipped:  # unreadable now: counted as a change that fails is
+            self._fail(name, "ParseError", f"{name}: {why}", "parse", report)
         self._files = mapping
         self._watched_dirty = True
         self._save_watched()
@@ -683,10 +685,11 @@ class Watcher:
             return True
         index, parts = found
         name = "/".join(parts)
-        inside = name + "/"
-        return not any(
-            at == index and (held == name or held.startswith(inside)) for at, held in self._files
-        )
+        if (index, name) in self._files:  # a synced file: its deletion is a change
+            return False
+        inside = name + "/"  # a folder a synced file lay in (a copy of the keys: a metrics
+        # scrape asks this while a batch may change them)
+        return not any(at == index and held.startswith(inside) for at, held in list(self._files))
 
     def _failed(
         self, batch: Sequence[tuple[str, _Entry]], failure: _Retry, now: float
@@ -881,6 +884,18 @@ class Watcher:
         for key in gone_files:
             if self._files.pop(key, None) is not None:
                 self._watched_dirty = True
+        # a file of another folder left out because this one held its doc_id is read now
+        # (left out "until it is written again": its clash is gone, not its file)
+        freed = [
+            str(selection.root / name)
+            for index, name in gone_files
+            for other, selection in enumerate(self.selections)
+            if other != index
+            and (other, name) not in self._files
+            and (selection.root / name).is_file()
+        ]
+        if freed:
+            self.feed(freed)
         for key, found_docs in read.items():
             if key in empty and not self.prune:
                 continue
