@@ -324,10 +324,13 @@ def _watch(
 
             watcher.serve(stop, on_batch)
     finally:
+        # counted while the file watcher still holds the events not yet taken (changes
+        # made during the last batch)
+        undone = _left_undone(watcher.queue_state()[0], len(watcher.freshness.pending))
         watcher.stop_watching()
         if diagnosis is not None:
             diagnosis.close()
-    return _left_undone(watcher.queue_state()[0], len(watcher.freshness.pending))
+    return undone
 
 
 def _left_undone(queued: int, pending: int) -> str:
