@@ -415,6 +415,10 @@ def _named(head: str, root: Path, path: Path) -> str:
     return head + path.relative_to(root).as_posix()
 
 
+#: what to do when two files read map to one doc_id
+_ONE_OF_THEM = "rename or remove one of them, or leave one out with .rechunkignore"
+
+
 def read_documents(
     paths: Sequence[str | Path],
     globs: Sequence[str] = DEFAULT_GLOBS,
@@ -518,7 +522,8 @@ def read_documents(
                 continue
             if doc_id in out.paths:
                 raise ConfigError(
-                    f"two files map to the same doc_id {doc_id!r}: {out.paths[doc_id]} and {path}"
+                    f"two files map to the same doc_id {doc_id!r}: {out.paths[doc_id]} and "
+                    f"{path}; {_ONE_OF_THEM}"
                 )
             out.paths[doc_id] = path
             tool_written = None if include_generated else generated_by_name(path)
@@ -584,7 +589,8 @@ def read_documents(
                 holder = parsed_from.get(doc.doc_id) or out.paths.get(doc.doc_id)
                 if holder is not None and holder != path:
                     raise ConfigError(
-                        f"two files map to the same doc_id {doc.doc_id!r}: {holder} and {path}"
+                        f"two files map to the same doc_id {doc.doc_id!r}: {holder} and "
+                        f"{path}; {_ONE_OF_THEM}"
                     )
                 parsed_from.setdefault(doc.doc_id, path)
             out.documents.extend(parsed)
