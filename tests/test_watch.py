@@ -23,7 +23,7 @@ pytest.importorskip("watchfiles")
 pytest.importorskip("prometheus_client")
 pytest.importorskip("qdrant_client")
 
-from rechunk import MemoryCache, policy_for
+from rechunk import ConfigError, MemoryCache, policy_for
 from rechunk.live import (
     BatchReport,
     DiagnosisLog,
@@ -472,6 +472,18 @@ def test_parse_failure_is_retried_then_reported(tmp_path: Path, embedder: Any, c
         assert failure["reason"] == "parse" and failure["source_type"] == "markdown"
 
 
+def test_a_folder_inside_another_watched_one_is_refused(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """`watch docs docs/sub`: the sync named docs/sub/x.md from docs ('sub/x.md') and
+    the events from docs/sub ('x.md'), so an edit made a second document of one file."""
+    write_docs(tmp_path / "docs" / "sub", ["x"])
+    store = qdrant_store(embedder, chunker)
+    with pytest.raises(ConfigError, match=r"lies inside .*docs, which is watched with all it"):
+        Watcher([tmp_path / "docs", tmp_path / "docs" / "sub"], store, chunker=chunker,
+                embedder=embedder)  # fmt: skip
+
+
 def test_a_file_unreadable_at_the_start_is_counted_failed(
     tmp_path: Path, embedder: Any, chunker: Any
 ) -> None:
@@ -655,6 +667,14 @@ def test_changes_made_during_a_batch_are_queued_and_timed_from_their_event(
         (entry,) = watcher._pending.values()
         assert time.monotonic() - entry.first_seen >= 1.0
         assert watcher.queue_state()[0] == 1 and events.waiting() == []
+        # stopped (a signal) while gamma.md's event waits: it still counts as unread
+        # (the stop line said plain 'stopped' for the changes of the last batch)
+        (root / "gamma.md").write_text(doc_text("gamma"), encoding="utf-8")
+        while not any(p.endswith("gamma.md") for _, _, paths in events.waiting() for p in paths):
+            assert time.monotonic() < deadline + 20, "no file event for gamma.md"
+            time.sleep(0.05)
+        watcher.stop_watching()
+        assert watcher.queue_state()[0] == 2
     finally:
         watcher.stop_watching()
 

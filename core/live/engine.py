@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
@@ -195,8 +196,9 @@ class Watcher:
     holds ``doc_id`` in a folder synced into the collection but not watched here (the CLI
     passes the folders ``rechunk sync`` recorded). A file read while watching whose
     doc_id such a file, or another watched folder's file, already holds would replace
-    that document: it is reported failed and left out until it is written again, as
-    ``rechunk sync`` refuses the same clash.
+    that document: it is reported failed and left out until it is written again (or,
+    another watched folder's, until that file goes), as ``rechunk sync`` refuses the
+    same clash.
 
     ``release_memory`` (default on): a watcher lives for hours, so it gives back the
     memory a batch used. Once the initial sync is done, an embedder that can give the
@@ -246,6 +248,14 @@ class Watcher:
                     f"{path} is not a folder: watch takes folders (a single file: watch its "
                     "folder with --glob naming it)"
                 )
+        real = [Path(path).resolve() for path in paths]
+        for inner, outer in itertools.permutations(range(len(real)), 2):
+            if real[inner] != real[outer] and real[inner].is_relative_to(real[outer]):
+                # a file in both would be named twice: once from each (a duplicate document)
+                raise ConfigError(
+                    f"{paths[inner]} lies inside {paths[outer]}, which is watched with all it "
+                    f"holds: watch {paths[outer]} alone"
+                )
         self.store = store
         self.chunker = chunker
         self.embedder = embedder
@@ -269,6 +279,10 @@ class Watcher:
         self.elsewhere = elsewhere
         self.selections = [Selection(p, self.globs, gitignore) for p in paths]
         self._files: dict[FileKey, set[str]] = {}
+        # the folders the synced files lie in, for _moot: (the _files_epoch it was made
+        # at, the set); _files_epoch moves on after each change of _files
+        self._files_epoch = 0
+        self._folders: tuple[int, frozenset[FileKey]] = (-1, frozenset())
         # the doc_ids of each folder's files, kept beside the state file so that a restart
         # deletes the documents of files removed while no watcher ran (see initial_sync)
         state = self.freshness.path
@@ -547,9 +561,16 @@ class Watcher:
                     self.freshness.published(rep.doc_id, time.time())
         by_id = {doc.doc_id: doc for doc in docs}
         self._account(result, by_id, wall, report, initial=True)
-        for name, why in files.skipped:  # unreadable now: counted as a change that fails is
-            self._fail(name, "ParseError", f"{name}: {why}", "parse", report)
+        # a file whose stored document it cannot read now (broken, unreadable, a link gone
+        # dangling while no watcher ran): the store serves its old text, so it counts as
+        # failed, as it would have while watching; a FIFO or a folder that cannot be
+        # listed holds no document, and a rescan does not count a file again
+        if kind == "initial":
+            for name, why in files.skipped:
+                if name in covered:
+                    self._fail(name, "ParseError", f"{name}: {why}", "parse", report)
         self._files = mapping
+        self._files_epoch += 1
         self._watched_dirty = True
         self._save_watched()
         self.freshness.save()
@@ -687,9 +708,24 @@ class Watcher:
         name = "/".join(parts)
         if (index, name) in self._files:  # a synced file: its deletion is a change
             return False
-        inside = name + "/"  # a folder a synced file lay in (a copy of the keys: a metrics
-        # scrape asks this while a batch may change them)
-        return not any(at == index and held.startswith(inside) for at, held in list(self._files))
+        return (index, name) not in self._synced_folders()  # nor a folder one lay in
+
+    def _synced_folders(self) -> frozenset[FileKey]:
+        """The folders (root index, path below it) the synced files lie in, made again
+        after ``_files`` changed. A metrics scrape asks from its own thread while a batch
+        may change ``_files``: the epoch is read before the keys are copied, so a set is
+        never older than its epoch says."""
+        epoch = self._files_epoch
+        made, folders = self._folders
+        if made != epoch:
+            folders = frozenset(
+                (at, name[:cut])
+                for at, name in list(self._files)
+                for cut, char in enumerate(name)
+                if char == "/"
+            )
+            self._folders = (epoch, folders)
+        return folders
 
     def _failed(
         self, batch: Sequence[tuple[str, _Entry]], failure: _Retry, now: float
@@ -884,18 +920,6 @@ class Watcher:
         for key in gone_files:
             if self._files.pop(key, None) is not None:
                 self._watched_dirty = True
-        # a file of another folder left out because this one held its doc_id is read now
-        # (left out "until it is written again": its clash is gone, not its file)
-        freed = [
-            str(selection.root / name)
-            for index, name in gone_files
-            for other, selection in enumerate(self.selections)
-            if other != index
-            and (other, name) not in self._files
-            and (selection.root / name).is_file()
-        ]
-        if freed:
-            self.feed(freed)
         for key, found_docs in read.items():
             if key in empty and not self.prune:
                 continue
@@ -906,6 +930,20 @@ class Watcher:
                 self._files[key] = held
             else:
                 self._files.pop(key, None)
+        self._files_epoch += 1
+        # a file of another folder left out because a file gone now held its doc_id is read
+        # (left out until written again, or until the other file goes)
+        freed = [
+            str(selection.root / name)
+            for index, name in gone_files
+            for other, selection in enumerate(self.selections)
+            if other != index
+            and (other, name) not in self._files
+            and (other, name) not in read
+            and (selection.root / name).is_file()
+        ]
+        if freed:
+            self.feed(freed)
         for doc_id in deleted:
             self._known.pop(doc_id, None)
         self._save_watched()
@@ -996,8 +1034,10 @@ class Watcher:
                 if other is not None:
                     del read[key]
                     text = doc_id_clash(path, other, doc.doc_id)
-                    self._fail(rel, "ConfigError", f"{text}; left out until it is written again",
-                               "clash", report)  # fmt: skip
+                    # a watched folder's file going is seen, and frees the doc_id
+                    until = "it is written again" + (" or that file goes" if holder != key else "")
+                    self._fail(rel, "ConfigError", f"{text}; left out until {until}", "clash",
+                               report)  # fmt: skip
                     break
             else:
                 owner.update((doc.doc_id, key) for doc in read[key])
@@ -1373,8 +1413,13 @@ class Watcher:
         self._events = events
 
     def stop_watching(self) -> None:
-        if self._events is not None:
-            self._events.stop()
+        """Stop the file watcher; the events it queued and no batch took stay queued here
+        (a stopping watcher counts them among the changes it leaves unread)."""
+        events = self._events
+        if events is not None:
+            events.stop()
+            for seen, wall, paths in events.waiting():
+                self.feed([p for p in paths if not self._moot(os.path.abspath(p))], seen, wall)
             self._events = None
 
     def serve(
