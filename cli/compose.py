@@ -179,11 +179,12 @@ def _renamed_server(theirs: str, ours: str) -> str | None:
     prefix = "openai/v1:"
     if not ours.startswith(prefix):
         return None
-    model, _, rest = ours[len(prefix) :].partition("@")
-    server, _, size = rest.partition(";")
+    # a model name may hold an @ (@cf/baai/bge-base-en-v1.5), a server does not
+    head, _, size = ours[len(prefix) :].rpartition(";dim=")
+    model, _, server = head.rpartition("@")
     if theirs.startswith(prefix):
-        their_model, _, their_rest = theirs[len(prefix) :].partition("@")
-        their_server, _, their_size = their_rest.partition(";")
+        their_head, _, their_size = theirs[len(prefix) :].rpartition(";dim=")
+        their_model, _, their_server = their_head.rpartition("@")
         if (their_model, their_size) != (model, size) or not server.startswith(
             their_server + "/"
         ):
@@ -194,7 +195,7 @@ def _renamed_server(theirs: str, ours: str) -> str | None:
             f"shared its cache, keep it with identity={their_server} (openai:{model}?"
             f"identity={their_server}&...), else {_REBUILD_OPENAI}"
         )
-    if ":" not in theirs and theirs == server:
+    if theirs == server:  # a bare name: what identity= made the whole identity
         return (
             f"an earlier rechunk made identity={theirs} the whole identity (it now names the "
             f"server, beside the model and dimension): {_REBUILD_OPENAI}"

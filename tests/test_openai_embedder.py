@@ -131,6 +131,11 @@ def test_a_refusal_of_an_earlier_identity_says_which_change_it_is() -> None:
     old, new = "openai/v1:bge@10.0.0.2:80;dim=384", "openai/v1:bge@10.0.0.2:80/gw/bge/v1;dim=384"
     assert "keep it with identity=10.0.0.2:80" in str(_renamed_server(old, new))
     assert "rechunk reindex" in str(_renamed_server("team-bge", "openai/v1:bge@team-bge;dim=384"))
+    assert "rechunk reindex" in str(_renamed_server("tei:8080", "openai/v1:bge@tei:8080;dim=384"))
+    # a model name holding an @ (Cloudflare's @cf/...)
+    cf = "openai/v1:@cf/baai/bge@api.cloudflare.com"
+    advice = str(_renamed_server(f"{cf};dim=768", f"{cf}/client/v4/ai/v1;dim=768"))
+    assert "keep it with identity=api.cloudflare.com " in advice
     for other in ("openai/v1:e5@10.0.0.2:80;dim=384", "openai/v1:bge@10.0.0.2:80;dim=256",
                   "st/v1:all-MiniLM-L6-v2", "openai/v1:bge@10.0.0.20:80;dim=384"):  # fmt: skip
         assert _renamed_server(other, new) is None
