@@ -151,8 +151,8 @@ def stored_vectors(client: Any, store: Any, doc_id: str) -> dict[str, npt.NDArra
     return {key_of[str(r.id)]: np.asarray(r.vector, dtype=np.float32) for r in records}
 
 
-def keys_of(text: str) -> list[str]:
-    return [input_key(MODEL, c.text) for c in CHUNKER.chunk(text)]
+def keys_of(text: str, model: str = MODEL) -> list[str]:
+    return [input_key(model, c.text) for c in CHUNKER.chunk(text)]
 
 
 def texts_of(text: str) -> list[str]:
@@ -244,7 +244,7 @@ def test_no_cache_writer_accepts_a_bad_vector(cache: SQLiteCache) -> None:
 # --------------------------------------------------------------------------- poisoned, repaired
 
 
-def poison_cache(path: Path, keys: Sequence[str]) -> None:
+def poison_cache(path: Path, keys: Sequence[str], model: str = MODEL) -> None:
     """Overwrite cached vectors with zeros as a past run (before the check) left them: a
     row with a valid check, so that only the vector check can tell."""
     blob = np.zeros(DIM, dtype="<f4").tobytes()
@@ -252,7 +252,7 @@ def poison_cache(path: Path, keys: Sequence[str]) -> None:
         for key in keys:
             changed = conn.execute(
                 "UPDATE vectors SET vector = ?, checksum = ? WHERE model_id = ? AND key = ?",
-                (blob, row_checksum(MODEL, key, DIM, blob), MODEL, key),
+                (blob, row_checksum(model, key, DIM, blob), model, key),
             ).rowcount
             assert changed == 1
         conn.commit()
@@ -562,7 +562,8 @@ def test_an_api_embedder_sharing_a_poisoned_cache_repairs_it(
     docs = [Document("a", TEXT_A)]
     with SQLiteCache(path) as cache:
         sync(docs, store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
-    poison_cache(path, keys_of(TEXT_A)[:1])
+    model = api(server).model_id  # identity= names the server: openai/v1:...@MODEL;dim=8
+    poison_cache(path, keys_of(TEXT_A, model)[:1], model)
     fresh = store.with_collection("fresh")
     fresh.ensure_collection(DIM)
     with SQLiteCache(path) as cache:
