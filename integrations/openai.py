@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import hashlib
 import importlib.util
 import json
 import logging
@@ -357,6 +358,25 @@ def _retry_after(exc: Exception) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
+
+#: a path segment that may be a key or an account id (a gateway that takes one in its
+#: path): 20 characters or more, with at least 4 digits and 4 letters (not a model or
+#: deployment name such as text-embedding-3-small); it enters an identity as a digest
+_KEY_LIKE = re.compile(r"(?=(?:[^\d]*\d){4})(?=(?:[^A-Za-z]*[A-Za-z]){4})[\w.~-]{20,}")
+
+
+def _named_path(path: str) -> str:
+    """A base URL's path as a model identity holds it: its segments as written, but one
+    that may be a key as a one-way digest (two keys still give two identities, and the
+    key is written nowhere: identities are printed and stored with every point)."""
+    return "/".join(
+        "sha256-" + hashlib.sha256(part.encode()).hexdigest()[:12]
+        if _KEY_LIKE.fullmatch(part)
+        else part
+        for part in path.split("/")
+    )
+
+
 class OpenAIEmbedder:
     """An Embedder over an OpenAI-compatible ``/embeddings`` API.
 
@@ -379,7 +399,8 @@ class OpenAIEmbedder:
     depend on the model, on the dimension asked for, and on the server that
     serves that name (``server`` is ``api.openai.com`` for OpenAI and the URL's
     host:port and path for any other server, where a name means what that
-    server says it means; a path of ``/v1`` is left out). Pass ``identity`` to
+    server says it means; a path of ``/v1`` is left out, and a segment that may
+    be a key enters as a digest: :func:`_named_path`). Pass ``identity`` to
     name the server yourself, e.g. one model served behind several URLs: it
     takes the server's place, and the model and dimension still count.
 
@@ -490,7 +511,7 @@ class OpenAIEmbedder:
         # models by path (/tei-bge/v1, Azure's /openai/deployments/NAME); the usual /v1
         # (or none) is left out so that those identities read as before
         base_path = parts.path.rstrip("/")
-        self._server = self._host + ("" if base_path in ("", "/v1") else base_path)
+        self._server = self._host + ("" if base_path in ("", "/v1") else _named_path(base_path))
         self._api_key_env = api_key_env
         if client is None and self._host == "api.openai.com" and not os.environ.get(api_key_env):
             raise ConfigError(f"set {api_key_env} to use OpenAI's API (the key is read from it)")

@@ -114,6 +114,14 @@ def test_identity_holds_model_server_and_dimension(folder: Path) -> None:
     routed = {api(f"http://127.0.0.1:9/{name}/v1", folder).model_id for name in ("a", "b")}
     assert routed == {"openai/v1:minilm@127.0.0.1:9/a/v1;dim=384",
                       "openai/v1:minilm@127.0.0.1:9/b/v1;dim=384"}  # fmt: skip
+    # a path segment that may be a key or an account id enters as a digest: identities
+    # are printed and stored with every point (deployment names stay readable)
+    keyed = [api(f"http://127.0.0.1:9/gw/{key}/v1", folder).model_id
+             for key in ("sk1AbC234dEf567gHi890", "sk9ZyX876wVu543tSr210")]  # fmt: skip
+    assert keyed[0] != keyed[1] and not any("sk" in model_id for model_id in keyed)
+    assert keyed[0].startswith("openai/v1:minilm@127.0.0.1:9/gw/sha256-")
+    azure = api("http://127.0.0.1:9/openai/deployments/text-embedding-3-small", folder)
+    assert azure.model_id.endswith("/openai/deployments/text-embedding-3-small;dim=384")
     # identity= names the server; the model and the dimension still count
     named = api("http://127.0.0.1:9", folder, identity="minilm-everywhere")
     assert named.model_id == "openai/v1:minilm@minilm-everywhere;dim=384"
