@@ -185,13 +185,14 @@ def execute(args: WatchArgs) -> int:
     from rechunk.cli.output import EXIT_OK
     from rechunk.cli.reading import files_elsewhere, read_paths
     from rechunk.cli.sources import Chooser
-    from rechunk.live import LiveMetrics
+    from rechunk.live import LiveMetrics, check_not_nested
     from rechunk.live.events import FileEvents
     from rechunk.sync.generations import open_live
 
     for path in args.paths:
         if not Path(path).is_dir():
             raise ConfigError(f"{path} is not a folder: watch takes folders")
+    check_not_nested(args.paths)  # before anything is read, loaded or made
     if args.settle < 0:
         raise ConfigError("--settle must be 0 or more seconds")
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
@@ -324,8 +325,8 @@ def _watch(
 
             watcher.serve(stop, on_batch)
     finally:
-        # counted while the file watcher still holds the events not yet taken (changes
-        # made during the last batch)
+        # with the changes made during the last batch (stopping the file watcher kept
+        # the events no batch took)
         undone = _left_undone(watcher.queue_state()[0], len(watcher.freshness.pending))
         watcher.stop_watching()
         if diagnosis is not None:

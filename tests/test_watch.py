@@ -492,23 +492,45 @@ def test_a_file_unreadable_at_the_start_is_counted_failed(
     store served its old text. It counts as the same failure while watching does."""
     root = tmp_path / "docs"
     write_docs(root, ["keep", "broken"])
+    (root / "data.jsonl").write_text('{"q": "one"}\n{"q": "two"}\n', encoding="utf-8")
     store = qdrant_store(embedder, chunker)
     Watcher([root], store, chunker=chunker, embedder=embedder).initial_sync()
     (root / "broken.md").write_bytes(b"# broken\n\nbad \xff\xfe bytes\n")
+    (root / "data.jsonl").write_bytes(b'{"q": "one \xff"}\n')  # a file of records, broken
     metrics, log = LiveMetrics(), tmp_path / "diag.jsonl"
     watcher = Watcher([root], store, chunker=chunker, embedder=embedder, metrics=metrics,
                       diagnosis=DiagnosisLog(log, "salt"))  # fmt: skip
     report = watcher.initial_sync()
-    assert report.failed == 1 and report.errors[0][0] == "ParseError"
-    assert report.errors[0][1].startswith("broken.md: not valid UTF-8")
+    assert report.failed == 2 and {kind for kind, _ in report.errors} == {"ParseError"}
+    assert sorted(text.split(":")[0] for _, text in report.errors) == ["broken.md", "data.jsonl"]
     from prometheus_client.parser import text_string_to_metric_families
 
     samples = [s for f in text_string_to_metric_families(metrics.text()) for s in f.samples]
-    assert sum(s.value for s in samples if s.name == "rechunk_documents_failed_total") == 1
+    assert sum(s.value for s in samples if s.name == "rechunk_documents_failed_total") == 2
     failed = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert [(f["stage"], f["reason"]) for f in failed if f["stage"] == "failed"] == [
         ("failed", "parse")
-    ]
+    ] * 2
+
+
+def test_a_link_gone_dangling_while_down_is_failed_then_deleted_with_it(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """Counted failed at the start, the document of a link whose target went while no
+    watcher ran stayed for good once the link was removed: the link was not among the
+    files the watcher held, so its removal deleted nothing."""
+    root, outside = tmp_path / "docs", tmp_path / "outside.md"
+    write_docs(root, ["keep"])
+    outside.write_text(doc_text("outside"), encoding="utf-8")
+    (root / "link.md").symlink_to(outside)
+    store = qdrant_store(embedder, chunker)
+    Watcher([root], store, chunker=chunker, embedder=embedder).initial_sync()
+    outside.unlink()
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    with Running(watcher) as run:
+        assert run.next().failed == 1 and "link.md" in store.doc_ids()
+        (root / "link.md").unlink()
+        run.until(lambda: "link.md" not in store.doc_ids())
 
 
 def test_a_file_that_would_take_another_folders_doc_id_is_left_out(

@@ -16,7 +16,7 @@ What this package may import: the standard library, numpy and the rest of
 
 from __future__ import annotations
 
-from rechunk.live.engine import BatchReport, Watcher
+from rechunk.live.engine import BatchReport, Watcher, check_not_nested
 from rechunk.live.freshness import DiagnosisLog, Freshness, read_freshness
 from rechunk.live.metrics import LiveMetrics, serve_metrics
 from rechunk.live.selection import Selection
@@ -28,6 +28,7 @@ __all__ = [
     "LiveMetrics",
     "Selection",
     "Watcher",
+    "check_not_nested",
     "read_freshness",
     "serve_metrics",
 ]

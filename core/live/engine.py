@@ -168,6 +168,20 @@ def _file_names(doc_id: str) -> list[str]:
     return [doc_id] + [doc_id[:i] for i, c in enumerate(doc_id) if c == "#"]
 
 
+
+def check_not_nested(paths: Sequence[str | os.PathLike[str]]) -> None:
+    """A :class:`~rechunk.ConfigError` when one folder lies inside another: the initial sync
+    names its files from the outer folder and their events from the inner one, so a file
+    in both would become two documents. (The same folder given twice is one folder.)"""
+    real = [Path(path).resolve() for path in paths]
+    for inner, outer in itertools.permutations(range(len(real)), 2):
+        if real[inner] != real[outer] and real[inner].is_relative_to(real[outer]):
+            raise ConfigError(
+                f"{os.fspath(paths[inner])} lies inside {os.fspath(paths[outer])}, which is "
+                f"watched with all it holds: watch {os.fspath(paths[outer])} alone"
+            )
+
+
 class Watcher:
     """Keep a collection in step with folders as their files change.
 
@@ -248,14 +262,7 @@ class Watcher:
                     f"{path} is not a folder: watch takes folders (a single file: watch its "
                     "folder with --glob naming it)"
                 )
-        real = [Path(path).resolve() for path in paths]
-        for inner, outer in itertools.permutations(range(len(real)), 2):
-            if real[inner] != real[outer] and real[inner].is_relative_to(real[outer]):
-                # a file in both would be named twice: once from each (a duplicate document)
-                raise ConfigError(
-                    f"{paths[inner]} lies inside {paths[outer]}, which is watched with all it "
-                    f"holds: watch {paths[outer]} alone"
-                )
+        check_not_nested(paths)
         self.store = store
         self.chunker = chunker
         self.embedder = embedder
@@ -380,7 +387,8 @@ class Watcher:
         candidates = _file_names(doc_id)
         for index, selection in enumerate(self.selections):
             for name in candidates:
-                if (selection.root / name).is_file():
+                # a link gone dangling too: removing it deletes the document it held
+                if (selection.root / name).is_file() or (selection.root / name).is_symlink():
                     return index, name
         return None
 
@@ -566,8 +574,8 @@ class Watcher:
         # failed, as it would have while watching; a FIFO or a folder that cannot be
         # listed holds no document, and a rescan does not count a file again
         if kind == "initial":
-            for name, why in files.skipped:
-                if name in covered:
+            for name, why in files.skipped:  # (a file of records holds name#id documents)
+                if any(d == name or d.startswith(name + "#") for d in covered):
                     self._fail(name, "ParseError", f"{name}: {why}", "parse", report)
         self._files = mapping
         self._files_epoch += 1
