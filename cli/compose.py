@@ -179,15 +179,13 @@ def _renamed_server(theirs: str, ours: str) -> str | None:
     prefix = "openai/v1:"
     if not ours.startswith(prefix):
         return None
-    # a model name may hold an @ (@cf/baai/bge-base-en-v1.5), a server does not
     head, _, size = ours[len(prefix) :].rpartition(";dim=")
-    model, _, server = head.rpartition("@")
     if theirs.startswith(prefix):
+        # an earlier identity's server is a bare host (a model name may hold an @, as
+        # Cloudflare's @cf/... do, and now a path may too)
         their_head, _, their_size = theirs[len(prefix) :].rpartition(";dim=")
-        their_model, _, their_server = their_head.rpartition("@")
-        if (their_model, their_size) != (model, size) or not server.startswith(
-            their_server + "/"
-        ):
+        model, _, their_server = their_head.rpartition("@")
+        if their_size != size or not head.startswith(their_head + "/"):
             return None
         return (
             "an earlier rechunk left the base URL's path out of a server's identity; if "
@@ -195,7 +193,7 @@ def _renamed_server(theirs: str, ours: str) -> str | None:
             f"shared its cache, keep it with identity={their_server} (openai:{model}?"
             f"identity={their_server}&...), else {_REBUILD_OPENAI}"
         )
-    if theirs == server:  # a bare name: what identity= made the whole identity
+    if head.endswith("@" + theirs):  # a bare name: what identity= made the whole identity
         return (
             f"an earlier rechunk made identity={theirs} the whole identity (it now names the "
             f"server, beside the model and dimension): {_REBUILD_OPENAI}"

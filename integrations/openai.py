@@ -362,7 +362,7 @@ def _retry_after(exc: Exception) -> float | None:
 #: a path segment that may be a key or an account id (a gateway that takes one in its
 #: path): 20 characters or more, with at least 4 digits and 4 letters (not a model or
 #: deployment name such as text-embedding-3-small); it enters an identity as a digest
-_KEY_LIKE = re.compile(r"(?=(?:[^\d]*\d){4})(?=(?:[^A-Za-z]*[A-Za-z]){4})[\w.~-]{20,}")
+_KEY_LIKE = re.compile(r"(?=(?:[^\d]*\d){4})(?=(?:[^A-Za-z]*[A-Za-z]){4})[^/]{20,}")
 
 
 def _named_path(path: str) -> str:

@@ -117,7 +117,7 @@ def test_identity_holds_model_server_and_dimension(folder: Path) -> None:
     # a path segment that may be a key or an account id enters as a digest: identities
     # are printed and stored with every point (deployment names stay readable)
     keyed = [api(f"http://127.0.0.1:9/gw/{key}/v1", folder).model_id
-             for key in ("sk1AbC234dEf567gHi890", "sk9ZyX876wVu543tSr210")]  # fmt: skip
+             for key in ("sk1AbC234dEf567gHi890", "sk9ZyX876wVu543tSr210=")]  # fmt: skip
     assert keyed[0] != keyed[1] and not any("sk" in model_id for model_id in keyed)
     assert keyed[0].startswith("openai/v1:minilm@127.0.0.1:9/gw/sha256-")
     azure = api("http://127.0.0.1:9/openai/deployments/text-embedding-3-small", folder)
@@ -144,6 +144,8 @@ def test_a_refusal_of_an_earlier_identity_says_which_change_it_is() -> None:
     cf = "openai/v1:@cf/baai/bge@api.cloudflare.com"
     advice = str(_renamed_server(f"{cf};dim=768", f"{cf}/client/v4/ai/v1;dim=768"))
     assert "keep it with identity=api.cloudflare.com " in advice
+    at = "openai/v1:bge@gw.example"  # a path holding an @
+    assert "identity=gw.example " in str(_renamed_server(f"{at};dim=8", f"{at}/u/@team/v1;dim=8"))
     for other in ("openai/v1:e5@10.0.0.2:80;dim=384", "openai/v1:bge@10.0.0.2:80;dim=256",
                   "st/v1:all-MiniLM-L6-v2", "openai/v1:bge@10.0.0.20:80;dim=384"):  # fmt: skip
         assert _renamed_server(other, new) is None
