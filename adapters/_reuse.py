@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import hashlib
 import json
 import math
 import os
@@ -49,6 +48,7 @@ from rechunk.reuse.cache import EmbeddingCache, record_dimension, recorded_dimen
 from rechunk.reuse.cached_embedder import EmbedStats, StatsCounter
 from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
 from rechunk.reuse.identity import input_key, is_utf8
+from rechunk.reuse.identity import secret_digest as _digest
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -221,14 +221,6 @@ def _secret(name: str, parameter: bool = False) -> bool:
     if words & _SECRET_WORDS or (parameter and words & _SECRET_PARAMETERS):
         return True
     return any(word.endswith(_SECRET_ENDINGS) for word in words)
-
-
-def _digest(value: object) -> str:
-    """A secret as it enters an identity: a one-way digest, so that two settings that
-    differ (two keys that pick two deployments) still give two identities, and the
-    secret itself is written nowhere."""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _without_secrets(value: object, depth: int = 0) -> object:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import hashlib
 import importlib.util
 import json
 import logging
@@ -63,7 +62,7 @@ from rechunk.errors import (
     TransientError,
 )
 from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
-from rechunk.reuse.identity import input_key
+from rechunk.reuse.identity import input_key, secret_digest
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -358,7 +357,6 @@ def _retry_after(exc: Exception) -> float | None:
         return max(0.0, when.timestamp() - time.time())
 
 
-
 #: a path segment that may be a key or an account id (a gateway that takes one in its
 #: path): 20 characters or more, with at least 4 digits and 4 letters (not a model or
 #: deployment name such as text-embedding-3-small); it enters an identity as a digest
@@ -370,10 +368,7 @@ def _named_path(path: str) -> str:
     that may be a key as a one-way digest (two keys still give two identities, and the
     key is written nowhere: identities are printed and stored with every point)."""
     return "/".join(
-        "sha256-" + hashlib.sha256(part.encode()).hexdigest()[:12]
-        if _KEY_LIKE.fullmatch(part)
-        else part
-        for part in path.split("/")
+        secret_digest(part) if _KEY_LIKE.fullmatch(part) else part for part in path.split("/")
     )
 
 

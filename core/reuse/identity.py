@@ -10,6 +10,7 @@ identities: bump the domain version and the golden tests together.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable
 
@@ -20,6 +21,7 @@ __all__ = [
     "hash_fields",
     "input_key",
     "point_id",
+    "secret_digest",
     "text_revision",
 ]
 
@@ -82,3 +84,12 @@ def point_id(doc_id: str, key: str, occurrence: int) -> str:
     """
     name = hash_fields(POINT_DOMAIN, (doc_id, key, str(occurrence)))
     return str(uuid.uuid5(POINT_NAMESPACE, name))
+
+
+def secret_digest(value: object) -> str:
+    """A secret as it enters a model identity: a one-way digest (``sha256-`` and 16 hex
+    digits), so that two settings that differ (two keys that pick two deployments) still
+    give two identities, and the secret itself is written nowhere. A value that is not
+    text is digested as its JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return "sha256-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
