@@ -155,14 +155,16 @@ class OpenStore:
     store: Any
     client: Any
     extra: dict[str, Any] = field(default_factory=dict)
-    #: an embedded store's folder, and what it was when opened (device, inode)
+    #: an embedded store's folder, the file that marks it, and what the folder was when
+    #: opened (device, inode)
     folder: Path | None = field(default=None, init=False)
+    _marker: Path | None = field(default=None, init=False, repr=False)
     _opened_as: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         local = _local(self.uri)
         if local is not None:
-            self.folder = local[0]
+            self.folder, self._marker = local[0], local[0] / local[1]
             with contextlib.suppress(OSError):
                 found = os.stat(self.folder)
                 self._opened_as = (found.st_dev, found.st_ino)
@@ -172,14 +174,11 @@ class OpenStore:
         since it was opened: its client wrote on to files no longer there (its own
         reads, and so a stale check, still find what it wrote), so nothing of it is kept.
         A server's store: nothing to check."""
-        if self.folder is None:
+        if self.folder is None or self._marker is None:
             return
-        local = _local(self.uri)
         try:
             found = os.stat(self.folder)
-            kept = (found.st_dev, found.st_ino) == self._opened_as and local is not None and (
-                self.folder / local[1]
-            ).is_file()
+            kept = (found.st_dev, found.st_ino) == self._opened_as and self._marker.is_file()
         except OSError:
             kept = False
         if not kept:
