@@ -351,22 +351,25 @@ FOREIGN: Final[dict[str, str]] = {
 
 def check_foreign(params: Mapping[str, Any], policy: object) -> None:
     """:class:`~rechunk.ConfigError` naming what to use for another splitter's argument in
-    ``params`` (see :data:`FOREIGN`), or for ``language`` without the code policy."""
+    ``params`` (see :data:`FOREIGN`), for ``language`` without the code policy, and for
+    the code policy without a language or with one of prose."""
     for name in params:
         if name in FOREIGN:
             raise ConfigError(f"{name}: {FOREIGN[name]}")
-    if "language" in params and policy != "code":
-        raise ConfigError(
-            f"language={params['language']!r} is the code policy's: pass policy='code' "
-            "with it (CodeSplitter's place), or leave it out for prose"
-        )
-    if policy == "code" and "language" not in params:
+    if policy != "code":
+        if "language" in params:
+            raise ConfigError(
+                f"language={params['language']!r} is the code policy's: pass policy='code' "
+                "with it (CodeSplitter's place), or leave it out for prose"
+            )
+        return
+    if "language" not in params:
         raise ConfigError(
             "the code policy needs the source's language: pass language='python' (or "
             "'typescript', 'go', ...: rechunk.chunkers.code.LANGUAGES) beside policy='code'"
         )
-    language = str(getattr(params.get("language"), "value", params.get("language")))
-    if policy == "code" and language in PROSE_LANGUAGES:
+    language = str(getattr(params["language"], "value", params["language"]))
+    if language in PROSE_LANGUAGES:
         raise ConfigError(
             f"{language!r} is prose, not code: leave policy='code' and language out for the "
             "default structured policy, which keeps headings as hard boundaries and cuts at "
