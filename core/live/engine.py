@@ -168,7 +168,6 @@ def _file_names(doc_id: str) -> list[str]:
     return [doc_id] + [doc_id[:i] for i, c in enumerate(doc_id) if c == "#"]
 
 
-
 def check_not_nested(paths: Sequence[str | os.PathLike[str]]) -> None:
     """A :class:`~rechunk.ConfigError` when one folder lies inside another: the initial sync
     names its files from the outer folder and their events from the inner one, so a file
@@ -387,8 +386,9 @@ class Watcher:
         candidates = _file_names(doc_id)
         for index, selection in enumerate(self.selections):
             for name in candidates:
+                path = selection.root / name
                 # a link gone dangling too: removing it deletes the document it held
-                if (selection.root / name).is_file() or (selection.root / name).is_symlink():
+                if path.is_file() or path.is_symlink():
                     return index, name
         return None
 
@@ -572,10 +572,12 @@ class Watcher:
         # a file whose stored document it cannot read now (broken, unreadable, a link gone
         # dangling while no watcher ran): the store serves its old text, so it counts as
         # failed, as it would have while watching; a FIFO or a folder that cannot be
-        # listed holds no document, and a rescan does not count a file again
-        if kind == "initial":
-            for name, why in files.skipped:  # (a file of records holds name#id documents)
-                if any(d == name or d.startswith(name + "#") for d in covered):
+        # listed holds no document, and a rescan does not count a file again (a file's
+        # names among the stored doc_ids: its own, or that of its records, file#id)
+        if kind == "initial" and covered:
+            holding = {name for doc_id in covered for name in _file_names(doc_id)}
+            for name, why in files.skipped:
+                if name in holding:
                     self._fail(name, "ParseError", f"{name}: {why}", "parse", report)
         self._files = mapping
         self._files_epoch += 1
