@@ -200,6 +200,9 @@ class RecordingEmbedder:
         self.max_input_tokens = st.max_input_tokens
         self.special_tokens = st.special_tokens
         self.tokenizer = st.tokenizer
+        # MiniLM's own weights answer (through the memo): no model check, as for rechunk's
+        # local MiniLM, whose cost this measures
+        self.pins_weights = st.pins_weights
         self._st = st
         self._recorder = recorder
 

@@ -309,6 +309,9 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
         )
     rows.append(("time", ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())))
     rows.append(("stale check", report.stale_check))
+    tokens = report.model_check_tokens
+    if report.model_check == "passed":  # an input held under the model's identity, again
+        rows.append(("model check", f"passed (a held input of {tokens:,} tokens embedded again)"))
     # the policy that cut every document when one did (a folder of Python: the code
     # policy, not the prose default the sync was given); several: a policies row says
     used = getattr(report, "policies", {})

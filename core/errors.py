@@ -19,6 +19,7 @@ __all__ = [
     "InputError",
     "LocatorWarning",
     "MissingDependencyError",
+    "ModelChangedError",
     "RechunkError",
     "StaleCheckError",
     "StoreError",
@@ -107,6 +108,13 @@ class CollectionMismatchError(StoreError):
     """The collection holds vectors of another dimension, distance or model than the
     ones asked for: sync into another collection, or reindex it (the command line's
     exit 2, a usage error, not a failing store's 3)."""
+
+
+class ModelChangedError(CollectionMismatchError):
+    """The model behind an embedder's identity now gives another vector for an input than
+    the one held under that identity (the collection's, or the cache's): a server serving
+    another model under the same name. Raised before anything the model embedded in that
+    sync is cached or stored (the model check, :mod:`rechunk.sync.model_check`)."""
 
 
 class StaleCheckError(StoreError, TransientError):

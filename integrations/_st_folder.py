@@ -113,6 +113,10 @@ class ModelFolder:
     :class:`~rechunk.integrations.sentence_transformers.SentenceTransformerEmbedder`.
     """
 
+    #: the model_id names these very weights (the package's version, or a hash of the
+    #: folder's files): the model behind it cannot change, and a sync skips its model check
+    pins_weights = True
+
     def __init__(self, model: str | os.PathLike[str] | None = None) -> None:
         self._packaged_version: str | None = None
         if model is None or (isinstance(model, str) and model in _DEFAULT_ALIASES):

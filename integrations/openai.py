@@ -968,6 +968,27 @@ class OpenAIEmbedder:
                 self._pending.pop(text, None)
         return out
 
+    def embed_uncached(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """:meth:`embed` asking the server for every input: ``cache`` and what earlier
+        calls kept are neither read nor written (the model check of :func:`rechunk.sync`
+        compares the server's answer with the vector held for the same input)."""
+        items = check_texts(texts)
+        distinct = list(dict.fromkeys(items))
+        counts = dict(zip(distinct, self._check(distinct)))
+        done: dict[str, npt.NDArray[np.float32]] = {}
+        for batch, tokens in self._plan(distinct, [counts[t] for t in distinct]):
+            vectors = check_vectors(
+                self._request(batch, tokens),
+                model_id=self.model_id,
+                dimension=self._dimension,
+                count=len(batch),
+            )
+            done.update(zip(batch, vectors))
+        out = np.zeros((len(items), self._dimension), dtype=np.float32)
+        for row, text in enumerate(items):
+            out[row] = done[text]
+        return out
+
     def _keep(
         self, batch: list[str], vectors: npt.NDArray[np.float32], done: dict[str, Any]
     ) -> None:

@@ -69,6 +69,7 @@ from rechunk.sync import (
     check_compatible,
 )
 from rechunk.sync.inputs import _check_documents, _check_store, _chooser, check_lenders
+from rechunk.sync.model_check import ModelCheck
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import changed_totals
@@ -832,6 +833,7 @@ def sync(
                     "engine plans against the collection there; plan the first sync with "
                     "the local engine (rechunk.sync, --engine local): its plan is the same"
                 )
+            model_check = ModelCheck(driver_store if info.points else None)
             spec = _Spec(store, driver_store.collection if isinstance(store, str) else None,
                          layout, embedder, embed_url, raw.model_id, raw.dimension, order,
                          lock is not None, _keeps(driver_store), raw.max_input_tokens,
@@ -844,8 +846,9 @@ def sync(
                 reuse_from=reuse_from,
                 held=(prune or bool(whole)) and _offers(driver_store, "all_ids", "doc_ids_of"),
                 workers=workers, num_gpus=num_gpus, cpus=cpus,
-                docs_per_task=docs_per_task, progress=progress,
+                docs_per_task=docs_per_task, progress=progress, model_check=model_check,
             )  # fmt: skip
+            report.model_check, report.model_check_tokens = model_check.state, model_check.tokens
             report.collection = driver_store.collection
             if not dry_run:
                 check_one_model(report, driver_store, raw.model_id, info, lock is not None)
@@ -896,6 +899,7 @@ def _run(
     cpus: float,
     docs_per_task: int | None,
     progress: Progress | None,
+    model_check: ModelCheck,
 ) -> RaySyncReport:
     """Plan, embed and commit every partition; the report from the plans and checks."""
     model_id = raw.model_id
@@ -1077,6 +1081,10 @@ def _run(
                         report.tokens_embedded += summary.tokens[key]
             if dry_run:
                 continue
+            if new:  # before the model embeds anything: is it still the one held?
+                hits = [(k, summary.wanted[k], summary.tokens[k], from_cache[k])
+                        for k in summary.wanted if k in from_cache]  # fmt: skip
+                model_check.before_embedding(raw, (), hits)
             # the partition's inputs shared evenly by the actors, in calls of whole model
             # batches, CALL_BATCHES of them at most
             per_call = step * max(1, min(CALL_BATCHES, math.ceil(len(new) / (len(actors) * step))))

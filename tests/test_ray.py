@@ -76,6 +76,14 @@ class DyingEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
+class OtherWeights(HashEmbedder):
+    """Another model under the hash embedder's identity (a server redeployed with new
+    weights and the same name)."""
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return super().embed([f"other weights\0{t}" for t in texts])
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A head node and a second node on 127.0.0.1 (one CPU each), joined by this process,
@@ -675,7 +683,9 @@ def test_the_openai_compatible_server_gets_only_the_new_inputs(
                 for pts in store.get_points_many([d.doc_id for d in edited]).values()
                 for p in pts
             } - before
-            assert edit.inputs["embedded"] == len(sent) == len(set(sent)) == len(fresh) > 0
+            # and one input the collection held, sent by the driver for the model check
+            assert edit.inputs["embedded"] == len(sent) - 1 == len(set(sent)) - 1 == len(fresh)
+            assert len(fresh) > 0 and edit.model_check == "passed"
             _assert_exact(store, edited)
         finally:
             proxy.close()
@@ -758,3 +768,22 @@ def test_a_head_node_that_goes_away_ends_a_cli_run_with_its_error(
     )  # fmt: skip
     assert ended.returncode == 3
     assert ended.stderr == "rechunk: error: the Ray cluster went away\n"
+
+
+def test_another_model_under_the_same_name_is_refused_on_the_cluster(
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]]
+) -> None:
+    """The driver checks the model before any partition's inputs go to the actors: the
+    collection keeps its points and vectors as they were."""
+    name = "ray-model-check"
+    store = _store(chroma, name)
+    _ray_sync(chroma, name, _docs(corpus[:4], "old"))
+    before = _snapshot(store)
+    with pytest.raises(rechunk.ModelChangedError, match="has changed"):
+        _ray_sync(chroma, name, _docs(corpus[:4], "new", edited=2), OtherWeights)
+    after = _snapshot(store)
+    assert sorted(after) == sorted(before)
+    for pid, (payload, vector) in before.items():
+        assert after[pid][0] == payload and np.array_equal(after[pid][1], vector)
+    report = _ray_sync(chroma, name, _docs(corpus[:4], "new", edited=2))
+    assert report.model_check == "passed" and report.inputs["embedded"] > 0

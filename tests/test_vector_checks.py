@@ -54,10 +54,13 @@ def hashed(text: str, dimension: int = DIM) -> npt.NDArray[np.float32]:
 
 
 class HashEmbedder:
-    """A real deterministic embedder: unit vectors seeded by each text's sha256."""
+    """A real deterministic embedder: unit vectors seeded by each text's sha256. Its
+    identity names the one function it is (``pins_weights``: no model check; these tests
+    count what it is asked to embed, tests/test_model_check.py the check)."""
 
     model_id = MODEL
     dimension = DIM
+    pins_weights = True
     max_input_tokens: int | None = None
 
     def __init__(self) -> None:

@@ -69,6 +69,12 @@ class Embedder(Protocol):
     ``max_input_tokens`` counts special tokens; ``None`` means unknown/unbounded.
     ``embed`` returns float32 of shape ``(len(texts), dimension)`` and must never
     truncate silently: an input longer than the window is an ``EmbeddingError``.
+
+    Optional: ``pins_weights``, true when ``model_id`` names the weights themselves (a
+    hash of the model's files), so that no other model can answer under it; a sync then
+    skips its model check (:mod:`rechunk.sync.model_check`), which otherwise embeds one
+    held input again per sync to catch a server that serves another model under the same
+    name.
     """
 
     @property

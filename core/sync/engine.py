@@ -85,6 +85,12 @@ def sync(
     point of the given documents and writes again, with a new vector, each point whose
     vector fails the check (counted as ``added``): the repair of a collection written
     by an embedder that answered badly before these checks existed.
+    Before the model embeds anything, it embeds once more one input whose vector the
+    collection or the cache holds under its ``model_id`` (the model check,
+    :mod:`rechunk.sync.model_check`; not for an embedder whose ``pins_weights`` is true):
+    when the two vectors disagree, the model behind the identity has changed (a server
+    serving another model under the same name), and sync raises
+    :class:`~rechunk.errors.ModelChangedError` with nothing embedded, cached or stored.
 
     Concurrent writers: after every sync of a document has returned, the store holds
     exactly the chunks of the newest ``version`` any of them synced. On Qdrant every

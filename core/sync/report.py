@@ -70,6 +70,12 @@ class SyncReport:
     the new revision lacks, after the sync (the check queries the store). When it is not 0,
     ``stale_check`` is ``"failed"`` and :func:`sync` raises
     :class:`~rechunk.errors.StaleCheckError` whose ``report`` is this report.
+    ``model_check`` is ``"passed"`` when the model embedded again an input whose vector the
+    collection or the cache held under its identity and the two agreed, before anything
+    else was embedded (see :mod:`rechunk.sync.model_check`; a disagreement raises
+    :class:`~rechunk.errors.ModelChangedError`), and ``"skipped"`` when the sync embedded
+    nothing or nothing was held to compare with; ``model_check_tokens`` is what that input
+    cost (not in ``tokens_embedded``).
     ``chunks_not_given`` is the number of points of documents the sync was not given
     (``keep``'s among them) that the collection holds after it: the count the sync reads
     first, less the given documents' points that it reads to plan and the points it
@@ -102,6 +108,8 @@ class SyncReport:
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     stale_points: int = 0
     stale_check: Literal["passed", "failed", "skipped"] = "skipped"
+    model_check: Literal["passed", "skipped"] = "skipped"
+    model_check_tokens: int = 0
     chunks_not_given: int = 0
     policies: dict[str, int] = field(default_factory=dict)
     per_document: list[DocumentReport] = field(default_factory=list)

@@ -33,6 +33,7 @@ from rechunk.sync.inputs import (
     check_lenders,
     check_parts,
 )
+from rechunk.sync.model_check import ModelCheck
 from rechunk.sync.planning import _Plan, _plan, _stored_chunks
 from rechunk.sync.publishing import _publish
 from rechunk.sync.report import (
@@ -111,6 +112,7 @@ class _Run:
     progress: Progress | None
     published: _Published  # what this sync wrote, for later batches to reuse
     ahead: ChunkAhead | None  # the helper process that chunks the next batch
+    model_check: ModelCheck  # run before the model embeds anything
     held: set[str] = field(default_factory=set)  # ids of the given documents' points
     tokens: dict[str, int] = field(default_factory=dict)  # every distinct input synced
     counted: set[str] = field(default_factory=set)  # inputs counted in report.inputs
@@ -205,6 +207,7 @@ def start(
         progress=progress,
         published=_Published(store, PUBLISHED_BYTES, PUBLISHED_IDS),
         ahead=ChunkAhead(chunker) if len(groups) > 1 else None,
+        model_check=ModelCheck(store if info is not None and info.points else None),
     )
 
 
@@ -335,6 +338,7 @@ def embed(run: _Run, plans: Sequence[_Plan]) -> tuple[dict[str, Vector], dict[st
         progress,
         (run.store, run.counted) if run.nothing_stored else None,
         run.published,
+        run.model_check,
     )
     run.embedded_before += sum(1 for kind in source.values() if kind == "embed")
     return vectors, source
@@ -469,6 +473,8 @@ def finish(run: _Run) -> SyncReport:
     # a writer that added points of a given document after the count would make it negative
     report.chunks_not_given = max(report.chunks_not_given, 0)
     report.tokens_total = sum(run.tokens.values())
+    report.model_check = run.model_check.state
+    report.model_check_tokens = run.model_check.tokens
     changed_totals(report, run.changed)
     if not run.dry_run:
         stale_verdict(report, run.failed)

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from rechunk.reuse.cache import EmbeddingCache, record_dimension
 from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
+from rechunk.sync.model_check import ModelCheck, local_candidates
 from rechunk.sync.planning import _Plan
 from rechunk.sync.report import Progress
 from rechunk.sync.store import StoredPoint, VectorStore, _method
@@ -78,11 +79,13 @@ def _vectors(
     progress: Progress | None,
     only: tuple[VectorStore, set[str]] | None = None,
     published: _Published | None = None,
+    check: ModelCheck | None = None,
 ) -> tuple[dict[str, Vector], dict[str, str]]:
     """Vectors for every key a plan needs (cache, then what this sync published, then the
     collections, then the model), and where each came from: ``"cache"``, ``"store"`` (a
     vector the collection holds) or ``"embed"``. ``only``: a store of ``stores`` and the
-    keys it can hold, so that no other is looked up there.
+    keys it can hold, so that no other is looked up there. ``check``: the sync's model
+    check, run before the model embeds anything (:class:`~rechunk.sync.model_check.ModelCheck`).
 
     Every vector is checked (:func:`~rechunk.reuse.embedding.check_vectors`): a cached or stored
     one that fails (all zeros, a value near float32's limit: written by an older version
@@ -139,6 +142,10 @@ def _vectors(
         for key in missing:
             source[key] = "embed"
     elif missing:
+        if check is not None:
+            t0 = time.perf_counter()
+            check.before_embedding(embedder, *local_candidates(plans, found, source, wanted))
+            seconds["embed"] += time.perf_counter() - t0
         step = _embed_step(embedder)
         for start in range(0, len(missing), step):
             batch = missing[start : start + step]

