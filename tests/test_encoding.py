@@ -67,6 +67,20 @@ def test_utf16_without_a_mark_is_read_when_named_and_named_otherwise(codec: str)
         assert decode_text(data, codec) == text
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_of_other_scripts_without_a_mark_is_named_too(codec: str) -> None:
+    """Cyrillic or Japanese in UTF-16 has zero bytes only from its spaces, digits and line
+    ends: it was called a binary file, and the user never told of --encoding."""
+    for text in (
+        "Синхронизация 2 раза в день.\nИндекс обновляется сам.\n",
+        "同期は一日に2回実行されます。\n索引は自動で更新されます。\n",
+    ):
+        data = (text * 4).encode(codec)
+        with pytest.raises(ParseError, match=f"UTF-16 without a byte-order mark.*{codec}"):
+            decode_text(data)
+        assert decode_text(data, codec) == text * 4
+
+
 def test_nul_bytes_are_binary_whatever_is_named() -> None:
     # the last: a compiled object with bytes UTF-8 never holds, named a .c file (a CI
     # user was told it was "not valid UTF-8: name its encoding", then, given latin-1, "not

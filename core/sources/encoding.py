@@ -156,9 +156,11 @@ def _attempt(data: bytes, encoding: str, skip: int = 0) -> tuple[str | None, str
 
 
 def _utf16_unmarked(data: bytes) -> str | None:
-    """``utf-16-le`` / ``utf-16-be`` when ``data`` looks like UTF-16 of mostly Latin text
-    without a byte-order mark (every other byte zero, the rest not), else None. A hint for
-    the error message only: nothing is ever read by it."""
+    """``utf-16-le`` / ``utf-16-be`` when ``data`` looks like UTF-16 without a byte-order
+    mark, else None: of mostly Latin text (every other byte zero, the rest not), or of
+    another script (Cyrillic, CJK: few zero bytes, from its spaces, digits and line ends)
+    whose head reads in one byte order as text, with no NUL or other control character.
+    A hint for the error message only: nothing is ever read by it."""
     pairs = min(len(data), _SNIFF_BYTES) // 2
     if pairs < 4:
         return None
@@ -168,7 +170,20 @@ def _utf16_unmarked(data: bytes) -> str | None:
         return "utf-16-le"
     if even > 0.6 and odd < 0.05:
         return "utf-16-be"
-    return None
+    if b"\x00" not in sample:  # UTF-16 of text with a space or a line end holds some
+        return None
+    readable = [name for name in ("utf-16-le", "utf-16-be") if _reads_as_text(sample, name)]
+    return readable[0] if len(readable) == 1 else None
+
+
+def _reads_as_text(sample: bytes, codec: str) -> bool:
+    """Whether ``sample`` decodes in ``codec`` to characters that are all printable or
+    whitespace (a surrogate pair cut at the sample's end aside); random or binary bytes
+    give unpaired surrogates, control characters or NULs within a few hundred units."""
+    text = sample.decode(codec, errors="replace")
+    if text.endswith("\ufffd"):
+        text = text[:-1]
+    return bool(text) and all(ch.isprintable() or ch in "\t\n\r\f\v" for ch in text)
 
 
 def _detected(data: bytes) -> str | None:
