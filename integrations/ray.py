@@ -833,7 +833,8 @@ def sync(
                     "engine plans against the collection there; plan the first sync with "
                     "the local engine (rechunk.sync, --engine local): its plan is the same"
                 )
-            model_check = ModelCheck(driver_store if info.points else None)
+            model_check = ModelCheck([*([driver_store] if info.points else []), *reuse_from],
+                                     cache)  # fmt: skip
             spec = _Spec(store, driver_store.collection if isinstance(store, str) else None,
                          layout, embedder, embed_url, raw.model_id, raw.dimension, order,
                          lock is not None, _keeps(driver_store), raw.max_input_tokens,

@@ -19,7 +19,10 @@ It records each request's JSON in :attr:`requests`. Every wait is bounded by
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import math
+import random
 import socket
 import threading
 import time
@@ -31,16 +34,27 @@ Reply = tuple[int, str, bytes]
 
 
 def vectors_reply(request: dict[str, Any], dimension: int = 384) -> Reply:
-    """A well-formed answer: one non-zero vector of ``dimension`` numbers per input."""
+    """A well-formed answer: one non-zero vector of ``dimension`` numbers per input, made
+    from the input's text alone, as a model's is (the same text, the same vector, in any
+    request: a sync's model check compares them)."""
     inputs = request.get("input", [])
-    count = 1 if isinstance(inputs, str) else len(inputs)
+    texts = [inputs] if isinstance(inputs, str) else list(inputs)
     data = [
-        {"object": "embedding", "index": i, "embedding": [0.5 + i] + [0.25] * (dimension - 1)}
-        for i in range(count)
+        {"object": "embedding", "index": i, "embedding": _text_vector(str(text), dimension)}
+        for i, text in enumerate(texts)
     ]
+    count = len(texts)
     body = {"object": "list", "data": data, "model": request.get("model"),
             "usage": {"prompt_tokens": count, "total_tokens": count}}  # fmt: skip
     return 200, "application/json", json.dumps(body).encode()
+
+
+def _text_vector(text: str, dimension: int) -> list[float]:
+    """A unit vector seeded by ``text``'s sha256."""
+    draw = random.Random(hashlib.sha256(text.encode()).digest())
+    row = [draw.gauss(0.0, 1.0) for _ in range(dimension)]
+    norm = math.sqrt(sum(x * x for x in row))
+    return [x / norm for x in row]
 
 
 def json_reply(body: Any, status: int = 200) -> Callable[[dict[str, Any]], Reply]:

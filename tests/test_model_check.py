@@ -23,6 +23,7 @@ import pytest
 import rechunk
 from rechunk import Document, ModelChangedError, RecursiveChunker, SQLiteCache, sync
 from rechunk.errors import CollectionMismatchError
+from rechunk.sync.model_check import REFERENCE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bad_embeddings_server import BadEmbeddingsServer, Reply
@@ -112,7 +113,9 @@ def test_another_model_under_the_same_name_is_refused_and_changes_nothing(
 ) -> None:
     with SQLiteCache(tmp_path / "cache.sqlite") as cache:
         first = sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
-        assert first.model_check == "skipped" and first.model_check_tokens == 0  # nothing held
+        # nothing held to compare with: the cache records its reference for the model
+        assert first.model_check == "skipped"
+        assert first.model_check_tokens == api(server).count_tokens(REFERENCE) > 0
         before, entries = snapshot(store), cache.stats().entries
         server.inputs()
         server.weights = "model-b"  # redeployed: same name, same address, other weights
@@ -140,19 +143,45 @@ def test_another_model_under_the_same_name_is_refused_and_changes_nothing(
         assert report.model_check_tokens == {c.text: c.tokens for c in CHUNKER.chunk(TEXT)}[held]
 
 
-def test_a_new_collection_sharing_the_cache_is_refused(
+def test_a_new_collection_sharing_the_cache_is_refused_at_its_first_batch(
     server: Server, store: Any, tmp_path: Path
 ) -> None:
     """A cache shared by collections holds the old model's vectors under the identity: a
-    new collection would take them beside the new model's."""
+    new collection's first batch of new documents (more than one batch in all) is checked
+    against the reference the cache keeps, before anything is embedded."""
     with SQLiteCache(tmp_path / "cache.sqlite") as cache:
         sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        entries = cache.stats().entries
         fresh = store.with_collection("fresh")
         fresh.ensure_collection(DIM)
         server.weights = "model-b"
+        server.inputs()
+        notes = [Document(f"note-{i}", f"Note {i} says where the cache lives.") for i in range(300)]
         with pytest.raises(ModelChangedError, match="the cache holds"):
-            sync([Document("guide", EDITED)], fresh, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
-        assert fresh.collection_info().points == 0
+            sync([*notes, Document("guide", EDITED)], fresh, chunker=CHUNKER,
+                 embedder=api(server, cache), cache=cache)  # fmt: skip
+        assert server.inputs() == [REFERENCE]
+        assert fresh.collection_info().points == 0 and cache.stats().entries == entries
+
+
+def test_a_reindex_is_checked_against_the_generation_that_lends_its_vectors(
+    server: Server,
+) -> None:
+    """The remedy the error names: a reindex builds an empty generation, lent vectors by
+    the live one; with no cache, the live generation is what the model is checked against."""
+    from qdrant_client import QdrantClient
+
+    from rechunk.adapters.qdrant import QdrantStore
+
+    alias = QdrantStore(QdrantClient(":memory:"), "kb")
+    first = rechunk.reindex([Document("guide", TEXT)], alias, CHUNKER, api(server))
+    server.weights = "model-b"
+    with pytest.raises(ModelChangedError, match="the collection holds"):
+        rechunk.reindex([Document("guide", EDITED)], alias, CHUNKER, api(server))
+    assert alias.collection_info().points == first.sync.chunks["added"]  # still the live one
+    server.weights = "model-a"
+    again = rechunk.reindex([Document("guide", EDITED)], alias, CHUNKER, api(server))
+    assert again.switched and again.sync.model_check == "passed"
 
 
 def test_the_same_model_at_another_precision_passes(server: Server, store: Any) -> None:

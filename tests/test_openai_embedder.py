@@ -30,6 +30,7 @@ from rechunk.integrations.openai import (
     TiktokenCounter,
 )
 from rechunk.integrations.uri import open_embedder
+from rechunk.sync.model_check import REFERENCE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bad_embeddings_server import BadEmbeddingsServer, json_reply, vectors_reply
@@ -641,12 +642,16 @@ def test_sync_sends_each_new_input_once(proxy: FaultProxy, folder: Path, tmp_pat
     store, cache = store_for(embedder), rechunk.SQLiteCache(tmp_path / "cache.sqlite")
     chunker = rechunk.policy_for(embedder)
     first = rechunk.sync(docs(), store, chunker=chunker, embedder=embedder, cache=cache)
-    sent = proxy.forwarded_inputs()
+    asked = proxy.forwarded_inputs()
+    # each input once, and the text the cache keeps the model's reference vector of (the
+    # model check's, with nothing held yet)
+    sent = [t for t in asked if t != REFERENCE]
+    assert asked.count(REFERENCE) == 1 and first.model_check == "skipped"
     assert len(sent) == len(set(sent)) == first.inputs["embedded"] > 0
-    assert embedder.stats.inputs == len(sent) and embedder.stats.usage_tokens > 0
+    assert embedder.stats.inputs == len(asked) and embedder.stats.usage_tokens > 0
     # infinity reports characters as usage.prompt_tokens; the tokens rechunk counts are the
     # model's own (content + special), the ones a token-billed API charges
-    assert embedder.stats.tokens == sum(embedder.count_tokens(t) + 2 for t in sent)
+    assert embedder.stats.tokens == sum(embedder.count_tokens(t) + 2 for t in asked)
     proxy.reset()
     edited = rechunk.sync(docs(edit=True), store, chunker=chunker, embedder=embedder, cache=cache)
     new = [t for t in proxy.forwarded_inputs() if t not in sent]
@@ -674,8 +679,8 @@ def test_faults_converge_and_nothing_is_embedded_twice(
         docs(), store, chunker=rechunk.policy_for(embedder), embedder=embedder, cache=cache
     )
     assert report.stale_check == "passed"
-    sent = proxy.forwarded_inputs()
-    assert Counter(sent).most_common(1)[0][1] == 1 and len(sent) == report.inputs["embedded"]
+    sent = proxy.forwarded_inputs()  # and the model check's reference text, once
+    assert Counter(sent).most_common(1)[0][1] == 1 and len(sent) == report.inputs["embedded"] + 1
     assert proxy.undelivered == []
     actions = Counter(s.action for s in proxy.seen)
     assert actions["429"] == 2 and actions["hang"] == 1 and actions["drop"] == 2
@@ -728,21 +733,20 @@ def test_partial_failure_keeps_what_succeeded(
     chunker = rechunk.FixedChunker(max_tokens=12, hard_max_tokens=12, tokenizer=fresh.tokenizer)
     doc = [rechunk.Document("p.md", text)]
     needed = {c.text for c in chunker.chunk(text)}
-    proxy.reset(["ok", "500", "500"])
+    proxy.reset(["ok", "ok", "500", "500"])  # the first: the model check's reference
     with pytest.raises(EmbeddingUnavailableError):
         rechunk.sync(doc, store, chunker=chunker, embedder=fresh, cache=cache)
     first = proxy.forwarded_inputs()
-    assert len(first) == 2
+    assert first[0] == REFERENCE and len(first) == 3
     proxy.reset()
     restarted = api(proxy.url, folder, batch_size=2, max_in_flight=1)
     restarted.cache = rechunk.SQLiteCache(tmp_path / "cache.sqlite")
     report = rechunk.sync(doc, store, chunker=chunker, embedder=restarted, cache=restarted.cache)
     assert report.stale_check == "passed" and report.inputs["from_cache"] == 2
-    # each needed input sent once, and one the cache gave once more for the model check
-    again = Counter(proxy.forwarded_inputs() + first) - Counter(needed)
-    assert set(again) <= set(first) and sum(again.values()) == 1
-    assert sorted(set(proxy.forwarded_inputs() + first)) == sorted(needed)
-    assert report.model_check == "passed"
+    # each needed input sent once; the model checked against the cache's reference
+    sent = proxy.forwarded_inputs()
+    assert sent[0] == REFERENCE and report.model_check == "passed"
+    assert sorted(sent[1:] + first[1:]) == sorted(needed)
 
 
 @pytest.mark.slow

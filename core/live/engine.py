@@ -133,6 +133,7 @@ class BatchReport:
     embedded: int = 0
     reused: int = 0
     tokens_embedded: int = 0
+    model_check_tokens: int = 0  # the syncs' model checks (SyncReport.model_check_tokens)
     lag: list[float] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     retry_in: float | None = None
@@ -1147,6 +1148,9 @@ class Watcher:
                 for k, v in getattr(one, name).items():
                     getattr(merged, name)[k] += v
             merged.tokens_embedded += one.tokens_embedded
+            merged.model_check_tokens += one.model_check_tokens
+            if one.model_check == "passed":
+                merged.model_check = "passed"
         return merged
 
     def _refused(self, docs: Sequence[Document], exc: BaseException, report: BatchReport) -> None:
@@ -1249,6 +1253,9 @@ class Watcher:
         if result is None:
             return
         now = time.time()
+        report.model_check_tokens += result.model_check_tokens
+        if self.metrics is not None and result.model_check_tokens:
+            self.metrics.model_check_tokens.inc(result.model_check_tokens)
         for rep in result.per_document:
             doc = docs.get(rep.doc_id)
             if rep.status == "deleted":

@@ -79,6 +79,12 @@ class LiveMetrics:
             _LABELS,
             registry=r,
         )
+        self.model_check_tokens = prom.Counter(
+            "rechunk_model_check_tokens",
+            "tokens of the held inputs embedded again to check the model (one per sync that "
+            "embeds, for a model not known by its weights)",
+            registry=r,
+        )
         self.amplification = prom.Histogram(
             "rechunk_reindexed_bytes_per_changed_byte",
             "bytes of inputs re-embedded per byte the edit changed, per changed document",

@@ -8,16 +8,27 @@ taken to be that model's. A server that starts serving another model under the s
 silently: new inputs would get the new model's vectors beside the collection's old ones,
 and queries would rank them against each other. The check finds it before anything the
 new model made is cached or stored, and raises :class:`~rechunk.errors.ModelChangedError`.
+It runs once per sync, when the sync first needs the model.
 
 An embedder whose ``model_id`` names its weights (``pins_weights``: rechunk's local models,
 known by their package's version or a hash of their files) is not checked.
 
-Which input (the first that exists): a stored point of a document this batch changes,
-one the cache gave this batch, or the point of the collection nearest to a fixed unit
-vector (one ``search``). Its text is the point's own payload, taken only when it hashes to
-the point's input key (so it is exactly the input whose vector is stored). The shortest
-such input is embedded: it costs a few tokens once per sync, counted in
-``SyncReport.model_check_tokens``.
+What is compared, the first that exists: the collection's vector of an input (the
+collection is what must stay one model's), the cache's, then nothing:
+
+1. the shortest stored chunk of a document that first batch changes (read already);
+2. else the shortest of the points nearest a fixed unit vector (one ``search``) in the
+   collection, then in each collection lending vectors (``reuse_from``: a reindex's live
+   generation);
+3. else the cache's reference: the vector of :data:`REFERENCE` that the first check with
+   that cache recorded for the model;
+4. else the shortest input the cache gave that batch.
+
+A stored point's text is taken only when it hashes to the point's input key (it is then
+exactly the input whose vector is stored). With a cache that has no reference yet, the
+check records one (a few tokens embedded once per cache and model) when it has passed or
+found nothing to compare with: from then on a new collection sharing that cache is
+checked too. The tokens it embeds are counted in ``SyncReport.model_check_tokens``.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from typing import Literal
 import numpy as np
 
 from rechunk.errors import ModelChangedError
+from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.reuse.identity import input_key
 from rechunk.sync.planning import _Plan
@@ -40,6 +52,12 @@ from rechunk.sync.store import StoredPoint, VectorStore
 SAME_MODEL_COSINE = 0.95
 #: points the search for a held input looks at (one of this model with its own text will do)
 SEARCHED = 8
+#: the text whose vector a cache keeps for each model it holds, to check a model against
+#: where no collection holds anything yet
+REFERENCE = "rechunk model check"
+
+#: ``(key, text, tokens, vector)`` of an input the cache gave
+CacheHit = tuple[str, str, int, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -56,49 +74,85 @@ class Held:
 
 @dataclass
 class ModelCheck:
-    """One sync's model check on ``store``, its collection (None: it held nothing when the
-    sync began). ``state`` is ``"skipped"`` until the check has run (nothing was embedded,
-    or nothing is held to compare with), then ``"passed"``; ``tokens``: what it embedded."""
+    """One sync's model check. ``stores``: the collections that hold vectors of the model
+    (the sync's own, when it held points at the start, then any lending vectors);
+    ``cache``: the sync's cache. ``state`` is ``"passed"`` once the check has compared two
+    vectors that agree, else ``"skipped"`` (the sync embedded nothing, nothing is held to
+    compare with, or the model names its weights); ``tokens``: what it embedded."""
 
-    store: VectorStore | None
+    stores: Sequence[VectorStore]
+    cache: EmbeddingCache | None
     state: Literal["passed", "skipped"] = "skipped"
     tokens: int = 0
+    done: bool = False  # it has run: once per sync, before the model's first call
 
     def before_embedding(
-        self,
-        embedder: Embedder,
-        stored: Iterable[StoredPoint],
-        cached: Iterable[tuple[str, str, int, np.ndarray]],
+        self, embedder: Embedder, stored: Iterable[StoredPoint], cached: Iterable[CacheHit]
     ) -> None:
-        """Run the check, unless it has passed, with the input :func:`held_input` finds
-        among ``stored`` and ``cached`` (see there)."""
-        if self.state == "skipped" and not getattr(embedder, "pins_weights", False):
-            model_id, dimension = embedder.model_id, embedder.dimension
-            self.run(embedder, held_input(stored, cached, self.store, model_id, dimension))
-
-    def run(self, embedder: Embedder, held: Held | None) -> None:
-        """Embed ``held``'s text and compare; :class:`~rechunk.errors.ModelChangedError`
-        when the vectors disagree (nothing this sync embedded has been cached or stored)."""
-        if held is None or self.state == "passed":
+        """Check the model before its first call in this sync (later calls: nothing).
+        ``stored``: the stored points of the documents the batch changes; ``cached``: the
+        inputs of the batch the cache gave."""
+        if self.done:
             return
-        model_id = embedder.model_id
+        self.done = True
+        if getattr(embedder, "pins_weights", False):
+            return
+        model_id, dimension = embedder.model_id, embedder.dimension
+        held = _from_collections(stored, self.stores, model_id, dimension)
+        reference = input_key(model_id, REFERENCE)
+        recorded = self._reference(reference, model_id, dimension)
+        if held is None and recorded is not None:
+            held = Held(reference, REFERENCE, self._count(embedder), recorded, "cache")
+        if held is None:
+            hits = sorted(cached, key=lambda hit: (hit[2], hit[0]))
+            if hits:
+                key, text, tokens, vector = hits[0]
+                held = Held(key, text, tokens, np.asarray(vector), "cache")
+        # a cache without a reference gets one, once the model agrees with what is held
+        # (or nothing is held: the model that first fills the cache defines it)
+        record = recorded is None and self._writable()
+        texts = ([held.text] if held is not None else []) + ([REFERENCE] if record else [])
+        if not texts:
+            return
         fresh = check_vectors(
-            _embed_uncached(embedder, [held.text]),
-            model_id=model_id,
-            dimension=embedder.dimension,
-            count=1,
-        )[0]
-        self.tokens += held.tokens
-        similarity = cosine(fresh, held.vector)
-        if similarity < SAME_MODEL_COSINE:
-            raise ModelChangedError(
-                f"the model behind {model_id} has changed: an input the {held.where} holds "
-                f"under that identity now gets a vector at cosine {similarity:.2f} from the "
-                f"held one (the same model gives {SAME_MODEL_COSINE} or more), so nothing was "
-                "embedded or stored. Give the new model its own identity (identity=NAME) and "
-                "`rechunk reindex`, or serve the old model again"
-            )
-        self.state = "passed"
+            _embed_uncached(embedder, texts), model_id=model_id, dimension=dimension,
+            count=len(texts),
+        )  # fmt: skip
+        if held is not None:
+            self.tokens += held.tokens
+            _compare(held, fresh[0], model_id)
+            self.state = "passed"
+        if record:
+            assert self.cache is not None
+            self.tokens += self._count(embedder)
+            self.cache.put_many([(reference, fresh[-1])], model_id)
+
+    def _reference(self, key: str, model_id: str, dimension: int) -> np.ndarray | None:
+        if self.cache is None:
+            return None
+        found, _ = usable_vectors(self.cache.get_many([key], model_id, dimension), dimension)
+        return np.asarray(found[key]) if key in found else None
+
+    def _writable(self) -> bool:
+        return self.cache is not None and not getattr(self.cache, "readonly", False)
+
+    @staticmethod
+    def _count(embedder: Embedder) -> int:
+        count = getattr(embedder, "count_tokens", None)
+        return int(count(REFERENCE)) if callable(count) else 0
+
+
+def _compare(held: Held, fresh: np.ndarray, model_id: str) -> None:
+    """:class:`~rechunk.errors.ModelChangedError` when ``fresh`` is not ``held``'s vector."""
+    similarity = cosine(fresh, held.vector)
+    if similarity < SAME_MODEL_COSINE:
+        raise ModelChangedError(
+            f"the model behind {model_id} has changed: an input the {held.where} holds "
+            f"under that identity now gets a vector at cosine {similarity:.2f} from the "
+            f"held one (the same model gives {SAME_MODEL_COSINE} or more), so nothing was "
+            "embedded or stored. Give the new model its own identity (identity=NAME) and "
+            "`rechunk reindex`, or serve the old model again"
+        )
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -107,29 +161,22 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a64 @ b64 / (np.linalg.norm(a64) * np.linalg.norm(b64)))
 
 
-def held_input(
-    stored: Iterable[StoredPoint],
-    cached: Iterable[tuple[str, str, int, np.ndarray]],
-    store: VectorStore | None,
-    model_id: str,
-    dimension: int,
+def _from_collections(
+    stored: Iterable[StoredPoint], stores: Sequence[VectorStore], model_id: str, dimension: int
 ) -> Held | None:
-    """The input to check the model with, or None when nothing is held under ``model_id``
-    to compare with: the shortest of ``stored`` (points the sync read of documents it
-    changes) whose text is its own input, else the shortest of ``cached`` (``(key, text,
-    tokens, vector)`` of inputs the cache gave), else one of the points of ``store`` (the
-    collection; None: it holds nothing) nearest a fixed unit vector."""
-    if store is not None and (held := _stored(stored, store, model_id, dimension)):
-        return held
-    hits = sorted(cached, key=lambda hit: (hit[2], hit[0]))
-    if hits:
-        key, text, tokens, vector = hits[0]
-        return Held(key, text, tokens, np.asarray(vector), "cache")
-    if store is None:
+    """Tiers 1 and 2 of the module's doc: the shortest of ``stored`` whose text is its own
+    input, else of the points of each of ``stores`` nearest a fixed unit vector."""
+    if not stores:
         return None
+    if held := _stored(stored, stores[0], model_id, dimension):
+        return held
     probe = np.zeros(dimension, dtype=np.float32)
     probe[0] = 1.0
-    return _stored((p for p, _ in store.search(probe, k=SEARCHED)), store, model_id, dimension)
+    for store in stores:
+        found = _stored((p for p, _ in store.search(probe, k=SEARCHED)), store, model_id, dimension)
+        if found is not None:
+            return found
+    return None
 
 
 def local_candidates(
@@ -137,10 +184,10 @@ def local_candidates(
     found: Mapping[str, np.ndarray],
     source: Mapping[str, str],
     wanted: Mapping[str, str],
-) -> tuple[list[StoredPoint], list[tuple[str, str, int, np.ndarray]]]:
-    """:func:`held_input`'s ``stored`` and ``cached`` of a batch of a local sync: the
-    stored points of its plans, and the inputs (``wanted``: key -> text) it ``found`` in
-    the cache (``source``)."""
+) -> tuple[list[StoredPoint], list[CacheHit]]:
+    """:meth:`ModelCheck.before_embedding`'s ``stored`` and ``cached`` of a batch of a
+    local sync: the stored points of its plans, and the inputs (``wanted``: key -> text)
+    it ``found`` in the cache (``source``)."""
     tokens = {k: c.tokens for plan in plans for k, c in zip(plan.keys, plan.chunks)}
     stored = [p for plan in plans for p in plan.existing.values()]
     cached = [
@@ -155,16 +202,18 @@ def _stored(
     points: Iterable[StoredPoint], store: VectorStore, model_id: str, dimension: int
 ) -> Held | None:
     """The shortest of ``points`` written by ``model_id`` whose payload text is its own
-    input (hashes to its input key), with the vector the collection holds for it."""
+    input (hashes to its input key), with the vector ``store`` holds for it."""
     own = sorted(
         (p.payload.tokens, p.payload.input_key, p.payload.text)
         for p in points
         if p.payload.model_id == model_id
         and p.payload.text
         and input_key(model_id, p.payload.text) == p.payload.input_key
-    )
-    for tokens, key, text in own[:SEARCHED]:
-        vectors, _ = usable_vectors(store.get_vectors([key], model_id), dimension)
+    )[:SEARCHED]
+    if not own:
+        return None
+    vectors, _ = usable_vectors(store.get_vectors([key for _, key, _ in own], model_id), dimension)
+    for tokens, key, text in own:
         if key in vectors:
             return Held(key, text, tokens, np.asarray(vectors[key]), "collection")
     return None

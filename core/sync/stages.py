@@ -207,7 +207,9 @@ def start(
         progress=progress,
         published=_Published(store, PUBLISHED_BYTES, PUBLISHED_IDS),
         ahead=ChunkAhead(chunker) if len(groups) > 1 else None,
-        model_check=ModelCheck(store if info is not None and info.points else None),
+        model_check=ModelCheck(
+            [*([store] if info is not None and info.points else []), *reuse_from], cache
+        ),
     )
 
 
