@@ -563,7 +563,7 @@ def test_version_names_pypdfium2_and_pdfium() -> None:
 
     version = parser_for("pdf").version()
     assert version == (
-        f"pdf/1 pypdfium2 {pypdfium2.PYPDFIUM_INFO.tag} pdfium {pypdfium2.PDFIUM_INFO.tag}"
+        f"pdf/2 pypdfium2 {pypdfium2.PYPDFIUM_INFO.tag} pdfium {pypdfium2.PDFIUM_INFO.tag}"
     )
 
 

@@ -12,14 +12,19 @@ documents are typeset rather than about one renderer:
 3. Columns: a vertical gutter of white space that many lines share splits a page; the
    left column is read before the right one, and lines across the gutter (a title over
    both columns) cut the page into bands read top to bottom.
-4. Lines: runs on one baseline, left to right.
+4. Lines: runs on one baseline, left to right. A page's right-to-left words (Hebrew,
+   Arabic) are drawn as seen, or, by a typesetter without bidi, in reading order: the
+   letters a word has only at its end tell which; lines drawn as seen are put in reading
+   order (the bidirectional algorithm's reordering undone) and mirrored for the rules
+   below.
 5. Tables: a grid of thin rules (two columns or more) is a table, read row by row, one
    table across page breaks (the header row the renderer repeats dropped).
 6. Blocks: a line larger than the body text, or a short bold paragraph, is a heading
    (its level from its size on a fixed scale); lines all in a monospaced font are
    code; a leading bullet or number starts a list item; otherwise a line continues the
    paragraph above it unless a gap wider than the line spacing, an indent, or a short
-   line (one the next line's first word would have fitted on) ends it. A paragraph
+   line (one the next line's first word would have fitted on; in ragged Chinese or
+   Japanese, that and one character more) ends it. A paragraph
    continues across a page or column break when the page's last line is full and does
    not end a sentence (or is justified flush).
 7. Joins: a line-end hyphen after a letter, before a lower-case letter, is a soft one when
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -272,6 +278,157 @@ def _spell(line: _Line) -> None:
         segments.append((seg_start, previous.x1, "".join(parts[seg_from:]).strip()))
     line.text = "".join(parts)
     line.segments = segments
+
+
+# ---------------------------------------------------------------------------- right to left
+
+# a word of a right-to-left script (Hebrew, Arabic, Syriac, Thaana, N'Ko, their marks and
+# presentation forms)
+_RTL_WORD = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]+")
+# letters written only at a word's end: Hebrew's final forms, Arabic's teh marbuta and
+# alef maqsura
+_FINAL_ONLY = frozenset("ךםןףץةى")
+_BRACKETS = "()[]{}<>«»‹›"
+_TURNED = dict(zip(_BRACKETS, ")(][}{><»«›‹"))
+
+
+def _rtl(char: str) -> bool:
+    return unicodedata.bidirectional(char) in ("R", "AL")
+
+
+def _in_reading_order(lines: Iterable[_Line]) -> bool:
+    """Whether the page draws its right-to-left words in reading order from left to right
+    (a typesetter without bidi: the words look reversed) rather than as they are seen.
+    The letters a word has only at its end tell: at the right end of the words read left
+    to right, the words are in reading order; at the left end, they are seen right to left."""
+    ends = starts = 0
+    for line in lines:
+        for word in _RTL_WORD.findall(line.text):
+            letters = [
+                unicodedata.normalize("NFKC", c)[:1] for c in word if not unicodedata.combining(c)
+            ]
+            if len(letters) >= 2:
+                ends += letters[-1] in _FINAL_ONLY
+                starts += letters[0] in _FINAL_ONLY
+    return ends > starts
+
+
+def _reading_order(text: str) -> str:
+    """A line of text as seen (left to right) in reading order: the Unicode bidirectional
+    algorithm's reordering undone for one line without explicit embeddings. The line
+    reads right to left when most of its letters do; a right-to-left run is reversed
+    letter by letter (a letter with its marks), a left-to-right word or a number inside
+    it keeps its order, and brackets in right-to-left text are turned round."""
+    clusters: list[str] = []
+    for char in text:
+        if clusters and unicodedata.combining(char):
+            clusters[-1] += char
+        else:
+            clusters.append(char)
+    kinds = []  # R, L, N(umber) or "" (neutral)
+    for cluster in clusters:
+        kind = unicodedata.bidirectional(cluster[0])
+        kinds.append(
+            "R"
+            if kind in ("R", "AL")
+            else "L"
+            if kind == "L"
+            else "N"
+            if kind in ("EN", "AN")
+            else ""
+        )
+    base = 1 if kinds.count("R") >= kinds.count("L") else 0
+    # levels: right-to-left letters odd, left-to-right letters even, numbers above the
+    # right-to-left text they sit in; a neutral takes its neighbours' direction when they
+    # agree (a number counting as right to left), else the line's
+    levels = []
+    for i, kind in enumerate(kinds):
+        if kind == "R":
+            levels.append(1)
+        elif kind == "L":
+            levels.append(2 if base else 0)
+        elif kind == "N":
+            levels.append(2)
+        else:
+            left = next((k for k in reversed(kinds[:i]) if k), "")
+            right = next((k for k in kinds[i + 1 :] if k), "")
+            rtl_left = left in ("R", "N") if left else bool(base)
+            rtl_right = right in ("R", "N") if right else bool(base)
+            if rtl_left == rtl_right:
+                levels.append(1 if rtl_left else (2 if base else 0))
+            else:
+                levels.append(base)
+    # a number in left-to-right text is left to right (level 0 there, not 2)
+    if not base:
+        for i, kind in enumerate(kinds):
+            if kind == "N":
+                before = next(
+                    (levels[j] for j in range(i - 1, -1, -1) if kinds[j] in ("R", "L")), 0
+                )
+                after = next(
+                    (levels[j] for j in range(i + 1, len(kinds)) if kinds[j] in ("R", "L")), 0
+                )
+                levels[i] = 2 if before % 2 and after % 2 else 0
+    order = list(range(len(clusters)))
+    for level in range(max(levels, default=0), 0, -1):
+        i = 0
+        while i < len(order):
+            if levels[order[i]] >= level:
+                j = i
+                while j < len(order) and levels[order[j]] >= level:
+                    j += 1
+                order[i:j] = order[i:j][::-1]
+                i = j
+            else:
+                i += 1
+    out = []
+    for i in order:
+        cluster = clusters[i]
+        if levels[i] % 2 and cluster[0] in _TURNED:
+            cluster = _TURNED[cluster[0]] + cluster[1:]
+        out.append(cluster)
+    return "".join(out)
+
+
+def _mirror(line: _Line, axis: float) -> None:
+    """A line that reads right to left seen in a mirror (``axis``: the page's left and
+    right edges added): it starts at the left, its first word is its rightmost, so that
+    the rules for where a paragraph ends hold for it as for a left-to-right line."""
+    glyphs = sorted((g for run in line.runs for g in run.glyphs), key=lambda g: -g.x1)
+    line.x0, line.x1 = axis - line.x1, axis - line.x0
+    if not glyphs:
+        return
+    first = glyphs[0]
+    start = first
+    for right, left in zip(glyphs, glyphs[1:]):
+        if right.space or right.x0 - left.x1 > _SPACE_GAP * max(right.size, 1.0):
+            break
+        start = left
+    line.first_word = line.first_whole = first.x1 - start.x0
+    line.marker = _list_marker(line)
+    line.after_marker = line.x0
+    if line.marker is not None:
+        count = len(line.marker[0].replace(" ", ""))
+        if len(glyphs) > count:
+            line.after_marker = axis - glyphs[count].x1
+
+
+def _read_right_to_left(
+    lines: Iterable[_Line], in_order: bool | None = None, axis: float | None = None
+) -> bool:
+    """Lines with right-to-left words put in reading order, unless they are drawn so
+    (``in_order``; None: as these lines tell, see _in_reading_order). Returns which. With
+    ``axis``, a line that then reads right to left is mirrored (see _mirror)."""
+    rtl = [line for line in lines if any(map(_rtl, line.text))]
+    if in_order is None:
+        in_order = _in_reading_order(rtl)
+    if not in_order:
+        for line in rtl:
+            line.text = _reading_order(line.text)
+            letters = [c for c in line.text if c.isalpha()]
+            if axis is not None and not line.mono and 2 * sum(map(_rtl, letters)) >= len(letters):
+                _mirror(line, axis)
+    return in_order
 
 
 def page_lines(page: Page) -> list[_Line]:
@@ -772,6 +929,12 @@ def _join(a: str, b: str, stats: _Stats) -> str:
         return a + b
     if _CJK_CHAR.match(a[-1]) and _CJK_CHAR.match(b[0]):  # a line of Chinese or Japanese
         return a + b
+    # a full-width opening bracket takes no space after it, a full-width closing mark or
+    # stop none before it (the mark's own width is its spacing): "（" then "config"
+    if (a[-1] in _NO_END and _CJK_CHAR.match(a[-1])) or (
+        b[0] in _NO_START and _CJK_CHAR.match(b[0])
+    ):
+        return a + b
     left = _WORD_END.search(a)
     right = _WORD_START.match(b)
     if left is not None and right is not None:
@@ -827,9 +990,16 @@ def _full(a: _Line, b: _Line) -> bool:
     text = a.text.rstrip()
     if len(text) >= 2 and text[-1] in _HYPHENS and text[-2].isalpha():
         return True
-    space = 0.0 if _CJK_CHAR.match(b.text.lstrip()[:1] or " ") else 0.25 * b.size
+    cjk = bool(_CJK_CHAR.match(b.text.lstrip()[:1] or " "))
+    space = 0.0 if cjk else 0.25 * b.size
     if a.x1 + space + b.first_word > a.right + 0.5:
         return True
+    if cjk and _CJK_CHAR.match(text[-1:] or " "):
+        # Chinese or Japanese set ragged: the line-breaking rules move a character on
+        # with a mark that may not start a line, and a typesetter may leave as much unused
+        # (reportlab's wrap does), so a line short by less than ``b``'s first piece and one
+        # character more goes on in ``b``
+        return a.x1 + b.first_word + b.size > a.right + 0.5
     # a typesetter that never breaks after a hyphen (reportlab, some PDF exporters)
     # moves a hyphenated word whole: a line that ends no sentence and had room for the
     # word's first part only goes on in the next (a paragraph ends a sentence); only a
@@ -1183,6 +1353,16 @@ def layout(pages: Iterable[Page]) -> list[LayoutBlock]:
                 for line in _lines(column, page.number):
                     line.group = group
                     ordered.append(line)
+        # right-to-left words in reading order: the page's lines decide how its words are
+        # drawn, and the same lines of its columns and its tables' cells follow
+        axis = page.left + page.right
+        in_order = _read_right_to_left(page_lines_, axis=axis)
+        seen = {id(line) for line in page_lines_}
+        _read_right_to_left([line for line in ordered if id(line) not in seen], in_order, axis)
+        cells = [
+            line for table in tables for row in table.cells or [] for cell in row for line in cell
+        ]
+        _read_right_to_left(cells, in_order)
         for line in ordered:
             if not line.mono:
                 for run in line.runs:

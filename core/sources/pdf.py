@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+import unicodedata
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,14 @@ _LIGATURES = {
     0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st",
     0xFB06: "st",
 }  # fmt: skip
+# the pairs of characters the Unicode bidirectional algorithm mirrors (BidiMirroring.txt)
+# that a text is likely to hold: PDFium turns them round in the lines it reverses
+_MIRROR_PAIRS = (
+    "()[]{}<>«»‹›⁅⁆⁽⁾₍₎⌈⌉⌊⌋〈〉⟦⟧⟨⟩⟪⟫⦃⦄⦅⦆"
+    "〈〉《》「」『』【】〔〕〖〗〘〙〚〛（）＜＞［］｛｝｟｠｢｣≤≥≪≫⊂⊃⊆⊇∈∋"
+)
+_MIRROR = dict(zip(_MIRROR_PAIRS[::2], _MIRROR_PAIRS[1::2]))
+_MIRROR.update({b: a for a, b in _MIRROR.items()})
 # PDFium is not thread-safe: one document at a time in this process
 _PDFIUM_LOCK = threading.Lock()
 
@@ -116,11 +125,23 @@ def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
     last_object: int | None = -1
     size = rise = 0.0
     font, mono, bold = 0, False, False
+    # the glyphs since PDFium's last line break (its bidi reorders a line at a time),
+    # the indexes of the spaces among them, and whether one of them is a letter of a
+    # right-to-left script
+    line: list[Glyph] = []
+    spaces: list[int] = []
+    rtl = False
     for index, code in enumerate(codes):
         if code in _HYPHEN_MARKS:  # PDFium's mark for a line-end "-" it takes to be soft
             code = 0x2D
+        elif code in (0x0A, 0x0D):  # PDFium's line break
+            yield from _as_drawn(raw, handle, line, spaces) if rtl else line
+            line, spaces, rtl = [], [], False
+            space = True
+            continue
         elif code <= 0x20 or code in _SPACES:
             space = True
+            spaces.append(index)
             continue
         elif code in _INVISIBLE:
             continue
@@ -156,23 +177,86 @@ def _page_glyphs(raw: Any, textpage: Any) -> Iterator[Glyph]:
                 )
             mono, bold = font_kinds[font]
             last_object = obj
-        yield new(
-            Glyph,
-            (
-                _LIGATURES.get(code) or chr(code),
-                rect.left,
-                rect.right,
-                bottom,
-                rect.top,
-                bottom + rise,
-                size,
-                font,
-                mono,
-                bold,
-                space,
-            ),
+        char = _LIGATURES.get(code) or chr(code)
+        if not rtl and code >= 0x590 and unicodedata.bidirectional(char) in ("R", "AL"):
+            rtl = True
+        line.append(
+            new(
+                Glyph,
+                (
+                    char,
+                    rect.left,
+                    rect.right,
+                    bottom,
+                    rect.top,
+                    bottom + rise,
+                    size,
+                    font,
+                    mono,
+                    bold,
+                    space,
+                ),
+            )
         )
         space = False
+    yield from _as_drawn(raw, handle, line, spaces) if rtl else line
+
+
+def _as_drawn(raw: Any, handle: Any, line: list[Glyph], spaces: list[int]) -> list[Glyph]:
+    """A line PDFium read with right-to-left letters in it, in the order its glyphs are
+    drawn (left to right), with the characters drawn.
+
+    PDFium runs the bidirectional algorithm over each line, taking the content stream's
+    order for the order the glyphs are seen: it reverses the line's right-to-left runs and
+    turns their brackets round. That holds for a PDF that draws such text as it is seen
+    (most do) and reverses the words of one that draws it in reading order (a typesetter
+    without bidi). The layout tells those apart from what the line says, so here each
+    glyph goes back where the pen drew it: by its origin from the left, a combining mark
+    (drawn where the pen stood after its letter) before the glyph drawn at the same place
+    (marks on one letter in their canonical order);
+    a bracket PDFium took right to left (a neighbour in its order on the wrong side) turned
+    back; a space before the glyph right of it (not the one after it in PDFium's order)."""
+    count = len(line)
+    rows: list[float] = []  # the line's baselines (one, but for a raised or lowered glyph)
+    keys = []
+    for position, glyph in enumerate(line):
+        tolerance = 0.3 * max(glyph.size, 1.0)
+        row = next((r for r, base in enumerate(rows) if abs(base - glyph.base) <= tolerance), -1)
+        if row < 0:
+            row = len(rows)
+            rows.append(glyph.base)
+        # marks on one letter in their canonical order (the order NFC gives them)
+        combining = unicodedata.combining(glyph.char)
+        mark = combining > 0 or unicodedata.category(glyph.char) == "Mn"
+        keys.append((row, glyph.x0 - (0.01 if mark else 0.0), combining, -position, mark))
+        char = glyph.char
+        if char in _MIRROR:
+            before = line[position - 1] if position else None
+            after = line[position + 1] if position + 1 < count else None
+            if (before is not None and before.x0 > glyph.x0 + 0.01) or (
+                after is not None and after.x0 < glyph.x0 - 0.01
+            ):
+                line[position] = glyph._replace(char=_MIRROR[char])
+    order = sorted(range(count), key=keys.__getitem__)
+    drawn = [line[i]._replace(space=False) for i in order]
+    if drawn and line[0].space:
+        drawn[0] = drawn[0]._replace(space=True)
+    rect = raw.FS_RECTF()
+    for index in spaces:
+        if not raw.FPDFText_GetLooseCharBox(handle, index, ctypes.byref(rect)):
+            continue
+        # the glyph drawn first to the right of the space, on its line
+        for at, i in enumerate(order):
+            glyph = drawn[at]
+            if (
+                not keys[i][4]
+                and glyph.x0 >= rect.left - 0.05
+                and glyph.bottom < rect.top
+                and glyph.top > rect.bottom
+            ):
+                drawn[at] = glyph._replace(space=True)
+                break
+    return drawn
 
 
 def _rules(raw: Any, page: Any) -> list[tuple[float, float, float, float]]:
@@ -214,7 +298,7 @@ class PdfParser:
 
     def version(self) -> str:
         pdfium, _ = _pdfium()
-        return f"pdf/1 pypdfium2 {pdfium.PYPDFIUM_INFO.tag} pdfium {pdfium.PDFIUM_INFO.tag}"
+        return f"pdf/2 pypdfium2 {pdfium.PYPDFIUM_INFO.tag} pdfium {pdfium.PDFIUM_INFO.tag}"
 
     def pages(self, data: bytes) -> list[Page]:
         """Every page's glyphs, as the layout reads them."""
