@@ -307,11 +307,16 @@ def cache_and_store(
     the store then fails to open, or its collection is refused, the cache file (and
     folder) this call created is removed again: a failed first run leaves no state.
     """
+    from rechunk.reuse.cache import MemoryCache
+
     path = Path(cache_path)
     created = [p for p in (path.parent, path) if not p.exists()]
+    on_disk = True
     if not dry_run and path.parent.absolute() == STATE_DIR.absolute():
-        make_state_dir()  # the working folder, its owner's only (it holds the store's text)
-    cache = open_cache(cache_path, dry_run=dry_run)
+        # the working folder, its owner's only (it holds the store's text); where it cannot
+        # be made (a read-only checkout) the cache is kept in memory, with a warning
+        on_disk = make_state_dir(keeps=f"cache {cache_path}")
+    cache = open_cache(cache_path, dry_run=dry_run) if on_disk else MemoryCache()
     try:
         opened = open_store(options, create=not dry_run, dry_run=dry_run)
         try:

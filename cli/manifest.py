@@ -211,23 +211,36 @@ def copy_roots(options: StoreOptions, collection: str) -> None:
 @contextlib.contextmanager
 def _recording() -> Iterator[dict[str, Any]]:
     """The manifest to change, written back (atomically, under the lock) when the block
-    ends; a failure to write it is a :class:`ManifestWarning`."""
-    try:
-        with _locked():
-            manifest = read_manifest(set_aside=True)
-            yield manifest
+    ends; a failure to write it is a :class:`ManifestWarning`. It yields once whatever
+    happens: when the lock cannot be taken (a read-only working folder) the block changes
+    an empty manifest that is not written (returning without yielding raised
+    ``RuntimeError: generator didn't yield`` after the sync was done)."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(_locked())
+        except OSError as exc:
+            yield {}
+            _not_recorded(exc)
+            return
+        manifest = read_manifest(set_aside=True)
+        yield manifest
+        try:
             tmp = MANIFEST.with_name(f"{MANIFEST.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
             with contextlib.suppress(FileNotFoundError):  # keep the mode its owner gave it
                 os.chmod(tmp, MANIFEST.stat().st_mode & 0o7777)
             tmp.replace(MANIFEST)
-    except OSError as exc:
-        warnings.warn(
-            f"cannot record the folders synced in {MANIFEST}: {exc.strerror or exc}; the sync "
-            "itself is done (later commands will not know these folders)",
-            ManifestWarning,
-            stacklevel=3,
-        )
+        except OSError as exc:
+            _not_recorded(exc)
+
+
+def _not_recorded(exc: OSError) -> None:
+    warnings.warn(
+        f"cannot record the folders synced in {MANIFEST}: {exc.strerror or exc}; the sync "
+        "itself is done (later commands will not know these folders)",
+        ManifestWarning,
+        stacklevel=4,
+    )
 
 
 def synced_folders(recorded: Mapping[str, Source]) -> list[str]:

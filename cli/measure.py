@@ -7,7 +7,9 @@ study's parameters are here too; ``rechunk bench`` uses them."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,31 +86,123 @@ def make_chunker(
 # -- measure ------------------------------------------------------------------------------
 
 
-def read_document(path: Path, encoding: str | None = None) -> str:
+def read_document(
+    path: Path, encoding: str | None = None, *, like: Path | None = None, old: bool = False
+) -> str:
     """The text ``rechunk sync`` chunks for the file at ``path``: read by the parser of its
     format (a PDF's text without running headers, a web page's without its menus, a code
-    file as it is). InputError for a file no parser reads, one that does not parse, or a
-    file of records (several documents: measure compares one with one)."""
+    file as it is). InputError for a folder, a file no parser reads, one that does not
+    parse, or a file of records (several documents: measure compares one with one).
+
+    A pipe (``<(git show REV:a.md)``) is read as ``cat`` reads it, and ``/dev/null`` as an
+    empty file (see :func:`read_argument`); a file with no suffix (a pipe's name) is read in
+    the format of the file ``like`` (the other version). ``old``: a file with no text is
+    the old version of a new file, so "" (every input new), not an error."""
     from rechunk.sources.base import ParseError
-    from rechunk.sources.documents import documents_from_file
-    from rechunk.sources.files import read_bytes
+    from rechunk.sources.documents import documents_from_file, kind_of
     from rechunk.sources.registry import ParseOptions
 
-    data = read_bytes(path)  # a FIFO or a device is refused, never opened to block
+    data = read_argument(path)
+    fmt = None
+    if like is not None and not path.suffix and kind_of(path, head=data) is None:
+        fmt = kind_of(like)  # None when it names no format either: refused below
+        if fmt is None and data.strip():
+            raise InputError(
+                f"{path} has no suffix, and neither has {like}: measure reads a file by its "
+                "suffix's format; write one version to a file with its suffix first "
+                "(git show REV:a.md > old.md)"
+            )
     try:
         found = documents_from_file(
-            path, path.name, options=ParseOptions(encoding=encoding), data=data
+            path, path.name, fmt, options=ParseOptions(encoding=encoding), data=data
         )
     except ParseError as exc:
         raise InputError(f"{path}: {exc.reason}") from None
+    if not found and old:
+        return ""  # a new file: every input of NEW is new
     if not found:
-        raise InputError(f"{path} holds no text")
+        raise InputError(
+            f"{path} holds no text (a deleted file embeds nothing; for a new file, give "
+            "its new version as NEW and /dev/null as OLD)"
+        )
     if len(found) > 1:
         raise InputError(
             f"{path} holds {len(found)} documents (a file of records); measure compares one "
             "document with one: write the two versions of a record to files of their own"
         )
     return found[0].text
+
+
+#: what measure reads, said where it refuses another file
+_READS = (
+    "measure reads files, pipes something writes to (<(git show REV:a.md)) and /dev/null "
+    "(the old version of a new file); write it to a file first"
+)
+
+
+def read_argument(path: Path) -> bytes:
+    """The bytes of a file named on the command line. A folder is refused, saying what
+    measures a folder; a pipe (a process substitution, ``<(git show REV:a.md)``) is read to
+    its end as ``cat`` reads it; ``/dev/null`` is empty. Other special files are refused,
+    never waited on or read for ever: a FIFO nothing writes to (read without blocking, it
+    gives no byte), a device (``/dev/zero``, a terminal), a socket."""
+    import stat
+
+    from rechunk.sources.files import read_bytes, special_kind
+
+    if path.is_dir():
+        raise _a_folder(path, "FOLDER")
+    kind = special_kind(path)
+    if kind is None:
+        return read_bytes(path)
+    if kind == "character device":
+        with contextlib.suppress(OSError):
+            found, null = os.stat(path), os.stat(os.devnull)
+            if stat.S_ISCHR(found.st_mode) and found.st_rdev == null.st_rdev:
+                return b""
+    if kind == "FIFO":
+        data = _read_pipe(path)
+        if data:
+            return data
+        raise InputError(
+            f"{path} is not a regular file (FIFO) and nothing was written to it; {_READS}"
+        )
+    raise InputError(f"{path} is not a regular file ({kind}); {_READS}")
+
+
+def _a_folder(path: Path, new: Path | str) -> InputError:
+    return InputError(
+        f"{path} is a folder: measure compares two files (two versions of one document); "
+        f"for what a change to a whole folder would embed, run `rechunk sync {new} "
+        "--dry-run` with the store the old one was synced into"
+    )
+
+
+def _read_pipe(path: Path) -> bytes:
+    """A pipe's bytes to its end; b"" at once when nothing writes to it (opened and first
+    read without blocking: a FIFO with no writer gives end of file, one whose writer has
+    not written yet gives EAGAIN, and is then waited on as ``cat`` waits)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        chunks: list[bytes] = []
+        try:
+            first = os.read(fd, 1 << 16)
+            if not first:
+                return b""
+            chunks.append(first)
+        except BlockingIOError:  # a writer, nothing written yet
+            pass
+        os.set_blocking(fd, True)
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
 
 
 def measure_pair(old: str, new: str, chunkers: Sequence[tuple[str, Chunker]]) -> dict[str, Any]:
@@ -192,8 +286,12 @@ def run(args: argparse.Namespace) -> int:
 def execute(args: MeasureArgs) -> int:
     from rechunk.sources.documents import code_language
 
-    old = read_document(Path(args.old), args.encoding)
-    new = read_document(Path(args.new), args.encoding)
+    old_path, new_path = Path(args.old), Path(args.new)
+    for path in (old_path, new_path):
+        if path.is_dir():
+            raise _a_folder(path, new_path if new_path.is_dir() else "FOLDER")
+    old = read_document(old_path, args.encoding, like=new_path, old=True)
+    new = read_document(new_path, args.encoding, like=old_path)
     language = args.lang or code_language(args.new, new) or code_language(args.old, old)
     names = args.chunker or ["all"]
     if "all" in names:  # the code policy beside the others when the files are code

@@ -42,10 +42,31 @@ STATE_DIR = Path(".rechunk")
 DEFAULT_CACHE = STATE_DIR / "cache.sqlite"
 
 
-def make_state_dir() -> None:
+def make_state_dir(keeps: str | None = None) -> bool:
     """Make the working folder when it is not there, readable by its owner only: its
-    embedded stores and cache hold the documents' text and vectors."""
-    STATE_DIR.mkdir(mode=0o700, exist_ok=True)
+    embedded stores and cache hold the documents' text and vectors. True when it is there.
+
+    A folder that cannot be made (a read-only checkout, a full disk, a file of that name)
+    raises the OSError; given what it ``keeps`` (``cache .rechunk/cache.sqlite``), it is a
+    :class:`~rechunk.reuse.cache.CacheWarning` instead, saying that is kept in memory only,
+    and False (docs/cli.md: a cache that cannot be created does not stop the sync)."""
+    try:
+        STATE_DIR.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        if keeps is None:
+            raise
+        import warnings
+
+        from rechunk.reuse.cache import CacheWarning
+
+        why = "a file is in its place" if STATE_DIR.exists() else exc.strerror or str(exc)
+        warnings.warn(
+            f"{keeps} cannot be created ({STATE_DIR}: {why}); it is kept in memory only",
+            CacheWarning,
+            stacklevel=2,
+        )
+        return False
+    return True
 
 
 DEFAULT_COLLECTION = "rechunk"

@@ -59,6 +59,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="sync a folder of documents into a vector collection",
         description="Chunk every document, embed only inputs that are new byte for byte, "
         "publish, remove stale chunks and report what it cost.",
+        epilog="exit codes: 0 done; 1 a file or folder skipped (--dry-run too); 2 usage or "
+        "configuration; 3 store or embedder; 130 interrupted (docs/cli.md, Conventions)",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
     store_options(p)
