@@ -26,22 +26,28 @@ changes on every load, so a docstore or vector store keeps nothing across runs
 
 * ``id_`` = ``rechunk.reuse.identity.point_id(root, input_key,
   occurrence)``: a UUIDv5 that depends on no position, where ``root`` is
-  the document the input came from (its SOURCE when the input is a node of another
-  parser, whose own id is random; else the input itself); a custom ``id_func``
-  replaces it;
-* ``text`` = ``source[start_char_idx:end_char_idx]``, the exact slice of the parsed
-  text (the chunk's span without the whitespace at its edges);
+  the document the input came from; a custom ``id_func`` replaces it. An input that is
+  a node of another parser (it has a SOURCE, its document; its own id is random) may
+  reach the parser in a call of its own (``IngestionPipeline(num_workers=...)`` batches
+  nodes): its chunks' ids are made under a scope of its document, its text and its own
+  metadata instead of ``root``, with occurrences counted within it (``_placement``), so
+  that they are unique and the same however the nodes are batched;
+* ``text`` = ``source[start_char_idx:end_char_idx]``, the exact slice of the
+  document's text (the chunk's span without the whitespace at its edges): after
+  another parser, the input node's ``start_char_idx`` is added when its span is its
+  text's length, else the offsets are into the input node's text;
 * relationships: ``SOURCE`` = the parsed node (after LlamaIndex's post-processing,
   its document), ``PREVIOUS`` / ``NEXT`` = the neighbouring chunks of the same document;
 * metadata: the document's metadata (when ``include_metadata``, LlamaIndex's
   default) plus the fields of the points ``rechunk.sync`` writes in the
   ``llamaindex`` layout, under the same names: ``doc_id`` (the root document),
   ``revision`` (``text_revision`` of the parsed text), ``policy``, ``input_key``,
-  ``model_id``, ``ordinal`` (position among the document's nodes), ``start`` /
+  ``model_id``, ``ordinal`` (position among the document's nodes in the call), ``start`` /
   ``end`` (the chunker's span: spans tile the text, so they include the whitespace
   ``start_char_idx`` / ``end_char_idx`` leave out), ``tokens``
-  (content tokens of ``text``), and ``occurrence`` (earlier nodes of the document
-  with the same key), so one collection has one schema whichever path wrote it.
+  (content tokens of ``text``), and ``occurrence`` (earlier nodes of the document, or
+  of the input node of another parser, with the same key), so one collection has one
+  schema whichever path wrote it.
 
 What is embedded is what LlamaIndex defines: ``node.get_content(MetadataMode.EMBED)``,
 the user's ``text_template`` around a header the ``metadata_template`` makes from
@@ -57,12 +63,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from rechunk._optional import require
 from rechunk.adapters._locators import locate_piece, locator_for, warn_unlocated
@@ -107,7 +114,7 @@ from rechunk.document import locator_as_text
 from rechunk.errors import ConfigError, InputError
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import check_texts
-from rechunk.reuse.identity import input_key, point_id, text_revision
+from rechunk.reuse.identity import hash_fields, input_key, point_id, text_revision
 
 require("llama_index.core", "llamaindex", package="llama-index-core")
 
@@ -164,6 +171,8 @@ _PARSER_FIXED: Final = frozenset(
 )
 _EMBEDDING_FIXED: Final = frozenset({"model_name"})
 _PICKLING: Final = "cannot be pickled (as IngestionPipeline(num_workers=...) needs)"
+#: Domain of the id scope of a node another parser cut from a document (see :func:`_placement`).
+_PIECE_DOMAIN: Final = "rechunk/llamaindex/piece/v1"
 
 
 def _check_count(name: str, value: object, most: int | None = None) -> None:
@@ -331,8 +340,9 @@ class RechunkNodeParser(NodeParser):
     ``model_id``, ``include_metadata``, ``include_prev_next_rel`` and
     ``callback_manager`` may be assigned (checked as in the constructor) and take
     effect on the next call. Pickling (``IngestionPipeline.run(num_workers=...)``)
-    needs a picklable tokenizer: a lambda or local function raises
-    :class:`~rechunk.ConfigError` when pickled; pass a module-level function.
+    needs a picklable tokenizer and ``id_func``: a lambda or local function raises
+    :class:`~rechunk.ConfigError` when pickled (LlamaIndex would drop it); pass a
+    module-level function.
 
     Contracts: see the module docstring for ids, offsets, relationships and
     metadata. Offsets are restored after LlamaIndex's own post-processing
@@ -342,7 +352,8 @@ class RechunkNodeParser(NodeParser):
     ``chunk_overlap``, ``from_defaults``, ``id_func`` and ``embed_metadata`` as in
     the module docstring. A document with blank text yields no node; text
     with NUL bytes or lone surrogates raises :class:`~rechunk.InputError`. Node ids
-    are unique only per document id: give every document a stable ``id_``
+    are unique only per document id (and, for nodes of another parser parsed in
+    different calls, per distinct node): give every document a stable ``id_``
     (LlamaIndex's default is random, and then nothing can be reused across runs).
     """
 
@@ -533,8 +544,28 @@ class RechunkNodeParser(NodeParser):
         self._chunker, self._sizing, self._resized = chunker, sizing, {}
 
     def __getstate__(self) -> dict[str, Any]:
-        """LlamaIndex's pickle state, refused when it would lose the chunker."""
+        """LlamaIndex's pickle state, refused when it would lose the chunker or ``id_func``
+        (LlamaIndex leaves out what it cannot pickle, and the copy would make other ids)."""
+        # LlamaIndex deletes what it cannot pickle from the dicts pydantic's state shares
+        # with the parser: the state gets copies, and the parser keeps all of its own
+        fields, private = dict(self.__dict__), dict(self.__pydantic_private__ or {})
         state: dict[str, Any] = super().__getstate__()
+        kept = state.get("__pydantic_private__")
+        state = {
+            **state,
+            "__dict__": dict(state["__dict__"]),
+            "__pydantic_private__": None if kept is None else dict(kept),
+        }
+        self.__dict__.update(fields)
+        if self.__pydantic_private__ is not None:
+            self.__pydantic_private__.update(private)
+        id_func = fields.get("id_func")
+        if id_func is not None and "id_func" not in state["__dict__"]:
+            name = getattr(id_func, "__qualname__", type(id_func).__name__)
+            raise ConfigError(
+                f"RechunkNodeParser {_PICKLING}: its id_func {name} cannot be pickled (a "
+                "lambda or a local function cannot be: pass a module-level function)"
+            )
         what = (
             f"its chunker {type(self._chunker).__name__} (a tokenizer given as a lambda or a "
             "local function cannot be: pass a module-level function)"
@@ -557,7 +588,7 @@ class RechunkNodeParser(NodeParser):
     ) -> list[BaseNode]:
         """One ``TextNode`` per chunk of each input node, in order (ids, offsets, relations set)."""
         out: list[TextNode] = []
-        roots: list[str] = []
+        placements: list[_Placement] = []
         with self.callback_manager.event(
             CBEventType.CHUNKING, payload={EventPayload.CHUNKS: []}
         ) as event:
@@ -566,14 +597,15 @@ class RechunkNodeParser(NodeParser):
                 text = node.get_content(metadata_mode=MetadataMode.NONE)
                 locator = locator_for(node, text) if self.include_metadata else None
                 located.append((node.metadata, locator is not None))
-                parsed = self._parse_one(node, text, locator)
+                placement = _placement(node, text)
+                parsed = self._parse_one(node, text, locator, placement.offset)
                 out.extend(parsed)
-                roots.extend([_root_id(node)] * len(parsed))
+                placements.extend([placement] * len(parsed))
             if self.include_metadata:
                 warn_unlocated(located, stacklevel=4)
                 warn_replaced_keys([metadata for metadata, _ in located], stacklevel=4)
             event.on_end(payload={EventPayload.CHUNKS: [n.text for n in out]})
-        self._finish(out, roots)
+        self._finish(out, placements)
         return list(out)
 
     def _sizing_for(self, node: BaseNode, metadata: dict[str, Any], excluded: list[str]) -> Sizing:
@@ -671,9 +703,12 @@ class RechunkNodeParser(NodeParser):
         check_window(found, sizing, "RechunkNodeParser")
         return found
 
-    def _parse_one(self, node: BaseNode, text: str, locator: Locator | None) -> list[TextNode]:
+    def _parse_one(
+        self, node: BaseNode, text: str, locator: Locator | None, offset: int = 0
+    ) -> list[TextNode]:
         """The nodes of ``node``, whose text is ``text``; ``locator``: where its spans lie
-        (a document a rechunk reader read), else None."""
+        (a document a rechunk reader read), else None; ``offset``: where ``text`` starts in
+        its document (:func:`_placement`), added to every span."""
         inherited = copy.deepcopy(dict(node.metadata)) if self.include_metadata else {}
         for key in METADATA_KEYS:
             inherited.pop(key, None)
@@ -713,8 +748,8 @@ class RechunkNodeParser(NodeParser):
                     REVISION_KEY: revision,
                     POLICY_KEY: sizing.chunker.policy_id,
                     MODEL_ID_KEY: self.model_id,
-                    SPAN_START_KEY: piece.tile_start,
-                    SPAN_END_KEY: piece.tile_end,
+                    SPAN_START_KEY: offset + piece.tile_start,
+                    SPAN_END_KEY: offset + piece.tile_end,
                     TOKENS_KEY: piece.tokens,
                 }
             )
@@ -722,8 +757,8 @@ class RechunkNodeParser(NodeParser):
                 TextNode(
                     id_=str(self.id_func(i, node)) if custom_ids else _PENDING,
                     text=piece.text,
-                    start_char_idx=piece.start,
-                    end_char_idx=piece.end,
+                    start_char_idx=offset + piece.start,
+                    end_char_idx=offset + piece.end,
                     metadata=metadata,
                     excluded_embed_metadata_keys=list(embed_excluded),
                     excluded_llm_metadata_keys=list(llm_excluded),
@@ -735,19 +770,21 @@ class RechunkNodeParser(NodeParser):
             )
         return parsed
 
-    def _finish(self, nodes: Sequence[TextNode], roots: Sequence[str]) -> None:
+    def _finish(self, nodes: Sequence[TextNode], placements: Sequence[_Placement]) -> None:
         """Input keys, occurrences, ids and PREVIOUS/NEXT of ``nodes`` from what is embedded.
 
         The input key is that of ``node.get_content(MetadataMode.EMBED)``, the text
         LlamaIndex embeds (the metadata header the templates make from the keys not
         excluded, then the text), with rechunk's own keys always excluded; with
         ``embed_metadata=False`` every key is excluded and the key is the text's.
-        Occurrences count per root document (``roots``) across the call.
+        ``placements`` holds each node's document and id scope (:func:`_placement`):
+        ordinals count per document across the call, occurrences per scope.
         """
         seen: dict[str, Counter[str]] = defaultdict(Counter)
         ordinals: Counter[str] = Counter()
         custom_ids = self.id_func is not None and self.id_func is not default_id_func
-        for node, root in zip(nodes, roots):
+        roots = [placement.root for placement in placements]
+        for node, (root, scope, _) in zip(nodes, placements):
             node.metadata[DOC_ID_KEY] = root
             node.metadata[ORDINAL_KEY] = ordinals[root]
             ordinals[root] += 1
@@ -758,12 +795,12 @@ class RechunkNodeParser(NodeParser):
                 excluded = list(node.metadata)
             node.excluded_embed_metadata_keys = excluded
             key = input_key(self.model_id, node.get_content(MetadataMode.EMBED))
-            occurrence = seen[root][key]
-            seen[root][key] += 1
+            occurrence = seen[scope][key]
+            seen[scope][key] += 1
             node.metadata[INPUT_KEY_KEY] = key
             node.metadata[OCCURRENCE_KEY] = occurrence
             if not custom_ids:
-                node.id_ = point_id(root, key, occurrence)
+                node.id_ = point_id(scope, key, occurrence)
         for node in nodes:
             node.relationships.pop(NodeRelationship.PREVIOUS, None)
             node.relationships.pop(NodeRelationship.NEXT, None)
@@ -786,12 +823,27 @@ class RechunkNodeParser(NodeParser):
             (node.start_char_idx, node.end_char_idx) if isinstance(node, TextNode) else None
             for node in nodes
         ]
+        # each node's placement, from the node it was cut from (its SOURCE until LlamaIndex
+        # puts that node's own SOURCE, the document, in its place)
+        parents = [
+            parent_doc_map.get(node.source_node.node_id) if node.source_node else None
+            for node in nodes
+        ]
         nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
         for node, span in zip(nodes, spans):
             if span is not None and isinstance(node, TextNode):
                 node.start_char_idx, node.end_char_idx = span
-        text_nodes = [node for node in nodes if isinstance(node, TextNode)]
-        self._finish(text_nodes, [node.ref_doc_id or node.node_id for node in text_nodes])
+        text_nodes: list[TextNode] = []
+        placements: list[_Placement] = []
+        for node, parent in zip(nodes, parents):
+            if isinstance(node, TextNode):
+                text_nodes.append(node)
+                placements.append(
+                    _placement(parent, parent.get_content(metadata_mode=MetadataMode.NONE))
+                    if parent is not None
+                    else _Placement.of(node.ref_doc_id or node.node_id)
+                )
+        self._finish(text_nodes, placements)
         return nodes
 
 
@@ -800,6 +852,56 @@ def _root_id(node: BaseNode) -> str:
     whose own id is random), else the node itself (a Document)."""
     source = node.source_node
     return source.node_id if source is not None else node.node_id
+
+
+class _Placement(NamedTuple):
+    """Where the text of an input node lies: its document (``root``), the scope its chunks'
+    occurrences are counted in and their ids made under (``scope``), and where the text
+    starts in the document's text (``offset``)."""
+
+    root: str
+    scope: str
+    offset: int
+
+    @classmethod
+    def of(cls, root: str) -> _Placement:
+        """The placement of a whole document."""
+        return cls(root, root, 0)
+
+
+def _placement(node: BaseNode, text: str) -> _Placement:
+    """The placement of an input ``node`` whose text is ``text``.
+
+    A document (a node with no SOURCE) is its own scope: its chunks' ids are
+    ``point_id(doc_id, input_key, occurrence)``, occurrences counted over the whole text.
+    A node another parser cut from a document (a Markdown section, a sentence window)
+    may reach the parser in a call of its own (``IngestionPipeline(num_workers=...)`` hands
+    each worker a batch), so its chunks' ids and occurrences depend on nothing but what
+    the node carries: its document, its text and its own metadata (the keys the
+    document's lacks or holds otherwise, such as ``header_path``). Ids stay unique across
+    a document's nodes (a notice repeated in every section gets one id per section) and
+    the same whatever the batching, and an edit changes the ids of the edited node's
+    chunks only. Its offset is its ``start_char_idx`` when that spans its text exactly
+    (as LlamaIndex's parsers set it), else 0: spans are then the node's own.
+    """
+    root = _root_id(node)
+    if root == node.node_id:
+        return _Placement.of(root)
+    source = node.source_node
+    document = source.metadata if source is not None else {}
+    own = {
+        key: value
+        for key, value in node.metadata.items()
+        if key not in METADATA_KEYS and (key not in document or document[key] != value)
+    }
+    scope = hash_fields(
+        _PIECE_DOMAIN,
+        (root, text_revision(text), json.dumps(own, sort_keys=True, default=str)),
+    )
+    start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    if isinstance(start, int) and isinstance(end, int) and start >= 0 and end - start == len(text):
+        return _Placement(root, scope, start)
+    return _Placement(root, scope, 0)
 
 
 # --------------------------------------------------------------------------- embeddings
