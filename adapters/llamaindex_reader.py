@@ -22,13 +22,14 @@ for a record), so an ingestion pipeline's docstore sees one document per file ac
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rechunk._optional import require
 from rechunk.adapters._locators import locator_digest, remember
-from rechunk.errors import ConfigError
+from rechunk.errors import ConfigError, InputError
 from rechunk.sources import ParseOptions, format_for, parse_file, supported_suffixes
 from rechunk.sources.base import HOW_READ_KEYS
 
@@ -102,6 +103,14 @@ class RechunkReader(BaseReader):
     def lazy_load_data(
         self, file: str | Path, extra_info: dict[str, Any] | None = None, **_: Any
     ) -> Iterable[Document]:
+        if not isinstance(file, (str, os.PathLike)):
+            # as LlamaIndex's own file readers, one file a call (SimpleDirectoryReader
+            # calls it per file)
+            raise InputError(
+                f"RechunkReader reads one file a call, not a {type(file).__name__}: call "
+                "load_data for each, or give the files to SimpleDirectoryReader(input_files="
+                "[...], file_extractor={'.pdf': RechunkReader(), ...})"
+            )
         path = Path(file)
         fmt = self.format or format_for(path)
         base = dict(extra_info) if extra_info else {"file_path": str(path), "file_name": path.name}

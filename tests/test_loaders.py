@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from rechunk.errors import InputError
 from rechunk.sources import ParseError
 from rechunk.sources.documents import documents_from_file
 
@@ -112,6 +113,9 @@ def test_llamaindex_reader_in_simple_directory_reader(folder: Path) -> None:
     assert {f"{folder / 'faq.jsonl'}#a", f"{folder / 'faq.jsonl'}#b"} <= set(by_id)
     nodes = RechunkNodeParser().get_nodes_from_documents([page])
     assert nodes and all(n.ref_doc_id == page.id_ for n in nodes)
+    # one file a call, as LlamaIndex's file readers: a list is told what to do instead
+    with pytest.raises(InputError, match=r"one file a call.*SimpleDirectoryReader"):
+        reader.load_data([folder / "notes.html", folder / "faq.jsonl"])  # type: ignore[arg-type]
 
 
 def test_langchain_loader_names_a_pdfs_pages_as_pypdfloader_does(tmp_path: Path) -> None:
