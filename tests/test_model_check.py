@@ -113,9 +113,8 @@ def test_another_model_under_the_same_name_is_refused_and_changes_nothing(
 ) -> None:
     with SQLiteCache(tmp_path / "cache.sqlite") as cache:
         first = sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
-        # nothing held to compare with: the cache records its reference for the model
-        assert first.model_check == "skipped"
-        assert first.model_check_tokens == api(server).count_tokens(REFERENCE) > 0
+        # nothing held to compare with, and no reference recorded from nothing
+        assert first.model_check == "skipped" and first.model_check_tokens == 0
         before, entries = snapshot(store), cache.stats().entries
         server.inputs()
         server.weights = "model-b"  # redeployed: same name, same address, other weights
@@ -123,9 +122,10 @@ def test_another_model_under_the_same_name_is_refused_and_changes_nothing(
             sync([Document("guide", EDITED)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
         assert isinstance(refused.value, CollectionMismatchError)
         assert "identity=" in str(refused.value) and "nothing was embedded" in str(refused.value)
-        # the check's one input, which the collection holds, and nothing else was asked for
+        # the check's one input, which the collection holds, and the reference text the
+        # cache would have recorded had it passed: nothing else was asked for
         asked = server.inputs()
-        assert len(asked) == 1 and asked[0] in TEXT
+        assert asked[0] in TEXT and asked[1:] == [REFERENCE]
         assert snapshot(store) == before and cache.stats().entries == entries
         # a new document alone (no stored point of its own to compare with) is refused too
         with pytest.raises(ModelChangedError):
@@ -138,9 +138,11 @@ def test_another_model_under_the_same_name_is_refused_and_changes_nothing(
         report = sync([Document("guide", EDITED)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
         assert report.model_check == "passed" and report.inputs["embedded"] >= 1
         asked = server.inputs()
-        assert len(asked) == report.inputs["embedded"] + 1  # the check's input, once
+        # the check's input, and the reference the cache records once a collection agreed
+        assert len(asked) == report.inputs["embedded"] + 2 and asked.count(REFERENCE) == 1
         held = next(t for t in asked if t in TEXT)
-        assert report.model_check_tokens == {c.text: c.tokens for c in CHUNKER.chunk(TEXT)}[held]
+        tokens = {c.text: c.tokens for c in CHUNKER.chunk(TEXT)}[held]
+        assert report.model_check_tokens == tokens + api(server).count_tokens(REFERENCE)
 
 
 def test_a_new_collection_sharing_the_cache_is_refused_at_its_first_batch(
@@ -150,7 +152,8 @@ def test_a_new_collection_sharing_the_cache_is_refused_at_its_first_batch(
     new collection's first batch of new documents (more than one batch in all) is checked
     against the reference the cache keeps, before anything is embedded."""
     with SQLiteCache(tmp_path / "cache.sqlite") as cache:
-        sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        for text in (TEXT, EDITED):  # the second checks against the collection: a reference
+            sync([Document("guide", text)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
         entries = cache.stats().entries
         fresh = store.with_collection("fresh")
         fresh.ensure_collection(DIM)
@@ -158,7 +161,7 @@ def test_a_new_collection_sharing_the_cache_is_refused_at_its_first_batch(
         server.inputs()
         notes = [Document(f"note-{i}", f"Note {i} says where the cache lives.") for i in range(300)]
         with pytest.raises(ModelChangedError, match="the cache holds"):
-            sync([*notes, Document("guide", EDITED)], fresh, chunker=CHUNKER,
+            sync([*notes, Document("guide", TEXT)], fresh, chunker=CHUNKER,
                  embedder=api(server, cache), cache=cache)  # fmt: skip
         assert server.inputs() == [REFERENCE]
         assert fresh.collection_info().points == 0 and cache.stats().entries == entries
@@ -230,3 +233,23 @@ def test_rechunk_sync_exits_2_and_says_what_to_do(
     server.weights = "model-a"
     assert main(args) == 0
     assert "model check   passed (a held input of" in capsys.readouterr().out
+
+
+def test_no_reference_is_recorded_with_nothing_to_compare_with(
+    server: Server, store: Any, tmp_path: Path
+) -> None:
+    """A cache first used while the server already serves another model: a reference
+    recorded then would refuse the right model in every new collection for good."""
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        server.weights = "model-b"  # redeployed before this cache was first used
+        wrong = store.with_collection("wrong")
+        wrong.ensure_collection(DIM)
+        sync([Document("n", "A note.")], wrong, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        server.weights = "model-a"  # served right again
+        for text in (TEXT, EDITED):
+            sync([Document("guide", text)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        other = store.with_collection("other")
+        other.ensure_collection(DIM)
+        report = sync([Document("x", "Another note.")], other, chunker=CHUNKER,
+                      embedder=api(server, cache), cache=cache)  # fmt: skip
+        assert report.model_check == "passed"

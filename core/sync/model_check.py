@@ -20,15 +20,18 @@ collection is what must stay one model's), the cache's, then nothing:
 2. else the shortest of the points nearest a fixed unit vector (one ``search``) in the
    collection, then in each collection lending vectors (``reuse_from``: a reindex's live
    generation);
-3. else the cache's reference: the vector of :data:`REFERENCE` that the first check with
-   that cache recorded for the model;
+3. else the cache's reference: the vector of :data:`REFERENCE` that the first check
+   with that cache that passed against a collection recorded for the model;
 4. else the shortest input the cache gave that batch.
 
 A stored point's text is taken only when it hashes to the point's input key (it is then
-exactly the input whose vector is stored). With a cache that has no reference yet, the
-check records one (a few tokens embedded once per cache and model) when it has passed or
-found nothing to compare with: from then on a new collection sharing that cache is
-checked too. The tokens it embeds are counted in ``SyncReport.model_check_tokens``.
+exactly the input whose vector is stored). With a cache that has no reference yet, a
+check that passed against a collection records one (a few tokens embedded once per cache
+and model): from then on a new collection sharing that cache is checked too. A check
+with nothing to compare with records none: the model that answers then may already be
+another than the one the cache's other collections hold, and a reference of it would
+refuse the right model for good. The tokens the check embeds are counted in
+``SyncReport.model_check_tokens``.
 """
 
 from __future__ import annotations
@@ -108,9 +111,11 @@ class ModelCheck:
             if hits:
                 key, text, tokens, vector = hits[0]
                 held = Held(key, text, tokens, np.asarray(vector), "cache")
-        # a cache without a reference gets one, once the model agrees with what is held
-        # (or nothing is held: the model that first fills the cache defines it)
-        record = recorded is None and self._writable()
+        # a cache without a reference gets one once the model agrees with a collection
+        record = (
+            recorded is None and held is not None and held.where == "collection"
+            and self._writable()
+        )  # fmt: skip
         texts = ([held.text] if held is not None else []) + ([REFERENCE] if record else [])
         if not texts:
             return
