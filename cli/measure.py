@@ -102,7 +102,7 @@ def read_document(
     from rechunk.sources.documents import documents_from_file, kind_of
     from rechunk.sources.registry import ParseOptions
 
-    data = read_argument(path)
+    data = read_argument(path, old=old)
     fmt = None
     if like is not None and not path.suffix and kind_of(path, head=data) is None:
         fmt = kind_of(like)  # None when it names no format either: refused below
@@ -140,7 +140,7 @@ _READS = (
 )
 
 
-def read_argument(path: Path) -> bytes:
+def read_argument(path: Path, *, old: bool = False) -> bytes:
     """The bytes of a file named on the command line. A folder is refused, saying what
     measures a folder; a pipe (a process substitution, ``<(git show REV:a.md)``) is read to
     its end as ``cat`` reads it; ``/dev/null`` is empty. Other special files are refused,
@@ -162,7 +162,7 @@ def read_argument(path: Path) -> bytes:
                 return b""
     if kind == "FIFO":
         data = _read_pipe(path)
-        if data:
+        if data or old:  # an old version that is empty (`git show BASE:new.md`): a new file
             return data
         raise InputError(
             f"{path} is not a regular file (FIFO) and nothing was written to it; {_READS}"

@@ -198,6 +198,7 @@ def execute(args: WatchArgs) -> int:
     require("watchfiles", "watch")  # the extra's packages, before anything is opened
     if args.metrics_port is not None:
         require("prometheus_client", "watch", "prometheus-client")
+    _check_state_dir()
     recorded = recorded_roots(read_manifest(), args)  # read once, for both uses below
     # the folders are watched before they are read: what changes while they are read, the
     # model loads and the store opens (a minute for a large embedded store) is among the
@@ -332,6 +333,26 @@ def _watch(
         if diagnosis is not None:
             diagnosis.close()
     return undone
+
+
+def _check_state_dir() -> None:
+    """A :class:`ConfigError` when the working folder's ``.rechunk/`` cannot be written: a
+    watcher keeps its revisions' freshness there (a sync from a read-only checkout does
+    without it; a watcher would fail at its first batch)."""
+    import tempfile
+
+    from rechunk.cli.options import STATE_DIR, make_state_dir
+
+    try:
+        make_state_dir()
+        with tempfile.TemporaryFile(dir=STATE_DIR):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"rechunk watch keeps its state in {STATE_DIR}/ of the working folder, which "
+            f"cannot be written here ({exc.strerror or exc}): run it from a writable folder "
+            "and give the folders to watch as paths"
+        ) from exc
 
 
 def _left_undone(queued: int, pending: int) -> str:

@@ -120,6 +120,20 @@ def test_a_state_folder_that_is_a_file_keeps_the_cache_in_memory(
     assert "cannot record the folders synced in .rechunk/manifest.json" in manifest, said
 
 
+def test_watch_from_a_working_folder_it_cannot_write_says_so_before_starting(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A watcher keeps its freshness state in .rechunk/: it warned that the cache was kept
+    in memory, then exited 3 on a bare "[Errno 30] Read-only file system: '.rechunk'"."""
+    pytest.importorskip("watchfiles")
+    monkeypatch.chdir(checkout.parent)
+    Path(".rechunk").write_text("not a folder\n")
+    code, _, err, _ = run(capsys, "watch", str(checkout), "--store", "qdrant:q")
+    assert code == 2, err
+    assert "rechunk watch keeps its state in .rechunk/" in err and "writable folder" in err
+    assert not Path("q").exists()  # nothing was opened or made
+
+
 # ---------------------------------------------------------- a manifest that cannot be written
 
 
@@ -203,7 +217,8 @@ def test_measure_reads_a_pipe_as_the_other_files_format(
     """``rechunk measure <(git show HEAD~1:a.md) a.md`` was refused: "/dev/fd/63 is not a
     regular file (FIFO)". A pipe is read to its end (as cat reads it: written already, or
     by a writer still at work), in the other file's format (a pipe has no suffix); a FIFO
-    nothing writes to is still refused, never waited on, and says what to give instead."""
+    nothing writes to is, as OLD, an empty old version (a new file), and as NEW refused,
+    never waited on, saying what to give instead."""
     old, new = pair
     code, by_files, _ = measured(capsys, str(old), str(new))
     assert code == 0 and by_files["chunkers"][0]["recompute_fraction"] < 1
@@ -227,11 +242,14 @@ def test_measure_reads_a_pipe_as_the_other_files_format(
             os.close(read_end)
         assert code == 0, err
         assert by_pipe == by_files  # read as Markdown, as new/a.md is
-    # a FIFO nothing writes to: refused at once, not waited on
+    # a FIFO nothing writes to, as NEW: refused at once, not waited on; as OLD it is an
+    # empty old version, as `<(git show BASE:new.md)` of a file the change adds gives
     os.mkfifo("pipe")
-    code, _, err = measured(capsys, "pipe", str(new))
+    code, _, err = measured(capsys, str(old), "pipe")
     assert code == 2 and "pipe is not a regular file (FIFO)" in err, err
     assert "/dev/null" in err and "write it to a file" in err, err
+    code, report, err = measured(capsys, "pipe", str(new))
+    assert code == 0 and report["chunkers"][0]["recompute_fraction"] == 1.0, err
 
 
 def test_measure_of_a_new_file_embeds_everything(
