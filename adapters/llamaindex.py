@@ -899,7 +899,15 @@ def _placement(node: BaseNode, text: str) -> _Placement:
         (root, text_revision(text), json.dumps(own, sort_keys=True, default=str)),
     )
     start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
-    if isinstance(start, int) and isinstance(end, int) and start >= 0 and end - start == len(text):
+    # a node with a PARENT (HierarchicalNodeParser's lower levels) counts its span in its
+    # parent's text, not the document's: its chunks' offsets are into its own text
+    if (
+        isinstance(start, int)
+        and isinstance(end, int)
+        and start >= 0
+        and end - start == len(text)
+        and NodeRelationship.PARENT not in node.relationships
+    ):
         return _Placement(root, scope, start)
     return _Placement(root, scope, 0)
 

@@ -158,6 +158,23 @@ def test_a_node_without_its_offset_keeps_offsets_into_its_own_text() -> None:
         assert any(t[node.start_char_idx : node.end_char_idx] == node.text for t in texts)
 
 
+def test_hierarchical_nodes_below_the_top_keep_offsets_into_their_own_text() -> None:
+    """HierarchicalNodeParser's lower levels count their spans in their parent's text, not
+    the document's: adding them as document offsets gave 17 of 42 chunks a wrong span."""
+    from llama_index.core.node_parser import HierarchicalNodeParser
+
+    parts = HierarchicalNodeParser.from_defaults(chunk_sizes=[256, 128, 64])(
+        [Document(text=TEXT, id_="manual.md")]
+    )
+    assert any(NodeRelationship.PARENT in p.relationships for p in parts)
+    parser = _parser()
+    for part in parts:  # one call a part: which part each chunk came from is then known
+        top = NodeRelationship.PARENT not in part.relationships
+        for node in parser([part]):
+            text = TEXT if top else part.text
+            assert text[node.start_char_idx : node.end_char_idx] == node.text
+
+
 def test_a_lambda_id_func_is_refused_when_pickled_and_a_function_travels() -> None:
     parser = _parser(id_func=lambda i, node: f"{node.node_id}-{i}")
     with pytest.raises(ConfigError, match=r"id_func.*module-level function"):
