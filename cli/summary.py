@@ -311,7 +311,7 @@ def sync_summary(report: Any, pruned: bool, notes: list[tuple[str, str]]) -> Non
     rows.append(("stale check", report.stale_check))
     tokens = report.model_check_tokens
     if report.model_check == "passed":  # an input held under the model's identity, again
-        rows.append(("model check", f"passed (a held input of {tokens:,} tokens embedded again)"))
+        rows.append(("model check", f"passed ({tokens:,} tokens embedded again to compare)"))
     # the policy that cut every document when one did (a folder of Python: the code
     # policy, not the prose default the sync was given); several: a policies row says
     used = getattr(report, "policies", {})

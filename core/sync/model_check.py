@@ -111,22 +111,18 @@ class ModelCheck:
             if hits:
                 key, text, tokens, vector = hits[0]
                 held = Held(key, text, tokens, np.asarray(vector), "cache")
-        # a cache without a reference gets one once the model agrees with a collection
-        record = (
-            recorded is None and held is not None and held.where == "collection"
-            and self._writable()
-        )  # fmt: skip
-        texts = ([held.text] if held is not None else []) + ([REFERENCE] if record else [])
-        if not texts:
+        if held is None:
             return
+        # a cache without a reference gets one once the model agrees with a collection
+        record = recorded is None and held.where == "collection" and self._writable()
+        texts = [held.text, *([REFERENCE] if record else [])]
         fresh = check_vectors(
             _embed_uncached(embedder, texts), model_id=model_id, dimension=dimension,
             count=len(texts),
         )  # fmt: skip
-        if held is not None:
-            self.tokens += held.tokens
-            _compare(held, fresh[0], model_id)
-            self.state = "passed"
+        self.tokens += held.tokens
+        _compare(held, fresh[0], model_id)
+        self.state = "passed"
         if record:
             assert self.cache is not None
             self.tokens += self._count(embedder)
