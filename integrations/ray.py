@@ -1082,7 +1082,7 @@ def _run(
                         report.tokens_embedded += summary.tokens[key]
             if dry_run:
                 continue
-            if new:  # before the model embeds anything: is it still the one held?
+            if new and not model_check.done:  # before the model's first call: the same one?
                 hits = [(k, summary.wanted[k], summary.tokens[k], from_cache[k])
                         for k in summary.wanted if k in from_cache]  # fmt: skip
                 model_check.before_embedding(raw, (), hits)

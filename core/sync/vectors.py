@@ -142,7 +142,7 @@ def _vectors(
         for key in missing:
             source[key] = "embed"
     elif missing:
-        if check is not None:
+        if check is not None and not check.done:  # its inputs gathered only when it runs
             t0 = time.perf_counter()
             check.before_embedding(embedder, *local_candidates(plans, found, source, wanted))
             seconds["embed"] += time.perf_counter() - t0
