@@ -141,17 +141,16 @@ _READS = (
 
 
 def read_argument(path: Path, *, old: bool = False) -> bytes:
-    """The bytes of a file named on the command line. A folder is refused, saying what
-    measures a folder; a pipe (a process substitution, ``<(git show REV:a.md)``) is read to
-    its end as ``cat`` reads it; ``/dev/null`` is empty. Other special files are refused,
+    """The bytes of a file named on the command line (a folder is refused before, by
+    :func:`execute`). A pipe (a process substitution, ``<(git show REV:a.md)``) is read to
+    its end as ``cat`` reads it; ``/dev/null`` is empty; a pipe that gives nothing is an
+    empty ``old`` version. Other special files are refused,
     never waited on or read for ever: a FIFO nothing writes to (read without blocking, it
     gives no byte), a device (``/dev/zero``, a terminal), a socket."""
     import stat
 
     from rechunk.sources.files import read_bytes, special_kind
 
-    if path.is_dir():
-        raise _a_folder(path, "FOLDER")
     kind = special_kind(path)
     if kind is None:
         return read_bytes(path)
