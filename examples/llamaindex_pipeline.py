@@ -10,8 +10,9 @@ wrapped in ``CachedEmbedding``. The pipeline still rewrites the changed
 document's nodes, but unchanged chunks keep their node ids and their vectors
 come from the cache: the model only sees text that is new.
 
-Runs offline on all-MiniLM-L6-v2 (``pip install '.[st,llamaindex]'
-llama-index-vector-stores-qdrant``), on the project's own text
+Runs offline on all-MiniLM-L6-v2 with ONNX Runtime (``pip install
+'.[onnx,st,llamaindex]' llama-index-vector-stores-qdrant``; torch exports the graph on
+the first run), on the project's own text
 ``examples/revisions/chunking-guide``. The rechunk policy is the paragraph-first
 ``"recursive"`` chunker sized for the model (see ``langchain_swap.py``).
 """
@@ -40,7 +41,7 @@ from qdrant_client import QdrantClient  # noqa: E402
 
 import rechunk  # noqa: E402
 from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser  # noqa: E402
-from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder  # noqa: E402
+from rechunk.integrations.onnx import OnnxEmbedder  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REVISIONS = [
@@ -52,11 +53,11 @@ DOC_ID = "chunking-guide.md"
 class MiniLMEmbedding(BaseEmbedding):
     """all-MiniLM-L6-v2 as a LlamaIndex BaseEmbedding, counting what it embeds."""
 
-    _embedder: SentenceTransformerEmbedder = PrivateAttr()
+    _embedder: OnnxEmbedder = PrivateAttr()
     texts: int = 0
     tokens: int = 0
 
-    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
+    def __init__(self, embedder: OnnxEmbedder) -> None:
         super().__init__(model_name="sentence-transformers/all-MiniLM-L6-v2")
         self._embedder = embedder
 
@@ -97,7 +98,7 @@ def run(
 
 
 def main() -> None:
-    embedder = SentenceTransformerEmbedder()
+    embedder = OnnxEmbedder()
     chunker = rechunk.policy_for(embedder, "recursive")
     target = chunker.params["target_tokens"]
     print(f"model {embedder.model_id.split('@')[0]}, chunks of at most {target} tokens")

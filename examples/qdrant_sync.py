@@ -13,8 +13,9 @@ One layout does not serve both frameworks (the script checks it: each
 framework fails on the other's layout), so a collection is written for the
 framework that will read it; the reuse cache makes the second one free.
 
-Runs offline on all-MiniLM-L6-v2 (``pip install '.[st,qdrant]'
-langchain-qdrant llama-index-vector-stores-qdrant``), on the project's own text
+Runs offline on all-MiniLM-L6-v2 with ONNX Runtime (``pip install '.[onnx,st,qdrant]'
+langchain-qdrant llama-index-vector-stores-qdrant``; torch exports the graph on the first
+run), on the project's own text
 ``examples/revisions/chunking-guide``.
 """
 
@@ -39,7 +40,7 @@ import rechunk  # noqa: E402
 from rechunk.adapters.langchain_embeddings import RechunkEmbeddings  # noqa: E402
 from rechunk.adapters.llamaindex_embedding import RechunkEmbedding  # noqa: E402
 from rechunk.adapters.qdrant import QdrantStore, local_client  # noqa: E402
-from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder  # noqa: E402
+from rechunk.integrations.onnx import OnnxEmbedder  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REVISIONS = [
@@ -104,7 +105,7 @@ def read_with_llamaindex(client: QdrantClient, collection: str, model: RechunkEm
 
 
 def main() -> None:
-    model = SentenceTransformerEmbedder()
+    model = OnnxEmbedder()
     chunker = rechunk.policy_for(model, "recursive")  # as in langchain_swap.py
     with tempfile.TemporaryDirectory() as folder:
         client = local_client(Path(folder) / "qdrant")  # embedded Qdrant, on disk

@@ -81,7 +81,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def minilm():  # type: ignore[no-untyped-def]
-    """The real default embedder (all-MiniLM-L6-v2, offline), loaded once per session."""
+    """The real default embedder (all-MiniLM-L6-v2, offline), loaded once per session: the
+    one ``rechunk sync`` uses, ONNX Runtime where it runs (a test process then imports no
+    torch or sentence-transformers, about 20 s of CPU each here), else torch."""
+    from rechunk.integrations.uri import default_embedder
+
+    return default_embedder()
+
+
+@pytest.fixture(scope="session")
+def minilm_torch():  # type: ignore[no-untyped-def]
+    """The same model on torch (sentence-transformers): the reference the ONNX backend is
+    checked against."""
     from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()

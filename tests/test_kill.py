@@ -54,10 +54,10 @@ CHILD = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from rechunk import SQLiteCache, policy_for, sync
     from rechunk.adapters.chroma import ChromaStore, http_client
-    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+    from rechunk.integrations.uri import default_embedder
     from test_kill import corpus
 
-    embedder = SentenceTransformerEmbedder()
+    embedder = default_embedder()
     store = ChromaStore(http_client("127.0.0.1", {port}), {collection!r}, batch_size=4)
 
     def progress(stage, done, total):

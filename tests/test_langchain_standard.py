@@ -30,9 +30,9 @@ class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 (the packaged weights, offline) as a LangChain Embeddings."""
 
     def __init__(self) -> None:
-        from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+        from rechunk.integrations.uri import default_embedder
 
-        self.embedder = SentenceTransformerEmbedder()
+        self.embedder = default_embedder()
         self.model = self.embedder.model_id
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -131,9 +131,9 @@ class RecordingMiniLM(BaseEmbedding):
 @functools.cache
 def _process_minilm() -> Any:
     """This process's all-MiniLM-L6-v2, loaded on first use (each worker process loads its own)."""
-    from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder
+    from rechunk.integrations.uri import default_embedder
 
-    return SentenceTransformerEmbedder()
+    return default_embedder()
 
 
 class PicklableMiniLM(BaseEmbedding):

@@ -93,7 +93,7 @@ def test_same_identity_and_facts_as_the_torch_backend(onnx_minilm: OnnxEmbedder)
 @pytest.mark.slow
 @pytest.mark.requires("sentence_transformers")
 def test_vectors_equal_torch_on_real_chunks(
-    onnx_minilm: OnnxEmbedder, minilm: Any, revisions: list[dict[str, Any]]
+    onnx_minilm: OnnxEmbedder, minilm_torch: Any, revisions: list[dict[str, Any]]
 ) -> None:
     """Float32 noise only, on chunks of the dev revisions: the identity may be shared."""
     chunker = rechunk.policy_for(onnx_minilm)
@@ -101,7 +101,7 @@ def test_vectors_equal_torch_on_real_chunks(
     for pair in revisions[::6]:
         texts += [c.text for c in chunker.chunk(pair["new"])][:8]
     texts = list(dict.fromkeys(texts))[:96]
-    ours, theirs = onnx_minilm.embed(texts), minilm.embed(texts)
+    ours, theirs = onnx_minilm.embed(texts), minilm_torch.embed(texts)
     assert ours.dtype == np.float32 and ours.shape == theirs.shape == (len(texts), 384)
     assert float(np.abs(ours - theirs).max()) < PARITY_TOLERANCE
     assert float((ours * theirs).sum(axis=1).min()) > 0.99999
@@ -199,15 +199,17 @@ def test_a_model_with_a_short_window_exports(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @needs_export
-def test_switching_backend_re_embeds_nothing(onnx_minilm: OnnxEmbedder, minilm: Any) -> None:
+def test_switching_backend_re_embeds_nothing(onnx_minilm: OnnxEmbedder, minilm_torch: Any) -> None:
     qdrant_client = pytest.importorskip("qdrant_client")
     from rechunk.adapters.qdrant import QdrantStore
 
     store = QdrantStore(qdrant_client.QdrantClient(":memory:"), "docs")
-    store.ensure_collection(minilm.dimension)
+    store.ensure_collection(minilm_torch.dimension)
     text = "# Notes\n\nFirst paragraph of the note.\n\nSecond paragraph, unchanged later."
-    chunker = rechunk.policy_for(minilm)
-    first = rechunk.sync([rechunk.Document("a.md", text)], store, chunker=chunker, embedder=minilm)
+    chunker = rechunk.policy_for(minilm_torch)
+    first = rechunk.sync(
+        [rechunk.Document("a.md", text)], store, chunker=chunker, embedder=minilm_torch
+    )
     assert first.inputs["embedded"] >= 1
     again = rechunk.sync(
         [rechunk.Document("a.md", text), rechunk.Document("b.md", text)],

@@ -298,7 +298,7 @@ def test_with_torch_scaled_weights_without_checksum_are_caught(
 @pytest.mark.slow
 @pytest.mark.requires("torch", "sentence_transformers", "onnx")
 def test_with_torch_a_scaled_graph_is_exported_again(
-    exported: Path, tmp_path: Path, minilm: Any
+    exported: Path, tmp_path: Path, minilm_torch: Any
 ) -> None:
     """The break-in where torch is installed: one warning, the graph moved aside, a fresh
     export (its sidecar written), and vectors equal to the torch model's (~10-30 s)."""
@@ -311,7 +311,7 @@ def test_with_torch_a_scaled_graph_is_exported_again(
         got = embedder.embed(TEXTS)
     ours = [w for w in caught if issubclass(w.category, OnnxExportWarning)]
     assert len(ours) == 1 and "exported again" in str(ours[0].message)
-    expected = minilm.embed(TEXTS)
+    expected = minilm_torch.embed(TEXTS)
     assert float(np.abs(got - expected).max()) < PARITY_TOLERANCE
     assert float((got * expected).sum(axis=1).min()) > 0.99999
     (aside,) = set_aside(tmp_path, target.name)
@@ -320,5 +320,5 @@ def test_with_torch_a_scaled_graph_is_exported_again(
     assert meta["sha256"] == sha256(target / "model.onnx") != scaled
     assert "adopted" not in meta and meta["bytes"] == (target / "model.onnx").stat().st_size
     recorded = np.array(meta["reference"]["vectors"], dtype=np.float32)
-    assert float(np.abs(recorded - minilm.embed(list(LOAD_PROBES))).max()) < 1e-6
+    assert float(np.abs(recorded - minilm_torch.embed(list(LOAD_PROBES))).max()) < 1e-6
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftovers
