@@ -1029,6 +1029,43 @@ def test_an_emptied_file_of_any_format_is_empty_not_corrupt(
     assert sorted(report["empty_files"]) == names
 
 
+def test_a_file_that_parses_and_holds_no_text_is_empty_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A built site's search page (its main content a script's empty box), a page with an
+    empty main, a DOCX with an empty body, a workbook of empty sheets and a deck of one
+    blank slide were skipped as "no text": every sync of such a site
+    exited 1. They are empty documents: listed as empty, exit 0, their chunks pruned."""
+    docx = pytest.importorskip("docx")
+    openpyxl = pytest.importorskip("openpyxl")
+    pptx = pytest.importorskip("pptx")
+    monkeypatch.chdir(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "search.html").write_text(
+        "<!doctype html><html><head><title>Search</title></head><body><nav><a href='/'>"
+        "Home</a></nav><main><noscript></noscript><div id='search-results'></div></main>"
+        "<footer>Footer</footer></body></html>",
+        encoding="utf-8",
+    )
+    (site / "blank.html").write_text("<html><body><main></main></body></html>", "utf-8")
+    docx.Document().save(site / "body.docx")
+    openpyxl.Workbook().save(site / "sheets.xlsx")
+    deck = pptx.Presentation()
+    deck.slides.add_slide(deck.slide_layouts[6])  # the blank layout: no placeholder
+    deck.save(site / "deck.pptx")
+    (site / "page.md").write_text("# Page\n\nA page with text.\n", encoding="utf-8")
+    (site / "other.md").write_text("# Other\n\nAnother page with text.\n", encoding="utf-8")
+    textless = ["blank.html", "body.docx", "deck.pptx", "search.html", "sheets.xlsx"]
+    code, report = run_json(capsys, "sync", "site")
+    assert code == 0 and report["skipped_files"] == [], report["skipped_files"]
+    assert sorted(report["empty_files"]) == textless
+    assert report["documents"]["new"] == 2
+    (site / "page.md").unlink()  # a deleted page goes with --prune; the empty ones stay empty
+    code, report = run_json(capsys, "sync", "site", "--prune")
+    assert code == 0 and report["documents"]["deleted"] == 1
+
+
 def test_the_working_folder_is_its_owners_and_the_manifest_keeps_its_mode(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

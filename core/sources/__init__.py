@@ -18,7 +18,9 @@ boundaries whatever the format.
 Page furniture (a site's menus, a PDF's running headers, footers and page numbers) is
 not text. The same bytes give the same text on every run, and an edit changes the text
 only near the edit. Nothing is downloaded at run time. A file that cannot be parsed is
-a :class:`ParseError` (an :class:`~rechunk.errors.InputError`) whose message is one line.
+a :class:`ParseError` (an :class:`~rechunk.errors.InputError`) whose message is one line;
+one that parses and holds no text is a :class:`NoTextError` (a ``ParseError``), which
+a sync counts as an empty file, not as a failure.
 
 What this package may import: the standard library, ``rechunk.errors``,
 ``rechunk.document`` and the chunkers (a code file's language); never the sync or live
@@ -31,6 +33,7 @@ from __future__ import annotations
 from rechunk.sources.base import (
     BLOCK_KINDS,
     Block,
+    NoTextError,
     Parsed,
     ParseError,
     Parser,
@@ -50,6 +53,7 @@ __all__ = [
     "BLOCK_KINDS",
     "FORMATS",
     "Block",
+    "NoTextError",
     "ParseError",
     "ParseOptions",
     "Parsed",

@@ -22,6 +22,7 @@ __all__ = [
     "RANGED_LOCATOR_KEYS",
     "Block",
     "Locator",
+    "NoTextError",
     "ParseError",
     "Parsed",
     "Parser",
@@ -43,6 +44,17 @@ class ParseError(InputError):
     def __init__(self, reason: str, path: str | Path | None = None) -> None:
         super().__init__(reason if path is None else f"{path}: {reason}")
         self.reason = reason
+
+
+class NoTextError(ParseError):
+    """A file that parses but holds no text to read: a page whose content is a script's
+    empty box, a deck of pictures, a workbook of empty sheets. It is an empty document, not
+    a failure: a sync lists it as ``empty``, as it lists a file of 0 bytes (its chunks are
+    removed with ``--prune``). A parser's :meth:`~Parser.parse` raises it (there is no
+    document to return); :func:`~rechunk.sources.documents_from_file` gives no document."""
+
+    def __init__(self, reason: str = "no text", path: str | Path | None = None) -> None:
+        super().__init__(reason, path)
 
 
 def error_kind(exc: BaseException) -> str:
@@ -333,9 +345,9 @@ class TextBuilder:
     ) -> list[Parsed]:
         """The one document a markup parser (AsciiDoc, Org, LaTeX) wrote: its metadata is
         how its bytes were decoded (``read``) and its ``title``, if it has one; a document
-        with no text is a :class:`ParseError`."""
+        with no text is a :class:`NoTextError`."""
         if self.empty:
-            raise ParseError("no text")
+            raise NoTextError()
         metadata: dict[str, Any] = dict(read)
         if title is not None:
             metadata["title"] = title

@@ -19,7 +19,7 @@ from typing import Any
 
 from rechunk.document import Document, flat_problem
 from rechunk.errors import ConfigError, InputError, MissingDependencyError
-from rechunk.sources.base import Locator, Parsed, ParseError
+from rechunk.sources.base import Locator, NoTextError, Parsed, ParseError
 from rechunk.sources.encoding import declared_encoding
 from rechunk.sources.registry import FORMATS, ParseOptions, format_for, parse_bytes, parser_for
 from rechunk.sources.scripts import script_language
@@ -237,6 +237,8 @@ def documents_from_file(
         return [Document(doc_id, text, metadata=metadata, locator=_code_locator(text, language))]
     try:
         parsed_all = parse_bytes(parser_for(kind), data, options)
+    except NoTextError:  # it parsed and holds no text: empty, as a file of 0 bytes is
+        return []
     except ParseError as exc:
         raise ParseError(exc.reason, path) from None
     return [_document(doc_id, kind, parsed) for parsed in parsed_all if parsed.text.strip()]

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 from rechunk.sources._office import open_package, reject_ole, xml_part
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder
 
 if TYPE_CHECKING:
     from rechunk.sources.registry import ParseOptions
@@ -677,6 +677,6 @@ class DocxParser:
             walker.blocks(body)
         walker.finish()
         if walker.out.empty:
-            raise ParseError("no text: the document body is empty")
+            raise NoTextError("no text: the document body is empty")
         metadata = {"title": title} if title else {}
         return [walker.out.build(self.name, self.version(), metadata=metadata)]

@@ -18,8 +18,8 @@ chunks: ``subject``, ``title`` (the subject, as other formats name it), ``from``
 that is not valid in its declared charset is read as UTF-8 when it is that, else its bad
 bytes are replaced by U+FFFD and ``metadata["invalid_bytes"]`` is ``True``. A file
 without any message header (From, To, Subject, Date, Message-ID, MIME-Version,
-Content-Type) is not an e-mail: :class:`ParseError`; so is a message with neither
-subject, body text nor attachment ("no text").
+Content-Type) is not an e-mail: :class:`ParseError`; a message with neither subject,
+body text nor attachment is a :class:`NoTextError` (an empty document).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import re
 from email.message import EmailMessage, Message
 from typing import Any
 
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder
 from rechunk.sources.encoding import text_codec
 from rechunk.sources.registry import FORMATS, ParseOptions
 
@@ -168,7 +168,7 @@ class EmailParser:
         for line in _attachments(message, body):
             builder.list_item(line)
         if builder.empty:
-            raise ParseError("no text")
+            raise NoTextError("no text")
         metadata: dict[str, Any] = {}
         for key, value in (
             ("subject", subject),

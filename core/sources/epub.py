@@ -23,7 +23,7 @@ from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
 from rechunk.sources._office import open_package, read_part, xml_part
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = ["EpubParser"]
@@ -126,7 +126,7 @@ class EpubParser:
                 replaced = replaced or bad
                 write_html(markup, builder, options, locator={"chapter": number})
         if builder.empty:
-            raise ParseError("no text: the book's content documents hold no text")
+            raise NoTextError("no text: the book's content documents hold no text")
         metadata: dict[str, Any] = {}
         if replaced:
             metadata["invalid_bytes"] = True

@@ -46,7 +46,7 @@ use (extra ``formats``). What is read, in this order:
 
 Every block carries ``{"anchor": id}`` of the heading in force when that heading has an
 ``id`` (so a reader can cite ``page.html#id``). ``metadata["title"]`` is the ``<title>``,
-else the first ``h1``. A page with no text left is a :class:`ParseError` ("no text").
+else the first ``h1``. A page with no text left is a :class:`NoTextError` (an empty document).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from typing import Any
 
 from rechunk._optional import require
 from rechunk.errors import ConfigError
-from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder, clean_inline
 from rechunk.sources.encoding import decode_text_as, text_codec
 from rechunk.sources.registry import FORMATS, ParseOptions
 
@@ -536,7 +536,7 @@ class HtmlParser:
         builder = TextBuilder()
         title = write_html(markup, builder, options, self.rules)
         if builder.empty:
-            raise ParseError("no text")
+            raise NoTextError("no text")
         metadata: dict[str, Any] = {"encoding": encoding}
         if title:
             metadata["title"] = title

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rechunk._optional import require
-from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder, clean_inline
 from rechunk.sources.registry import FORMATS, ParseOptions
 
 __all__ = ["NotebookParser", "load_json", "write_markdown"]
@@ -147,7 +147,7 @@ class NotebookParser:
             elif kind == "raw":
                 write_plain_text(_source(cell.get("source")), builder, cell=number)
         if builder.empty:
-            raise ParseError("no text")
+            raise NoTextError("no text")
         metadata = {
             key: value for key, value in (("language", language), ("title", title)) if value
         }

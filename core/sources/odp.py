@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 from rechunk.sources._odf import P, Styles, Walker, ns, open_odf, q, text_of
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import NoTextError, Parsed, TextBuilder
 from rechunk.sources.pptx import UNTITLED
 
 if TYPE_CHECKING:
@@ -103,5 +103,5 @@ class OdpParser:
             for k, note in enumerate(notes):
                 out.quote(("Notes: " if k == 0 else "") + note, slide=number)
         if out.empty:
-            raise ParseError("no text: the deck's slides hold no text")
+            raise NoTextError("no text: the deck's slides hold no text")
         return [out.build(self.name, self.version(), metadata=package.title())]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 from rechunk.sources._odf import H, P, number, open_odf, q, text_of
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder
 from rechunk.sources.sheets import format_value, write_rows
 
 if TYPE_CHECKING:
@@ -141,5 +141,5 @@ class OdsParser:
                 out.heading(title, 1, sheet=title)
                 write_rows(out, rows, first_is_header=False, sheet=title)
         if out.empty:
-            raise ParseError("no text: every sheet is empty")
+            raise NoTextError("no text: every sheet is empty")
         return [out.build(self.name, self.version(), metadata=package.title())]

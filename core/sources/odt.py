@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rechunk.sources._odf import Styles, Walker, open_odf
-from rechunk.sources.base import Parsed, ParseError
+from rechunk.sources.base import NoTextError, Parsed
 
 if TYPE_CHECKING:
     from rechunk.sources.registry import ParseOptions
@@ -57,5 +57,5 @@ class OdtParser:
             walker.blocks(body)
         walker.flush()
         if walker.out.empty:
-            raise ParseError("no text: the document body is empty")
+            raise NoTextError("no text: the document body is empty")
         return [walker.out.build(self.name, self.version(), metadata=package.title())]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
 from rechunk.sources._office import ZIP_ERRORS, reject_ole
-from rechunk.sources.base import Parsed, ParseError, TextBuilder, error_kind
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder, error_kind
 
 if TYPE_CHECKING:
     from rechunk.sources.registry import ParseOptions
@@ -285,7 +285,7 @@ class PptxParser:
         except (*ZIP_ERRORS, pptx.exc.PythonPptxError, KeyError, ValueError, AttributeError) as exc:
             raise ParseError(f"corrupt: a slide cannot be read ({error_kind(exc)})") from None
         if out.empty:
-            raise ParseError("no text: the deck's slides hold no text")
+            raise NoTextError("no text: the deck's slides hold no text")
         try:
             title = (deck.core_properties.title or "").strip()
         except (*ZIP_ERRORS, pptx.exc.PythonPptxError, KeyError, ValueError, AttributeError) as exc:

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rechunk.sources.base import Parsed, ParseError, TextBuilder
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder
 
 if TYPE_CHECKING:
     from rechunk.sources.registry import ParseOptions
@@ -551,7 +551,7 @@ class RtfParser:
         reader = _Reader(data.decode("latin-1"))
         reader.read()
         if reader.out.empty:
-            raise ParseError("no text: the document holds no text")
+            raise NoTextError("no text: the document holds no text")
         title = " ".join(_joined(reader.title).split())
         metadata = {"title": title} if title else {}
         return [reader.out.build(self.name, self.version(), metadata=metadata)]

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from rechunk._optional import require
 from rechunk.sources._office import ZIP_ERRORS, reject_ole
-from rechunk.sources.base import Parsed, ParseError, TextBuilder, clean_inline
+from rechunk.sources.base import NoTextError, Parsed, ParseError, TextBuilder, clean_inline
 
 if TYPE_CHECKING:
     from rechunk.sources.registry import ParseOptions
@@ -403,7 +403,7 @@ class XlsxParser:
         finally:
             book.close()
         if out.empty:
-            raise ParseError("no text: every sheet is empty")
+            raise NoTextError("no text: every sheet is empty")
         return [out.build(self.name, self.version())]
 
 
@@ -451,6 +451,6 @@ class CsvParser:
         out = TextBuilder()
         write_rows(out, rows, first_is_header=True)
         if out.empty:
-            raise ParseError("no text: the file holds no values")
+            raise NoTextError("no text: the file holds no values")
         name = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "bar"}[delimiter]
         return [out.build(self.name, self.version(), metadata={"delimiter": name, **read})]
