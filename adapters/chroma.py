@@ -124,6 +124,8 @@ def http_client(
     headers: Mapping[str, str] | None = None,
     settings: Any = None,
     path: str = "",
+    tenant: str | None = None,
+    database: str | None = None,
 ) -> ClientAPI:
     """``chromadb.HttpClient(...)``, raising :class:`StoreUnavailableError` when nobody answers.
 
@@ -136,13 +138,27 @@ def http_client(
     ``host`` may be an IPv6 address (``::1``, or with a zone id ``fe80::1%eth0``; Chroma
     itself would take its colons for a port), and ``path`` the prefix a reverse proxy
     serves the server under (``/chroma``: requests go to ``/chroma/api/v2/...``).
+
+    ``tenant`` and ``database`` choose where the client's collections (and rechunk's
+    writer locks, :data:`LOCK_COLLECTION`) are; one not given is Chroma's own environment
+    variable's (``CHROMA_TENANT``, ``CHROMA_DATABASE``: Chroma's ``HttpClient`` reads
+    neither), else Chroma's default (``default_tenant``, ``default_database``). Both must
+    exist on the server: one that does not is a :class:`~rechunk.errors.ConfigError`, and
+    nothing is created. So is a server's refusal of the credentials (HTTP 401 or 403; set
+    them with Chroma's ``CHROMA_CLIENT_AUTH_PROVIDER`` and
+    ``CHROMA_CLIENT_AUTH_CREDENTIALS``, or ``settings``): trying again will not help.
     """
+    from rechunk.adapters.uri import chroma_names
+
+    tenant, database = chroma_names(tenant, database)
     netloc = f"[{host}]" if ":" in host and not host.startswith("[") else host
     target = netloc
     if path.strip("/"):
         target = f"{'https' if ssl else 'http'}://{netloc}:{port}/{path.strip('/')}"
     where = f"{netloc}:{port}{'/' + path.strip('/') if path.strip('/') else ''}"
-    kwargs: dict[str, Any] = {"host": target, "port": port, "ssl": ssl}
+    kwargs: dict[str, Any] = {
+        "host": target, "port": port, "ssl": ssl, "tenant": tenant, "database": database
+    }  # fmt: skip
     if headers is not None:
         kwargs["headers"] = dict(headers)
     if settings is not None:
@@ -153,13 +169,123 @@ def http_client(
         if is_unreachable(exc):
             message = f"cannot reach the Chroma server at {where}: {exc}"
             raise StoreUnavailableError(message) from exc
-        raise StoreError(f"cannot connect to the Chroma server at {where}: {exc}") from exc
+        sent = _sends_credentials(headers, settings)
+        raise _connect_error(exc, where, path.strip("/"), tenant, database, sent) from exc
     import httpx
 
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client) and session.timeout.read is None:
         session.timeout = httpx.Timeout(REQUEST_SECONDS, connect=10.0)
     return client
+
+
+#: Chroma's token client provider (what ``CHROMA_CLIENT_AUTH_PROVIDER`` names for a token).
+TOKEN_PROVIDER: Final = "chromadb.auth.token_authn.TokenAuthClientProvider"
+_CREDENTIALS_HELP: Final = (
+    f"set CHROMA_CLIENT_AUTH_PROVIDER={TOKEN_PROVIDER} and CHROMA_CLIENT_AUTH_CREDENTIALS "
+    "to the token in the environment (CHROMA_AUTH_TOKEN_TRANSPORT_HEADER=X-Chroma-Token "
+    "for a server that reads that header; a token never goes in the store URI)"
+)
+
+
+def _answer(exc: BaseException) -> tuple[int, str, str] | None:
+    """The HTTP status, reason and request path of the answer behind ``exc`` (chromadb
+    raises its own exception while handling httpx's), or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        response = getattr(current, "response", None)
+        status = getattr(response, "status_code", None)
+        if isinstance(status, int):
+            url = getattr(getattr(response, "request", None), "url", None)
+            reason = str(getattr(response, "reason_phrase", ""))
+            return status, reason, str(getattr(url, "path", ""))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _refusal(exc: BaseException) -> str | None:
+    """What a server's refusal of the credentials said (an HTTP 401 or 403, or Chroma's
+    error for one), or None when ``exc`` is something else."""
+    from chromadb.errors import AuthorizationError, ChromaAuthError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (ChromaAuthError, AuthorizationError)):
+            return f"{type(current).__name__}: {current}".rstrip(": ")
+        current = current.__cause__ or current.__context__
+    answer = _answer(exc)
+    if answer is not None and answer[0] in (401, 403):
+        return f"HTTP {answer[0]} {answer[1]}".rstrip()
+    return None
+
+
+def _sends_credentials(headers: Mapping[str, str] | None, settings: Any) -> bool:
+    """Whether a client made with ``headers`` and ``settings`` sends credentials."""
+    if any(key.lower() in ("authorization", "x-chroma-token") for key in headers or {}):
+        return True
+    if settings is None:
+        from chromadb.config import Settings
+
+        settings = Settings()  # what HttpClient reads: the environment (and a .env file)
+    provider = getattr(settings, "chroma_client_auth_provider", None)
+    return bool(provider and getattr(settings, "chroma_client_auth_credentials", None))
+
+
+def _connect_error(
+    exc: Exception, where: str, prefix: str, tenant: str, database: str, sent: bool
+) -> RechunkError:
+    """rechunk's error for a Chroma client that could not be made (the server answered)."""
+    refused = _refusal(exc)
+    if refused is not None:
+        if sent:
+            return ConfigError(
+                f"the Chroma server at {where} refused the credentials ({refused}) for tenant "
+                f"{tenant!r}, database {database!r}: check CHROMA_CLIENT_AUTH_CREDENTIALS and "
+                f"CHROMA_CLIENT_AUTH_PROVIDER ({TOKEN_PROVIDER} for a token); trying again "
+                "with the same ones will not help"
+            )
+        return ConfigError(
+            f"the Chroma server at {where} asks for credentials and none were sent "
+            f"({refused}): {_CREDENTIALS_HELP}"
+        )
+    if isinstance(exc, NotFoundError):
+        missing = (
+            f"no tenant {tenant!r}"
+            if str(exc).lower().startswith("tenant")
+            else f"no database {database!r} in tenant {tenant!r}"
+        )
+        return ConfigError(
+            f"the Chroma server at {where} has {missing}; rechunk creates no tenant or "
+            "database: create it (chromadb.AdminClient's create_tenant / create_database) "
+            "or name one that exists (a store URI's ?tenant=T&database=D, CHROMA_TENANT / "
+            "CHROMA_DATABASE, or http_client's tenant= / database=)"
+        )
+    said = str(exc).strip()
+    answer = _answer(exc)
+    if answer is not None:
+        status, reason, asked = answer
+        said = f"HTTP {status} {reason}".rstrip() + (f" for {asked}" if asked else "")
+        if status == 404:
+            hint = (
+                f"is the path prefix /{prefix} right? (a tenant and database are named as "
+                "?tenant=T&database=D, not in the path)"
+                if prefix
+                else "is it a Chroma server (1.x, API v2), and is a path prefix missing?"
+            )
+            # a StoreError, as a Qdrant server's 404 is (a proxy's route may come back)
+            return StoreError(
+                f"cannot connect to the Chroma server at {where}: {said}, no Chroma API "
+                f"there: {hint}"
+            )
+        if status >= 500 or status in (408, 429):
+            return StoreUnavailableError(f"cannot connect to the Chroma server at {where}: {said}")
+    if said.startswith("(trace ID") or not said:
+        said = f"{type(exc).__name__} {said}".strip()
+    return StoreError(f"cannot connect to the Chroma server at {where}: {said}")
 
 
 @dataclass(frozen=True)
@@ -260,6 +386,13 @@ class ChromaStore(StoreBase["ClientAPI"]):
             if _bad_name(exc):
                 raise ConfigError(
                     f"Chroma refuses the collection name {self._collection!r}: {exc}"
+                ) from exc
+            refused = _refusal(exc)
+            if refused is not None:  # a token revoked, or one that may not do this
+                raise ConfigError(
+                    f"the Chroma server refused to let this client {action} collection "
+                    f"{self._collection!r} ({refused}): check CHROMA_CLIENT_AUTH_CREDENTIALS "
+                    "and CHROMA_CLIENT_AUTH_PROVIDER; trying again will not help"
                 ) from exc
             if is_timeout(exc):
                 raise StoreTimeoutError(

@@ -13,17 +13,25 @@ URI                            store
                                for TLS; the API key is read from the
                                environment variable ``QDRANT_API_KEY``
 ``chroma:DIR``                 embedded Chroma persisted in DIR
-``chroma+http://HOST:PORT``    a Chroma server (``chroma run``); credentials
-                               from Chroma's own environment variables
+``chroma+http://HOST:PORT``    a Chroma server (``chroma run``); ``chroma+https://``
+                               for TLS (port 443 unless given); credentials from
+                               Chroma's own environment variables
                                ``CHROMA_CLIENT_AUTH_PROVIDER`` and
                                ``CHROMA_CLIENT_AUTH_CREDENTIALS``
 =============================  ===============================================
 
+A Chroma server URI may name the tenant and database to use in a query:
+``chroma+http://HOST:PORT?tenant=T&database=D`` (either alone, after a prefix too:
+``chroma+https://HOST/chroma?database=D``). One it does not name is Chroma's own
+environment variable's, ``CHROMA_TENANT`` / ``CHROMA_DATABASE``, else Chroma's default
+(``default_tenant`` / ``default_database``). Both must exist on the server: rechunk
+creates neither (:class:`ConfigError` when one is missing).
+
 A server URI may end in a path (``qdrant+http://HOST:6333/qdrant``, a server behind a
 reverse proxy under that prefix). HOST may be an IPv6 address in brackets, with a zone
 id as RFC 6874 writes it (``[fe80::1%25eth0]``) or as is (``[fe80::1%eth0]``). A user,
-password, query or fragment in a server URI is refused (:class:`ConfigError`) rather
-than dropped: rechunk records store URIs in ``.rechunk/manifest.json``, so secrets come
+password, fragment or any other query in a server URI is refused (:class:`ConfigError`)
+rather than dropped: rechunk records store URIs in ``.rechunk/manifest.json``, so secrets come
 from the environment.
 """
 
@@ -37,13 +45,22 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from rechunk._optional import require
 from rechunk.adapters._layout import Layout, check_layout
 from rechunk.errors import ConfigError, StoreError, StoreUnavailableError
 
-__all__ = ["DEFAULT_STORE", "OpenStore", "canonical_uri", "open_store", "store_exists"]
+__all__ = [
+    "DEFAULT_STORE",
+    "OpenStore",
+    "canonical_uri",
+    "chroma_names",
+    "chroma_place",
+    "open_store",
+    "resolved_uri",
+    "store_exists",
+]
 
 DEFAULT_STORE = "qdrant:.rechunk/qdrant"
 SCHEMES = (
@@ -53,6 +70,18 @@ SCHEMES = (
     "qdrant-edge:",
     "chroma:",
     "chroma+http://",
+    "chroma+https://",
+)
+#: Chroma's own environment variables for the tenant and database a client uses (its
+#: ``CloudClient`` reads them; rechunk reads them for a server URI that names neither).
+TENANT_ENV, DATABASE_ENV = "CHROMA_TENANT", "CHROMA_DATABASE"
+#: Chroma's defaults (``chromadb.config.DEFAULT_TENANT`` and ``DEFAULT_DATABASE``).
+DEFAULT_TENANT, DEFAULT_DATABASE = "default_tenant", "default_database"
+#: What the query of a Chroma server URI may name.
+_CHROMA_QUERY = ("tenant", "database")
+#: Where a Chroma server's credentials come from instead of its URI.
+_CHROMA_SECRETS = (
+    "CHROMA_CLIENT_AUTH_PROVIDER and CHROMA_CLIENT_AUTH_CREDENTIALS (Chroma's own settings)"
 )
 #: How long a server may take to answer the first request before the CLI gives up (the
 #: clients themselves wait much longer, or, Chroma's, for ever).
@@ -89,8 +118,72 @@ def canonical_uri(uri: str) -> str:
     head, sep, rest = uri.partition("://")
     if not sep:
         return uri
+    query = ""
+    if head.lower() in ("chroma+http", "chroma+https"):
+        # the tenant and database it reaches (the environment's when the URI names none),
+        # those that are not Chroma's defaults written as a query (the defaults left out,
+        # so what earlier versions recorded under the bare URI is still found)
+        with contextlib.suppress(ConfigError):
+            place = zip(_CHROMA_QUERY, chroma_place(uri), (DEFAULT_TENANT, DEFAULT_DATABASE))
+            named = [(key, value) for key, value, default in place if value != default]
+            rest = re.split("[?#]", rest, maxsplit=1)[0]
+            query = "?" + urlencode(named) if named else ""
     host, slash, path = rest.partition("/")
-    return f"{head.lower()}://{host.lower()}{slash}{path}".rstrip("/")
+    return f"{head.lower()}://{host.lower()}{slash}{path}".rstrip("/") + query
+
+
+def chroma_place(uri: str) -> tuple[str, str]:
+    """The tenant and database a Chroma server URI (``chroma+http://``,
+    ``chroma+https://``) reaches: those its query names (``?tenant=T&database=D``), else
+    the environment's ``CHROMA_TENANT`` / ``CHROMA_DATABASE``, else Chroma's defaults.
+    A :class:`ConfigError` for a URI that is not valid."""
+    return _place(_server(uri, required_port=False, secrets=_CHROMA_SECRETS, query=_CHROMA_QUERY))
+
+
+def resolved_uri(uri: str) -> str:
+    """``uri`` with what this process's environment decides about the store written in,
+    so that another process (a Ray worker on another machine) reaches the same one: a
+    Chroma server URI gets its tenant and database as a query
+    (``chroma+http://HOST:PORT?tenant=T&database=D``); any other URI is returned as it is."""
+    if not uri.startswith(("chroma+http://", "chroma+https://")):
+        return uri
+    tenant, database = chroma_place(uri)
+    bare = re.split("[?#]", uri, maxsplit=1)[0]
+    return f"{bare}?{urlencode([('tenant', tenant), ('database', database)])}"
+
+
+def _place(server: _Server) -> tuple[str, str]:
+    """The tenant and database of a Chroma server URI's parts (see :func:`chroma_place`)."""
+    return chroma_names(server.query.get("tenant"), server.query.get("database"))
+
+
+def chroma_names(tenant: str | None, database: str | None) -> tuple[str, str]:
+    """The tenant and database a Chroma client given ``tenant`` and ``database`` (None:
+    not given) uses: those given, else the environment's ``CHROMA_TENANT`` /
+    ``CHROMA_DATABASE``, else Chroma's defaults; a :class:`ConfigError` for a name that
+    a request path cannot carry."""
+    found = []
+    for key, given, variable, default in (
+        ("tenant", tenant, TENANT_ENV, DEFAULT_TENANT),
+        ("database", database, DATABASE_ENV, DEFAULT_DATABASE),
+    ):
+        if given is not None:
+            _check_place(f"{key}=", key, given)
+            found.append(given)
+        else:
+            value = os.environ.get(variable) or default
+            _check_place(f"the environment variable {variable}", key, value)
+            found.append(value)
+    return found[0], found[1]
+
+
+def _check_place(source: str, key: str, value: str) -> None:
+    """A :class:`ConfigError` for a tenant or database name a request path cannot carry."""
+    if not value or "/" in value or value in (".", ".."):
+        raise ConfigError(
+            f"{source} names the Chroma {key} {value!r}, which is not a {key} name (empty, "
+            "'.', '..' or with a '/')"
+        )
 
 
 def store_exists(uri: str) -> bool:
@@ -223,12 +316,16 @@ def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
 @dataclass(frozen=True)
 class _Server:
     """What a server URI names: ``host`` (an IPv6 address without brackets, its zone id
-    decoded: ``fe80::1%eth0``), ``port`` and ``path`` (``""`` or ``/a/b``, as written)."""
+    decoded: ``fe80::1%eth0``), ``port``, ``path`` (``""`` or ``/a/b``, as written) and
+    ``query``."""
 
     scheme: str
     host: str
     port: int | None
     path: str
+    #: what its query names (only the keys the scheme takes: a Chroma server's tenant and
+    #: database), decoded
+    query: dict[str, str] = field(default_factory=dict)
 
     @property
     def netloc(self) -> str:
@@ -243,10 +340,11 @@ class _Server:
 _ZONE = re.compile(r"[A-Za-z0-9._~-]+")
 
 
-def _server(uri: str, *, required_port: bool, secrets: str) -> _Server:
+def _server(uri: str, *, required_port: bool, secrets: str, query: tuple[str, ...] = ()) -> _Server:
     """The parts of a server URI; ConfigError when the host or port is missing or invalid,
     and when it holds what would be dropped (a user or password: ``secrets`` names the
-    environment variables they go in instead; a query or fragment)."""
+    environment variables they go in instead; a fragment, or a query that names anything
+    but the keys in ``query``, each once)."""
     try:
         parts = urlsplit(uri.split("+", 1)[1])
         port = parts.port
@@ -258,12 +356,13 @@ def _server(uri: str, *, required_port: bool, secrets: str) -> _Server:
             f"store URI {shown!r} holds credentials, which rechunk does not read from a URI "
             f"(it records store URIs in {_MANIFEST}): set {secrets} in the environment instead"
         )
-    if parts.query or parts.fragment or uri.endswith(("?", "#")):
-        shown = re.split("[?#]", uri, maxsplit=1)[0]  # a query may hold a secret
+    shown = re.split("[?#]", uri, maxsplit=1)[0]  # a query may hold a secret
+    if (parts.query and not query) or parts.fragment or uri.endswith(("?", "#")):
         raise ConfigError(
             f"store URI {shown!r} is followed by a query or fragment ('?...', '#...'), which "
             f"would be ignored: remove it (credentials come from {secrets} in the environment)"
         )
+    named = _query(uri, shown, parts.query, query, secrets) if parts.query else {}
     if not parts.hostname:
         raise ConfigError(f"store URI {uri!r} has no host")
     if required_port and not port:
@@ -272,7 +371,31 @@ def _server(uri: str, *, required_port: bool, secrets: str) -> _Server:
     netloc = parts.netloc.rpartition("@")[2]
     if netloc.startswith("[") and "]" in netloc:
         host = _ipv6(uri, netloc[1 : netloc.index("]")])
-    return _Server(parts.scheme, host, port, parts.path.rstrip("/"))
+    return _Server(parts.scheme, host, port, parts.path.rstrip("/"), named)
+
+
+def _query(uri: str, shown: str, text: str, keys: tuple[str, ...], secrets: str) -> dict[str, str]:
+    """What the query ``text`` of a server URI names, decoded: each of ``keys`` at most
+    once, with a value; anything else is a ConfigError that quotes none of it (a query may
+    hold a secret)."""
+    takes = " and ".join(f"{key}=" for key in keys)
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=True)
+    except ValueError:
+        pairs = [("", "")]
+    if any(key not in keys for key, _ in pairs):
+        raise ConfigError(
+            f"store URI {shown!r} is followed by a query that names something other than "
+            f"{takes}, which would be ignored: remove it (credentials come from {secrets} "
+            "in the environment, never from the URI)"
+        )
+    named: dict[str, str] = {}
+    for key, value in pairs:  # only keys it takes: the URI may be quoted
+        if key in named:
+            raise ConfigError(f"store URI {uri!r} names the {key} more than once")
+        _check_place(f"store URI {uri!r}", key, value)
+        named[key] = value
+    return named
 
 
 def _ipv6(uri: str, literal: str) -> str:
@@ -318,16 +441,14 @@ def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
     from rechunk.adapters.chroma import ChromaStore, check_collection_name, http_client
 
     check_collection_name(collection)  # before a folder or a client is made
-    if uri.startswith("chroma+http://"):
-        server = _server(
-            uri,
-            required_port=True,
-            secrets="CHROMA_CLIENT_AUTH_PROVIDER and CHROMA_CLIENT_AUTH_CREDENTIALS (Chroma's "
-            "own settings)",
-        )
-        assert server.port is not None
+    if uri.startswith(("chroma+http://", "chroma+https://")):
+        ssl = uri.startswith("chroma+https://")
+        server = _server(uri, required_port=not ssl, secrets=_CHROMA_SECRETS, query=_CHROMA_QUERY)
+        tenant, database = _place(server)
         _probe(uri, server, server.path + "/api/v2/heartbeat", {})
-        client = http_client(server.host, server.port, path=unquote(server.path))
+        port = server.port or 443
+        client = http_client(server.host, port, ssl=ssl, path=unquote(server.path),
+                             tenant=tenant, database=database)  # fmt: skip
     else:
         client = chromadb.PersistentClient(path=_folder(uri, create))
     return OpenStore(uri, "chroma", ChromaStore(client, collection, layout=layout), client)
@@ -357,6 +478,6 @@ def open_store(
     if uri.startswith("qdrant"):
         if uri.startswith(("qdrant:", "qdrant+http://", "qdrant+https://")):
             return _qdrant(uri, collection, checked, create)
-    elif uri.startswith("chroma") and uri.startswith(("chroma:", "chroma+http://")):
+    elif uri.startswith(("chroma:", "chroma+http://", "chroma+https://")):
         return _chroma(uri, collection, checked, create)
     raise ConfigError(f"unknown store URI {uri!r}; use one of: {', '.join(SCHEMES)}")

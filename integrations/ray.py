@@ -97,7 +97,7 @@ CPUS = 0.25
 #: attempts Ray makes of a task whose worker died, and restarts of an embedding actor
 RETRIES = 3
 #: schemes of the store URIs a cluster can share (a server); embedded stores cannot
-SERVER_SCHEMES = ("chroma+http://", "qdrant+http://", "qdrant+https://")
+SERVER_SCHEMES = ("chroma+http://", "chroma+https://", "qdrant+http://", "qdrant+https://")
 
 
 @dataclass
@@ -748,7 +748,9 @@ def sync(
     ``id_field``, the ``encoding`` of text that is not UTF-8), as ``rechunk sync``'s
     ``--id-field`` and ``--encoding`` give them.
     ``store``: a server URI (``chroma+http://HOST:PORT``, ``qdrant+http://HOST:PORT``)
-    with ``collection`` and ``layout``, or a picklable callable that opens the store
+    with ``collection`` and ``layout`` (a Chroma server's tenant and database, named by
+    the URI or by this process's ``CHROMA_TENANT`` / ``CHROMA_DATABASE``, are written into
+    the URI the workers open), or a picklable callable that opens the store
     (each task calls it). The collection must exist (``ensure_collection``).
     ``embedder``: an embedder URI (``onnx:``, ``st:``, ``openai:MODEL`` with
     ``embed_url``), a picklable callable that makes the embedder, or a picklable
@@ -815,6 +817,13 @@ def sync(
     check_compatible(chunker, raw)
     pick = _chooser(chunker, chunker_for, docs, raw)
 
+    shipped = store  # what the workers open
+    if isinstance(store, str):
+        from rechunk.adapters.uri import resolved_uri
+
+        # with what the driver's environment decides written in (a Chroma server's tenant
+        # and database, CHROMA_TENANT / CHROMA_DATABASE): a worker's may differ
+        shipped = resolved_uri(store)
     opener = _Spec(store, collection, layout, embedder, embed_url, raw.model_id, raw.dimension,
                    order, False, False)  # fmt: skip
     # kept for the next call, as workers keep theirs: a service calling sync() in a loop
@@ -835,7 +844,7 @@ def sync(
                 )
             model_check = ModelCheck([*([driver_store] if info.points else []), *reuse_from],
                                      cache)  # fmt: skip
-            spec = _Spec(store, driver_store.collection if isinstance(store, str) else None,
+            spec = _Spec(shipped, driver_store.collection if isinstance(store, str) else None,
                          layout, embedder, embed_url, raw.model_id, raw.dimension, order,
                          lock is not None, _keeps(driver_store), raw.max_input_tokens,
                          int(getattr(raw, "special_tokens", 0) or 0),
