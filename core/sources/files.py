@@ -17,7 +17,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rechunk.document import Document, is_utf8
@@ -25,7 +25,12 @@ from rechunk.errors import ConfigError, InputError, MissingDependencyError
 from rechunk.sources.base import ParseError
 from rechunk.sources.documents import CODE, documents_from_file, kind_of
 from rechunk.sources.encoding import binary_container, check_encoding, decode_text, not_text
-from rechunk.sources.generated import generated_by_content, generated_by_name
+from rechunk.sources.generated import (
+    built_site,
+    generated_by_content,
+    generated_by_name,
+    generated_in_site,
+)
 from rechunk.sources.ignore import IgnoreRules, wildmatch
 from rechunk.sources.registry import ParseOptions
 from rechunk.sources.scripts import HEAD_BYTES
@@ -230,6 +235,25 @@ class _Found:
     # matching entries that are no file to read (links that lead nowhere, devices,
     # FIFOs, sockets), with why
     broken: list[tuple[Path, str]]
+    # the files of ``files`` that are a built site's machinery, with why
+    # (rechunk.sources.generated.generated_in_site)
+    site: dict[Path, str] = field(default_factory=dict)
+
+
+#: a folder of a built site: the generator that built it, and the folder's path in it
+_Site = tuple[str, PurePosixPath]
+
+
+def _site_above(path: Path) -> _Site | None:
+    """The built site (:func:`rechunk.sources.generated.built_site`) whose root holds
+    ``path`` (a file or folder given on the command line, or a walk's root), looked for in
+    the folders above it, with ``path``'s place in it; None for a path in no built site."""
+    real = path.resolve()
+    for folder in real.parents:
+        generator = built_site(folder)
+        if generator is not None:
+            return generator, PurePosixPath(real.relative_to(folder).as_posix())
+    return None
 
 
 #: hidden names not counted as left out: version control's, rechunk's own, the ignore files
@@ -256,6 +280,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
     matches = globs.fullmatch
     rules = IgnoreRules(root, gitignore)
     found = _Found([], [], [], [], [], [])
+    sites: dict[Path, _Site] = {}  # each folder walked that a built site holds
 
     def failed(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
@@ -263,6 +288,17 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
     for folder, subfolders, names in os.walk(root, onerror=failed):
         here = Path(folder)
         parts = here.relative_to(root).parts
+        site: _Site | None = None
+        generator = built_site(here, (*names, *subfolders))
+        if generator is not None:
+            site = (generator, PurePosixPath())
+        elif not parts:
+            site = _site_above(here)
+        elif here.parent in sites:
+            generator, place = sites[here.parent]
+            site = (generator, place / here.name)
+        if site is not None:
+            sites[here] = site
         kept = []
         for name in sorted(subfolders):
             if name.startswith("."):
@@ -291,6 +327,10 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
                 found.ignored.append((here / name, ""))
             elif (here / name).is_file():  # not a dangling link, a pipe or a socket
                 found.files.append(here / name)
+                if site is not None:
+                    machinery = generated_in_site(site[0], site[1] / name)
+                    if machinery is not None:
+                        found.site[here / name] = machinery
             elif os.path.islink(here / name):
                 found.broken.append((here / name, _broken_link(here / name)))
             else:
@@ -484,6 +524,7 @@ def read_documents(
             head = "" if named == "." else named + "/"  # the doc_id prefix of root's files
             name = functools.partial(_named, head, root)
             files = [(p, name(p)) for p in found.files]
+            machinery = found.site
             for path, suffix in found.hidden:
                 hidden.setdefault(
                     path.parent.resolve() / path.name, _printable(name(path)) + suffix
@@ -512,6 +553,10 @@ def read_documents(
                 out.skipped.append((_printable(doc_id), f"not a regular file ({kind})"))
                 continue
             files = [(root, doc_id)]
+            machinery = {}
+            site = None if include_generated else _site_above(root)
+            if site is not None and (reason := generated_in_site(*site)) is not None:
+                machinery[root] = reason
         else:
             raise ConfigError(f"no such file or folder: {root}")
         out.roots.append(os.path.abspath(root))
@@ -526,7 +571,9 @@ def read_documents(
                     f"{path}; {_ONE_OF_THEM}"
                 )
             out.paths[doc_id] = path
-            tool_written = None if include_generated else generated_by_name(path)
+            tool_written = (
+                None if include_generated else machinery.get(path) or generated_by_name(path)
+            )
             if tool_written is not None:
                 read.add(real)
                 out.generated.append((_printable(doc_id), tool_written))

@@ -39,12 +39,29 @@ Four tests, each cheap and each written so that a file a person wrote does not p
 
 Only source code is tested by content: generated documentation (an API reference, a
 changelog written by a release tool) is meant to be read and is read.
+
+Two more tests, by name and place:
+
+* **office owner file**: the name starts with ``~$`` (:data:`OWNER_PREFIX`): the small
+  lock file Word, Excel and PowerPoint write beside a document someone has open
+  (``~$memo.docx``), holding that person's name; it is never a document, and read as
+  one it is a corrupt package. (LibreOffice's ``.~lock.memo.docx#`` is hidden already.)
+* **built site**: under the root of a static site a documentation generator built
+  (:func:`built_site`: Sphinx's ``.buildinfo``; MkDocs' ``sitemap.xml`` beside
+  ``sitemap.xml.gz``, or its search plugin's ``search/search_index.json``), only the
+  HTML pages are documents (:func:`generated_in_site`): the rest is the generator's
+  machinery (:data:`SITE_ASSET`: its theme's CSS and JavaScript, fonts and pictures,
+  search indexes, Sphinx's ``_sources/`` copies of the sources, sitemaps and inventories:
+  code or the site's text again), and so are the pages it writes with no content of their
+  own (:data:`SITE_PAGE`: Sphinx's ``genindex``, ``search`` and ``py-modindex``, MkDocs'
+  ``404``). A folder without those markers is read as any other.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import PurePath
+from collections.abc import Collection
+from pathlib import Path, PurePath
 
 __all__ = [
     "HEAD_LINES",
@@ -55,19 +72,38 @@ __all__ = [
     "MINIFIED",
     "MINIFIED_SHARE",
     "MIN_BYTES",
+    "MKDOCS",
+    "OWNER",
+    "OWNER_PREFIX",
     "REASONS",
+    "SITE_ASSET",
+    "SITE_PAGE",
+    "SITE_PAGES",
+    "SPHINX",
     "WRAPPER",
     "WRAPPERS",
+    "built_site",
     "generated_by_content",
     "generated_by_name",
+    "generated_in_site",
 ]
 
 LOCKFILE = "lockfile"
 WRAPPER = "build wrapper"
 MINIFIED = "minified"
 MARKED = "marked generated"
+OWNER = "office owner file"
+SITE_ASSET = "site asset"
+SITE_PAGE = "site utility page"
 #: every reason, in the order a summary lists them
-REASONS = (LOCKFILE, WRAPPER, MINIFIED, MARKED)
+REASONS = (LOCKFILE, WRAPPER, MINIFIED, MARKED, OWNER, SITE_ASSET, SITE_PAGE)
+
+#: how the name of an Office owner (lock) file starts: ``~$memo.docx``
+OWNER_PREFIX = "~$"
+
+#: the generators whose built sites :func:`built_site` knows
+SPHINX = "Sphinx"
+MKDOCS = "MkDocs"
 
 #: the scripts build tools write to download and run themselves, by exact name
 WRAPPERS = frozenset({"gradlew", "mvnw"})
@@ -155,7 +191,7 @@ _C_WRITER = re.compile(
 
 def generated_by_name(path: str | PurePath) -> str | None:
     """Why a file is generated, judged by its name alone (:data:`LOCKFILE`,
-    :data:`WRAPPER` or :data:`MINIFIED`), or None."""
+    :data:`WRAPPER`, :data:`MINIFIED` or :data:`OWNER`), or None."""
     name = PurePath(path).name
     if name in LOCKFILES or _PYLOCK.fullmatch(name):
         return LOCKFILE
@@ -163,6 +199,71 @@ def generated_by_name(path: str | PurePath) -> str | None:
         return WRAPPER
     if name.lower().endswith(_MINIFIED_SUFFIXES):
         return MINIFIED
+    if name.startswith(OWNER_PREFIX):
+        return OWNER
+    return None
+
+
+# what Sphinx's HTML builders write first in .buildinfo
+_SPHINX_BUILDINFO = b"# Sphinx build info version"
+# how MkDocs' search index starts (its own search plugin's, and Material's)
+_MKDOCS_SEARCH_INDEX = re.compile(rb'\s*\{\s*"config"\s*:\s*\{')
+#: the suffixes of a built site's pages (the rest of the site is its machinery)
+SITE_PAGES = (".html", ".htm")
+# the pages with no content of their own each generator writes at the site's root, as
+# ``name.html`` (or ``name/index.html``, Sphinx's dirhtml builder): Sphinx's general
+# index (``genindex-A.html``... when split by letter), search page and module indices
+_UTILITY_PAGES = {
+    SPHINX: re.compile(r"(?:genindex(?:-[^/.]+)?|search|[a-z]+-modindex)(?:\.html|/index\.html)"),
+    MKDOCS: re.compile(r"404\.html"),
+}
+
+
+def _head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of ``path`` (none when it cannot be read)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(size)
+    except OSError:
+        return b""
+
+
+def built_site(folder: Path, names: Collection[str] | None = None) -> str | None:
+    """The generator (:data:`SPHINX`, :data:`MKDOCS`) that built the static site whose
+    root is ``folder``, known by files it always writes there and a person's folder of
+    documents does not hold, or None. ``names``: the names of the files in ``folder``,
+    files and folders, when listed already (then a folder without a marker is not looked
+    at again).
+
+    Sphinx's HTML builders write ``.buildinfo`` (``# Sphinx build info version 1``);
+    MkDocs writes ``sitemap.xml`` and ``sitemap.xml.gz`` with every build, and its
+    search plugin (on by default; Material's too) ``search/search_index.json``, a JSON
+    object whose first key is ``config``."""
+
+    def has(name: str) -> bool:
+        return name in names if names is not None else (folder / name).is_file()
+
+    if has(".buildinfo") and _head(folder / ".buildinfo", 64).startswith(_SPHINX_BUILDINFO):
+        return SPHINX
+    if has("sitemap.xml") and has("sitemap.xml.gz"):
+        return MKDOCS
+    if (names is None or "search" in names) and _MKDOCS_SEARCH_INDEX.match(
+        _head(folder / "search" / "search_index.json", 64)
+    ):
+        return MKDOCS
+    return None
+
+
+def generated_in_site(generator: str, path: str | PurePath) -> str | None:
+    """Why a file of a site ``generator`` built is not a document (:data:`SITE_ASSET`:
+    anything but an HTML page; :data:`SITE_PAGE`: a page with no content of its own),
+    ``path`` being relative to the site's root; None for a page."""
+    relative = PurePath(path)
+    if relative.suffix.lower() not in SITE_PAGES:
+        return SITE_ASSET
+    pages = _UTILITY_PAGES.get(generator)
+    if pages is not None and pages.fullmatch(relative.as_posix()):
+        return SITE_PAGE
     return None
 
 
