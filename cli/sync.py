@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +108,9 @@ def execute(args: SyncArgs) -> int:
     from rechunk.cli.sources import Chooser, source_notes
     from rechunk.sync import SyncReport, sync
 
+    started = time.perf_counter()
     files = read_paths(args.paths, args, args, complete=args.prune)
+    reading = time.perf_counter() - started  # finding, reading and parsing the files
     failed: StaleCheckError | None = None
     if not files.documents:
         return _nothing_matched(args, files)
@@ -167,6 +170,7 @@ def execute(args: SyncArgs) -> int:
             if advice:  # in place of the store client's own warning
                 print(f"rechunk: warning: {advice}", file=sys.stderr)
     report.documents["skipped"] += len(files.skipped)
+    report.seconds = {"read": reading, **report.seconds}
     # the documents this sync wrote chunks of, checked for text the model cannot read
     written = {rep.doc_id for rep in report.per_document if rep.status in ("new", "changed")}
     unknown = unknown_documents(

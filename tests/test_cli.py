@@ -45,6 +45,10 @@ def test_sync_edit_resync(workdir: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert first["documents"]["new"] == len(list(DOCS.glob("*.md")))
     assert first["inputs"]["embedded"] == first["chunks"]["added"] > 0
     assert first["stale_check"] == "passed"
+    # reading the files is a stage of its own: a no-op sync of a big share spends its
+    # time there, and the stages summed to a fraction of the run
+    assert list(first["seconds"]) == ["read", "chunk", "plan", "embed", "publish", "verify"]
+    assert first["seconds"]["read"] > 0
 
     guide = workdir / "docs" / "sync-guide.md"
     guide.write_text(guide.read_text() + "\n\nA closing paragraph added later.\n")
