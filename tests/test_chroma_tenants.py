@@ -14,17 +14,14 @@ was exit 3, which cron's retry logic retried for ever.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 chromadb = pytest.importorskip("chromadb")
@@ -32,7 +29,9 @@ from chromadb.config import Settings  # noqa: E402
 from chromadb.errors import NotFoundError  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hash_embedder  # noqa: E402
 from chroma_server import HOST, running_chroma  # noqa: E402
+from hash_embedder import HashEmbedder  # noqa: E402
 
 import rechunk  # noqa: E402
 from rechunk.adapters.chroma import LOCK_COLLECTION, ChromaStore, http_client  # noqa: E402
@@ -52,23 +51,6 @@ ENV_VARS = (
     "CHROMA_CLIENT_AUTH_CREDENTIALS",
     "CHROMA_AUTH_TOKEN_TRANSPORT_HEADER",
 )
-
-
-class HashEmbedder:
-    """A real deterministic embedder: each vector comes from the sha256 of its text."""
-
-    model_id = "hash/tenants-v1"
-    dimension = 16
-    max_input_tokens: int | None = None
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        rows = [
-            np.random.default_rng(
-                int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "big")
-            ).standard_normal(self.dimension)
-            for t in texts
-        ]
-        return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension)
 
 
 @pytest.fixture(scope="module")
@@ -468,6 +450,7 @@ def test_the_ray_engine_reaches_the_drivers_tenant_and_database(
     if shutil.which(str(RAY)) is None:
         pytest.skip(f"no ray executable beside {sys.executable}")
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.cloudpickle.register_pickle_by_value(hash_embedder)
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     name = "ray_kb"

@@ -5,7 +5,6 @@ tests/ray_cluster.py for how every node stays on 127.0.0.1; a test asserts it).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import shutil
@@ -24,7 +23,9 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'rech
 pytest.importorskip("chromadb", reason="the chroma extra is not installed")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hash_embedder  # noqa: E402
 from chroma_server import running_chroma  # noqa: E402
+from hash_embedder import HashEmbedder  # noqa: E402
 from ray_cluster import RAY, add_node, running_ray  # noqa: E402
 
 import rechunk  # noqa: E402
@@ -33,25 +34,9 @@ from rechunk.integrations import ray as rray  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
-# the embedders below are pickled by value: the workers cannot import this test module
+# the embedders below are pickled by value: the workers cannot import the tests folder
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-class HashEmbedder:
-    """A real deterministic embedder: each vector comes from the sha256 of its text."""
-
-    model_id = "hash/ray-v1"
-    dimension = 16
-    max_input_tokens: int | None = None
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        rows = [
-            np.random.default_rng(
-                int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "big")
-            ).standard_normal(self.dimension)
-            for t in texts
-        ]
-        return np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension)
+ray.cloudpickle.register_pickle_by_value(hash_embedder)
 
 
 class DyingEmbedder(HashEmbedder):
