@@ -140,9 +140,11 @@ def http_client(
     serves the server under (``/chroma``: requests go to ``/chroma/api/v2/...``).
 
     ``tenant`` and ``database`` choose where the client's collections (and rechunk's
-    writer locks, :data:`LOCK_COLLECTION`) are; one not given is Chroma's own environment
-    variable's (``CHROMA_TENANT``, ``CHROMA_DATABASE``: Chroma's ``HttpClient`` reads
-    neither), else Chroma's default (``default_tenant``, ``default_database``). Both must
+    writer locks, :data:`LOCK_COLLECTION`) are; one not given is Chroma's default
+    (``default_tenant``, ``default_database``), and leaving one out while Chroma's own
+    ``CHROMA_TENANT`` / ``CHROMA_DATABASE`` names another is a
+    :class:`~rechunk.errors.ConfigError` (Chroma's ``HttpClient`` reads neither, and
+    rechunk does not guess: a store is the same whatever the environment). Both must
     exist on the server: one that does not is a :class:`~rechunk.errors.ConfigError`, and
     nothing is created. So is a server's refusal of the credentials (HTTP 401 or 403; set
     them with Chroma's ``CHROMA_CLIENT_AUTH_PROVIDER`` and
@@ -261,8 +263,8 @@ def _connect_error(
         return ConfigError(
             f"the Chroma server at {where} has {missing}; rechunk creates no tenant or "
             "database: create it (chromadb.AdminClient's create_tenant / create_database) "
-            "or name one that exists (a store URI's ?tenant=T&database=D, CHROMA_TENANT / "
-            "CHROMA_DATABASE, or http_client's tenant= / database=)"
+            "or name one that exists (a store URI's ?tenant=T&database=D, or "
+            "http_client's tenant= / database=)"
         )
     said = str(exc).strip()
     answer = _answer(exc)

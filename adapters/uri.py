@@ -22,9 +22,10 @@ URI                            store
 
 A Chroma server URI may name the tenant and database to use in a query:
 ``chroma+http://HOST:PORT?tenant=T&database=D`` (either alone, after a prefix too:
-``chroma+https://HOST/chroma?database=D``). One it does not name is Chroma's own
-environment variable's, ``CHROMA_TENANT`` / ``CHROMA_DATABASE``, else Chroma's default
-(``default_tenant`` / ``default_database``). Both must exist on the server: rechunk
+``chroma+https://HOST/chroma?database=D``). One it does not name is Chroma's default
+(``default_tenant`` / ``default_database``); leaving one out while Chroma's own
+``CHROMA_TENANT`` / ``CHROMA_DATABASE`` names another is a :class:`ConfigError`, so that a
+URI names one store whatever the environment. Both must exist on the server: rechunk
 creates neither (:class:`ConfigError` when one is missing).
 
 A server URI may end in a path (``qdrant+http://HOST:6333/qdrant``, a server behind a
@@ -120,11 +121,14 @@ def canonical_uri(uri: str) -> str:
         return uri
     query = ""
     if head.lower() in ("chroma+http", "chroma+https"):
-        # the tenant and database it reaches (the environment's when the URI names none),
-        # those that are not Chroma's defaults written as a query (the defaults left out,
-        # so what earlier versions recorded under the bare URI is still found)
+        # the tenant and database its query names, those that are not Chroma's defaults
+        # written as a query (the defaults left out, so what earlier versions recorded
+        # under the bare URI is still found). Never the environment's: a key must name
+        # one store whatever the environment of the process that reads it.
         with contextlib.suppress(ConfigError):
-            place = zip(_CHROMA_QUERY, chroma_place(uri), (DEFAULT_TENANT, DEFAULT_DATABASE))
+            server = _server(uri, required_port=False, secrets=_CHROMA_SECRETS,
+                             query=_CHROMA_QUERY)  # fmt: skip
+            place = zip(_CHROMA_QUERY, _named(server), (DEFAULT_TENANT, DEFAULT_DATABASE))
             named = [(key, value) for key, value, default in place if value != default]
             rest = re.split("[?#]", rest, maxsplit=1)[0]
             query = "?" + urlencode(named) if named else ""
@@ -135,16 +139,17 @@ def canonical_uri(uri: str) -> str:
 def chroma_place(uri: str) -> tuple[str, str]:
     """The tenant and database a Chroma server URI (``chroma+http://``,
     ``chroma+https://``) reaches: those its query names (``?tenant=T&database=D``), else
-    the environment's ``CHROMA_TENANT`` / ``CHROMA_DATABASE``, else Chroma's defaults.
-    A :class:`ConfigError` for a URI that is not valid."""
-    return _place(_server(uri, required_port=False, secrets=_CHROMA_SECRETS, query=_CHROMA_QUERY))
+    Chroma's defaults (see :func:`chroma_names` for ``CHROMA_TENANT`` /
+    ``CHROMA_DATABASE``). A :class:`ConfigError` for a URI that is not valid."""
+    server = _server(uri, required_port=False, secrets=_CHROMA_SECRETS, query=_CHROMA_QUERY)
+    return chroma_names(server.query.get("tenant"), server.query.get("database"))
 
 
 def resolved_uri(uri: str) -> str:
-    """``uri`` with what this process's environment decides about the store written in,
-    so that another process (a Ray worker on another machine) reaches the same one: a
-    Chroma server URI gets its tenant and database as a query
-    (``chroma+http://HOST:PORT?tenant=T&database=D``); any other URI is returned as it is."""
+    """``uri`` with the tenant and database it reaches written in, so that another process
+    (a Ray worker on another machine, whose environment may differ) reaches the same
+    store: ``chroma+http://HOST:PORT?tenant=T&database=D``; any other URI is returned as
+    it is."""
     if not uri.startswith(("chroma+http://", "chroma+https://")):
         return uri
     tenant, database = chroma_place(uri)
@@ -152,16 +157,22 @@ def resolved_uri(uri: str) -> str:
     return f"{bare}?{urlencode([('tenant', tenant), ('database', database)])}"
 
 
-def _place(server: _Server) -> tuple[str, str]:
-    """The tenant and database of a Chroma server URI's parts (see :func:`chroma_place`)."""
-    return chroma_names(server.query.get("tenant"), server.query.get("database"))
+def _named(server: _Server) -> tuple[str, str]:
+    """The tenant and database a Chroma server URI's query names, else Chroma's defaults."""
+    return (
+        server.query.get("tenant", DEFAULT_TENANT),
+        server.query.get("database", DEFAULT_DATABASE),
+    )
 
 
 def chroma_names(tenant: str | None, database: str | None) -> tuple[str, str]:
     """The tenant and database a Chroma client given ``tenant`` and ``database`` (None:
-    not given) uses: those given, else the environment's ``CHROMA_TENANT`` /
-    ``CHROMA_DATABASE``, else Chroma's defaults; a :class:`ConfigError` for a name that
-    a request path cannot carry."""
+    not given) uses: those given, else Chroma's defaults. A :class:`ConfigError` for a
+    name that a request path cannot carry, and for one left out while Chroma's own
+    ``CHROMA_TENANT`` / ``CHROMA_DATABASE`` names another: Chroma's ``HttpClient`` does
+    not read those variables (its ``CloudClient`` does), and rechunk does not either, so
+    that a store URI names one store whatever the environment; a sync must not land in
+    the default database while the user meant the variable's."""
     found = []
     for key, given, variable, default in (
         ("tenant", tenant, TENANT_ENV, DEFAULT_TENANT),
@@ -170,10 +181,16 @@ def chroma_names(tenant: str | None, database: str | None) -> tuple[str, str]:
         if given is not None:
             _check_place(f"{key}=", key, given)
             found.append(given)
-        else:
-            value = os.environ.get(variable) or default
-            _check_place(f"the environment variable {variable}", key, value)
-            found.append(value)
+            continue
+        meant = os.environ.get(variable)
+        if meant and meant != default:
+            raise ConfigError(
+                f"{variable} is set to {meant!r}, but no {key} is named: rechunk reaches the "
+                f"Chroma {key} a store URI names (?{key}=NAME; http_client's {key}=), else "
+                f"{default!r}, never the environment's; name {meant!r} there, or unset "
+                f"{variable}"
+            )
+        found.append(default)
     return found[0], found[1]
 
 
@@ -444,7 +461,7 @@ def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
     if uri.startswith(("chroma+http://", "chroma+https://")):
         ssl = uri.startswith("chroma+https://")
         server = _server(uri, required_port=not ssl, secrets=_CHROMA_SECRETS, query=_CHROMA_QUERY)
-        tenant, database = _place(server)
+        tenant, database = chroma_names(server.query.get("tenant"), server.query.get("database"))
         _probe(uri, server, server.path + "/api/v2/heartbeat", {})
         port = server.port or 443
         client = http_client(server.host, port, ssl=ssl, path=unquote(server.path),

@@ -144,8 +144,8 @@ def store_options(p: argparse.ArgumentParser) -> None:
         metavar="URI",
         help="qdrant:DIR (default %(default)s), qdrant-edge:DIR (Qdrant Edge), "
         "qdrant+http(s)://HOST:PORT (API key from $QDRANT_API_KEY), chroma:DIR, "
-        "chroma+http(s)://HOST:PORT[?tenant=T&database=D] (default: $CHROMA_TENANT, "
-        "$CHROMA_DATABASE; token from $CHROMA_CLIENT_AUTH_CREDENTIALS)",
+        "chroma+http(s)://HOST:PORT[?tenant=T&database=D] (token from "
+        "$CHROMA_CLIENT_AUTH_CREDENTIALS)",
     )
     p.add_argument(
         "--collection",

@@ -748,9 +748,8 @@ def sync(
     ``id_field``, the ``encoding`` of text that is not UTF-8), as ``rechunk sync``'s
     ``--id-field`` and ``--encoding`` give them.
     ``store``: a server URI (``chroma+http://HOST:PORT``, ``qdrant+http://HOST:PORT``)
-    with ``collection`` and ``layout`` (a Chroma server's tenant and database, named by
-    the URI or by this process's ``CHROMA_TENANT`` / ``CHROMA_DATABASE``, are written into
-    the URI the workers open), or a picklable callable that opens the store
+    with ``collection`` and ``layout`` (a Chroma server's tenant and database are written
+    into the URI the workers open), or a picklable callable that opens the store
     (each task calls it). The collection must exist (``ensure_collection``).
     ``embedder``: an embedder URI (``onnx:``, ``st:``, ``openai:MODEL`` with
     ``embed_url``), a picklable callable that makes the embedder, or a picklable
@@ -821,8 +820,8 @@ def sync(
     if isinstance(store, str):
         from rechunk.adapters.uri import resolved_uri
 
-        # with what the driver's environment decides written in (a Chroma server's tenant
-        # and database, CHROMA_TENANT / CHROMA_DATABASE): a worker's may differ
+        # with a Chroma server's tenant and database written in (defaults included): a
+        # worker whose environment sets CHROMA_TENANT would refuse a URI naming none
         shipped = resolved_uri(store)
     opener = _Spec(store, collection, layout, embedder, embed_url, raw.model_id, raw.dimension,
                    order, False, False)  # fmt: skip

@@ -164,28 +164,44 @@ def test_a_sync_into_a_tenant_database_lands_there_and_nowhere_else(
     assert counts(chroma)[name] == 1 and counts(chroma, "team_b", "kb_main")[name] == 1
 
 
-def test_the_environment_names_them_when_the_uri_does_not(
+def test_a_variable_naming_another_place_than_the_uri_is_refused(
     chroma: Any, workdir: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    """Chroma's own CHROMA_TENANT / CHROMA_DATABASE are honoured (before: ignored, the
-    sync landed in default_tenant/default_database, exit 0); what the URI names wins."""
+    """Chroma's own CHROMA_TENANT / CHROMA_DATABASE were ignored: the sync landed in
+    default_tenant/default_database, exit 0. rechunk does not read them either (a store
+    URI names one store whatever the environment, and what .rechunk/ records about it is
+    keyed by it), but one that names another place than the URI reaches is refused
+    before anything is opened; a URI that names the place is followed."""
     monkeypatch.setenv("CHROMA_TENANT", "team_a")
     monkeypatch.setenv("CHROMA_DATABASE", "kb_main")
-    assert main(["sync", "docs", "--store", uri(chroma), "--collection", "env_kb"]) == 0
-    assert main(["status", "--store", uri(chroma), "--collection", "env_kb"]) == 0
+    before = everywhere(chroma)
+    for store, said in (
+        (uri(chroma), "CHROMA_TENANT is set to 'team_a', but no tenant is named"),
+        (uri(chroma, "tenant=team_a"), "CHROMA_DATABASE is set to 'kb_main'"),
+    ):
+        assert main(["sync", "docs", "--store", store, "--collection", "env_kb"]) == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert said in line and "?" in line, line
+    assert everywhere(chroma) == before
+    # the URI names both: followed (the variables name the same place here)
+    store = uri(chroma, "tenant=team_a&database=kb_main")
+    assert main(["sync", "docs", "--store", store, "--collection", "env_kb"]) == 0
+    assert main(["status", "--store", store, "--collection", "env_kb"]) == 0
     assert "env_kb: 2 documents" in capsys.readouterr().out
     assert counts(chroma, "team_a", "kb_main")["env_kb"] >= 2
     assert "env_kb" not in counts(chroma)
-    # the URI wins over the variables, a key at a time
+    # and wins over variables that name another place
     store = uri(chroma, "tenant=team_b&database=kb_main")
-    assert main(["sync", "docs", "--store", store, "--collection", "uri_kb"]) == 0
-    store = uri(chroma, "database=scratch")  # the tenant still the environment's
     assert main(["sync", "docs", "--store", store, "--collection", "uri_kb"]) == 0
     capsys.readouterr()
     assert counts(chroma, "team_b", "kb_main")["uri_kb"] >= 2
-    assert counts(chroma, "team_a", "scratch")["uri_kb"] >= 2
     assert "uri_kb" not in counts(chroma, "team_a", "kb_main") and "uri_kb" not in counts(chroma)
+    # variables naming Chroma's defaults are no conflict
+    monkeypatch.setenv("CHROMA_TENANT", "default_tenant")
+    monkeypatch.setenv("CHROMA_DATABASE", "default_database")
+    assert main(["status", "--store", uri(chroma), "--collection", "env_kb"]) == 3  # none yet
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize(
@@ -193,8 +209,8 @@ def test_the_environment_names_them_when_the_uri_does_not(
     [
         ("tenant=nobody&database=kb_main", {}, "no tenant 'nobody'"),
         ("tenant=team_a&database=nowhere", {}, "no database 'nowhere' in tenant 'team_a'"),
-        ("", {"CHROMA_TENANT": "nobody"}, "no tenant 'nobody'"),
-        ("tenant=team_b", {"CHROMA_DATABASE": "scratch"}, "no database 'scratch'"),
+        ("tenant=nobody", {}, "no tenant 'nobody'"),
+        ("tenant=team_b&database=scratch", {}, "no database 'scratch'"),
     ],
 )
 def test_a_tenant_or_database_that_does_not_exist_is_refused_and_nothing_is_made(
@@ -272,13 +288,17 @@ def test_http_client_takes_a_tenant_and_database(
     assert counts(chroma, "team_a", "kb_main")["api_kb"] == 1
     assert counts(chroma, "team_b", "kb_main")["api_kb"] == 1
     assert "api_kb" not in counts(chroma)
-    # Chroma's variables when not given; given ones win
+    # Chroma's variables are not read: one naming another place than the client would
+    # reach is refused; what is given is followed
     monkeypatch.setenv("CHROMA_TENANT", "team_b")
     monkeypatch.setenv("CHROMA_DATABASE", "kb_main")
-    client = http_client(HOST, chroma.port)
-    assert (client.tenant, client.database) == ("team_b", "kb_main")
-    client = http_client(HOST, chroma.port, tenant="team_a")
+    for kwargs in ({}, {"tenant": "team_a"}):
+        with pytest.raises(ConfigError, match=r"is set to .*, but no \w+ is named"):
+            http_client(HOST, chroma.port, **kwargs)
+    client = http_client(HOST, chroma.port, tenant="team_a", database="kb_main")
     assert (client.tenant, client.database) == ("team_a", "kb_main")
+    monkeypatch.delenv("CHROMA_TENANT")
+    monkeypatch.delenv("CHROMA_DATABASE")
     # one that does not exist: a ConfigError (not retry-safe), nothing made
     before = everywhere(chroma)
     for kwargs in ({"tenant": "nobody"}, {"tenant": "team_a", "database": "nowhere"}):
@@ -289,8 +309,8 @@ def test_http_client_takes_a_tenant_and_database(
 
 
 def test_uri_spellings_of_a_tenant_and_database(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The manifest's key of a store names the database it reaches (the defaults left out,
-    as earlier versions wrote it); the Ray engine ships the driver's choice to workers."""
+    """The manifest's key of a store names the database its URI reaches (the defaults left
+    out, as earlier versions wrote it); the Ray engine ships that place to workers."""
     from rechunk.adapters.uri import _server, canonical_uri, chroma_place, resolved_uri
 
     for name in ENV_VARS:
@@ -301,17 +321,25 @@ def test_uri_spellings_of_a_tenant_and_database(monkeypatch: pytest.MonkeyPatch)
     named = f"{bare}?tenant=team_a&database=kb_main"
     assert canonical_uri("CHROMA+HTTP://127.0.0.1:8000/?database=kb_main&tenant=team_a") == named
     assert resolved_uri(bare) == f"{bare}?tenant=default_tenant&database=default_database"
+    assert resolved_uri(named) == named
+    # the key never depends on the environment: a bare URI is the default database's,
+    # whatever CHROMA_TENANT says (before, a key recorded by an older version or with no
+    # variable set was read as the variable's place: two stores' records merged)
     monkeypatch.setenv("CHROMA_TENANT", "team_a")
     monkeypatch.setenv("CHROMA_DATABASE", "kb_main")
-    assert canonical_uri(bare) == named and resolved_uri(bare) == named
-    assert chroma_place(bare + "?database=scratch") == ("team_a", "scratch")
+    assert canonical_uri(bare) == bare and canonical_uri(named) == named
+    with pytest.raises(ConfigError, match="CHROMA_TENANT is set to 'team_a'"):
+        resolved_uri(bare)
+    assert chroma_place(named) == ("team_a", "kb_main")
     assert resolved_uri("qdrant+http://h:6333") == "qdrant+http://h:6333"
+    monkeypatch.delenv("CHROMA_TENANT")
+    monkeypatch.delenv("CHROMA_DATABASE")
     # chroma+https, with a prefix (the port is 443 unless given)
     https = _server("chroma+https://kb.example.org/chroma?tenant=t1", required_port=False,
                     secrets="X", query=("tenant", "database"))  # fmt: skip
     assert (https.scheme, https.host, https.port, https.path, https.query) == (
         "https", "kb.example.org", None, "/chroma", {"tenant": "t1"})  # fmt: skip
-    assert chroma_place("chroma+https://kb.example.org/chroma?tenant=t1") == ("t1", "kb_main")
+    assert chroma_place("chroma+https://kb.example.org/chroma?tenant=t1") == ("t1", "default_database")
 
 
 # -- credentials: a token-checking reverse proxy ----------------------------------------
@@ -438,8 +466,8 @@ def test_the_token_never_reaches_a_message_from_the_uri(
 def test_the_ray_engine_reaches_the_drivers_tenant_and_database(
     chroma: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """CHROMA_TENANT / CHROMA_DATABASE set in the driver only (the cluster's workers were
-    started without them): every worker writes into the driver's database."""
+    """The tenant and database the driver's store URI names: every worker writes into
+    that database (the URI the workers open carries them)."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'rechunk[ray]')")
     import shutil
 
@@ -459,9 +487,7 @@ def test_the_ray_engine_reaches_the_drivers_tenant_and_database(
     foreign(chroma, name, "default_tenant", "default_database")
     docs = [rechunk.Document(f"d{i}.md", f"# Doc {i}\n\nBody number {i}.\n") for i in range(6)]
     with running_ray(1, worker_niceness=0):
-        monkeypatch.setenv("CHROMA_TENANT", "team_b")
-        monkeypatch.setenv("CHROMA_DATABASE", "kb_main")
-        report = rray.sync(docs, uri(chroma), collection=name,
+        report = rray.sync(docs, uri(chroma, "tenant=team_b&database=kb_main"), collection=name,
                            chunker=rechunk.StructuredChunker(), embedder=HashEmbedder,
                            workers=1)  # fmt: skip
     assert report.stale_check == "passed"
