@@ -194,7 +194,7 @@ def input_options(p: argparse.ArgumentParser) -> None:
         "files (*.min.js, or code that is mostly lines of over 300 characters) and code "
         "marked generated ('Code generated ... DO NOT EDIT', '@generated'), Office owner "
         "files (~$memo.docx) and, under the root of a site Sphinx or MkDocs built (its "
-        ".buildinfo; sitemap.xml beside sitemap.xml.gz, or search/search_index.json), "
+        ".buildinfo, or search/search_index.json), "
         "everything but its HTML pages, and its search, genindex, py-modindex and 404 "
         "pages; by default they are counted, not read",
     )

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from parser_contract import ParserContract, check_parsed
 
 from rechunk.errors import ConfigError
-from rechunk.sources import Parsed, ParseError, ParseOptions, parse_file
+from rechunk.sources import NoTextError, Parsed, ParseError, ParseOptions, parse_file
 from rechunk.sources.html import HtmlParser, HtmlRules
 
 pytest.importorskip("selectolax.lexbor", reason="the formats extra (selectolax) is not installed")
@@ -274,9 +274,15 @@ def test_a_page_that_declares_no_charset_is_read_as_a_text_file_is() -> None:
         page("<nav>Menu</nav><script>x()</script><p>   </p><footer>Foot</footer>"),
     ],
 )
-def test_a_page_without_text_is_a_parse_error(markup: str) -> None:
-    with pytest.raises(ParseError, match="no text"):
+def test_a_page_without_text_is_a_parse_error(markup: str, tmp_path: Path) -> None:
+    """No text is a NoTextError (a ParseError): a sync counts the page as empty, and a
+    caller of parse_file (the LangChain and LlamaIndex loaders) can tell it from a broken
+    file."""
+    with pytest.raises(NoTextError, match="no text"):
         HtmlParser().parse(markup.encode(), ParseOptions())
+    (tmp_path / "page.html").write_bytes(markup.encode() or b" ")
+    with pytest.raises(NoTextError, match="page.html: no text"):
+        parse_file(tmp_path / "page.html")
 
 
 def test_binary_bytes_are_a_parse_error() -> None:

@@ -244,13 +244,21 @@ class _Found:
 _Site = tuple[str, PurePosixPath]
 
 
-def _site_above(path: Path) -> _Site | None:
+#: what :func:`rechunk.sources.generated.built_site` said of each folder, in one reading
+_Seen = dict[Path, "str | None"]
+
+
+def _site_above(path: Path, seen: _Seen) -> _Site | None:
     """The built site (:func:`rechunk.sources.generated.built_site`) whose root holds
     ``path`` (a file or folder given on the command line, or a walk's root), looked for in
-    the folders above it, with ``path``'s place in it; None for a path in no built site."""
+    the folders above it, with ``path``'s place in it; None for a path in no built site.
+    ``seen`` keeps each folder's answer for the rest of one reading (a watcher reads
+    every changed file by naming it)."""
     real = path.resolve()
     for folder in real.parents:
-        generator = built_site(folder)
+        if folder not in seen:
+            seen[folder] = built_site(folder)
+        generator = seen[folder]
         if generator is not None:
             return generator, PurePosixPath(real.relative_to(folder).as_posix())
     return None
@@ -272,7 +280,7 @@ def _ignores_itself(folder: Path) -> bool:
     return "*" in (line.strip() for line in lines.splitlines())
 
 
-def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
+def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool, seen: _Seen) -> _Found:
     """Matching files under ``root`` in one walk that enters no hidden folder, no folder
     ``.gitignore`` (when ``gitignore``) or ``.rechunkignore`` excludes and no symbolic
     link to a folder; with the folders that could not be listed (with why), the folders
@@ -293,7 +301,7 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool) -> _Found:
         if generator is not None:
             site = (generator, PurePosixPath())
         elif not parts:
-            site = _site_above(here)
+            site = _site_above(here, seen)
         elif here.parent in sites:
             generator, place = sites[here.parent]
             site = (generator, place / here.name)
@@ -514,10 +522,11 @@ def read_documents(
     parsed_from: dict[str, Path] = {}  # each document read so far -> its file
     left_out: set[Path] = set()
     hidden: dict[Path, str] = {}  # each hidden entry met in a folder -> its name
+    seen: _Seen = {}  # each folder looked at for a built site's markers -> its generator
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
-            found = _candidates(root, pattern, gitignore)
+            found = _candidates(root, pattern, gitignore, seen)
             resolved = root.resolve()
             base = next((h for h in homes if resolved.is_relative_to(h)), resolved)
             named = resolved.relative_to(base).as_posix()
@@ -554,7 +563,7 @@ def read_documents(
                 continue
             files = [(root, doc_id)]
             machinery = {}
-            site = None if include_generated else _site_above(root)
+            site = None if include_generated else _site_above(root, seen)
             if site is not None and (reason := generated_in_site(*site)) is not None:
                 machinery[root] = reason
         else:

@@ -47,8 +47,8 @@ Two more tests, by name and place:
   (``~$memo.docx``), holding that person's name; it is never a document, and read as
   one it is a corrupt package. (LibreOffice's ``.~lock.memo.docx#`` is hidden already.)
 * **built site**: under the root of a static site a documentation generator built
-  (:func:`built_site`: Sphinx's ``.buildinfo``; MkDocs' ``sitemap.xml`` beside
-  ``sitemap.xml.gz``, or its search plugin's ``search/search_index.json``), only the
+  (:func:`built_site`: Sphinx's ``.buildinfo``; MkDocs' search plugin's
+  ``search/search_index.json``), only the
   HTML pages are documents (:func:`generated_in_site`): the rest is the generator's
   machinery (:data:`SITE_ASSET`: its theme's CSS and JavaScript, fonts and pictures,
   search indexes, Sphinx's ``_sources/`` copies of the sources, sitemaps and inventories:
@@ -236,17 +236,17 @@ def built_site(folder: Path, names: Collection[str] | None = None) -> str | None
     at again).
 
     Sphinx's HTML builders write ``.buildinfo`` (``# Sphinx build info version 1``);
-    MkDocs writes ``sitemap.xml`` and ``sitemap.xml.gz`` with every build, and its
-    search plugin (on by default; Material's too) ``search/search_index.json``, a JSON
-    object whose first key is ``config``."""
+    MkDocs' search plugin (on by default; Material's too) writes
+    ``search/search_index.json``, a JSON object whose first key is ``config``. (Its
+    ``sitemap.xml`` beside ``sitemap.xml.gz`` is no marker: a hand-kept site, or one
+    gzipped for its web server, has them too.) A site MkDocs built without its search
+    plugin is read whole."""
 
     def has(name: str) -> bool:
         return name in names if names is not None else (folder / name).is_file()
 
     if has(".buildinfo") and _head(folder / ".buildinfo", 64).startswith(_SPHINX_BUILDINFO):
         return SPHINX
-    if has("sitemap.xml") and has("sitemap.xml.gz"):
-        return MKDOCS
     if (names is None or "search" in names) and _MKDOCS_SEARCH_INDEX.match(
         _head(folder / "search" / "search_index.json", 64)
     ):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rechunk.errors import ConfigError, InputError, RechunkError
-from rechunk.sources.base import Parsed, ParseError, Parser, error_kind
+from rechunk.sources.base import NoTextError, Parsed, ParseError, Parser, error_kind
 from rechunk.sources.encoding import check_encoding, decode_text_as
 
 __all__ = [
@@ -140,6 +140,8 @@ def parse_file(
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         return parse_bytes(parser, data, options or ParseOptions())
+    except NoTextError as exc:  # the same kind, so a caller can tell empty from broken
+        raise NoTextError(exc.reason, path) from None
     except ParseError as exc:
         raise ParseError(exc.reason, path) from None
 
