@@ -22,7 +22,8 @@ URI                            store
 
 A Chroma server URI may name the tenant and database to use in a query:
 ``chroma+http://HOST:PORT?tenant=T&database=D`` (either alone, after a prefix too:
-``chroma+https://HOST/chroma?database=D``). One it does not name is Chroma's default
+``chroma+https://HOST/chroma?database=D``; form-encoded: ``+`` is a space, ``%2B`` a
+plus). One it does not name is Chroma's default
 (``default_tenant`` / ``default_database``); leaving one out while Chroma's own
 ``CHROMA_TENANT`` / ``CHROMA_DATABASE`` names another is a :class:`ConfigError`, so that a
 URI names one store whatever the environment. Both must exist on the server: rechunk
@@ -78,6 +79,9 @@ SCHEMES = (
 TENANT_ENV, DATABASE_ENV = "CHROMA_TENANT", "CHROMA_DATABASE"
 #: Chroma's defaults (``chromadb.config.DEFAULT_TENANT`` and ``DEFAULT_DATABASE``).
 DEFAULT_TENANT, DEFAULT_DATABASE = "default_tenant", "default_database"
+#: The port rechunk reaches on a server scheme whose URI gives none (a
+#: ``chroma+http://`` URI must give one: Chroma's own 8000 is not assumed).
+_DEFAULT_PORTS = {"chroma+https": 443, "qdrant+http": 6333, "qdrant+https": 6333}
 #: What the query of a Chroma server URI may name.
 _CHROMA_QUERY = ("tenant", "database")
 #: Where a Chroma server's credentials come from instead of its URI.
@@ -111,8 +115,10 @@ def _scheme(uri: str) -> str:
 def canonical_uri(uri: str) -> str:
     """One spelling of the store ``uri`` names: an embedded store's folder made absolute
     (``qdrant:./kb``, ``qdrant:kb/`` and ``qdrant:/home/me/kb`` from ``/home/me`` are one
-    store), a server's without a trailing ``/`` and with its scheme and host in lower case.
-    What the command line records about a store is keyed by it."""
+    store), a server's without a trailing ``/``, with its scheme and host in lower case and
+    without the port rechunk reaches when none is given (``chroma+https://HOST:443`` is
+    ``chroma+https://HOST``, ``qdrant+http://HOST:6333`` is ``qdrant+http://HOST``). What
+    the command line records about a store is keyed by it."""
     local = _local(uri)
     if local is not None:
         return _scheme(uri) + os.path.realpath(local[0])
@@ -133,7 +139,22 @@ def canonical_uri(uri: str) -> str:
             rest = re.split("[?#]", rest, maxsplit=1)[0]
             query = "?" + urlencode(named) if named else ""
     host, slash, path = rest.partition("/")
-    return f"{head.lower()}://{host.lower()}{slash}{path}".rstrip("/") + query
+    return f"{head.lower()}://{_netloc(head, host)}{slash}{path}".rstrip("/") + query
+
+
+def _netloc(head: str, netloc: str) -> str:
+    """``netloc`` (``HOST:PORT``) of a server URI on the scheme ``head`` in one spelling:
+    in lower case, and without the port rechunk uses when none is given
+    (:data:`_DEFAULT_PORTS`), so that ``chroma+https://HOST`` and
+    ``chroma+https://HOST:443`` are one store."""
+    netloc = netloc.lower()
+    default = _DEFAULT_PORTS.get(head.lower())
+    name, colon, port = netloc.rpartition(":")
+    if default is None or not colon or "]" in port:  # no port given (``[::1]``)
+        return netloc
+    given = int(port) if port.isascii() and port.isdigit() else None
+    # ``HOST:`` (an empty port: the default too) is ``HOST``
+    return name if not port or given == default else netloc
 
 
 def chroma_place(uri: str) -> tuple[str, str]:
@@ -311,7 +332,8 @@ def _qdrant(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
 
     if uri.startswith("qdrant+"):
         server = _server(uri, required_port=False, secrets="QDRANT_API_KEY")
-        server = _Server(server.scheme, server.host, server.port or 6333, server.path)
+        port = server.port or _DEFAULT_PORTS["qdrant+http"]
+        server = _Server(server.scheme, server.host, port, server.path)
         url = server.url()
         key = os.environ.get("QDRANT_API_KEY")
         _probe(uri, server, server.path + "/", {"api-key": key} if key else {})
@@ -463,7 +485,7 @@ def _chroma(uri: str, collection: str, layout: Layout, create: bool) -> OpenStor
         server = _server(uri, required_port=not ssl, secrets=_CHROMA_SECRETS, query=_CHROMA_QUERY)
         tenant, database = chroma_names(server.query.get("tenant"), server.query.get("database"))
         _probe(uri, server, server.path + "/api/v2/heartbeat", {})
-        port = server.port or 443
+        port = server.port or _DEFAULT_PORTS["chroma+https"]
         client = http_client(server.host, port, ssl=ssl, path=unquote(server.path),
                              tenant=tenant, database=database)  # fmt: skip
     else:

@@ -17,17 +17,20 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
 import zlib
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
 from cli_helpers import run_json
 
 from rechunk.cli import main
-from rechunk.sources.files import read_documents
+from rechunk.sources import files
+from rechunk.sources.files import FileSet, read_documents
 from rechunk.sources.generated import (
     MKDOCS,
     OWNER,
@@ -292,6 +295,116 @@ def test_a_site_s_files_named_directly_are_judged_by_their_site(
     assert len(files.generated) == 2 + len(list((site / "_sources").iterdir()))
     everything = read_documents([css, "sx-site/search.html"], include_generated=True)
     assert len(everything.documents) >= 2 and everything.generated == []
+
+
+def _outcome(found: FileSet) -> dict[str, object]:
+    """What a reading gave, in a form two readings can be compared by."""
+    return {
+        "documents": sorted((d.doc_id, d.text) for d in found.documents),
+        "generated": sorted(found.generated),
+        "skipped": sorted(found.skipped),
+        "unsupported": dict(found.unsupported),
+        "binary": sorted(found.binary),
+        "empty": sorted(found.empty),
+        "hidden": sorted(found.hidden),
+    }
+
+
+def test_include_generated_asks_no_folder_and_a_walk_shares_its_answers(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``include_generated`` no folder is asked whether a site is built there (before:
+    the walk asked every folder, and its answer was never used); without it, no folder is
+    asked twice in one reading (before: a file named beside its folder asked the site's
+    folders again). What is read is the same: only the pages of each site without
+    ``include_generated``, everything with it."""
+    mkdocs_site(workdir / "sites")
+    sphinx_site(workdir / "sites")
+    sites = workdir / "sites"
+    asked: list[Path] = []
+    real_built_site = files.built_site
+
+    def counted(folder: Path, names: Collection[str] | None = None) -> str | None:
+        asked.append(folder.resolve())
+        return real_built_site(folder, names)
+
+    monkeypatch.setattr(files, "built_site", counted)
+    # without include_generated: the pages are read, the machinery counted by reason
+    pages = {f"mk-site/{p}" for p in MKDOCS_PAGES} | {f"sx-site/{p}" for p in SPHINX_PAGES}
+    machinery = {f"{name}/{p}" for name in ("mk-site", "sx-site")
+                 for p in files_under(sites / name)} - pages  # fmt: skip
+    without = read_documents([sites])
+    read = {d.doc_id.split("#")[0] for d in without.documents}
+    assert {d for d in read if d.startswith(("mk-site/", "sx-site/"))} == pages
+    assert dict(without.generated).keys() == machinery
+    assert set(dict(without.generated).values()) == {SITE_ASSET, SITE_PAGE}
+    assert asked and len(asked) == len(set(asked)), asked
+    # with it: nothing asked, nothing left out, and every file left out above is read
+    # (or counted as any file of its type is)
+    asked.clear()
+    everything = read_documents([sites], include_generated=True)
+    assert asked == []
+    assert everything.generated == [] and everything.skipped == without.skipped
+    read_all = {d.doc_id.split("#")[0] for d in everything.documents}
+    assert read <= read_all
+    for doc_id in machinery - read_all:  # an inventory, a gzipped sitemap: no parser reads
+        assert Path(doc_id).suffix.lower() in everything.unsupported, doc_id
+    assert _outcome(everything) == _outcome(read_documents([sites], include_generated=True))
+    # a file and a folder of a site named beside the site: each folder asked once, the
+    # outcome that of reading each alone
+    named = [sites / "sx-site", sites / "sx-site" / "guide.html", sites / "sx-site" / "_static",
+             sites / "mk-site" / "css", sites / "mk-site" / "search" / "search_index.json"]  # fmt: skip
+    asked.clear()
+    together = read_documents(named)
+    assert len(asked) == len(set(asked)), asked
+    assert {d.doc_id for d in together.documents} == SPHINX_PAGES
+    css = {path.name: SITE_ASSET for path in (sites / "mk-site" / "css").iterdir()}
+    sphinx = {d.removeprefix("sx-site/"): why for d, why in without.generated
+              if d.startswith("sx-site/")}  # fmt: skip
+    assert dict(together.generated) == {**sphinx, **css, "search_index.json": SITE_ASSET}
+    assert len(together.generated) == len(sphinx) + len(css) + 1
+    monkeypatch.undo()
+    assert _outcome(together) == _outcome(read_documents(named))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_where_a_site_s_marker_would_be_is_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO named ``.buildinfo`` or ``search/search_index.json`` is no marker, and is
+    not opened (before: the walk, and for ``search_index.json`` a file named directly too,
+    opened it to read its first bytes and waited for a writer for ever). A marker that
+    cannot be read (a folder, a dangling link) is no marker, and no error, as before."""
+    site = tmp_path / "site"
+    (site / "search").mkdir(parents=True)
+    (site / "index.html").write_text(_html("Home", "Welcome to the handbook."))
+    os.mkfifo(site / ".buildinfo")
+    os.mkfifo(site / "search" / "search_index.json")
+    other = tmp_path / "other"
+    (other / ".buildinfo").mkdir(parents=True)
+    (other / "search").mkdir()
+    (other / "search" / "search_index.json").symlink_to(other / "nowhere.json")
+    (other / "index.html").write_text(_html("Other", "Another handbook."))
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from rechunk.sources.files import read_documents\n"
+        "from rechunk.sources.generated import built_site\n"
+        "out = {}\n"
+        "for name in ('site', 'other'):\n"
+        "    folder = Path(sys.argv[1]) / name\n"
+        "    walked = read_documents([folder])\n"
+        "    named = read_documents([folder / 'index.html'])\n"
+        "    out[name] = [built_site(folder), [d.doc_id for d in walked.documents],\n"
+        "                 walked.generated, [d.doc_id for d in named.documents]]\n"
+        "print(json.dumps(out))\n"
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                              text=True, timeout=60, check=True)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail("reading a folder with a FIFO for a marker waited on the FIFO")
+    out = json.loads(done.stdout)
+    for name in ("site", "other"):
+        assert out[name] == [None, ["index.html"], [], ["index.html"]], out
 
 
 def test_office_owner_files_are_left_out_and_the_run_succeeds(

@@ -342,6 +342,85 @@ def test_uri_spellings_of_a_tenant_and_database(monkeypatch: pytest.MonkeyPatch)
     assert chroma_place("chroma+https://kb.example.org/chroma?tenant=t1") == ("t1", "default_database")
 
 
+def test_the_default_port_and_the_host_case_are_one_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``chroma+https://HOST`` reaches port 443, so ``HOST:443`` is the same store and has
+    the same key (before: two keys, so ``status`` and ``watch`` with one spelling did not
+    find what ``sync`` with the other recorded). ``chroma+http://`` has no default port
+    (one must be given: Chroma's own 8000 is not assumed), so no port is dropped there."""
+    from rechunk.adapters.uri import canonical_uri
+    from rechunk.cli.manifest import _put, _spellings
+
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    one = "chroma+https://kb.example.org/chroma?tenant=t1"
+    for spelling in (
+        "chroma+https://kb.example.org:443/chroma?tenant=t1",
+        "chroma+https://KB.Example.ORG:443/chroma/?tenant=t1&database=default_database",
+        "CHROMA+HTTPS://kb.example.org:/chroma?tenant=t1",
+    ):
+        assert canonical_uri(spelling) == one, spelling
+    assert canonical_uri("chroma+https://[::1]:443") == "chroma+https://[::1]"
+    for kept in ("chroma+https://kb.example.org:8443", "chroma+https://kb.example.org:80"):
+        assert canonical_uri(kept) == kept
+    for kept in ("chroma+http://127.0.0.1:8000", "chroma+http://127.0.0.1:443"):
+        assert canonical_uri(kept) == kept
+    assert canonical_uri("chroma+http://LocalHost:8000") == "chroma+http://localhost:8000"
+    # a Qdrant server's default port is 6333 on either scheme
+    for scheme in ("qdrant+http", "qdrant+https"):
+        assert canonical_uri(f"{scheme}://Q.example:6333/qdrant") == f"{scheme}://q.example/qdrant"
+        assert canonical_uri(f"{scheme}://q.example:443") == f"{scheme}://q.example:443"
+    # what an earlier version recorded under the other spelling is found, and replaced
+    manifest = {"chroma+https://kb.example.org:443/chroma?tenant=t1 kb": {"roots": {}}}
+    assert _spellings(manifest, one, "kb") == list(manifest)
+    _put(manifest, "chroma+https://KB.example.org/chroma?tenant=t1", "kb", {})
+    assert list(manifest) == [f"{one} kb"]
+
+
+def test_a_plus_in_the_query_is_a_space_as_in_any_form_encoded_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The query is read as a form's (``+`` is a space, ``%2B`` a plus), as ``urlencode``
+    writes it in the key and in the URI the Ray engine ships. Both spellings name a tenant
+    Chroma's server holds (it checks a tenant name's length only; a database name is
+    3-512 of ``[a-zA-Z0-9._-]``), so each reaches its own and the key keeps them apart."""
+    from rechunk.adapters.uri import canonical_uri, chroma_place, resolved_uri
+
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    bare = "chroma+http://127.0.0.1:8000"
+    assert chroma_place(f"{bare}?tenant=team+a") == ("team a", "default_database")
+    assert chroma_place(f"{bare}?tenant=team%20a") == ("team a", "default_database")
+    assert chroma_place(f"{bare}?tenant=team%2Ba") == ("team+a", "default_database")
+    assert canonical_uri(f"{bare}?tenant=team%20a") == f"{bare}?tenant=team+a"
+    assert canonical_uri(f"{bare}?tenant=team%2Ba") == f"{bare}?tenant=team%2Ba"
+    for spelling in ("team+a", "team%2Ba"):
+        shipped = resolved_uri(f"{bare}?tenant={spelling}")
+        assert chroma_place(shipped) == chroma_place(f"{bare}?tenant={spelling}")
+
+
+def test_a_tenant_with_a_space_or_a_plus_is_reached_as_the_uri_writes_it(
+    chroma: Any, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against the server: tenants ``team a`` and ``team+a`` are two tenants, and a sync
+    into ``?tenant=team+a`` lands in the first, one into ``?tenant=team%2Ba`` in the
+    second."""
+    made = admin(chroma)
+    for tenant in ("team a", "team+a"):
+        made.create_tenant(tenant)
+        made.create_database("kb_main", tenant=tenant)
+    for spelling, tenant, other in (("team+a", "team a", "team+a"),
+                                    ("team%2Ba", "team+a", "team a")):  # fmt: skip
+        before = counts(chroma, other, "kb_main").get("plus_kb")
+        store = uri(chroma, f"tenant={spelling}&database=kb_main")
+        assert main(["sync", "docs", "--store", store, "--collection", "plus_kb"]) == 0
+        capsys.readouterr()
+        assert counts(chroma, tenant, "kb_main")["plus_kb"] >= 2
+        assert counts(chroma, other, "kb_main").get("plus_kb") == before
+    assert "plus_kb" not in counts(chroma)
+
+
 # -- credentials: a token-checking reverse proxy ----------------------------------------
 
 

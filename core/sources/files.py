@@ -12,7 +12,6 @@ import errno
 import functools
 import os
 import re
-import stat
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 from rechunk.document import Document, is_utf8
 from rechunk.errors import ConfigError, InputError, MissingDependencyError
+from rechunk.sources._read import mode_kind, read_bytes, special_kind
 from rechunk.sources.base import ParseError
 from rechunk.sources.documents import CODE, documents_from_file, kind_of
 from rechunk.sources.encoding import binary_container, check_encoding, decode_text, not_text
@@ -52,32 +52,6 @@ __all__ = [
 DEFAULT_GLOBS = ("*",)
 
 
-#: What a file that is neither a regular file nor a folder is, by its mode.
-_SPECIAL_KINDS = (
-    (stat.S_ISCHR, "character device"),
-    (stat.S_ISBLK, "block device"),
-    (stat.S_ISFIFO, "FIFO"),
-    (stat.S_ISSOCK, "socket"),
-)
-
-
-def _kind(mode: int) -> str | None:
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return next((name for test, name in _SPECIAL_KINDS if test(mode)), "special file")
-
-
-def special_kind(path: str | os.PathLike[str]) -> str | None:
-    """What ``path`` (its link followed) is when it exists but is neither a regular file
-    nor a folder (``"character device"``, ``"block device"``, ``"FIFO"``, ``"socket"``),
-    else None. Only its metadata is read: a special file is never opened (opening a FIFO
-    blocks until a writer comes; a device may act on being opened)."""
-    try:
-        return _kind(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return None
-
-
 def read_text_file(path: Path, encoding: str | None = None) -> str:
     """A text file's text by the rule of :mod:`rechunk.sources.encoding` (its byte-order
     mark, else UTF-8, else ``encoding``), without a byte-order mark; what none decodes,
@@ -88,25 +62,6 @@ def read_text_file(path: Path, encoding: str | None = None) -> str:
         return decode_text(data, check_encoding(encoding))
     except ParseError as exc:
         raise ParseError(exc.reason, path) from None
-
-
-def read_bytes(path: Path, limit: int = -1) -> bytes:
-    """A regular file's bytes (its first ``limit``, if given); a file that is not a regular
-    file (a device, a FIFO: never opened) or cannot be read is an :class:`InputError`."""
-    kind = special_kind(path)
-    if kind is not None:
-        raise InputError(f"{path} is not a regular file ({kind})")
-    try:
-        # non-blocking, in case it became a FIFO since: then it is refused, not waited on
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with open(fd, "rb") as file:
-            kind = _kind(os.fstat(file.fileno()).st_mode)
-            if kind is not None:
-                raise InputError(f"{path} is not a regular file ({kind})")
-            data = file.read(limit)
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return data
 
 
 @dataclass
@@ -280,15 +235,20 @@ def _ignores_itself(folder: Path) -> bool:
     return "*" in (line.strip() for line in lines.splitlines())
 
 
-def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool, seen: _Seen) -> _Found:
+def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool, seen: _Seen | None) -> _Found:
     """Matching files under ``root`` in one walk that enters no hidden folder, no folder
     ``.gitignore`` (when ``gitignore``) or ``.rechunkignore`` excludes and no symbolic
     link to a folder; with the folders that could not be listed (with why), the folders
-    and matching files those files excluded, and the links to folders not followed."""
+    and matching files those files excluded, and the links to folders not followed.
+    ``seen``: what :func:`_site_above` keeps of each folder (the walk's folders added, by
+    their real path), or None when a built site's machinery is read as any file (no
+    folder is asked whether a site is built there)."""
     matches = globs.fullmatch
     rules = IgnoreRules(root, gitignore)
     found = _Found([], [], [], [], [], [])
     sites: dict[Path, _Site] = {}  # each folder walked that a built site holds
+    # a folder walked is this and its path under root: the walk follows no link to a folder
+    real_root = root.resolve() if seen is not None else root
 
     def failed(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename), exc.strerror or str(exc)))
@@ -297,16 +257,20 @@ def _candidates(root: Path, globs: re.Pattern[str], gitignore: bool, seen: _Seen
         here = Path(folder)
         parts = here.relative_to(root).parts
         site: _Site | None = None
-        generator = built_site(here, (*names, *subfolders))
-        if generator is not None:
-            site = (generator, PurePosixPath())
-        elif not parts:
-            site = _site_above(here, seen)
-        elif here.parent in sites:
-            generator, place = sites[here.parent]
-            site = (generator, place / here.name)
-        if site is not None:
-            sites[here] = site
+        if seen is not None:
+            real = real_root.joinpath(*parts)
+            if real not in seen:
+                seen[real] = built_site(here, (*names, *subfolders))
+            generator = seen[real]
+            if generator is not None:
+                site = (generator, PurePosixPath())
+            elif not parts:
+                site = _site_above(here, seen)
+            elif here.parent in sites:
+                generator, place = sites[here.parent]
+                site = (generator, place / here.name)
+            if site is not None:
+                sites[here] = site
         kept = []
         for name in sorted(subfolders):
             if name.startswith("."):
@@ -359,7 +323,7 @@ def _broken_link(path: Path) -> str:
         if exc.errno == errno.ENOENT:
             return f"a dangling symbolic link (to {os.readlink(path)})"
         return f"cannot follow the symbolic link: {exc.strerror or exc}"
-    kind = _kind(mode)
+    kind = mode_kind(mode)
     if kind is not None:
         return f"not a regular file (a symbolic link to a {kind})"
     return "a symbolic link to something that is not a file"
@@ -526,7 +490,7 @@ def read_documents(
     for raw in paths:
         root = Path(raw)
         if root.is_dir():
-            found = _candidates(root, pattern, gitignore, seen)
+            found = _candidates(root, pattern, gitignore, None if include_generated else seen)
             resolved = root.resolve()
             base = next((h for h in homes if resolved.is_relative_to(h)), resolved)
             named = resolved.relative_to(base).as_posix()

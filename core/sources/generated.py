@@ -63,6 +63,9 @@ import re
 from collections.abc import Collection
 from pathlib import Path, PurePath
 
+from rechunk.errors import InputError
+from rechunk.sources._read import read_bytes
+
 __all__ = [
     "HEAD_LINES",
     "LOCKFILE",
@@ -220,11 +223,11 @@ _UTILITY_PAGES = {
 
 
 def _head(path: Path, size: int) -> bytes:
-    """The first ``size`` bytes of ``path`` (none when it cannot be read)."""
+    """The first ``size`` bytes of ``path`` (none when it cannot be read, and none of a
+    special file: a FIFO is not waited on)."""
     try:
-        with open(path, "rb") as file:
-            return file.read(size)
-    except OSError:
+        return read_bytes(path, size)
+    except InputError:
         return b""
 
 
