@@ -44,6 +44,7 @@ from rechunk.chunkers import CDCChunker, FixedChunker, RecursiveChunker, Structu
 from rechunk.chunking.chunk import Chunk, Chunker
 from rechunk.document import MAX_NESTING
 from rechunk.errors import ConfigError, InputError
+from rechunk.reuse.agreement import CheckedBatches, cache_check
 from rechunk.reuse.cache import EmbeddingCache, record_dimension, recorded_dimension
 from rechunk.reuse.cached_embedder import EmbedStats, StatsCounter
 from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
@@ -746,13 +747,6 @@ class Plan:
         return [self.found[self.key_of[text]].tolist() for text in self.texts]
 
 
-def _batches(missing: list[str], batch_size: int | None) -> Iterator[list[str]]:
-    """``missing`` in slices of ``batch_size`` (``None``: one slice of all)."""
-    size = batch_size or max(1, len(missing))
-    for start in range(0, len(missing), size):
-        yield missing[start : start + size]
-
-
 class Reuse:
     """Reuse by input key for one model identity over an EmbeddingCache.
 
@@ -762,14 +756,24 @@ class Reuse:
     known nothing can be looked up, and nothing can be stored under this model
     either, so every text of that first call is a miss.
 
+    With ``check`` (documents: their vectors are what a collection holds), every call
+    that embeds is model-checked against the cache first (:mod:`rechunk.reuse.agreement`):
+    the check's one or two short inputs ride in the call's first request, and
+    :class:`~rechunk.errors.ModelChangedError` is raised before anything of that call is
+    cached or returned when the model no longer agrees with the vectors the cache holds.
+    The check's inputs are not counted in :attr:`stats`.
+
     :meth:`embed` / :meth:`aembed` run a whole call; :meth:`plan` and
     :meth:`absorb` are its two halves (look up, then take the model's answer).
     """
 
-    def __init__(self, cache: EmbeddingCache, model_id: str, dimension: int | None) -> None:
+    def __init__(
+        self, cache: EmbeddingCache, model_id: str, dimension: int | None, *, check: bool = True
+    ) -> None:
         self.cache = cache
         self.model_id = model_id
         self.dimension = dimension
+        self.check = check
         self._recorded = False
         self._stats = StatsCounter()
 
@@ -800,6 +804,26 @@ class Reuse:
         missing = [text for text, key in key_of.items() if key not in found]
         self._stats.add(inputs=len(items), hits=len(key_of) - len(missing), misses=len(missing))
         return Plan(items, key_of, found, missing)
+
+    def batches(self, plan: Plan, batch_size: int | None) -> CheckedBatches:
+        """The requests of ``plan``'s misses, the model check's inputs first."""
+        check = None
+        if self.check and plan.missing:
+            check = cache_check(
+                self.cache, self.model_id, self.dimension, plan.found, key_of=plan.key_of
+            )
+        return CheckedBatches(check, plan.missing, batch_size)
+
+    def take(self, plan: Plan, batches: CheckedBatches, batch: list[str], raw: object,
+             seconds: float) -> None:  # fmt: skip
+        """Check the model's answer ``raw`` to ``batch``, settle the model check when its
+        vectors are in, then :meth:`absorb` the misses' vectors."""
+        vectors = check_vectors(
+            raw, model_id=self.model_id, dimension=self.dimension, count=len(batch)
+        )
+        kept, rows = batches.keep(batch, vectors)
+        if kept:
+            self.absorb(plan, kept, rows, seconds)
 
     def absorb(self, plan: Plan, batch: list[str], raw: object, seconds: float) -> None:
         """Check the model's vectors for ``batch`` (:func:`~rechunk.reuse.embedding.check_vectors`:
@@ -832,10 +856,11 @@ class Reuse:
         call, none when everything was cached) and returns one vector per text.
         """
         plan = self.plan(texts)
-        for batch in _batches(plan.missing, batch_size):
+        batches = self.batches(plan, batch_size)
+        for batch in batches:
             started = time.perf_counter()
             raw = embed_batch(batch)
-            self.absorb(plan, batch, raw, time.perf_counter() - started)
+            self.take(plan, batches, batch, raw, time.perf_counter() - started)
         return plan.result()
 
     async def aembed(
@@ -846,10 +871,12 @@ class Reuse:
     ) -> list[list[float]]:
         """Async :meth:`embed`: cache reads and writes run in a worker thread."""
         plan = await asyncio.to_thread(self.plan, texts)
-        for batch in _batches(plan.missing, batch_size):
+        batches = await asyncio.to_thread(self.batches, plan, batch_size)
+        for batch in batches:
             started = time.perf_counter()
             raw = await embed_batch(batch)
-            await asyncio.to_thread(self.absorb, plan, batch, raw, time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            await asyncio.to_thread(self.take, plan, batches, batch, raw, seconds)
         return plan.result()
 
 
@@ -858,7 +885,8 @@ class DocumentsAndQueries:
 
     def __init__(self, cache: EmbeddingCache, model_id: str, dimension: int | None) -> None:
         self.documents = Reuse(cache, model_id, dimension)
-        self.queries = Reuse(cache, model_id + QUERY_SUFFIX, dimension)
+        # query vectors are not stored: a wrong one misranks a search, and is not checked
+        self.queries = Reuse(cache, model_id + QUERY_SUFFIX, dimension, check=False)
 
     @property
     def cache(self) -> EmbeddingCache:

@@ -694,6 +694,11 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
       (``asyncio.to_thread``), never blocking the event loop.
     * A cache opened read-only (``SQLiteCache(path, readonly=True)``) is read
       and never written: misses are embedded every time.
+    * Every call that embeds is model-checked against the cache
+      (:mod:`rechunk.reuse.agreement`): one or two short inputs at the front of its
+      first request, and :class:`~rechunk.ModelChangedError` before anything of the
+      call is cached or returned when the model behind ``model_id`` gives another
+      vector than the one the cache holds.
     * :attr:`stats` counts inputs, hits, misses (distinct texts per call) and
       inputs sent to the model, for documents and for cached queries (a query
       with ``cache_queries=False`` goes straight to the underlying and is not

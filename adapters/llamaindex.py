@@ -947,6 +947,11 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
       finite vector per text, the known dimension), else
       :class:`~rechunk.EmbeddingError` and nothing of that call is cached. Hits
       and misses return the same float32 values.
+    * Every batch that embeds is model-checked against the cache
+      (:mod:`rechunk.reuse.agreement`): one or two short inputs at the front of its
+      first request to the underlying, and :class:`~rechunk.ModelChangedError` before
+      anything of it is cached or returned when the model behind ``model_id`` gives
+      another vector than the one the cache holds.
     * ``dimension`` (optional): unknown, it is read from the cache's record for
       this model or learnt from the first answer (the record is one extra cache
       entry per model id, the same one :mod:`rechunk.adapters.langchain` writes).

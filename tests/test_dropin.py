@@ -38,6 +38,7 @@ from rechunk.adapters.langchain import (
 from rechunk.adapters.llamaindex import CachedEmbedding, RechunkNodeParser
 from rechunk.chunking.tokens import default_tokenizer_path, resolve_tokenizer
 from rechunk.errors import ConfigError
+from rechunk.reuse.agreement import REFERENCE
 
 ROOT = Path(__file__).resolve().parent.parent
 #: examples/docs plus the README: the corpus the issue measured the defaults on
@@ -552,13 +553,17 @@ def test_llamaindex_embeds_the_metadata_header_its_templates_make() -> None:
         assert node.metadata["input_key"] == rechunk.input_key(cached.model_id, embedded)
         assert "input_key" not in embedded and "policy:" not in embedded  # never embedded
         assert minilm_tokens(embedded) <= MINILM_WINDOW  # the header fits in the window too
-    assert sorted(model._seen) == sorted(n.get_content(MetadataMode.EMBED) for n in nodes)
+    # the model check's REFERENCE (recorded in the new cache) first, then every input
+    inputs = sorted(n.get_content(MetadataMode.EMBED) for n in nodes)
+    assert model._seen[0] == REFERENCE and sorted(model._seen[1:]) == inputs
     model._seen.clear()
     again = pipeline.run(documents=[_guide("Choosing a policy", file_path="elsewhere.md")])
     assert model._seen == []  # header unchanged (file_path is excluded): every vector reused
     assert [n.id_ for n in again] == [n.id_ for n in nodes]
     retitled = pipeline.run(documents=[_guide("Choosing a chunking policy")])
-    assert len(model._seen) == len(retitled)  # a new title is in every input: all re-embedded
+    # a new title is in every input: all re-embedded, after the model check's REFERENCE
+    assert model._seen[0] == REFERENCE
+    assert sorted(model._seen[1:]) == sorted(n.get_content(MetadataMode.EMBED) for n in retitled)
     assert not {n.id_ for n in retitled} & {n.id_ for n in nodes}
 
 
@@ -645,7 +650,9 @@ def test_metadata_the_stock_splitter_takes_goes_through_index() -> None:
     result = index(third, manager, store, cleanup="incremental", source_id_key="source",
                    key_encoder=rechunk_key_encoder)  # fmt: skip
     assert result["num_added"] == n_guide  # the changed date reaches the store ...
-    assert sum(map(len, model.calls)) == len(docs)  # ... with every vector from the cache
+    # ... with every vector from the cache: the model embedded each chunk once, in the
+    # first index(), after the model check's REFERENCE (recorded in the new cache)
+    assert [t for call in model.calls for t in call] == [REFERENCE, *(d.page_content for d in docs)]
 
 
 def test_llamaindex_metadata_values_are_keyed_as_embedded() -> None:

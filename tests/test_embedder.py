@@ -19,6 +19,7 @@ import pytest
 
 from rechunk.errors import ConfigError, EmbeddingError, InputError
 from rechunk.integrations.sentence_transformers import SentenceTransformerEmbedder, default_threads
+from rechunk.reuse.agreement import REFERENCE
 from rechunk.reuse.cache import MemoryCache, SQLiteCache
 from rechunk.reuse.cached_embedder import CachedEmbedder, EmbedStats
 from rechunk.reuse.embedding import Embedder
@@ -280,9 +281,11 @@ def test_cached_embedder_batches_misses_and_counts() -> None:
     cached = CachedEmbedder(inner, MemoryCache(), batch_size=2)
     texts = ["a b", "c", "a b", "d e f", "g", "c"]
     out = cached.embed(texts)
-    assert inner.batches == [["a b", "c"], ["d e f", "g"]]
+    # the model check's REFERENCE (recorded in this new cache) rides at the front of the
+    # first request and counts inside its batch_size; only the distinct misses follow
+    assert inner.batches == [[REFERENCE, "a b"], ["c", "d e f"], ["g"]]
     assert bits(out) == bits(np.vstack([inner.embed([t]) for t in texts]))
-    assert cached.stats == EmbedStats(
+    assert cached.stats == EmbedStats(  # the check's input is not counted in the stats
         inputs=6,
         hits=0,
         misses=4,
@@ -292,7 +295,7 @@ def test_cached_embedder_batches_misses_and_counts() -> None:
     )
     inner.batches.clear()
     cached.embed(["g", "new", "a b"])
-    assert inner.batches == [["new"]]
+    assert inner.batches == [[REFERENCE, "new"]]  # checked against the recorded reference
     assert (cached.stats.hits, cached.stats.misses, cached.stats.inputs_embedded) == (2, 5, 5)
     cached.reset_stats()
     assert cached.stats == EmbedStats()
@@ -305,7 +308,8 @@ def test_cached_embedder_pickles_with_its_counts() -> None:
     copy = pickle.loads(pickle.dumps(cached))
     assert copy.stats == cached.stats  # the counts travel as a snapshot ...
     assert bits(copy.embed(["c", "a b"])) == bits(first[::-1])  # ... the cache's entries too
-    assert copy.embedder.batches == cached.embedder.batches == [["a b", "c"]]
+    # one embedding of the misses (after the model check's REFERENCE), none by the copy
+    assert copy.embedder.batches == cached.embedder.batches == [[REFERENCE, "a b"], ["c"]]
     assert (copy.stats.hits, copy.stats.inputs) == (2, 4)
     assert (cached.stats.hits, cached.stats.inputs) == (0, 2)  # ... and then count apart
 
@@ -324,8 +328,12 @@ def test_readonly_cache_is_read_not_written(tmp_path: Path) -> None:
     with SQLiteCache(path, readonly=True) as cache:
         cached = CachedEmbedder(inner, cache)
         assert cached.embed(["old", "new"]).shape == (2, 16)
-        # one vector, and the record of the model's dimension (for the adapters)
-        assert inner.batches == [["new"]] and cache.stats().entries == 2
+        # the model check against the reference the writable run recorded, then the miss
+        assert inner.batches == [[REFERENCE, "new"]]
+        # unchanged since the writable run: one vector, the model check's reference and
+        # the record of the model's dimension (for the adapters); "new" was not written
+        assert cache.stats().entries == 3
+        assert not cache.get_many([input_key("hash/v1", "new")], "hash/v1", 16)
 
 
 def test_keys_are_input_keys_of_the_model() -> None:
@@ -359,9 +367,11 @@ def test_impostor_of_minilm_with_wrong_dimension_is_refused(
     """Claims MiniLM's model_id and 384 dimensions but returns 383: refused, nothing cached."""
     impostor = HashEmbedder(model_id=minilm.model_id, dimension=384, returns=383)
     with SQLiteCache(tmp_path / "c.sqlite") as cache:
-        with pytest.raises(EmbeddingError, match=r"\(2, 383\)"):
+        # 3 rows: the model check's REFERENCE (this new cache would record it) and "a", "b"
+        with pytest.raises(EmbeddingError, match=r"\(3, 383\)"):
             CachedEmbedder(impostor, cache).embed(["a", "b"])
-        assert cache.stats().entries == 0
+        assert impostor.batches == [[REFERENCE, "a", "b"]]
+        assert cache.stats().entries == 0  # not even the reference: no check passed
 
 
 class BadDtypeEmbedder(HashEmbedder):

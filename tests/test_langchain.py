@@ -72,6 +72,7 @@ from rechunk.adapters.langchain import (
 )
 from rechunk.chunking.tokens import resolve_tokenizer
 from rechunk.errors import CacheError, ConfigError, EmbeddingError, InputError
+from rechunk.reuse.agreement import REFERENCE
 from rechunk.reuse.cache import EmbeddingCache, MemoryCache, SQLiteCache
 from rechunk.reuse.identity import input_key, point_id, text_revision
 
@@ -84,6 +85,15 @@ DIM = 384
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def split_check(requests: list[list[str]]) -> tuple[list[str], list[str]]:
+    """(the model check's inputs, the caller's inputs) of the ``requests`` a model got
+    behind a cache wrapper with no ``batch_size``, over a cache that keeps (or records in
+    its first request) the model's reference: every call that embeds is then one request,
+    and the model check (rechunk.reuse.agreement) puts :data:`REFERENCE` at its front."""
+    assert all(request[:1] == [REFERENCE] for request in requests), "each starts with the check"
+    return [r[0] for r in requests], [text for r in requests for text in r[1:]]
 
 
 class FakeEmbeddings(Embeddings):
@@ -127,10 +137,10 @@ class RecordingMiniLM(Embeddings):
 
     def __init__(self, memo: Memo) -> None:
         self.memo = memo
-        self.embedded: list[str] = []
+        self.requests: list[list[str]] = []
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.embedded.extend(texts)
+        self.requests.append(list(texts))
         return self.memo.embed(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
@@ -212,16 +222,17 @@ def _run_index(
     pairs: list[dict[str, Any]],
     manager: Any,
 ) -> tuple[list[list[str]], list[list[Document]], list[dict[str, int]]]:
-    """index() revision 1 then revision 2: (texts embedded, documents, results) per revision."""
-    embedded, documents, results = [], [], []
+    """index() revision 1 then revision 2: (the requests the model got, documents, results)
+    per revision."""
+    requests, documents, results = [], [], []
     for revision in ("old", "new"):
-        recorder.embedded.clear()
+        recorder.requests.clear()
         docs = splitter.split_documents(_docs(pairs, revision))
         result = _index(docs, manager, store, key_encoder)
-        embedded.append(list(recorder.embedded))
+        requests.append(list(recorder.requests))
         documents.append(docs)
         results.append(result)
-    return embedded, documents, results
+    return requests, documents, results
 
 
 def _tokens(minilm: Any, texts: Sequence[str]) -> int:
@@ -336,7 +347,9 @@ def test_a_metadata_change_reaches_the_store_from_the_cache() -> None:
     n = len(docs)
     assert results[1]["num_added"] == n and results[1]["num_deleted"] == n
     assert {r["metadata"]["acl"] for r in store.store.values()} == {"private"}
-    assert sum(len(call) for call in model.calls) == n  # revision 2: every vector from the cache
+    # one request, revision 1's: the model check's REFERENCE (recorded in the new cache),
+    # then each input once; revision 2: every vector from the cache
+    assert model.calls == [[REFERENCE, *(d.page_content for d in docs)]]
 
 
 def test_an_insert_keeps_every_other_id() -> None:
@@ -582,10 +595,11 @@ def test_embed_documents_sends_only_distinct_misses() -> None:
     fake = FakeEmbeddings()
     cached = CachedEmbeddings(fake, MemoryCache())
     first = cached.embed_documents(["a", "b", "a"])
-    assert fake.calls == [["a", "b"]]
+    # the model check's REFERENCE first (the new cache records it), then the distinct misses
+    assert fake.calls == [[REFERENCE, "a", "b"]]
     assert first[0] == first[2]
     second = cached.embed_documents(["b", "c", "a"])
-    assert fake.calls == [["a", "b"], ["c"]]
+    assert fake.calls == [[REFERENCE, "a", "b"], [REFERENCE, "c"]]  # checked again, then "c"
     assert second[0] == first[1] and second[2] == first[0]
     assert second[0] == [float(x) for x in np.float32(fake.vector("b"))]  # float32 values
     stats = cached.stats
@@ -602,7 +616,8 @@ def test_batch_size_splits_misses() -> None:
     fake = FakeEmbeddings()
     cached = CachedEmbeddings(fake, MemoryCache(), batch_size=2)
     cached.embed_documents(list("abcde"))
-    assert fake.calls == [["a", "b"], ["c", "d"], ["e"]]
+    # the model check's REFERENCE rides in the first request, inside its batch_size
+    assert fake.calls == [[REFERENCE, "a"], ["b", "c"], ["d", "e"]]
 
 
 def test_dimension_is_recorded_in_the_cache(tmp_path: Path) -> None:
@@ -649,7 +664,8 @@ def test_a_read_only_cache_is_used_but_never_written(tmp_path: Path) -> None:
         cached = CachedEmbeddings(fake, cache)
         cached.embed_documents(["a", "b"])
         cached.embed_documents(["b"])
-        assert fake.calls == [["b"], ["b"]] and cache.stats().writes == 0
+        # each call checked against the reference the writable run recorded; "b" not cached
+        assert fake.calls == [[REFERENCE, "b"], [REFERENCE, "b"]] and cache.stats().writes == 0
 
 
 def test_model_identity_is_in_the_key() -> None:
@@ -657,7 +673,7 @@ def test_model_identity_is_in_the_key() -> None:
     CachedEmbeddings(FakeEmbeddings(model="m1"), cache).embed_documents(["a"])
     other = FakeEmbeddings(model="m2")
     CachedEmbeddings(other, cache).embed_documents(["a"])
-    assert other.calls == [["a"]]
+    assert other.calls == [[REFERENCE, "a"]]  # m2's own model check, then "a": m1's not reused
     explicit = FakeEmbeddings(model=None)
     # no model name: the class path and its settings name it (the run-time call logs do not)
     assert CachedEmbeddings(explicit, cache).model_id == f"langchain:{__name__}.FakeEmbeddings(dim=8)"
@@ -1076,7 +1092,8 @@ def test_async_uses_the_underlying_async() -> None:
     cached = CachedEmbeddings(fake, MemoryCache(), dimension=8)
     first = asyncio.run(cached.aembed_documents(["a", "b", "a"]))
     second = asyncio.run(cached.aembed_documents(["b", "c"]))
-    assert fake.async_calls == [["a", "b"], ["c"]] and fake.calls == []
+    # each call's model check (REFERENCE, recorded by the first) rides in its async request
+    assert fake.async_calls == [[REFERENCE, "a", "b"], [REFERENCE, "c"]] and fake.calls == []
     assert first[0] == first[2] and second[0] == first[1] == cached.embed_documents(["b"])[0]
     assert fake.calls == []
 
@@ -1205,11 +1222,23 @@ def _check_store(
     assert gone and not gone & {sid for sid, _, _ in stored}
 
 
-def _check_embedded(embedded: list[list[str]], docs: list[list[Document]]) -> None:
+def _check_embedded(
+    requests: list[list[list[str]]], docs: list[list[Document]]
+) -> tuple[list[list[str]], list[list[str]]]:
+    """The requests of each revision (a model behind CachedEmbeddings) held each distinct
+    new input once, after the model check's REFERENCE; returns (inputs, check's inputs)
+    per revision."""
+    embedded, checks = [], []
+    for revision in requests:
+        check, inputs = split_check(revision)
+        embedded.append(inputs)
+        checks.append(check)
     old_texts = {d.page_content for d in docs[0]}
     new_texts = {d.page_content for d in docs[1]}
     assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once
     assert sorted(embedded[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
+    assert checks[0] and checks[1]  # both revisions embedded: both were model-checked
+    return embedded, checks
 
 
 def _check_retrieval(store: Any, docs: list[list[Document]]) -> None:
@@ -1242,10 +1271,10 @@ def test_index_into_qdrant_embeds_only_new_inputs(
     recorder = RecordingMiniLM(memo)
     embeddings = CachedEmbeddings(recorder, ByteStoreCache(InMemoryByteStore()))
     store = QdrantVectorStore(client=client, collection_name="lc", embedding=embeddings)
-    embedded, docs, results = _run_index(
+    requests, docs, results = _run_index(
         _splitter(minilm), rechunk_key_encoder, store, recorder, pairs, new_record_manager()
     )
-    _check_embedded(embedded, docs)
+    embedded, checks = _check_embedded(requests, docs)
     assert results[1]["num_added"] + results[1]["num_skipped"] == len(docs[1])
     points, _ = client.scroll("lc", limit=10_000, with_payload=True)
     stored = [(str(p.id), p.payload["page_content"], p.payload["metadata"]) for p in points]  # type: ignore[index]
@@ -1254,6 +1283,7 @@ def test_index_into_qdrant_embeds_only_new_inputs(
     print(
         f"\nLangChain index() + Qdrant, rechunk: rev1 {len(embedded[0])} inputs, "
         f"rev2 {len(embedded[1])} of {len(docs[1])} chunks, {_tokens(minilm, embedded[1])} tokens"
+        f" (+ {len(checks[1])} model-check inputs, {_tokens(minilm, checks[1])} tokens)"
     )
 
 
@@ -1280,10 +1310,10 @@ def test_index_into_chroma_embeds_only_new_inputs(
             client=client,
             collection_metadata={"hnsw:space": "cosine"},
         )
-        embedded, docs, _ = _run_index(
+        requests, docs, _ = _run_index(
             _splitter(minilm), rechunk_key_encoder, store, recorder, pairs, new_record_manager()
         )
-        _check_embedded(embedded, docs)
+        _check_embedded(requests, docs)
         got = store.get(include=["documents", "metadatas"])
         stored = list(zip(got["ids"], got["documents"], got["metadatas"]))
         _check_store(stored, docs[1], docs[0])
@@ -1317,26 +1347,35 @@ def test_stock_splitter_reembeds_more_than_rechunk(
     )
     stock_store = store_for(stock_recorder)
     # the default key encoder (sha1) is the only built-in one whose ids Qdrant accepts
-    s_embedded, s_docs, _ = _run_index(
+    s_requests, s_docs, _ = _run_index(
         stock, "sha1", stock_store, stock_recorder, pairs, new_record_manager()
     )
+    s_embedded = [[text for request in revision for text in request] for revision in s_requests]
 
     recorder = RecordingMiniLM(memo)
     store = store_for(CachedEmbeddings(recorder, MemoryCache()))
-    r_embedded, r_docs, _ = _run_index(
+    r_requests, r_docs, _ = _run_index(
         _splitter(minilm), rechunk_key_encoder, store, recorder, pairs, new_record_manager()
     )
+    # rechunk's own inputs, and apart from them the model check's (REFERENCE at the front of
+    # each request): a real cost of CachedEmbeddings the stock pipeline does not pay
+    (_, r_embedded_0), (r_checks, r_embedded_1) = map(split_check, r_requests)
+    r_embedded = [r_embedded_0, r_embedded_1]
 
     stock_chunks, rechunk_chunks = len(s_embedded[1]), len(r_embedded[1])
     stock_tokens, rechunk_tokens = _tokens(minilm, s_embedded[1]), _tokens(minilm, r_embedded[1])
+    check_inputs, check_tokens = len(r_checks), _tokens(minilm, r_checks)
     print(
         f"\nrevision 2 of {', '.join(PAIRS)}: stock RecursiveCharacterTextSplitter"
         f"(add_start_index=True) + index() embedded {stock_chunks} of {len(s_docs[1])} chunks, "
         f"{stock_tokens} tokens; rechunk embedded {rechunk_chunks} of {len(r_docs[1])} chunks, "
-        f"{rechunk_tokens} tokens"
+        f"{rechunk_tokens} tokens, and {check_inputs} model-check inputs, {check_tokens} tokens"
     )
     assert rechunk_chunks < stock_chunks
     assert rechunk_tokens < stock_tokens
+    # ... and still with the model check's cost added
+    assert rechunk_chunks + check_inputs < stock_chunks
+    assert rechunk_tokens + check_tokens < stock_tokens
     # the stock pipeline re-embeds inputs it had already embedded (start_index is hashed)
     assert set(s_embedded[1]) & set(s_embedded[0])
     assert not set(r_embedded[1]) & set(r_embedded[0])

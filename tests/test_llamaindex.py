@@ -51,6 +51,7 @@ from rechunk.adapters.llamaindex import (
 )
 from rechunk.chunking.tokens import resolve_tokenizer
 from rechunk.errors import ConfigError, EmbeddingError, InputError
+from rechunk.reuse.agreement import REFERENCE
 from rechunk.reuse.cache import MemoryCache, SQLiteCache
 from rechunk.reuse.identity import input_key, point_id
 
@@ -62,6 +63,15 @@ DIM = 384
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def split_check(embedded: list[str]) -> tuple[list[str], list[str]]:
+    """(the model check's inputs, the caller's inputs) of what a model embedded behind a
+    CachedEmbedding whose cache keeps (or records in its first request) the model's
+    reference: the model check (rechunk.reuse.agreement) puts :data:`REFERENCE` at the
+    front of every batch that embeds, so what the model embedded starts with it."""
+    assert not embedded or embedded[0] == REFERENCE, "the first request starts with the check"
+    return [t for t in embedded if t == REFERENCE], [t for t in embedded if t != REFERENCE]
 
 
 class FakeEmbedding(BaseEmbedding):
@@ -449,10 +459,13 @@ def test_text_embeddings_send_only_distinct_misses() -> None:
     fake = FakeEmbedding()
     cached = CachedEmbedding(fake, MemoryCache(), embed_batch_size=2)
     first = cached.get_text_embedding_batch(["a", "b", "a"])
-    assert fake._calls == [["a", "b"]]  # batch 1 misses a, b; batch 2 hits a
+    # batch 1 misses a, b, sent after the model check's REFERENCE (recorded in the new cache;
+    # embed_batch_size counts the caller's texts: the underlying bounds its own requests);
+    # batch 2 hits a
+    assert fake._calls == [[REFERENCE, "a", "b"]]
     assert first[0] == first[2]
     second = cached.get_text_embedding_batch(["b", "c"])
-    assert fake._calls == [["a", "b"], ["c"]]
+    assert fake._calls == [[REFERENCE, "a", "b"], [REFERENCE, "c"]]  # checked again, then c
     assert second[0] == first[1] == [float(x) for x in np.float32(fake.vector("b"))]
     assert cached.get_text_embedding("c") == second[1]
     stats = cached.stats
@@ -499,7 +512,7 @@ def test_model_identity_and_configuration() -> None:
     CachedEmbedding(FakeEmbedding(model_name="m1"), cache).get_text_embedding("a")
     other = FakeEmbedding(model_name="m2")
     CachedEmbedding(other, cache).get_text_embedding("a")
-    assert other._calls == [["a"]]
+    assert other._calls == [[REFERENCE, "a"]]  # m2's own model check, then "a": m1's not reused
 
 
 def test_a_bad_text_anywhere_changes_nothing() -> None:
@@ -553,7 +566,8 @@ def test_async_uses_the_underlying_async() -> None:
     cached = CachedEmbedding(fake, MemoryCache())
     first = asyncio.run(cached.aget_text_embedding_batch(["a", "b", "a"]))
     second = asyncio.run(cached.aget_text_embedding_batch(["b", "c"]))
-    assert fake._async_calls == [["a", "b"], ["c"]] and fake._calls == []
+    # each call's model check (REFERENCE, recorded by the first) rides in its async request
+    assert fake._async_calls == [[REFERENCE, "a", "b"], [REFERENCE, "c"]] and fake._calls == []
     assert second[0] == first[1]
     assert asyncio.run(cached.aget_text_embedding("c")) == second[1]
 
@@ -568,9 +582,11 @@ def test_pickled_copy_shares_an_sqlite_cache_and_embeds(tmp_path: Path) -> None:
         again = copy.get_text_embedding_batch(["b", "a", "c"])
         assert again[:2] == [first[1], first[0]]
         # LlamaIndex unpickles the underlying through its __init__: a fresh, empty call log
-        assert copy.underlying._calls == [["c"]]  # a and b came from the file ...
+        # a and b came from the file, c was embedded after the model check against the
+        # REFERENCE the original recorded in the file ...
+        assert copy.underlying._calls == [[REFERENCE, "c"]]
         assert cached.get_text_embedding("c") == again[2]  # ... and c went into it
-        assert cached.underlying._calls == [["a", "b"]]
+        assert cached.underlying._calls == [[REFERENCE, "a", "b"]]
         copy.cache.close()
 
 
@@ -619,7 +635,8 @@ def test_an_underlying_that_would_lose_private_state_is_refused_when_pickling() 
     # LlamaIndex rebuilds a model through an __init__ that takes its fields: that copy works
     copy = pickle.loads(pickle.dumps(CachedEmbedding(LockedEmbedding(), MemoryCache())))
     copy.get_text_embedding("b")
-    assert copy.underlying._calls == [["b"]]  # through the lock its __init__ created again
+    # through the lock its __init__ created again (after the model check's REFERENCE)
+    assert copy.underlying._calls == [[REFERENCE, "b"]]
 
 
 def test_token_counting_handler_counts_the_models_tokens_for_misses_only() -> None:
@@ -629,24 +646,27 @@ def test_token_counting_handler_counts_the_models_tokens_for_misses_only() -> No
         counter = TokenCountingHandler(tokenizer=str.split)
         return counter, CallbackManager([counter])
 
+    # the model embeds the check's REFERENCE at the front of every batch that embeds, and
+    # the handler counts those tokens too (a real cost): counted apart below
+    check = len(REFERENCE.split())
     counter, manager = counting()
     fake = FakeEmbedding()
     cached = CachedEmbedding(fake, MemoryCache(), embed_batch_size=2, callback_manager=manager)
     cached.get_text_embedding_batch(["one two", "three", "one two"])
-    assert counter.total_embedding_token_count == 3  # each miss once, the repeat a hit
+    assert counter.total_embedding_token_count == 3 + check  # each miss once, the repeat a hit
     asyncio.run(cached.aget_text_embedding_batch(["three", "four five six"]))
-    assert counter.total_embedding_token_count == 6  # only the new text
+    assert counter.total_embedding_token_count == 6 + 2 * check  # only the new text
     # assigned after construction, as VectorStoreIndex(callback_manager=...) and Settings do
     counter, manager = counting()
     nodes = [TextNode(text="seven eight", id_="n1"), TextNode(text="three", id_="n2")]
     VectorStoreIndex(nodes, embed_model=cached, callback_manager=manager)
-    assert counter.total_embedding_token_count == 2
+    assert counter.total_embedding_token_count == 2 + check
     assert cached.callback_manager is fake.callback_manager is manager
     # by default the underlying keeps its own callback manager
     counter, manager = counting()
     own = CachedEmbedding(FakeEmbedding(callback_manager=manager), MemoryCache())
     own.get_text_embedding("a b")
-    assert counter.total_embedding_token_count == 2
+    assert counter.total_embedding_token_count == 2 + check
 
 
 @pytest.mark.slow
@@ -669,14 +689,19 @@ def test_token_counting_sees_only_what_the_model_embeds(
     texts = list(dict.fromkeys(n.text for n in nodes))
     plain = tokens(lambda: RecordingMiniLM(memo).get_text_embedding_batch(texts))
     assert plain == sum(len(token_ids(t)) for t in texts) > 0
+    # the model check's REFERENCE, embedded at the front of every batch (embed_batch_size=4)
+    # that embeds: the handler counts its tokens too, kept apart from the inputs' here
+    check, batches = len(token_ids(REFERENCE)), math.ceil(len(texts) / 4)
     cached = CachedEmbedding(RecordingMiniLM(memo), MemoryCache(), embed_batch_size=4)
-    assert tokens(lambda: cached.get_text_embedding_batch(texts)) == plain  # cold: once each
+    cold = tokens(lambda: cached.get_text_embedding_batch(texts))
+    assert cold == plain + batches * check  # cold: each input once
     assert tokens(lambda: cached.get_text_embedding_batch(texts)) == 0  # warm: all hits
     assert tokens(lambda: asyncio.run(cached.aget_text_embedding_batch(texts))) == 0
     fresh = CachedEmbedding(RecordingMiniLM(memo), MemoryCache(), embed_batch_size=4)
-    assert tokens(lambda: asyncio.run(fresh.aget_text_embedding_batch(texts))) == plain
+    cold = tokens(lambda: asyncio.run(fresh.aget_text_embedding_batch(texts)))
+    assert cold == plain + batches * check
     new = "A sentence that no chunk of the guide contains."
-    assert tokens(lambda: cached.get_text_embedding(new)) == len(token_ids(new))
+    assert tokens(lambda: cached.get_text_embedding(new)) == len(token_ids(new)) + check
     assert tokens(lambda: cached.get_text_embedding(new)) == 0
     assert tokens(lambda: asyncio.run(cached.aget_text_embedding(new))) == 0
     query = "How large should a chunk be?"
@@ -761,15 +786,20 @@ def _expected(
 
 def _check(
     embedded: list[list[str]], old: list[Any], new: list[Any], stored: dict[str, tuple[str, str]]
-) -> None:
+) -> list[list[str]]:
+    """Returns the inputs each revision embedded, without the model check's."""
+    # each revision is one batch (fewer nodes than embed_batch_size): one model check each
+    checks, inputs = zip(*map(split_check, embedded))
+    assert list(checks) == [[REFERENCE], [REFERENCE]]
     # what is embedded is LlamaIndex's embed content: the metadata header, then the text
     old_texts = {n.get_content(MetadataMode.EMBED) for n in old}
     new_texts = {n.get_content(MetadataMode.EMBED) for n in new}
-    assert sorted(embedded[0]) == sorted(old_texts)  # each distinct input once
-    assert sorted(embedded[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
+    assert sorted(inputs[0]) == sorted(old_texts)  # each distinct input once
+    assert sorted(inputs[1]) == sorted(new_texts - old_texts)  # exactly the new inputs
     want = {n.id_: (n.text, n.ref_doc_id) for n in new}
     assert stored == want  # the store holds revision 2's nodes and nothing else
     assert {n.id_ for n in old} - set(want)
+    return list(inputs)
 
 
 def _check_retrieval(
@@ -818,11 +848,11 @@ def test_pipeline_into_qdrant_embeds_only_new_inputs(
         str(p.id): (json.loads(p.payload["_node_content"])["text"], p.payload["doc_id"])  # type: ignore[index]
         for p in points
     }
-    _check(embedded, old, new, stored)
+    embedded = _check(embedded, old, new, stored)
     _check_retrieval(vector_store, embedding, old, new)
     print(
         f"\nIngestionPipeline + Qdrant, rechunk: rev1 {len(embedded[0])} inputs, "
-        f"rev2 {len(embedded[1])} of {len(new)} nodes"
+        f"rev2 {len(embedded[1])} of {len(new)} nodes (+ 1 model-check input each)"
     )
 
 
@@ -907,17 +937,26 @@ def test_stock_pipeline_reembeds_every_node_of_a_changed_document(
             embedded.append(list(recorder.embedded))
         runs[name] = (embedded, nodes)
     s_embedded, s_nodes = runs["stock"]
-    r_embedded, r_nodes = runs["rechunk"]
+    r_requested, r_nodes = runs["rechunk"]
+    # rechunk's own inputs, and apart from them the model check's (REFERENCE at the front of
+    # each batch that embeds): a real cost of CachedEmbedding the stock pipeline does not pay
+    (_, r_embedded_0), (r_checks, r_embedded_1) = map(split_check, r_requested)
+    r_embedded = [r_embedded_0, r_embedded_1]
     # every pair changed, so the stock pipeline embeds every node of revision 2 again
     assert len(s_embedded[1]) == len(s_nodes[1])
     stock_tokens = sum(len(token_ids(t)) for t in s_embedded[1])
     rechunk_tokens = sum(len(token_ids(t)) for t in r_embedded[1])
+    check_tokens = sum(len(token_ids(t)) for t in r_checks)
     print(
         f"\nrevision 2 of {', '.join(PAIRS)}: stock SentenceSplitter pipeline (UPSERTS) embedded "
         f"{len(s_embedded[1])} of {len(s_nodes[1])} nodes, {stock_tokens} tokens; rechunk embedded "
-        f"{len(r_embedded[1])} of {len(r_nodes[1])} nodes, {rechunk_tokens} tokens"
+        f"{len(r_embedded[1])} of {len(r_nodes[1])} nodes, {rechunk_tokens} tokens, and "
+        f"{len(r_checks)} model-check inputs, {check_tokens} tokens"
     )
     assert len(r_embedded[1]) < len(s_embedded[1]) and rechunk_tokens < stock_tokens
+    # ... and still with the model check's cost added
+    assert len(r_embedded[1]) + len(r_checks) < len(s_embedded[1])
+    assert rechunk_tokens + check_tokens < stock_tokens
     assert not set(r_embedded[1]) & set(r_embedded[0])
 
 
@@ -948,12 +987,19 @@ def test_pipeline_with_worker_processes_shares_an_sqlite_cache(
             embedded = [t for line in log.read_text().splitlines() for t in json.loads(line)]
             runs.append(({n.id_: n.embedding for n in nodes}, embedded))
         assert embedding.stats.inputs == 0  # everything ran in the workers
-        assert cache.stats().entries == len(texts) + 1  # and went into the shared file
+        # and went into the shared file, with the record of the dimension and the model
+        # check's reference (one key: the workers' checks recorded or used the same entry)
+        assert cache.stats().entries == len(texts) + 2
     (first, embedded), (second, embedded_again) = runs
     assert set(first) == set(expected)
     for node_id, vector in first.items():
         np.testing.assert_allclose(vector, expected[node_id], rtol=0, atol=1e-5)
-    assert sorted(embedded) == texts  # the first run embedded every input once ...
+    # each task the pipeline gave its workers embedded after a model check (REFERENCE first);
+    # num_workers=2 splits the documents into tasks of len(docs) // 2 each (7 sections: 3 tasks)
+    tasks = len(list(IngestionPipeline._node_batcher(num_batches=2, nodes=docs)))
+    checks, inputs = split_check(embedded)
+    assert checks == [REFERENCE] * tasks
+    assert sorted(inputs) == texts  # the first run embedded every input once ...
     assert embedded_again == embedded  # ... the second one nothing: all from the file
     assert second == first
 

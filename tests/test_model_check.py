@@ -23,6 +23,7 @@ import pytest
 import rechunk
 from rechunk import Document, ModelChangedError, RecursiveChunker, SQLiteCache, sync
 from rechunk.errors import CollectionMismatchError
+from rechunk.reuse.identity import input_key
 from rechunk.sync.model_check import REFERENCE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -254,3 +255,150 @@ def test_no_reference_is_recorded_with_nothing_to_compare_with(
         report = sync([Document("x", "Another note.")], other, chunker=CHUNKER,
                       embedder=api(server, cache), cache=cache)  # fmt: skip
         assert report.model_check == "passed"
+
+
+# ------------------------------------------------------------------ the cache wrappers
+
+
+def requests(server: Server) -> list[list[str]]:
+    """Each request's inputs, in order; then forgets them."""
+    sent = [r["input"] if isinstance(r["input"], list) else [r["input"]] for r in server.http.requests]
+    server.http.requests.clear()
+    return sent
+
+
+def langchain_model(server: Server) -> Any:
+    """A LangChain ``Embeddings`` of the kind users write over the ``openai`` client (the
+    community class maps every model name to a tiktoken encoding, fetched from the web)."""
+    import openai
+    from langchain_core.embeddings import Embeddings
+
+    class TeamEmbeddings(Embeddings):
+        def __init__(self) -> None:
+            self.client = openai.OpenAI(base_url=server.http.url, api_key="test-key")
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            answer = self.client.embeddings.create(model="team-embedder", input=texts)
+            return [row.embedding for row in answer.data]
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed_documents([text])[0]
+
+    return TeamEmbeddings()
+
+
+def test_a_cache_wrapper_checks_each_call_that_embeds_in_its_first_request(
+    server: Server, tmp_path: Path
+) -> None:
+    """CachedEmbedder holds no collection: it checks against its cache. A new cache keeps
+    the model's reference from its first vectors; the check rides in the call's first
+    request (inside ``batch_size``), and a refusal comes before anything of the call is
+    cached or returned."""
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        wrapper = rechunk.CachedEmbedder(api(server), cache, batch_size=2)
+        wrapper.embed(["alpha note", "beta note"])
+        assert requests(server) == [[REFERENCE, "alpha note"], ["beta note"]]
+        assert wrapper.stats.inputs_embedded == 2  # the check's input is not a miss
+        entries = cache.stats().entries
+        server.weights = "model-b"
+        with pytest.raises(ModelChangedError, match="the cache holds") as refused:
+            wrapper.embed(["alpha note", "gamma note"])
+        assert "model_id=" in str(refused.value) and "nothing it gave" in str(refused.value)
+        assert requests(server) == [[REFERENCE, "gamma note"]]
+        assert cache.stats().entries == entries
+        # a new wrapper over that cache (another process) is refused too, and a wrapped
+        # embedder's own cache (the same one here) does not answer the check for the model
+        with pytest.raises(ModelChangedError):
+            rechunk.CachedEmbedder(api(server, cache), cache).embed(["delta note"])
+        assert requests(server) == [[REFERENCE, "delta note"]]
+        server.weights = "model-a"
+        vector = wrapper.embed(["gamma note"])[0]
+        assert np.allclose(vector, weights("model-a", "gamma note"), atol=1e-6)
+        assert requests(server) == [[REFERENCE, "gamma note"]]
+        wrapper.embed(["alpha note", "gamma note"])  # all cached: no request, no check
+        assert requests(server) == []
+
+
+def test_the_drop_ins_are_checked_against_what_a_sync_cached(
+    server: Server, store: Any, tmp_path: Path
+) -> None:
+    """A LangChain app sharing the CLI's cache (same model id): with no reference yet, its
+    call is checked against the shortest input the cache gave, and the reference is
+    recorded once that check passed."""
+    pytest.importorskip("langchain_core")
+    from rechunk.adapters.langchain import CachedEmbeddings
+
+    model = langchain_model(server)
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        entries = cache.stats().entries
+        model_id = api(server).model_id  # the CLI's: the app shares its vectors
+        # the check takes the shortest hit (ties: by input key, which names the port)
+        chunks = sorted((c.text for c in CHUNKER.chunk(TEXT)), key=lambda t: (len(t), input_key(model_id, t)))
+        server.inputs()
+        embeddings = CachedEmbeddings(model, cache, model_id=model_id)
+        server.weights = "model-b"
+        with pytest.raises(ModelChangedError, match="the cache holds"):
+            embeddings.embed_documents([chunks[-1], chunks[0], "A new note."])
+        assert requests(server) == [[chunks[0], REFERENCE, "A new note."]]
+        assert cache.stats().entries == entries
+        server.weights = "model-a"
+        embeddings.embed_documents([chunks[-1], "A new note."])
+        assert requests(server) == [[chunks[-1], REFERENCE, "A new note."]]
+        embeddings.embed_documents(["Another new note."])  # against the reference now
+        assert requests(server) == [[REFERENCE, "Another new note."]]
+
+
+def test_langchain_index_through_the_drop_in_stops_before_the_store_changes(
+    server: Server, tmp_path: Path
+) -> None:
+    """LangChain's ``index()`` sends only new documents, none of them cached: the check
+    compares with the reference the cache recorded with the model's first vectors."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.indexing import InMemoryRecordManager, index
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from rechunk.adapters.langchain import CachedEmbeddings
+
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        embeddings = CachedEmbeddings(langchain_model(server), cache, model_id="team-embedder")
+        store = InMemoryVectorStore(embeddings)
+        records = InMemoryRecordManager("kb")
+        records.create_schema()
+        notes = [LCDocument(page_content=f"Note {i} says where the cache lives.",
+                            metadata={"source": f"n{i}"}) for i in range(3)]  # fmt: skip
+        assert index(notes, records, store, cleanup="incremental", source_id_key="source")["num_added"] == 3
+        before, entries = dict(store.store), cache.stats().entries
+        edited = [*notes[:2], LCDocument(page_content="Note 2 now says more.", metadata={"source": "n2"})]
+        server.weights = "model-b"
+        requests(server)
+        with pytest.raises(ModelChangedError):
+            index(edited, records, store, cleanup="incremental", source_id_key="source")
+        assert requests(server) == [[REFERENCE, "Note 2 now says more."]]
+        assert store.store == before and cache.stats().entries == entries
+        server.weights = "model-a"
+        result = index(edited, records, store, cleanup="incremental", source_id_key="source")
+        assert result["num_added"] == 1 and result["num_deleted"] == 1
+
+
+def test_llamaindex_drop_in_refuses_in_sync_and_async_calls(server: Server) -> None:
+    pytest.importorskip("llama_index.core")
+    import asyncio
+
+    from rechunk.adapters.llamaindex import CachedEmbedding
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+
+    cache = rechunk.MemoryCache()
+    embedding = CachedEmbedding(RechunkEmbedding(api(server)), cache)
+    embedding.get_text_embedding_batch(["alpha note", "beta note"])
+    server.weights = "model-b"
+    requests(server)
+    with pytest.raises(ModelChangedError):
+        embedding.get_text_embedding_batch(["gamma note"])
+    assert requests(server) == [[REFERENCE, "gamma note"]]
+    with pytest.raises(ModelChangedError):  # the underlying's async path: one request a text
+        asyncio.run(embedding.aget_text_embedding_batch(["gamma note"]))
+    assert sorted(server.inputs()) == sorted([REFERENCE, "gamma note"])
+    server.weights = "model-a"
+    assert len(asyncio.run(embedding.aget_text_embedding_batch(["gamma note"]))) == 1

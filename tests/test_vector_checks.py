@@ -29,6 +29,7 @@ import pytest
 import rechunk
 from rechunk import CachedEmbedder, Document, RecursiveChunker, SQLiteCache, sync
 from rechunk.errors import BadVectorError, EmbeddingError, InputError, RechunkError
+from rechunk.reuse.agreement import REFERENCE
 from rechunk.reuse.cache import row_checksum
 from rechunk.reuse.embedding import check_vectors
 from rechunk.reuse.identity import input_key
@@ -398,7 +399,8 @@ def test_langchain_cached_embeddings_refuse_and_repair(tmp_path: Path) -> None:
 
     path = tmp_path / "cache.sqlite"
     with SQLiteCache(path) as cache, no_warnings() as caught:
-        with pytest.raises(BadVectorError, match="'lc-model': 2 of 2 vectors are all zeros"):
+        # 3: the reference text a new cache records for the model check rides along
+        with pytest.raises(BadVectorError, match="'lc-model': 3 of 3 vectors are all zeros"):
             CachedEmbeddings(
                 Answers(True), cache, model_id="lc-model", dimension=DIM
             ).embed_documents(["x", "y"])
@@ -416,7 +418,7 @@ def test_langchain_cached_embeddings_refuse_and_repair(tmp_path: Path) -> None:
     good = Answers(False)
     with SQLiteCache(path) as cache:
         out = CachedEmbeddings(good, cache, model_id="lc-model").embed_documents(["x", "y"])
-        assert good.calls == [["x"]]
+        assert good.calls == [[REFERENCE, "x"]]  # the model check, against the reference
         assert np.allclose(out, [hashed("x"), hashed("y")])
         assert np.array_equal(cache.get_many([key], "lc-model", DIM)[key], hashed("x"))
 
@@ -444,7 +446,7 @@ def test_llamaindex_cached_embedding_refuses_bad_vectors() -> None:
     cache = MemoryCache()
     with (
         no_warnings() as caught,
-        pytest.raises(BadVectorError, match="2 of 2 vectors have values beyond"),
+        pytest.raises(BadVectorError, match="3 of 3 vectors have values beyond"),
     ):
         CachedEmbedding(
             Huge(model_name="huge"), cache, model_id="li-model"

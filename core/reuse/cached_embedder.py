@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rechunk.errors import ConfigError, EmbeddingError
+from rechunk.reuse.agreement import CheckedBatches, cache_check
 from rechunk.reuse.cache import EmbeddingCache, record_dimension
 from rechunk.reuse.embedding import Embedder, check_texts, check_vectors, usable_vectors
 from rechunk.reuse.identity import input_key
@@ -110,6 +111,13 @@ class CachedEmbedder:
        ``readonly=True``) and returns float32 ``(len(texts), dimension)`` in input
        order.
 
+    A call that embeds is model-checked first, unless the wrapped embedder names its
+    weights (``pins_weights``): the model embeds again the cache's reference input (or,
+    until the cache has one, the shortest input of the call the cache gave), in the call's
+    first request, and :class:`~rechunk.errors.ModelChangedError` is raised before
+    anything of the call is cached or returned when the two vectors disagree
+    (:mod:`rechunk.reuse.agreement`). The check's inputs are not counted in :attr:`stats`.
+
     A vector returned from the cache is bit-identical to the one the wrapped
     embedder returned when it was first computed. Counters: :attr:`stats`.
     Thread-safe if the wrapped embedder and the cache are.
@@ -185,9 +193,17 @@ class CachedEmbedder:
         vectors, _ = usable_vectors(cached, self._dimension)  # a bad one is embedded again
         missing = [text for text, key in key_of.items() if key not in vectors]
         self._stats.add(inputs=len(texts), hits=len(keys) - len(missing), misses=len(missing))
-        for start in range(0, len(missing), self.batch_size):
-            batch = missing[start : start + self.batch_size]
-            fresh = self._embed_batch(batch)
+        check = None
+        if missing and not getattr(self._embedder, "pins_weights", False):
+            check = cache_check(
+                self._cache, self._model_id, self._dimension, vectors, key_of=key_of
+            )
+        batches = CheckedBatches(check, missing, self.batch_size)
+        for sent in batches:
+            batch, fresh = batches.keep(sent, self._embed_batch(sent, batches.checks(sent)))
+            if not batch:
+                continue
+            self._count(batch)
             batch_keys = [key_of[text] for text in batch]
             if not self._readonly:
                 self._cache.put_many(zip(batch_keys, fresh), self._model_id)
@@ -199,10 +215,14 @@ class CachedEmbedder:
             out[row] = vectors[key_of[text]]
         return out
 
-    def _embed_batch(self, batch: list[str]) -> npt.NDArray[np.float32]:
-        """Run the wrapped embedder on ``batch`` and check what it returns."""
+    def _embed_batch(self, batch: list[str], checking: bool = False) -> npt.NDArray[np.float32]:
+        """Run the wrapped embedder on ``batch`` and check what it returns; ``checking``:
+        the batch holds the model check's inputs, which must reach the model past any
+        cache of the embedder's own (``embed_uncached``, as ``OpenAIEmbedder`` has)."""
         started = time.perf_counter()
-        result = self._embedder.embed(batch)
+        uncached = getattr(self._embedder, "embed_uncached", None)
+        embed = uncached if checking and callable(uncached) else self._embedder.embed
+        result = embed(batch)
         elapsed = time.perf_counter() - started
         if not isinstance(result, np.ndarray):
             raise EmbeddingError(
@@ -212,15 +232,16 @@ class CachedEmbedder:
             raise EmbeddingError(
                 f"embedder {self._model_id!r} returned dtype {result.dtype}, expected float32"
             )
+        self._stats.add(seconds_embedding=elapsed)
         # a fresh copy (an embedder may reuse its buffer) of checked vectors
-        own = check_vectors(
+        return check_vectors(
             result, model_id=self._model_id, dimension=self._dimension, count=len(batch)
         )
+
+    def _count(self, batch: list[str]) -> None:
+        """Count ``batch`` (misses, not the model check's inputs) as embedded."""
         tokens = 0
         count_tokens = getattr(self._embedder, "count_tokens", None)
         if callable(count_tokens):
             tokens = sum(int(count_tokens(text)) for text in batch)
-        self._stats.add(
-            inputs_embedded=len(batch), tokens_embedded=tokens, seconds_embedding=elapsed
-        )
-        return own
+        self._stats.add(inputs_embedded=len(batch), tokens_embedded=tokens)

@@ -21,17 +21,19 @@ collection is what must stay one model's), the cache's, then nothing:
    collection, then in each collection lending vectors (``reuse_from``: a reindex's live
    generation);
 3. else the cache's reference: the vector of :data:`REFERENCE` that the first check
-   with that cache that passed against a collection recorded for the model;
+   with that cache that passed recorded for the model;
 4. else the shortest input the cache gave that batch.
 
 A stored point's text is taken only when it hashes to the point's input key (it is then
 exactly the input whose vector is stored). With a cache that has no reference yet, a
-check that passed against a collection records one (a few tokens embedded once per cache
-and model): from then on a new collection sharing that cache is checked too. A check
-with nothing to compare with records none: the model that answers then may already be
-another than the one the cache's other collections hold, and a reference of it would
-refuse the right model for good. The tokens the check embeds are counted in
-``SyncReport.model_check_tokens``.
+check that passed (against a collection, or an input the cache gave) records one (a few
+tokens embedded once per cache and model): from then on a new collection sharing that
+cache is checked too. A check with nothing to compare with records none: the model that
+answers then may already be another than the one whose vectors the cache or the
+collections hold, and a reference of it would refuse the right model for good. The
+tokens the check embeds are counted in ``SyncReport.model_check_tokens``. The cache
+wrappers (:class:`~rechunk.CachedEmbedder`, the drop-ins) check against the cache alone
+(:mod:`rechunk.reuse.agreement`).
 """
 
 from __future__ import annotations
@@ -42,37 +44,25 @@ from typing import Literal
 
 import numpy as np
 
-from rechunk.errors import ModelChangedError
+from rechunk.reuse.agreement import REFERENCE, SAME_MODEL_COSINE, Held, cosine, plan_check
 from rechunk.reuse.cache import EmbeddingCache
 from rechunk.reuse.embedding import Embedder, check_vectors, usable_vectors
 from rechunk.reuse.identity import input_key
 from rechunk.sync.planning import _Plan
 from rechunk.sync.store import StoredPoint, VectorStore
 
-#: the cosine at or above which the model's new vector of an input agrees with the one held
-#: for it: the same model on another runtime, precision or batch agrees to 0.99 or better,
-#: and two different models' vectors of one text are about as far apart as unrelated texts
-SAME_MODEL_COSINE = 0.95
+__all__ = ["REFERENCE", "SAME_MODEL_COSINE", "Held", "ModelCheck", "cosine", "local_candidates"]
+
 #: points the search for a held input looks at (one of this model with its own text will do)
 SEARCHED = 8
-#: the text whose vector a cache keeps for each model it holds, to check a model against
-#: where no collection holds anything yet
-REFERENCE = "rechunk model check"
+#: what a sync's refusal tells the user
+ADVICE = (
+    "nothing was embedded or stored. Give the new model its own identity (identity=NAME) "
+    "and `rechunk reindex`, or serve the old model again"
+)
 
 #: ``(key, text, tokens, vector)`` of an input the cache gave
 CacheHit = tuple[str, str, int, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Held:
-    """An input whose vector is held: its key, its text, its tokens, the vector, and
-    where it is held (``"collection"`` or ``"cache"``)."""
-
-    key: str
-    text: str
-    tokens: int
-    vector: np.ndarray
-    where: Literal["collection", "cache"]
 
 
 @dataclass
@@ -102,64 +92,26 @@ class ModelCheck:
             return
         model_id, dimension = embedder.model_id, embedder.dimension
         held = _from_collections(stored, self.stores, model_id, dimension)
-        reference = input_key(model_id, REFERENCE)
-        recorded = self._reference(reference, model_id, dimension)
-        if held is None and recorded is not None:
-            held = Held(reference, REFERENCE, self._count(embedder), recorded, "cache")
-        if held is None:
-            hits = sorted(cached, key=lambda hit: (hit[2], hit[0]))
-            if hits:
-                key, text, tokens, vector = hits[0]
-                held = Held(key, text, tokens, np.asarray(vector), "cache")
-        if held is None:
+        hits = (Held(k, text, tokens, np.asarray(v), "cache") for k, text, tokens, v in cached)
+        check = plan_check(self.cache, model_id, dimension, held, hits, self._count(embedder))
+        if check is None:
             return
-        # a cache without a reference gets one once the model agrees with a collection
-        record = recorded is None and held.where == "collection" and self._writable()
-        texts = [held.text, *([REFERENCE] if record else [])]
+        texts = check.texts
         fresh = check_vectors(
             _embed_uncached(embedder, texts), model_id=model_id, dimension=dimension,
             count=len(texts),
         )  # fmt: skip
-        self.tokens += held.tokens
-        _compare(held, fresh[0], model_id)
+        assert check.held is not None  # a sync's check always compares
+        self.tokens += check.held.tokens
+        check.settle(fresh, ADVICE)
         self.state = "passed"
-        if record:
-            assert self.cache is not None
+        if check.record:
             self.tokens += self._count(embedder)
-            self.cache.put_many([(reference, fresh[-1])], model_id)
-
-    def _reference(self, key: str, model_id: str, dimension: int) -> np.ndarray | None:
-        if self.cache is None:
-            return None
-        found, _ = usable_vectors(self.cache.get_many([key], model_id, dimension), dimension)
-        return np.asarray(found[key]) if key in found else None
-
-    def _writable(self) -> bool:
-        return self.cache is not None and not getattr(self.cache, "readonly", False)
 
     @staticmethod
     def _count(embedder: Embedder) -> int:
         count = getattr(embedder, "count_tokens", None)
         return int(count(REFERENCE)) if callable(count) else 0
-
-
-def _compare(held: Held, fresh: np.ndarray, model_id: str) -> None:
-    """:class:`~rechunk.errors.ModelChangedError` when ``fresh`` is not ``held``'s vector."""
-    similarity = cosine(fresh, held.vector)
-    if similarity < SAME_MODEL_COSINE:
-        raise ModelChangedError(
-            f"the model behind {model_id} has changed: an input the {held.where} holds "
-            f"under that identity now gets a vector at cosine {similarity:.2f} from the "
-            f"held one (the same model gives {SAME_MODEL_COSINE} or more), so nothing was "
-            "embedded or stored. Give the new model its own identity (identity=NAME) and "
-            "`rechunk reindex`, or serve the old model again"
-        )
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """The cosine of two vectors (both passed the vector check: neither is zero)."""
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return float(a64 @ b64 / (np.linalg.norm(a64) * np.linalg.norm(b64)))
 
 
 def _from_collections(
