@@ -239,8 +239,13 @@ def execute(args: WatchArgs) -> int:
         events.stop()
         if server is not None:
             server.stop()
-    if not args.json:
-        print(f"rechunk watch: stopped{undone}", flush=True)
+    queued, pending = undone
+    if args.json:  # the stop line as one more JSON line, with what it leaves
+        stopped = {"time": round(time.time(), 3), "kind": "stopped", "queued": queued,
+                   "pending": pending}  # fmt: skip
+        print(json.dumps(stopped), flush=True)
+    else:
+        print(f"rechunk watch: stopped{_left_undone(queued, pending)}", flush=True)
     return EXIT_OK
 
 
@@ -257,10 +262,10 @@ def _watch(
     server: Any,
     elsewhere: Any,
     check_on_disk: Callable[[], None],
-) -> str:
+) -> tuple[int, int]:
     """The initial sync of ``files`` (read after ``events`` started), then batches until a
     signal stops the watcher; returns what it leaves undone, for the line that says it
-    stopped ("" when nothing)."""
+    stopped: the changed files not yet read and the revisions not yet retrievable."""
     from rechunk.cli.manifest import record_roots
     from rechunk.cli.options import STATE_DIR
     from rechunk.live import DiagnosisLog, Freshness, Watcher
@@ -328,7 +333,7 @@ def _watch(
     finally:
         # with the changes made during the last batch (stopping the file watcher kept
         # the events no batch took)
-        undone = _left_undone(watcher.queue_state()[0], len(watcher.freshness.pending))
+        undone = (watcher.queue_state()[0], len(watcher.freshness.pending))
         watcher.stop_watching()
         if diagnosis is not None:
             diagnosis.close()
@@ -390,11 +395,11 @@ def _print_initial(args: WatchArgs, initial: Any, files: Any) -> None:
         return
     if initial.sync is not None:
         notes = source_notes(files, initial.sync, None) + file_notes(files, args.prune)
-        sync_summary(initial.sync, args.prune, notes)
-    else:
+        sync_summary(initial.sync, args.prune, notes)  # its deleted: files gone among them
+    else:  # no sync ran (nothing to read): the documents of files gone while it was down
         print(f"rechunk watch: no readable file under {' '.join(args.paths)} yet")
-    if initial.deleted:  # beyond the sync: files gone while no watcher ran
-        print(f"  {'files gone':<14}{initial.deleted} document(s) deleted (removed while down)")
+        if initial.deleted:
+            print(f"  {'files gone':<14}{initial.deleted} document(s) deleted (removed while down)")
     print(f"  {'retrievable':<14}{initial.retrievable} verified, {initial.pending} pending")
     sys.stdout.flush()
 

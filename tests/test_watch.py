@@ -4,6 +4,7 @@ stores (embedded Qdrant, a Chroma server stopped and restarted), the real defaul
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -1303,3 +1304,179 @@ def test_files_emptied_while_no_watcher_ran_keep_their_documents_until_deleted(
     report = watcher.step(time.monotonic() + 10)
     assert report is not None and report.deleted == 4
     assert store.doc_ids() == {"beta.md"}
+
+
+# -- what a running watcher reads and reports, as a sync would ----------------------------
+
+
+def _settled(watcher: Watcher) -> bool:
+    """Nothing waits to be read and every accepted revision is retrievable."""
+    return watcher.queue_state()[0] == 0 and not watcher.freshness.pending
+
+
+def test_a_symbolic_link_to_a_file_is_read_as_a_sync_reads_it(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """A file replaced by a symbolic link, and a new link, while watching: the batch
+    deleted their documents and published nothing (`deleted 2, published 0`), while
+    `rechunk sync` (and a restarted watcher) reads a link to a file as the file. A path
+    given directly was named after the file the link leads to (by its name alone when it
+    lies out of the folder), not by the link's own path. As a sync, the watcher reads a
+    file reached twice once: under its own name when it lies in the folder, else under
+    the first link to it in the walk's order; and follows no link to a folder."""
+    from rechunk.identity import text_revision
+
+    root, outside, elsewhere = tmp_path / "docs", tmp_path / "outside.md", tmp_path / "more"
+    notes = root / "notes"
+    write_docs(notes, ["a", "b", "c", "d"])
+    write_docs(elsewhere, ["e"])
+    outside.write_text(doc_text("outside"), encoding="utf-8")
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, settle=SETTLE)
+    with Running(watcher) as run:
+        run.next()
+        (notes / "a.md").unlink()
+        (notes / "a.md").symlink_to(outside)  # out of the folder
+        (notes / "b.md").unlink()
+        (notes / "b.md").symlink_to("c.md")  # c.md is read as itself: b.md holds nothing
+        (notes / "z.md").symlink_to(outside)  # read through a.md, first in the walk's order
+        run.until(lambda: _settled(watcher) and "notes/b.md" not in store.doc_ids())
+        assert revisions(store) == expected(root)
+        assert revisions(store)["notes/a.md"] == {text_revision(doc_text("outside"))}
+        assert set(expected(root)) == {"notes/a.md", "notes/c.md", "notes/d.md"}
+        # the link that read the file goes: the file is read through the other one
+        (notes / "a.md").unlink()
+        run.until(lambda: _settled(watcher) and "notes/z.md" in store.doc_ids())
+        assert revisions(store) == expected(root)
+        # a new link earlier in the walk's order takes the file over; a link to a folder
+        # is not followed
+        (root / "more").symlink_to(elsewhere, target_is_directory=True)
+        (notes / "m.md").symlink_to(outside)
+        run.until(lambda: _settled(watcher) and "notes/z.md" not in store.doc_ids())
+        assert revisions(store) == expected(root)
+        assert set(expected(root)) == {"notes/c.md", "notes/d.md", "notes/m.md"}
+
+
+def test_inputs_shared_by_the_files_of_a_batch_count_once_as_in_a_sync(
+    tmp_path: Path, embedder: Any, chunker: Any
+) -> None:
+    """The same section appended to several files in one burst is one input sent to the
+    model once, and `rechunk sync` reports it once; the batch and the Prometheus counters
+    counted it once per file (`embedded 20, tokens_embedded 520` for one input of 26
+    tokens), which `rechunk_tokens_embedded_total`, the tokens billed, must not."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from rechunk import sync
+
+    root = tmp_path / "docs"
+    write_docs(root, ["a", "b", "c"])
+    (root / "d.txt").write_text(doc_text("d"), encoding="utf-8")  # another source type
+    metrics = LiveMetrics()
+    store = qdrant_store(embedder, chunker)
+    watcher = Watcher([root], store, chunker=chunker, embedder=embedder, cache=MemoryCache(),
+                      metrics=metrics, settle=0.0, max_wait=0.0)  # fmt: skip
+    watcher.initial_sync()
+    plain_store, plain_cache = qdrant_store(embedder, chunker, "plain"), MemoryCache()
+
+    def plain() -> Any:
+        return sync(read_documents([root]).documents, plain_store, chunker=chunker,
+                    embedder=embedder, cache=plain_cache)  # fmt: skip
+
+    def counters() -> tuple[float, ...]:
+        names = ("rechunk_inputs_embedded_total", "rechunk_inputs_reused_total",
+                 "rechunk_tokens_embedded_total")  # fmt: skip
+        samples = [s for f in text_string_to_metric_families(metrics.text()) for s in f.samples]
+        return tuple(sum(s.value for s in samples if s.name == name) for name in names)
+
+    plain()
+    before = counters()
+    section = f"\n## Escalation contacts\n\n{paragraph('escalation')}\n"
+    names = ["a.md", "b.md", "c.md", "d.txt"]
+    for name in names:
+        with (root / name).open("a", encoding="utf-8") as out:
+            out.write(section)
+    watcher.feed([root / name for name in names])
+    report = watcher.step(time.monotonic() + 10)
+    assert report is not None and report.published == 4 and report.sync is not None
+    own = [r for r in report.sync.per_document if r.status == "changed"]
+    assert sum(r.embedded for r in own) > report.sync.inputs["embedded"]  # shared inputs
+    synced = plain()
+    reused = synced.inputs["from_cache"] + synced.inputs["from_store"]
+    assert (report.embedded, report.reused, report.tokens_embedded) == (
+        synced.inputs["embedded"], reused, synced.tokens_embedded
+    )
+    after = counters()
+    assert [b - a for a, b in zip(before, after, strict=True)] == [
+        synced.inputs["embedded"], reused, synced.tokens_embedded
+    ]
+
+
+@pytest.mark.timeout(180)  # three starts of the command, each loading the model
+def test_cli_watch_first_line_counts_what_its_sync_deleted(tmp_path: Path) -> None:
+    """Files removed while no watcher ran, with --prune: the first sync deletes their
+    documents, and the text summary says so (`2 deleted`) while the --json line said
+    `deleted: 0` (it counted only what the sync had left to delete)."""
+    import re
+
+    docs = tmp_path / "docs"
+    write_docs(docs, ["a", "b", "c", "d"])
+    with CliWatcher(tmp_path, "docs", "--prune") as watcher:
+        assert watcher.next_json("initial")["published"] == 4
+        assert watcher.stop() == 0
+    (docs / "a.md").unlink()
+    (docs / "b.md").unlink()
+    with CliWatcher(tmp_path, "docs", "--prune") as watcher:
+        initial = watcher.next_json("initial")
+        assert (initial["deleted"], initial["unchanged"], initial["published"]) == (2, 2, 0)
+        assert watcher.stop() == 0
+    (docs / "c.md").unlink()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rechunk.cli", "watch", "docs", "--prune"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        lines = []
+        for line in process.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("watching "):
+                break
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = "".join(lines) + out
+    assert process.returncode == 0, text
+    assert re.search(r"documents +0 new, 0 changed, 1 unchanged, 1 deleted", text), text
+
+
+def test_cli_watch_json_says_what_it_leaves_when_stopped(tmp_path: Path) -> None:
+    """With --json a watcher stopped by SIGTERM printed no stop line (the text mode's
+    `stopped; 3 changed file(s) not yet read`): only the last batch's `queued` hinted at
+    it. It ends with a JSON line of its own saying what it leaves."""
+    docs = tmp_path / "docs"
+    write_docs(docs, ["a", "b", "c"])
+    # a settle longer than the test: the edits wait, seen and not yet read
+    with CliWatcher(tmp_path, "docs", "--settle", "600", "--metrics-port", "0") as watcher:
+        watcher.next_json("initial")
+        port = watcher.next_json("metrics")["port"]
+        for name in ("a", "b", "c"):
+            (docs / f"{name}.md").write_text(doc_text(name, 5), encoding="utf-8")
+        url = f"http://127.0.0.1:{port}/metrics"
+        depth = 0.0
+        while depth < 3:  # the three changes seen (the test's timeout bounds the wait)
+            time.sleep(0.1)
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                page = answer.read().decode("utf-8")
+            depth = next(float(line.split()[1]) for line in page.splitlines()
+                         if line.startswith("rechunk_queue_depth "))  # fmt: skip
+        assert watcher.stop() == 0
+        rest = []
+        with contextlib.suppress(queue.Empty):
+            while not rest or rest[-1].get("kind") != "stopped":
+                rest.append(json.loads(watcher.lines.get(timeout=10)))
+    assert rest and rest[-1]["kind"] == "stopped", rest
+    assert (rest[-1]["queued"], rest[-1]["pending"]) == (3, 0)
+    assert not any(line.get("kind") == "batch" for line in rest)  # none was read

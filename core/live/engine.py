@@ -58,6 +58,7 @@ from rechunk.sources.documents import CODE, code_language, kind_of
 from rechunk.sources.files import DEFAULT_GLOBS, FileSet, doc_id_clash, read_documents
 from rechunk.sources.ignore import GITIGNORE, RECHUNKIGNORE
 from rechunk.sources.registry import FORMATS
+from rechunk.sources.scripts import HEAD_BYTES
 from rechunk.sync import SyncReport, sync
 from rechunk.sync.inputs import check_flags, check_parts
 from rechunk.sync.store import StoredPoint, VectorStore
@@ -107,10 +108,15 @@ class BatchReport:
     folders and an editor's temporary files are none; a batch that failed: the changed
     paths it held, read again when it is retried); ``accepted``: document revisions
     read that differ from what the store held (new, changed, and deletions);
-    ``published`` / ``deleted``: written and removed; ``retrievable``: revisions the
-    probe found returned by the store's query path (and no earlier one); ``stale``:
-    documents for which an earlier revision was still returned; ``pending``: accepted
-    revisions not yet retrievable after the batch (all batches); ``queued``: changed
+    ``published`` / ``deleted``: written and removed (an initial sync's ``deleted``: every
+    document it deleted, pruned or of a file gone while no watcher ran); ``embedded``,
+    ``reused`` and ``tokens_embedded``: the inputs sent to the model, those whose vector
+    came from the cache or the store, and the tokens sent, each distinct input once (an
+    input several documents of the batch share counts once, as in the sync's report);
+    ``retrievable``: revisions the probe found returned by the store's query path (and no
+    earlier one); ``stale``: documents for which an earlier revision was still returned;
+    ``pending``: accepted revisions not yet retrievable after the batch (all batches);
+    ``queued``: changed
     paths seen but not yet read after it, events not yet taken among them (a revision
     is accepted only when its file is read, so a watcher that is behind has changes
     that no ``pending`` count shows yet: caught up means both are 0). ``lag``: seconds from
@@ -167,6 +173,58 @@ def _file_names(doc_id: str) -> list[str]:
     """The names of the files ``doc_id`` may come from: itself, or a file of records
     (``file#id``; a name may hold ``#`` itself)."""
     return [doc_id] + [doc_id[:i] for i, c in enumerate(doc_id) if c == "#"]
+
+
+def _link_target(path: str | os.PathLike[str]) -> str | None:
+    """The file a symbolic link ``path`` leads to (its links all followed), None when
+    ``path`` is no link."""
+    return os.path.realpath(path) if os.path.islink(path) else None
+
+
+def _walk_order(index: int, parts: Sequence[str]) -> tuple[Any, ...]:
+    """Where ``rechunk sync``'s walk meets the file ``parts`` of the folder ``index``: the
+    folders in the order given, in each folder its files (by name) before its subfolders
+    (by name)."""
+    return (index, *((1, part) for part in parts[:-1]), (0, parts[-1]))
+
+
+def _renamed(files: FileSet, name: str) -> FileSet:
+    """``files``, read from one file given by its path, with what it read named ``name``
+    (records: ``name#id``), the name the walk of its folder gives that file. A symbolic
+    link given by its path is named after the file it leads to (by that file's own name
+    when it lies out of the folder); the walk names it by its own path in the folder."""
+    given = next(iter(files.paths), None)
+    if given is None or given == name:
+        return files
+
+    def new(doc_id: str) -> str:
+        if doc_id == given:
+            return name
+        return name + doc_id[len(given) :] if doc_id.startswith(given + "#") else doc_id
+
+    files.documents = [replace(d, doc_id=new(d.doc_id)) for d in files.documents]
+    files.skipped = [(new(d), why) for d, why in files.skipped]
+    files.empty = [new(d) for d in files.empty]
+    files.too_large = [(new(d), size) for d, size in files.too_large]
+    files.record_files = {new(d) for d in files.record_files}
+    files.paths = {new(d): path for d, path in files.paths.items()}
+    return files
+
+
+def _spread(total: int, own: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """A sync's count of distinct inputs (or their tokens), ``total``, split between the
+    labels whose documents counted ``own`` of them each (an input several documents
+    share counts in each one's own count): as they are when none is shared, else in
+    proportion (largest remainders; none above its own count)."""
+    whole = sum(own.values())
+    if whole <= total:
+        return dict(own)
+    shares = {label: total * count / whole for label, count in own.items()}
+    spread = {label: int(share) for label, share in shares.items()}
+    left = total - sum(spread.values())
+    for label in sorted(shares, key=lambda label: spread[label] - shares[label])[:left]:
+        spread[label] += 1
+    return spread
 
 
 def check_not_nested(paths: Sequence[str | os.PathLike[str]]) -> None:
@@ -286,6 +344,9 @@ class Watcher:
         self.elsewhere = elsewhere
         self.selections = [Selection(p, self.globs, gitignore) for p in paths]
         self._files: dict[FileKey, set[str]] = {}
+        # the files of _files that are symbolic links, and the file each leads to: a file
+        # reached twice is read once, as a sync reads it (see _left_out)
+        self._link_targets: dict[FileKey, str] = {}
         # the folders the synced files lie in, for _moot: (the _files_epoch it was made
         # at, the set); _files_epoch moves on after each change of _files
         self._files_epoch = 0
@@ -557,6 +618,9 @@ class Watcher:
         except _Retry as failure:
             raise failure.cause from None
         if result is not None:
+            # the documents the sync deleted (pruned) too, not only the files gone that a
+            # watcher held: the count the sync's summary gives
+            report.deleted = result.documents["deleted"]
             for rep in result.per_document:
                 if rep.status == "deleted":
                     if rep.doc_id not in self.freshness.pending:
@@ -581,6 +645,11 @@ class Watcher:
                 if name in holding:
                     self._fail(name, "ParseError", f"{name}: {why}", "parse", report)
         self._files = mapping
+        self._link_targets = {
+            key: target
+            for key in mapping
+            if (target := _link_target(self.selections[key[0]].root / key[1])) is not None
+        }
         self._files_epoch += 1
         self._watched_dirty = True
         self._save_watched()
@@ -807,6 +876,50 @@ class Watcher:
             paths, self.globs, within=[root], gitignore=self.gitignore, **self.read_options
         )
 
+    def _read_as_itself(self, target: str) -> bool:
+        """Whether ``rechunk sync`` reads the file ``target`` (a link's, followed) under its
+        own name: it lies in a watched folder, where its name is read, and a parser reads
+        its type (a file of a type none reads leaves its name to a link that has one)."""
+        for selection in self.selections:
+            try:
+                parts = Path(target).relative_to(selection.real).parts
+            except ValueError:
+                continue
+            if not parts or not selection.file_read(parts) or not os.path.isfile(target):
+                continue
+            forced = self.read_options.get("fmt")
+            with contextlib.suppress(InputError, ConfigError, OSError):
+                if kind_of(target, forced) is not None:
+                    return True
+                if not Path(target).suffix:  # a script, by its first line
+                    with open(target, "rb") as file:
+                        return kind_of(target, forced, head=file.read(HEAD_BYTES)) is not None
+        return False
+
+    def _left_out(
+        self, key: FileKey, target: str, claims: dict[str, FileKey], displaced: dict[FileKey, str]
+    ) -> bool:
+        """Whether the symbolic link ``key`` to the file ``target`` is left out, as a sync
+        reads a file reached twice once, under its first name: the file's own when it lies
+        in a watched folder, else that of the first link to it in the walk's order. A link
+        held until now that comes later in that order than ``key`` goes into
+        ``displaced`` (its documents are deleted: the sync would not read it);
+        ``claims``: the links to each file read so far in this batch."""
+        if self._read_as_itself(target):
+            return True
+        if target in claims:  # a link read earlier in this batch (read in the walk's order)
+            return True
+        order = _walk_order(key[0], key[1].split("/"))
+        for rival in sorted(k for k, t in self._link_targets.items() if t == target and k != key):
+            path = self.selections[rival[0]].root / rival[1]
+            if rival in displaced or _link_target(path) != target:
+                continue  # gone, or leading elsewhere since: its own event says so
+            if _walk_order(rival[0], rival[1].split("/")) < order:
+                return True
+            displaced[rival] = target
+        claims[target] = key
+        return False
+
     def _read_folder(self, index: int, parts: tuple[str, ...]) -> FileSet:
         """A folder that appeared (made, or moved in), its doc_ids below the root."""
         selection = self.selections[index]
@@ -835,7 +948,12 @@ class Watcher:
                 continue
             index, parts = found
             selection, rel = self.selections[index], "/".join(parts)
-            if entry.stat is None or not os.path.lexists(path):
+            # a symbolic link to a folder is not followed (as by a sync): it holds nothing
+            if (
+                entry.stat is None
+                or not os.path.lexists(path)
+                or (entry.stat[3] and os.path.islink(path))
+            ):
                 gone_files[(index, rel)] = entry
                 prefix = rel + "/"
                 for key in self._files:
@@ -851,10 +969,24 @@ class Watcher:
         entries: dict[FileKey, _Entry] = {}
         requeue: list[tuple[str, _Entry]] = []
         empty: set[FileKey] = set()
-        for index, items in to_read.items():
+        # a file reached twice (a symbolic link to a file read already, two links to one
+        # file) is read once, under the name a sync gives it: its own, else the first
+        # link's in the walk's order (what a sync of the folders would hold)
+        claims: dict[str, FileKey] = {}
+        displaced: dict[FileKey, str] = {}
+        for index in sorted(to_read):
+            items = to_read[index]
+            items.sort(key=lambda item: _walk_order(index, item[1].split("/")))
             for path, rel, entry in items:
+                target = _link_target(path)
+                if target is not None and self._left_out((index, rel), target, claims, displaced):
+                    read[(index, rel)] = []  # holds no document of its own
+                    entries[(index, rel)] = entry
+                    continue
                 try:
-                    files = self._read(index, [path])
+                    # named as the walk of its folder names it (a symbolic link: its own
+                    # path, where a path given is named after the file the link leads to)
+                    files = _renamed(self._read(index, [path]), rel)
                 except ConfigError:  # gone since it was looked at: seen as gone next time
                     entry.stat, entry.checked = None, True
                     requeue.append((path, entry))
@@ -875,6 +1007,10 @@ class Watcher:
             for doc_id in files.empty:
                 empty.add((index, doc_id))
             report.too_large.extend(doc_id for doc_id, _ in files.too_large)
+        for rival, target in displaced.items():  # a link read in its place: holds nothing now
+            first = claims[target]
+            if read.get(first) and rival not in read:  # (not when that read failed or waits)
+                gone_files.setdefault(rival, entries[first])
         report.seconds["read"] = time.monotonic() - t0
         # files, not event paths: a folder, an editor's temporary file or one still
         # changing (read next time) is none
@@ -955,6 +1091,7 @@ class Watcher:
         ]
         if freed:
             self.feed(freed)
+        self._links_changed(gone_files.keys() | read.keys())
         for doc_id in deleted:
             self._known.pop(doc_id, None)
         self._save_watched()
@@ -965,6 +1102,48 @@ class Watcher:
         report.pending = len(self.freshness.pending)
         report.seconds["total"] = time.monotonic() - started
         return report
+
+    def _links_changed(self, keys: Iterable[FileKey]) -> None:
+        """Note which of the files ``keys`` (gone or read in a batch) are symbolic links
+        holding documents, and where they lead. A file that such a link led to, read by it
+        until now and no longer, is read by the next batch through another link to it, if
+        one is left (a sync reads it through the first of them in the walk's order)."""
+        before = dict(self._link_targets)
+        for key in keys:
+            target = _link_target(self.selections[key[0]].root / key[1])
+            if target is not None and self._files.get(key):
+                self._link_targets[key] = target
+            else:
+                self._link_targets.pop(key, None)
+        held = set(self._link_targets.values())
+        freed = {
+            target
+            for key, target in before.items()
+            if target not in held and os.path.isfile(target) and not self._read_as_itself(target)
+        }
+        if freed:
+            self.feed(self._links_to(freed))
+
+    def _links_to(self, targets: set[str]) -> list[str]:
+        """The symbolic links in the watched folders, read by a sync's rules, to one of the
+        files ``targets`` and holding no document (a walk of the folders: only when a link
+        that held such a file stops holding it)."""
+        found = []
+        for index, selection in enumerate(self.selections):
+            for folder, subfolders, names in os.walk(selection.root):
+                parts = Path(folder).relative_to(selection.root).parts
+                subfolders[:] = sorted(
+                    name for name in subfolders if selection.folder_read((*parts, name))
+                )
+                for name in names:
+                    path = os.path.join(folder, name)
+                    if (
+                        (index, "/".join((*parts, name))) not in self._files
+                        and _link_target(path) in targets
+                        and selection.file_read((*parts, name))
+                    ):
+                        found.append(path)
+        return found
 
     def _file_of(self, index: int, doc_id: str) -> FileKey:
         root = self.selections[index].root
@@ -1253,6 +1432,12 @@ class Watcher:
         if result is None:
             return
         now = time.time()
+        # each distinct input once, as the sync counted it (what the model was sent), also
+        # when several documents of the batch share it; a document's report counts it too
+        report.embedded += result.inputs["embedded"]
+        report.reused += result.inputs["from_cache"] + result.inputs["from_store"]
+        report.tokens_embedded += result.tokens_embedded
+        label_counts: dict[tuple[str, str], list[int]] = {}
         report.model_check_tokens += result.model_check_tokens
         if self.metrics is not None and result.model_check_tokens:
             self.metrics.model_check_tokens.inc(result.model_check_tokens)
@@ -1270,9 +1455,6 @@ class Watcher:
                 rep.policy or self.chunker.policy_id,
             )
             reused = rep.from_cache + rep.from_store
-            report.embedded += rep.embedded
-            report.reused += reused
-            report.tokens_embedded += rep.tokens_embedded
             if rep.status == "unchanged":
                 report.unchanged += 1
                 entry = self.freshness.pending.get(rep.doc_id)
@@ -1287,9 +1469,10 @@ class Watcher:
             if self.metrics is not None:
                 m = self.metrics
                 m.published.labels(source, policy).inc()
-                m.embedded.labels(source, policy).inc(rep.embedded)
-                m.reused.labels(source, policy).inc(reused)
-                m.tokens.labels(source, policy).inc(rep.tokens_embedded)
+                counts = label_counts.setdefault((source, policy), [0, 0, 0])
+                counts[0] += rep.embedded
+                counts[1] += reused
+                counts[2] += rep.tokens_embedded
                 if rep.status == "changed" and rep.changed_bytes:
                     m.amplification.labels(source, policy).observe(
                         rep.reindexed_bytes / rep.changed_bytes
@@ -1314,6 +1497,17 @@ class Watcher:
                     changed_bytes=rep.changed_bytes,
                     reindexed_bytes=rep.reindexed_bytes,
                 )
+        if self.metrics is not None and label_counts:
+            totals = (
+                result.inputs["embedded"],
+                result.inputs["from_cache"] + result.inputs["from_store"],
+                result.tokens_embedded,
+            )
+            counters = (self.metrics.embedded, self.metrics.reused, self.metrics.tokens)
+            for i, counter in enumerate(counters):
+                own = {label: counts[i] for label, counts in label_counts.items()}
+                for label, value in _spread(totals[i], own).items():
+                    counter.labels(*label).inc(value)
 
     def _search_many(self, queries: Sequence[Any]) -> list[list[tuple[StoredPoint, float]]]:
         """The store's ``search`` of each query (``probe_k`` hits): its ``search_many`` in
