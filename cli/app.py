@@ -173,7 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except RechunkError as exc:
         report_error(exc, args.debug)
-        if isinstance(exc, CollectionMismatchError):  # the command names the wrong one
+        # the command names the wrong one, or the setup is wrong (a key an embeddings API
+        # refused is a ConfigError and an EmbeddingError: retrying will not help)
+        if isinstance(exc, (CollectionMismatchError, ConfigError)):
             return EXIT_USAGE
         if isinstance(exc, (StoreError, EmbeddingError, CacheError)):
             return EXIT_BACKEND

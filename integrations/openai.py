@@ -14,6 +14,9 @@ Every re-embedded token is billed there, so it is careful about what it sends:
 * 429, 408, 409, 5xx, timeouts and dropped connections are retried with
   exponential backoff (with jitter), honouring ``Retry-After``; after the last
   try an :class:`EmbeddingUnavailableError` is raised;
+* a refusal of the key (HTTP 401 or 403) or of the model name (HTTP 404 with
+  code ``model_not_found``) is not retried: an :class:`EmbeddingConfigError`
+  (an ``EmbeddingError`` and a ``ConfigError``) says what to set;
 * one request, its retries and the waits between them included, gets at most
   ``deadline`` seconds (no try waits past what is left of it), so a server that
   takes connections and never answers fails an embed call in about ``deadline``
@@ -71,6 +74,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOWN_MODELS",
+    "EmbeddingConfigError",
     "EmbeddingResponseError",
     "EmbeddingUnavailableError",
     "OpenAIEmbedder",
@@ -88,6 +92,8 @@ KNOWN_MODELS: dict[str, tuple[int, int, str, bool]] = {
     "text-embedding-ada-002": (1536, 8191, "cl100k_base", False),
 }
 _RETRY_STATUS = frozenset({408, 409, 429})
+#: statuses that refuse the credentials: the same key gets the same answer
+_AUTH_STATUS = frozenset({401, 403})
 #: How much of a server's answer an error message quotes (the answer, never an input).
 _EXCERPT = 80
 log = logging.getLogger(__name__)
@@ -104,6 +110,21 @@ class EmbeddingResponseError(EmbeddingError):
     ``data`` list, an item without a list of numbers, or the wrong count or size. The
     message says what came instead (a short excerpt of the server's answer, never an
     input). Not retried: a server or proxy that answers this way will again."""
+
+
+class EmbeddingConfigError(EmbeddingError, ConfigError):
+    """The embeddings API refused what the embedder was set up with: the key (HTTP 401 or
+    403: none sent, a wrong or revoked one, or one not allowed there) or the model name
+    (HTTP 404 with code ``model_not_found``). The message names the status and what to
+    set (the key's environment variable, or the model), never the key nor the server's
+    words (``__cause__`` holds them). Not retried: the same request gets the same answer
+    until the setup changes. An :class:`~rechunk.errors.EmbeddingError` for code that
+    catches the embedder's failures, and a :class:`~rechunk.errors.ConfigError`, a fault
+    of the setup rather than of the server; ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -508,6 +529,8 @@ class OpenAIEmbedder:
         base_path = parts.path.rstrip("/")
         self._server = self._host + ("" if base_path in ("", "/v1") else _named_path(base_path))
         self._api_key_env = api_key_env
+        #: whether the client made sends a key from ``api_key_env`` (None: a client given)
+        self._key_sent: bool | None = None
         if client is None and self._host == "api.openai.com" and not os.environ.get(api_key_env):
             raise ConfigError(f"set {api_key_env} to use OpenAI's API (the key is read from it)")
 
@@ -676,6 +699,7 @@ class OpenAIEmbedder:
             if self._client is None:
                 openai = require("openai", "openai")
                 key = os.environ.get(self._api_key_env) or "none"  # a local server needs none
+                self._key_sent = key != "none"
                 # redirects are not followed: the inputs would go to an address nobody gave
                 self._client = openai.OpenAI(
                     api_key=key,
@@ -731,6 +755,11 @@ class OpenAIEmbedder:
                         f"{status}); rechunk does not follow redirects, which would send the "
                         "inputs to an address not given: give the final URL as the base URL"
                     ) from ServerSaid.of(exc)
+                if status in _AUTH_STATUS or (
+                    status == 404 and getattr(exc, "code", None) == "model_not_found"
+                ):
+                    sent = getattr(client, "api_key", None)
+                    raise self._refused_setup(exc, status, sent) from ServerSaid.of(exc)
                 if status not in _RETRY_STATUS and status < 500:
                     raise EmbeddingError(
                         f"the embeddings API at {self._host} refused the request "
@@ -772,6 +801,45 @@ class OpenAIEmbedder:
             "what succeeded is kept: run again when the server answers, or allow it longer "
             "with deadline= (openai:MODEL?deadline=SECONDS)"
         ) from last
+
+    def _refused_setup(self, exc: Exception, status: int, sent: Any) -> EmbeddingConfigError:
+        """The error for a refusal of the key (401, 403) or of the model (404
+        ``model_not_found``): the status, the error's codes, and what to set; never the
+        key (``sent``, the client's; codes that hold it, as a server might echo it, are
+        left out) nor the server's words."""
+        said = _described(exc)
+        keys = (sent, os.environ.get(self._api_key_env))
+        if any(isinstance(key, str) and len(key) >= 4 and key in said for key in keys):
+            said = f"HTTP {status}"
+        name = self._api_key_env
+        if self._key_sent is None:  # a client given: its key is its owner's
+            key_is, set_key = "the key of the API client given (client=)", "give that client"
+        else:
+            key_is, set_key = f"the key in ${name}", f"set {name} to"
+        if status == 404:
+            what = (
+                f"has no model {self.model!r}"
+                + ("" if self._key_sent is False else f" that {key_is} may use")
+                + f" ({said}): name a model it serves (openai:MODEL on the command line, "
+                f"model= in Python), or {set_key} a key allowed to use it"
+            )
+        elif self._key_sent is False:
+            what = (
+                f"asks for a key and none was sent ({said}; ${name} is not set): "
+                f"{set_key} this server's key"
+            )
+        elif status == 403:
+            what = (
+                f"refused {key_is} ({said}): {set_key} a key this server accepts for "
+                f"model {self.model!r}, or name a model the key may use"
+            )
+        else:
+            what = f"refused {key_is} ({said}): {set_key} a key this server accepts"
+        return EmbeddingConfigError(
+            f"the embeddings API at {self._host} {what}; sent again, the request gets the "
+            f"same answer, so it is not retried; {LEFT_OUT}",
+            status=status,
+        )
 
     def _wait_for(self, call: Callable[[], Any], clock: _Clock, stop: threading.Event) -> Any:
         """``call()`` on a helper thread, waited for until the deadline (_NoAnswer then)

@@ -44,6 +44,7 @@ from rechunk.chunking.chunk import Chunker
 from rechunk.document import Document
 from rechunk.errors import (
     ConfigError,
+    EmbeddingError,
     InputError,
     RechunkError,
     TransientError,
@@ -607,6 +608,7 @@ class Watcher:
                     keep=keep,
                     report=report,
                     complete_files=files.record_files,
+                    initial=True,
                 )
             if gone:
                 before = report.deleted
@@ -1272,10 +1274,15 @@ class Watcher:
         keep: Iterable[str],
         report: BatchReport,
         complete_files: Iterable[str] = (),
+        initial: bool = False,
     ) -> SyncReport | None:
         """One sync; a failure that may pass raises :class:`_Retry`. Documents a sync
         refuses (bad input) are synced one by one, and those refused reported failed.
-        ``complete_files``: see :func:`rechunk.sync` (the initial sync's record files)."""
+        ``complete_files``: see :func:`rechunk.sync` (the initial sync's record files).
+        An embedder refusing its setup (a key an API refused: a ``ConfigError`` that is an
+        ``EmbeddingError``) is no document's fault: the ``initial`` sync raises it (the
+        watcher does not start), a later one reports the batch failed as it is, with no
+        sync one by one that would only ask the server again."""
         t0 = time.monotonic()
         result: SyncReport | None
         try:
@@ -1293,7 +1300,10 @@ class Watcher:
                 )
             )
         except (InputError, ConfigError) as exc:
-            if len(docs) <= 1:
+            setup = isinstance(exc, EmbeddingError)
+            if setup and initial:
+                raise
+            if len(docs) <= 1 or setup:
                 self._refused(docs, exc, report)
                 return None
             result = self._one_by_one(docs, report)
