@@ -64,6 +64,7 @@ from rechunk.errors import (
     RechunkError,
     TransientError,
 )
+from rechunk.reuse.cache import record_dimension
 from rechunk.reuse.embedding import check_texts, check_vectors, usable_vectors
 from rechunk.reuse.identity import input_key, secret_digest
 
@@ -588,6 +589,7 @@ class OpenAIEmbedder:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.cache = cache
+        self._recorded_in: Any = None  # the cache the model's dimension was recorded in
         self._client = client
         self._owns_client = client is None  # a client given is its owner's to close
         self._lock = threading.Lock()
@@ -1073,6 +1075,11 @@ class OpenAIEmbedder:
             self.cache.put_many(
                 [(input_key(model_id, t), v) for t, v in zip(batch, vectors)], model_id
             )
+            if self._recorded_in is not self.cache:  # once per cache, as every writer does:
+                # the cache wrappers read it (also to know a cache that holds no vector of
+                # the model yet, whose model check then records a reference)
+                record_dimension(self.cache, model_id, self._dimension)
+                self._recorded_in = self.cache
         else:
             with self._lock:
                 self._pending.update(zip(batch, vectors))

@@ -402,3 +402,22 @@ def test_llamaindex_drop_in_refuses_in_sync_and_async_calls(server: Server) -> N
     assert sorted(server.inputs()) == sorted([REFERENCE, "gamma note"])
     server.weights = "model-a"
     assert len(asyncio.run(embedding.aget_text_embedding_batch(["gamma note"]))) == 1
+
+
+def test_a_cache_an_api_embedder_filled_on_its_own_is_not_new_to_a_wrapper(
+    server: Server, tmp_path: Path
+) -> None:
+    """``OpenAIEmbedder(cache=...)`` writes the cache itself. A wrapper must not take that
+    cache for a new one and record as the reference whatever model answers then: served
+    another model at that moment, the reference would refuse the right one for good."""
+    from rechunk.reuse.cache import recorded_dimension
+
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        api(server, cache).embed(["alpha note"])
+        assert recorded_dimension(cache, api(server).model_id) == DIM
+        server.weights = "model-b"
+        rechunk.CachedEmbedder(api(server), cache).embed(["beta note"])  # nothing to compare
+        server.weights = "model-a"
+        requests(server)
+        rechunk.CachedEmbedder(api(server), cache).embed(["gamma note"])
+        assert requests(server) == [["gamma note"]]  # no reference was recorded from model-b
