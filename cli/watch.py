@@ -111,7 +111,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="write doc_ids in --log as they are, not hashed",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON line per batch")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON line per batch (and one when it stops)"
+    )
     p.set_defaults(func=run)
     return p
 
