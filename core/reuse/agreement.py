@@ -35,7 +35,15 @@ from rechunk.reuse.cache import EmbeddingCache, recorded_dimension
 from rechunk.reuse.embedding import usable_vectors
 from rechunk.reuse.identity import input_key
 
-__all__ = ["REFERENCE", "SAME_MODEL_COSINE", "CheckedBatches", "Held", "cache_check"]
+__all__ = [
+    "REFERENCE",
+    "SAME_MODEL_COSINE",
+    "Check",
+    "CheckedBatches",
+    "Held",
+    "cache_check",
+    "plan_check",
+]
 
 #: the cosine at or above which the model's new vector of an input agrees with the one held
 #: for it: the same model on another runtime, precision or batch agrees to 0.99 or better,
@@ -109,12 +117,11 @@ def plan_check(
     the cache's reference, else the shortest of ``hits`` (by tokens, then length); with
     none of them and ``first`` (a cache wrapper: the cache is all it has), only the
     recording of a reference in a cache that holds no vector of the model yet (its first
-    vectors are about to be made); else ``None``. ``dimension``:
-    ``None`` while it is not known (nothing recorded in the cache: a cache wrapper's first
-    call). ``count_reference``: the reference's tokens, for :class:`Held`."""
+    vectors are about to be made); else ``None``. ``dimension``: ``None`` while it is not
+    known (nothing recorded in the cache: a cache wrapper's first call).
+    ``count_reference``: the reference's tokens, for :class:`Held`."""
     recorded = None if dimension is None else reference(cache, model_id, dimension)
     if held is None and recorded is not None:
-        assert dimension is not None
         held = Held(input_key(model_id, REFERENCE), REFERENCE, count_reference, recorded, "cache")
     if held is None:
         held = min(hits, key=lambda h: (h.tokens, len(h.text), h.key), default=None)
