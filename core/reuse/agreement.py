@@ -23,7 +23,7 @@ already be another than the one whose vectors the cache holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -109,7 +109,7 @@ def plan_check(
     dimension: int | None,
     held: Held | None,
     hits: Iterable[Held],
-    count_reference: int = 0,
+    count_reference: Callable[[], int] = lambda: 0,
     *,
     first: bool = False,
 ) -> Check | None:
@@ -119,10 +119,11 @@ def plan_check(
     recording of a reference in a cache that holds no vector of the model yet (its first
     vectors are about to be made); else ``None``. ``dimension``: ``None`` while it is not
     known (nothing recorded in the cache: a cache wrapper's first call).
-    ``count_reference``: the reference's tokens, for :class:`Held`."""
+    ``count_reference``: the reference's tokens, for :class:`Held` (asked only then)."""
     recorded = None if dimension is None else reference(cache, model_id, dimension)
     if held is None and recorded is not None:
-        held = Held(input_key(model_id, REFERENCE), REFERENCE, count_reference, recorded, "cache")
+        key = input_key(model_id, REFERENCE)
+        held = Held(key, REFERENCE, count_reference(), recorded, "cache")
     if held is None:
         held = min(hits, key=lambda h: (h.tokens, len(h.text), h.key), default=None)
     writable = cache is not None and not getattr(cache, "readonly", False)

@@ -93,7 +93,9 @@ class ModelCheck:
         model_id, dimension = embedder.model_id, embedder.dimension
         held = _from_collections(stored, self.stores, model_id, dimension)
         hits = (Held(k, text, tokens, np.asarray(v), "cache") for k, text, tokens, v in cached)
-        check = plan_check(self.cache, model_id, dimension, held, hits, self._count(embedder))
+        check = plan_check(
+            self.cache, model_id, dimension, held, hits, lambda: self._count(embedder)
+        )
         if check is None:
             return
         texts = check.texts
