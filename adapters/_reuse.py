@@ -881,10 +881,14 @@ class Reuse:
 
 
 class DocumentsAndQueries:
-    """The :class:`Reuse` of a model's documents and of its queries (``model_id + "#query"``)."""
+    """The :class:`Reuse` of a model's documents and of its queries (``model_id + "#query"``);
+    ``check``: the documents' model check (off for a model whose identity names its
+    weights, ``pins_weights``)."""
 
-    def __init__(self, cache: EmbeddingCache, model_id: str, dimension: int | None) -> None:
-        self.documents = Reuse(cache, model_id, dimension)
+    def __init__(
+        self, cache: EmbeddingCache, model_id: str, dimension: int | None, *, check: bool = True
+    ) -> None:
+        self.documents = Reuse(cache, model_id, dimension, check=check)
         # query vectors are not stored: a wrong one misranks a search, and is not checked
         self.queries = Reuse(cache, model_id + QUERY_SUFFIX, dimension, check=False)
 

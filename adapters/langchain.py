@@ -698,7 +698,9 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
       (:mod:`rechunk.reuse.agreement`): one or two short inputs at the front of its
       first request, and :class:`~rechunk.ModelChangedError` before anything of the
       call is cached or returned when the model behind ``model_id`` gives another
-      vector than the one the cache holds.
+      vector than the one the cache holds. Not when ``underlying.pins_weights`` is true
+      (its identity names its weights, as :class:`RechunkEmbeddings` over a local model
+      says).
     * :attr:`stats` counts inputs, hits, misses (distinct texts per call) and
       inputs sent to the model, for documents and for cached queries (a query
       with ``cache_queries=False`` goes straight to the underlying and is not
@@ -726,7 +728,10 @@ class CachedEmbeddings(ReuseReadouts, Embeddings):
         self._cache_queries = check_cache_queries(cache_queries)
         cache = check_cache(cache, "MemoryCache, SQLiteCache, ByteStoreCache")
         self._batch_size = check_batch_size(batch_size)
-        self._reuse = DocumentsAndQueries(cache, model_id, check_dimension(dimension))
+        pinned = bool(getattr(underlying, "pins_weights", False))  # no model check needed
+        self._reuse = DocumentsAndQueries(
+            cache, model_id, check_dimension(dimension), check=not pinned
+        )
 
     def __repr__(self) -> str:
         return f"CachedEmbeddings({type(self._underlying).__name__}, model_id={self.model_id!r})"

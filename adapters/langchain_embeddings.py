@@ -42,6 +42,12 @@ class RechunkEmbeddings(Embeddings):
     def model_id(self) -> str:
         return str(self.embedder.model_id)
 
+    @property
+    def pins_weights(self) -> bool:
+        """Whether ``model_id`` names the weights (rechunk's local models): a cache wrapper
+        around it then runs no model check."""
+        return bool(getattr(self.embedder, "pins_weights", False))
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_texts(self.embedder, texts)
 

@@ -951,7 +951,9 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
       (:mod:`rechunk.reuse.agreement`): one or two short inputs at the front of its
       first request to the underlying, and :class:`~rechunk.ModelChangedError` before
       anything of it is cached or returned when the model behind ``model_id`` gives
-      another vector than the one the cache holds.
+      another vector than the one the cache holds. Not when ``underlying.pins_weights``
+      is true (its identity names its weights, as ``RechunkEmbedding`` over a local model
+      says).
     * ``dimension`` (optional): unknown, it is read from the cache's record for
       this model or learnt from the first answer (the record is one extra cache
       entry per model id, the same one :mod:`rechunk.adapters.langchain` writes).
@@ -1020,7 +1022,8 @@ class CachedEmbedding(ReuseReadouts, BaseEmbedding):
         }
         super().__init__(**{name: _checked(name, value) for name, value in fields.items()})
         self._underlying = underlying
-        self._reuse = DocumentsAndQueries(cache, model_id, dimension)
+        pinned = bool(getattr(underlying, "pins_weights", False))  # no model check needed
+        self._reuse = DocumentsAndQueries(cache, model_id, dimension, check=not pinned)
         underlying.callback_manager = self.callback_manager
 
     def __setattr__(self, name: str, value: Any) -> None:

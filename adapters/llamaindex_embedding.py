@@ -82,6 +82,12 @@ class RechunkEmbedding(BaseEmbedding):
         vectors under, so ``CachedEmbedding(RechunkEmbedding())`` shares them."""
         return self.model_name
 
+    @property
+    def pins_weights(self) -> bool:
+        """Whether ``model_name`` names the weights (rechunk's local models, known by a
+        hash of their files): a cache wrapper around it then runs no model check."""
+        return bool(getattr(self._model(), "pins_weights", False))
+
     def __getstate__(self) -> dict[str, Any]:
         # the model stays behind (an ONNX session does not pickle): the copy opens it
         # again from the URI, without LlamaIndex's warning about a dropped attribute

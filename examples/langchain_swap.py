@@ -62,6 +62,9 @@ class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 as a LangChain Embeddings, counting what it embeds."""
 
     model = "sentence-transformers/all-MiniLM-L6-v2"
+    # the model_id the cache wrapper is given below names these weights (a hash of the
+    # model's files), so no other model can answer under it: no model check is needed
+    pins_weights = True
 
     def __init__(self, embedder: OnnxEmbedder) -> None:
         self.embedder = embedder

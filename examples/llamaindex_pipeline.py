@@ -61,6 +61,12 @@ class MiniLMEmbedding(BaseEmbedding):
         super().__init__(model_name="sentence-transformers/all-MiniLM-L6-v2")
         self._embedder = embedder
 
+    @property
+    def pins_weights(self) -> bool:
+        """The model_id the cache wrapper is given below names these weights (a hash of
+        the model's files), so no other model can answer under it: no model check."""
+        return True
+
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         self.texts += len(texts)
         self.tokens += sum(self._embedder.count_tokens(t) for t in texts)

@@ -421,3 +421,29 @@ def test_a_cache_an_api_embedder_filled_on_its_own_is_not_new_to_a_wrapper(
         requests(server)
         rechunk.CachedEmbedder(api(server), cache).embed(["gamma note"])
         assert requests(server) == [["gamma note"]]  # no reference was recorded from model-b
+
+
+def test_a_drop_in_over_a_model_known_by_its_weights_runs_no_check() -> None:
+    """rechunk's own framework embeddings over a local model say so (``pins_weights``), as
+    a user's may: their identity names the weights, so no input is embedded again and no
+    reference recorded."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from rechunk.adapters.langchain import CachedEmbeddings
+    from rechunk.adapters.langchain_embeddings import RechunkEmbeddings
+    from rechunk.adapters.llamaindex import CachedEmbedding
+    from rechunk.adapters.llamaindex_embedding import RechunkEmbedding
+    from rechunk.integrations.uri import default_embedder
+
+    local = default_embedder()
+    for wrapped in (
+        CachedEmbeddings(RechunkEmbeddings(local), rechunk.MemoryCache()),
+        CachedEmbedding(RechunkEmbedding(local), rechunk.MemoryCache()),
+    ):
+        assert wrapped.underlying.pins_weights if hasattr(wrapped, "underlying") else True
+        embed = getattr(wrapped, "embed_documents", None) or wrapped.get_text_embedding_batch
+        embed(["alpha note"])
+        embed(["beta note"])
+        key = input_key(wrapped.model_id, REFERENCE)
+        assert wrapped.cache.get_many([key], wrapped.model_id, local.dimension) == {}
+        assert len(wrapped.cache) == 3  # two vectors and the dimension's record
