@@ -536,7 +536,6 @@ class _Embedding:
         import numpy as np
         import ray
 
-        counted: list[Any] = []
         parts: list[Any] = []
         with self._model:
             if self._embedder is None:
@@ -544,7 +543,10 @@ class _Embedding:
             t0 = time.perf_counter()
             for start in range(0, len(texts), step):
                 batch = texts[start : start + step]
-                counted.append(self._tally.add.remote(len(batch)))
+                # counted before the model call: an actor killed during it (out of memory)
+                # has then told the tally already, where a message still queued would die
+                # with it and the report undercount what was sent
+                ray.get(self._tally.add.remote(len(batch)))
                 parts.append(
                     check_vectors(
                         self._embedder.embed(batch),
@@ -554,7 +556,6 @@ class _Embedding:
                     )
                 )
             seconds = time.perf_counter() - t0
-        ray.get(counted)
         self._tally.spent.remote(seconds)
         return keys, parts[0] if len(parts) == 1 else np.concatenate(parts)
 
