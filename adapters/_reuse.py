@@ -760,8 +760,10 @@ class Reuse:
     that embeds is model-checked against the cache first (:mod:`rechunk.reuse.agreement`):
     the check's one or two short inputs ride in the call's first request, and
     :class:`~rechunk.errors.ModelChangedError` is raised before anything of that call is
-    cached or returned when the model no longer agrees with the vectors the cache holds.
-    The check's inputs are not counted in :attr:`stats`.
+    cached or returned when the model no longer agrees with the vectors the cache holds
+    (a call with nothing to compare with is not checked and warns:
+    :class:`~rechunk.errors.UncheckedModelWarning`). The check's inputs are not counted
+    in :attr:`stats`.
 
     :meth:`embed` / :meth:`aembed` run a whole call; :meth:`plan` and
     :meth:`absorb` are its two halves (look up, then take the model's answer).

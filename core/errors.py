@@ -39,6 +39,13 @@ class ForeignPointsWarning(UserWarning):
     quiets it; the store's ``foreign_points`` names them)."""
 
 
+class UncheckedModelWarning(UserWarning):
+    """A cache wrapper's call embedded with no model check: its cache keeps no reference
+    for the model (a cache filled by ``rechunk sync``'s first run, or by a release before
+    the check) and the call held no cached input to compare with. A call that includes a
+    cached input, or a ``rechunk sync`` whose check passes, records the reference."""
+
+
 class LocatorWarning(UserWarning):
     """A document that rechunk's loaders read reached rechunk's splitter as a copy, or with
     its text changed: its chunks carry no ``pages``, ``section``... (see

@@ -22,7 +22,7 @@ import pytest
 
 import rechunk
 from rechunk import Document, ModelChangedError, RecursiveChunker, SQLiteCache, sync
-from rechunk.errors import CollectionMismatchError
+from rechunk.errors import CollectionMismatchError, UncheckedModelWarning
 from rechunk.reuse.identity import input_key
 from rechunk.sync.model_check import REFERENCE
 
@@ -416,10 +416,12 @@ def test_a_cache_an_api_embedder_filled_on_its_own_is_not_new_to_a_wrapper(
         api(server, cache).embed(["alpha note"])
         assert recorded_dimension(cache, api(server).model_id) == DIM
         server.weights = "model-b"
-        rechunk.CachedEmbedder(api(server), cache).embed(["beta note"])  # nothing to compare
+        with pytest.warns(UncheckedModelWarning):  # nothing to compare with, and it says so
+            rechunk.CachedEmbedder(api(server), cache).embed(["beta note"])
         server.weights = "model-a"
         requests(server)
-        rechunk.CachedEmbedder(api(server), cache).embed(["gamma note"])
+        with pytest.warns(UncheckedModelWarning):
+            rechunk.CachedEmbedder(api(server), cache).embed(["gamma note"])
         assert requests(server) == [["gamma note"]]  # no reference was recorded from model-b
 
 
@@ -447,3 +449,23 @@ def test_a_drop_in_over_a_model_known_by_its_weights_runs_no_check() -> None:
         key = input_key(wrapped.model_id, REFERENCE)
         assert wrapped.cache.get_many([key], wrapped.model_id, local.dimension) == {}
         assert len(wrapped.cache) == 3  # two vectors and the dimension's record
+
+
+def test_a_wrapper_call_with_nothing_to_compare_with_says_so(
+    server: Server, store: Any, tmp_path: Path
+) -> None:
+    """A cache one ``rechunk sync`` filled keeps no reference (its check had nothing to
+    compare with): a wrapper's call of new texts only is not checked, and warns; once a
+    sync's check passes against the collection the reference is recorded, and such a
+    call is checked."""
+    with SQLiteCache(tmp_path / "cache.sqlite") as cache:
+        sync([Document("guide", TEXT)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        wrapper = rechunk.CachedEmbedder(api(server), cache)
+        with pytest.warns(UncheckedModelWarning, match="nothing to compare with"):
+            wrapper.embed(["A new note."])
+        sync([Document("guide", EDITED)], store, chunker=CHUNKER, embedder=api(server, cache), cache=cache)
+        server.weights = "model-b"
+        requests(server)
+        with pytest.raises(ModelChangedError):
+            wrapper.embed(["Another new note."])
+        assert requests(server) == [[REFERENCE, "Another new note."]]

@@ -23,6 +23,7 @@ already be another than the one whose vectors the cache holds.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -30,7 +31,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from rechunk.errors import ModelChangedError
+from rechunk.errors import ModelChangedError, UncheckedModelWarning
 from rechunk.reuse.cache import EmbeddingCache, recorded_dimension
 from rechunk.reuse.embedding import usable_vectors
 from rechunk.reuse.identity import input_key
@@ -140,10 +141,22 @@ def cache_check(
 ) -> Check | None:  # fmt: skip
     """The check of a cache wrapper's call: against the cache's reference, else the
     shortest of the call's ``hits`` (input key -> vector; ``key_of``: text -> key), else
-    the recording of a reference in a cache that holds no vector of the model yet."""
+    the recording of a reference in a cache that holds no vector of the model yet. With
+    none of them the call is not checked, and :class:`~rechunk.errors.
+    UncheckedModelWarning` says so (once per model, by Python's default filter)."""
     texts = {key: text for text, key in key_of.items() if key in hits}
     held = (Held(key, text, 0, np.asarray(hits[key]), "cache") for key, text in texts.items())
-    return plan_check(cache, model_id, dimension, None, held, first=True)
+    check = plan_check(cache, model_id, dimension, None, held, first=True)
+    if check is None:
+        warnings.warn(
+            f"the model check of {model_id} has nothing to compare with: the cache keeps "
+            "no reference for it and this call held no cached input, so its vectors are "
+            "taken unchecked; a call that includes a cached input, or a `rechunk sync` "
+            "whose check passes, records the reference",
+            UncheckedModelWarning,
+            stacklevel=4,
+        )
+    return check
 
 
 def refuse_if_changed(held: Held, fresh: np.ndarray, model_id: str, advice: str) -> None:

@@ -116,7 +116,10 @@ class CachedEmbedder:
     until the cache has one, the shortest input of the call the cache gave), in the call's
     first request, and :class:`~rechunk.errors.ModelChangedError` is raised before
     anything of the call is cached or returned when the two vectors disagree
-    (:mod:`rechunk.reuse.agreement`). The check's inputs are not counted in :attr:`stats`.
+    (:mod:`rechunk.reuse.agreement`; with neither, a cache holding no vector of the model
+    records the reference, else the call is not checked and warns,
+    :class:`~rechunk.errors.UncheckedModelWarning`). The check's inputs are not counted
+    in :attr:`stats`.
 
     A vector returned from the cache is bit-identical to the one the wrapped
     embedder returned when it was first computed. Counters: :attr:`stats`.
