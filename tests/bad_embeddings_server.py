@@ -33,6 +33,18 @@ from typing import Any
 Reply = tuple[int, str, bytes]
 
 
+def sync_args(folder: Any, work: Any, url: str, dimension: int) -> list[str]:
+    """``rechunk sync FOLDER``'s arguments with the OpenAI-compatible server at ``url`` as the
+    embedder (``dimension`` numbers a vector; the packaged model's tokenizer counts
+    tokens), its store and cache in the folder ``work``."""
+    from rechunk.integrations._st_folder import ModelFolder
+
+    tokenizer = ModelFolder().folder
+    embedder = f"openai:team-embedder?tokenizer={tokenizer}&window=512&dimension={dimension}"
+    return ["sync", str(folder), "--store", f"qdrant:{work / 'store'}",
+            "--cache", str(work / "cache.sqlite"), "--embed-url", url, "--embedder", embedder]  # fmt: skip
+
+
 def vectors_reply(request: dict[str, Any], dimension: int = 384) -> Reply:
     """A well-formed answer: one non-zero vector of ``dimension`` numbers per input, made
     from the input's text alone, as a model's is (the same text, the same vector, in any

