@@ -765,8 +765,8 @@ class Reuse:
     :class:`~rechunk.errors.UncheckedModelWarning`). The check's inputs are not counted
     in :attr:`stats`.
 
-    :meth:`embed` / :meth:`aembed` run a whole call; :meth:`plan` and
-    :meth:`absorb` are its two halves (look up, then take the model's answer).
+    :meth:`embed` / :meth:`aembed` run a whole call: :meth:`plan` looks up, :meth:`batches`
+    gives the requests, and :meth:`take` takes each answer.
     """
 
     def __init__(
@@ -818,7 +818,9 @@ class Reuse:
 
     def take(self, plan: Plan, batches: CheckedBatches, batch: list[str], raw: object,
              seconds: float) -> None:  # fmt: skip
-        """Check the model's answer ``raw`` to ``batch``, settle the model check when its
+        """Check the model's answer ``raw`` to ``batch``
+        (:func:`~rechunk.reuse.embedding.check_vectors`: :class:`~rechunk.errors.
+        BadVectorError` and nothing cached when one fails), settle the model check when its
         vectors are in, then :meth:`absorb` the misses' vectors."""
         vectors = check_vectors(
             raw, model_id=self.model_id, dimension=self.dimension, count=len(batch)
@@ -827,13 +829,10 @@ class Reuse:
         if kept:
             self.absorb(plan, kept, rows, seconds)
 
-    def absorb(self, plan: Plan, batch: list[str], raw: object, seconds: float) -> None:
-        """Check the model's vectors for ``batch`` (:func:`~rechunk.reuse.embedding.check_vectors`:
-        :class:`~rechunk.errors.BadVectorError` and nothing cached when one fails), cache
-        them and add them to ``plan``."""
-        vectors = check_vectors(
-            raw, model_id=self.model_id, dimension=self.dimension, count=len(batch)
-        )
+    def absorb(
+        self, plan: Plan, batch: list[str], vectors: npt.NDArray[np.float32], seconds: float
+    ) -> None:
+        """Cache the checked ``vectors`` of ``batch`` and add them to ``plan``."""
         dimension = int(vectors.shape[1])
         keys = [plan.key_of[text] for text in batch]
         rows = [np.ascontiguousarray(row) for row in vectors]
