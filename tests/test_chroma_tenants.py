@@ -14,11 +14,8 @@ was exit 3, which cron's retry logic retried for ever.
 
 from __future__ import annotations
 
-import http.client
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hash_embedder  # noqa: E402
 from chroma_server import HOST, running_chroma  # noqa: E402
 from hash_embedder import HashEmbedder  # noqa: E402
+from reverse_proxy import ReverseProxy  # noqa: E402
 
 import rechunk  # noqa: E402
 from rechunk.adapters.chroma import LOCK_COLLECTION, ChromaStore, http_client  # noqa: E402
@@ -424,61 +422,23 @@ def test_a_tenant_with_a_space_or_a_plus_is_reached_as_the_uri_writes_it(
 # -- credentials: a token-checking reverse proxy ----------------------------------------
 
 
-class TokenProxy:
+class TokenProxy(ReverseProxy):
     """A reverse proxy on 127.0.0.1 in front of the Chroma server on port ``upstream``:
     a request without ``Authorization: Bearer TOKEN`` or ``X-Chroma-Token: TOKEN`` is
     answered 401 with Chroma's error body (the heartbeat is open, as Chroma's is)."""
 
     def __init__(self, upstream: int, token: str) -> None:
         self.asked: list[str] = []
-        proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        def route(path: str, headers: Any) -> str | tuple[int, bytes]:
+            bearer = headers.get("Authorization") or ""
+            sent = headers.get("X-Chroma-Token") or bearer.removeprefix("Bearer ")
+            self.asked.append(sent)
+            if sent != token and not path.endswith("/heartbeat"):
+                return 401, b'{"error":"AuthError","message":"Unauthorized"}'
+            return path
 
-            def forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                bearer = self.headers.get("Authorization") or ""
-                sent = self.headers.get("X-Chroma-Token") or bearer.removeprefix("Bearer ")
-                proxy.asked.append(sent)
-                if sent != token and not self.path.endswith("/heartbeat"):
-                    self.reply(401, b'{"error":"AuthError","message":"Unauthorized"}', [])
-                    return
-                server = http.client.HTTPConnection(HOST, upstream, timeout=60)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("host", "connection", "content-length")}  # fmt: skip
-                server.request(self.command, self.path, body, headers)
-                answer = server.getresponse()
-                data = answer.read()
-                server.close()
-                self.reply(answer.status, data, answer.getheaders())
-
-            def reply(self, status: int, data: bytes, headers: list[tuple[str, str]]) -> None:
-                self.send_response(status)
-                for key, value in headers:
-                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
-                        self.send_header(key, value)
-                if not headers:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = forward
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        super().__init__(upstream, route)
 
 
 @pytest.fixture

@@ -417,50 +417,21 @@ class PrefixProxy:
     every path it was asked for."""
 
     def __init__(self, prefix: str, upstream: int | None) -> None:
-        import http.client
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from reverse_proxy import ReverseProxy
 
         self.paths: list[str] = []
-        proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def forward(self) -> None:
-                proxy.paths.append(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                if upstream is None or not self.path.startswith(prefix + "/"):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                server = http.client.HTTPConnection("127.0.0.1", upstream, timeout=30)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("host", "connection")}  # fmt: skip
-                server.request(self.command, self.path[len(prefix) :], body, headers)
-                answer = server.getresponse()
-                data = answer.read()
-                server.close()
-                self.send_response(answer.status)
-                for key, value in answer.getheaders():
-                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def route(path: str, headers: Any) -> str | tuple[int, bytes]:
+            self.paths.append(path)
+            if upstream is None or not path.startswith(prefix + "/"):
+                return 404, b""
+            return path[len(prefix) :]
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = forward
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.proxy = ReverseProxy(upstream, route)
+        self.port = self.proxy.port
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.proxy.close()
 
 
 def test_a_server_path_is_honoured(notes: Path, capsys: pytest.CaptureFixture[str]) -> None:
