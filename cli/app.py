@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         if isinstance(exc, (StoreError, EmbeddingError, CacheError)):
             return EXIT_BACKEND
-        if isinstance(exc, (ConfigError, InputError, MissingDependencyError)):
+        if isinstance(exc, (InputError, MissingDependencyError)):
             return EXIT_USAGE
         return EXIT_BACKEND
     except BrokenPipeError:  # the reader went away (`rechunk status | head`): stop quietly
